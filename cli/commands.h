@@ -1,0 +1,17 @@
+/*
+ * Subcommands of build/clef.  Each lives in its own cli/cmd_<name>.c and is
+ * declared weak here so that main.c lists only what was built.
+ */
+#ifndef CLEF_CLI_COMMANDS_H
+#define CLEF_CLI_COMMANDS_H
+
+typedef int (*clef_cmd_fn)(int argc, char **argv);
+
+int clef_cmd_tokenize(int argc, char **argv) __attribute__((weak));
+int clef_cmd_encode(int argc, char **argv) __attribute__((weak));
+int clef_cmd_render(int argc, char **argv) __attribute__((weak));
+int clef_cmd_mkmodel(int argc, char **argv) __attribute__((weak));
+int clef_cmd_decide(int argc, char **argv) __attribute__((weak));
+int clef_cmd_bench(int argc, char **argv) __attribute__((weak));
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * encode_record of the reference (spec/clef-encoder-and-head.md §3): the
+ * request becomes
+ *     prefix + media + state + schema + suffix
+ * with every piece tokenized on its own, plus half-open absolute spans of
+ * every question's instructions and every option's JSON.
+ */
+#ifndef CLEF_ENCODE_H
+#define CLEF_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "error.h"
+#include "request.h"
+#include "tokenizer.h"
+
+#define CLEF_DEFAULT_MAX_LENGTH  65536
+
+typedef enum {
+    CLEF_TRUNCATE_REJECT = 0,    /* too long: 400 max_tokens_exceeded */
+    CLEF_TRUNCATE_STATE          /* reference: keep the state's first tokens */
+} clef_truncate;
+
+typedef struct {
+    int            max_length;   /* default CLEF_DEFAULT_MAX_LENGTH */
+    clef_truncate  truncate;
+    const int32_t *media_ids;    /* processor-expanded media tokens, or NULL */
+    size_t         n_media_ids;
+} clef_encode_opts;
+
+void clef_encode_opts_default(clef_encode_opts *o);
+
+typedef struct {
+    int32_t  start;              /* half-open [start, end) */
+    int32_t  end;
+} clef_span;
+
+typedef struct {
+    clef_ids    ids;             /* input_ids */
+    int         n_questions;
+    clef_span  *question_spans;  /* [n_questions], request order */
+    clef_qtype *question_types;  /* [n_questions] */
+    int        *option_offset;   /* [n_questions + 1]: options of q are
+                                    option_offset[q] .. option_offset[q+1]-1 */
+    int         n_options;
+    clef_span  *option_spans;    /* [n_options], question order then encoder order */
+    size_t      state_tokens;    /* state tokens before truncation */
+    size_t      state_kept;      /* state tokens kept */
+} clef_record;
+
+int  clef_encode(const clef_tokenizer *tk, const clef_request *req,
+    const clef_encode_opts *opts, clef_record *rec, clef_error *err);
+void clef_record_free(clef_record *rec);
+
+#endif

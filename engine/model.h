@@ -1,0 +1,80 @@
+/*
+ * A Clef release directory (spec/clef-encoder-and-head.md §1, §7 and
+ * spec/qwen35-backbone.md §1-§2): config.json, joint_head_config.json,
+ * model.safetensors.index.json + shards (or one model.safetensors),
+ * joint_head.safetensors, tokenizer.json.
+ *
+ * Opening checks that every tensor the text backbone and the head need is
+ * present with the shape the configs imply, and says which one is wrong if
+ * not.  mtp.* and model.visual.* are skipped.  Weights stay in the mmapped
+ * files: opening needs no memory beyond the page cache.
+ */
+#ifndef CLEF_MODEL_H
+#define CLEF_MODEL_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "tensor.h"
+#include "tokenizer.h"
+
+#define CLEF_MAX_LAYERS  256
+
+typedef struct {
+    int     vocab_size;
+    int     hidden_size;
+    int     intermediate_size;
+    int     num_hidden_layers;
+    int     num_attention_heads;
+    int     num_key_value_heads;
+    int     head_dim;
+    int     linear_num_key_heads;       /* Hk */
+    int     linear_num_value_heads;     /* Hv */
+    int     linear_key_head_dim;        /* dk */
+    int     linear_value_head_dim;      /* dv */
+    int     linear_conv_kernel_dim;
+    int     attn_output_gate;           /* 1: q_proj rows are [query | gate] per head */
+    double  rms_norm_eps;
+    double  rope_theta;
+    double  partial_rotary_factor;
+    int     tie_word_embeddings;
+    uint8_t layer_full[CLEF_MAX_LAYERS]; /* 1: full_attention, 0: linear_attention */
+} clef_text_config;
+
+typedef struct {
+    int  hidden_size;
+    int  width;
+    int  routing_layers;
+    int  layers;
+    int  heads;
+    int  feedforward;
+} clef_head_config;
+
+typedef struct clef_model clef_model;
+
+enum {
+    CLEF_MODEL_HEADERS_ONLY = 1     /* validate configs and tensor headers, map nothing */
+};
+
+/* Refuses a directory that is not a Clef decision model ("not a decision
+ * model: joint_head_config.json is missing"), a config it cannot read, a
+ * missing tensor or a wrong shape, naming the file and tensor. */
+clef_model *clef_model_open(const char *dir, int flags, clef_error *err);
+void        clef_model_close(clef_model *m);
+
+const clef_text_config *clef_model_text_config(const clef_model *m);
+const clef_head_config *clef_model_head_config(const clef_model *m);
+const clef_tokenizer   *clef_model_tokenizer(const clef_model *m);
+const char             *clef_model_dir(const clef_model *m);
+
+/* Backbone tensors by their canonical name, "model.language_model.…" or
+ * "lm_head.weight" (a checkpoint with Qwen3_5ForCausalLM names, "model.…",
+ * is mapped onto these).  For a tied model lm_head.weight is the embedding.
+ * NULL when absent. */
+const clef_tensor *clef_model_tensor(const clef_model *m, const char *name);
+
+/* joint_head.safetensors tensors by their name in that file
+ * ("hidden_norm.weight", "evidence_layers.0.attention.in_proj_weight", ...). */
+const clef_tensor *clef_model_head_tensor(const clef_model *m, const char *name);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * A System One request (spec/systemone-protocol.md §2) parsed and validated
+ * into typed structures.  Everything points into the request's arena.
+ *
+ * Errors, as data (clef_error), with the status the server answers with:
+ *   422 json_invalid        body is not acceptable JSON (see json.h)
+ *   422 missing             a required field is absent: loc names it,
+ *                           msg "Field required"
+ *   422 <type>_type         a field has the wrong JSON type (pydantic-style
+ *                           "string_type", "dict_type", "list_type", ...)
+ *   422 union_tag_invalid   a question type other than noul/choice/score
+ *   400 (string detail)     limits: question count, id syntax, choice and
+ *                           score sizes, image count, with the protocol's
+ *                           exact messages where one exists, e.g.
+ *                           "Too many choices. Must have at most 255 choices."
+ */
+#ifndef CLEF_REQUEST_H
+#define CLEF_REQUEST_H
+
+#include <stddef.h>
+
+#include "arena.h"
+#include "error.h"
+#include "json.h"
+
+typedef enum {
+    CLEF_QTYPE_NOUL = 0,     /* the ids are type_embedding rows */
+    CLEF_QTYPE_CHOICE = 1,
+    CLEF_QTYPE_SCORE = 2
+} clef_qtype;
+
+typedef struct {
+    int  max_questions;      /* default 64 */
+    int  max_choices;        /* default 255 */
+    int  min_choices;        /* default 2 */
+    int  max_score_levels;   /* default 10 */
+    int  min_score_levels;   /* default 1 */
+    int  max_images;         /* default 4 */
+    int  max_id_len;         /* default 100 */
+} clef_limits;
+
+void clef_limits_default(clef_limits *lim);
+
+typedef struct {
+    clef_str          id;            /* "true"/"false", the choice label, "0".."n-1" */
+    const clef_json  *description;   /* NULL: the key is left out of the option JSON */
+    int               request_index; /* position in the request's criteria order */
+} clef_option;
+
+typedef struct {
+    clef_str          id;
+    clef_qtype        type;
+    const clef_json  *instructions;  /* NULL when missing or null */
+    const clef_json  *criteria;      /* NULL when missing or null (noul only) */
+    clef_option      *options;       /* encoder order (choice: sorted by label) */
+    int               n_options;
+} clef_question;
+
+typedef struct {
+    clef_arena        arena;         /* owns everything below */
+    const clef_json  *root;
+    clef_str          model;
+    const clef_json  *state;
+    clef_question    *questions;     /* request (insertion) order */
+    int               n_questions;
+    const clef_json  *images;        /* the "images" array, or NULL */
+    int               n_images;
+} clef_request;
+
+/* Parses and validates body.  On success returns 0 and req owns its arena;
+ * on refusal returns -1 with err filled (req is freed already).  lim may be
+ * NULL for the defaults. */
+int  clef_request_parse(clef_request *req, const char *body, size_t len,
+    const clef_limits *lim, clef_error *err);
+void clef_request_free(clef_request *req);
+
+/* Encoder-order option index of the request-order criteria entry i. */
+int  clef_question_option_by_request_index(const clef_question *q, int i);
+
+#endif

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sets up the reference environment used by the fixture generators:
+#   build/refenv/                 a venv with torch, transformers, tokenizers, safetensors
+#   build/reference/unsloth/_vendor/clef/joint_schema_model.py
+#                                 Cloudflare's reference, as vendored (byte-identical
+#                                 to upstream) in the unsloth wheel; imported by path.
+# Nothing from here is committed.  Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REFENV=${REFENV:-build/refenv}
+REF=build/reference/unsloth/_vendor/clef/joint_schema_model.py
+SHA=0e304cf7c6500e8bb59bef7e2afd2c6373f82596dfb3b57d1aa93c175e2dc3a3
+
+if [ ! -x "$REFENV/bin/python" ]; then
+    python3 -m venv "$REFENV"
+    "$REFENV/bin/pip" install -q --upgrade pip
+fi
+"$REFENV/bin/python" -c 'import torch, transformers, tokenizers, safetensors, numpy' 2>/dev/null \
+    || "$REFENV/bin/pip" install -q torch transformers tokenizers safetensors numpy
+
+if [ ! -f "$REF" ]; then
+    tmp=$(mktemp -d)
+    "$REFENV/bin/pip" download -q --no-deps unsloth -d "$tmp"
+    mkdir -p build/reference
+    (cd build/reference && unzip -o -q "$tmp"/unsloth-*.whl 'unsloth/_vendor/clef/*')
+    rm -rf "$tmp"
+fi
+echo "$SHA  $REF" | sha256sum -c --quiet
+echo "reference ready: $REFENV, $REF"
