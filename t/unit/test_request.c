@@ -330,6 +330,25 @@ test_id_errors(void)
               "long unicode id: echo cut between characters");
     }
 
+    /* a long id in a loc is cut to 197 bytes + "...", and stays JSON */
+    b.len = 0;
+    clef_buf_printf(&b, Q1 "{\"");
+    for (i = 0; i < 300; i++) {
+        clef_buf_putc(&b, 'y');
+    }
+    clef_buf_printf(&b, "\":{}}}");
+    {
+        char  want[512];
+        int   n;
+
+        n = snprintf(want, sizeof(want), "[\"body\",\"questions\",\"");
+        memset(want + n, 'y', 197);
+        snprintf(want + n + 197, sizeof(want) - (size_t) n - 197, "...\"]");
+        expect_error("300-char id in loc", b.data, b.len, NULL, 422,
+            "union_tag_not_found", want,
+            "Unable to extract tag using discriminator 'type'");
+    }
+
     /* a 422 anywhere comes before any 400 (schema before handler) */
     ERR("bad id and no type", Q1 "{\"a b\":{}}}", 422, "union_tag_not_found",
         "[\"body\",\"questions\",\"a b\"]",
