@@ -615,10 +615,6 @@ test_options(void)
 int
 main(void)
 {
-    /* check.h's path helpers are not needed here */
-    (void) check_fixtures;
-    (void) check_shared;
-
     test_body_errors();
     test_question_errors();
     test_id_errors();
