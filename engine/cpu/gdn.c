@@ -34,7 +34,7 @@ prepare_task(void *ctx, int64_t begin, int64_t end, int worker)
     const prepare_job  *j = ctx;
     float              *row, *q, *k;
     const float        *b, *a;
-    float               scale = 1.0f / sqrtf((float) j->dk);
+    float               scale = (float) pow((double) j->dk, -0.5);
     int64_t             t;
     int                 h, i;
 

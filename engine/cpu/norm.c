@@ -34,7 +34,7 @@ typedef struct {
     const float  *x, *z, *w;
     float        *y;
     int64_t       ldx, ldz, ldy;
-    int           dim;
+    int           heads, dim;
     float         eps;
 } norm_job;
 
@@ -54,11 +54,15 @@ static void
 gated_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const norm_job  *j = ctx;
-    int64_t          r;
+    int64_t          r, o;
+    int              h;
 
     for (r = begin; r < end; r++) {
-        clef_cpu_rmsnorm_gated_row(j->x + r * j->ldx, j->z + r * j->ldz,
-                                   j->y + r * j->ldy, j->dim, j->w, j->eps);
+        for (h = 0; h < j->heads; h++) {
+            o = (int64_t) h * j->dim;
+            clef_cpu_rmsnorm_gated_row(j->x + r * j->ldx + o, j->z + r * j->ldz + o,
+                                       j->y + r * j->ldy + o, j->dim, j->w, j->eps);
+        }
     }
 }
 
@@ -73,17 +77,17 @@ void
 clef_cpu_rmsnorm1p(clef_cpu_pool *pool, const float *x, int64_t ldx, float *y,
     int64_t ldy, int64_t rows, int dim, const float *w, float eps)
 {
-    norm_job  j = { x, NULL, w, y, ldx, 0, ldy, dim, eps };
+    norm_job  j = { x, NULL, w, y, ldx, 0, ldy, 1, dim, eps };
 
     clef_cpu_pool_for(pool, rows, rows_per_chunk(dim), norm1p_task, &j);
 }
 
 void
 clef_cpu_rmsnorm_gated(clef_cpu_pool *pool, const float *x, int64_t ldx,
-    const float *z, int64_t ldz, float *y, int64_t ldy, int64_t rows, int dim,
-    const float *w, float eps)
+    const float *z, int64_t ldz, float *y, int64_t ldy, int64_t rows,
+    int heads, int dim, const float *w, float eps)
 {
-    norm_job  j = { x, z, w, y, ldx, ldz, ldy, dim, eps };
+    norm_job  j = { x, z, w, y, ldx, ldz, ldy, heads, dim, eps };
 
-    clef_cpu_pool_for(pool, rows, rows_per_chunk(dim), gated_task, &j);
+    clef_cpu_pool_for(pool, rows, rows_per_chunk(heads * dim), gated_task, &j);
 }

@@ -23,9 +23,10 @@ void clef_cpu_rmsnorm_gated_row(const float *x, const float *z, float *y,
 void clef_cpu_rmsnorm1p(clef_cpu_pool *pool, const float *x, int64_t ldx,
     float *y, int64_t ldy, int64_t rows, int dim, const float *w, float eps);
 
-/* rows of (x, z) -> y, in parallel; every row's stride is given per array. */
+/* rows of (x, z) -> y, in parallel, at the given row strides; each row
+ * holds `heads` consecutive groups of dim floats, normalised one by one. */
 void clef_cpu_rmsnorm_gated(clef_cpu_pool *pool, const float *x, int64_t ldx,
-    const float *z, int64_t ldz, float *y, int64_t ldy, int64_t rows, int dim,
-    const float *w, float eps);
+    const float *z, int64_t ldz, float *y, int64_t ldy, int64_t rows,
+    int heads, int dim, const float *w, float eps);
 
 #endif
