@@ -108,7 +108,7 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int h,
     const float  *vh = a->v + t0 * a->ldv + (int64_t) (h / (a->hq / a->hkv)) * a->hd;
     float        *o = a->o + (t0 + q0) * a->ldo + (int64_t) h * a->hd;
     float        *S = scratch, *mx = S + BQ * BK, *sum = mx + BQ;
-    float        *srow, *orow, m, corr, p, l;
+    float        *srow, *orow, m, corr, l;
     int64_t       kend = q0 + nq, k0;
     int           nk, i, c, valid, d;
 
@@ -142,13 +142,11 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int h,
                     m = srow[c];
                 }
             }
-            corr = expf(mx[i] - m);          /* 0 on the first block */
-            l = 0.0f;
+            corr = clef_exp(mx[i] - m);          /* 0 on the first block */
             for (c = 0; c < valid; c++) {
-                p = expf(srow[c] - m);
-                srow[c] = p;
-                l += p;
+                srow[c] = clef_exp(srow[c] - m);
             }
+            l = clef_vec_sum(srow, valid);
             for (c = valid; c < nk; c++) {
                 srow[c] = 0.0f;
             }

@@ -17,7 +17,7 @@
 
 /* Rows of the MLP run at a time: its intermediate activations ([rows][2 I])
  * then stay small whatever the batch. */
-#define MLP_TILE  512
+#define MLP_TILE  1024
 
 struct clef_cpu_backbone {
     clef_cpu_weights   w;

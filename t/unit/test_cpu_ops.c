@@ -167,8 +167,8 @@ test_norms(clef_cpu_pool *pool)
     CHECK_CLOSE(y, fget(&f, "out_1p", NULL, NULL), n, TOL,
                 "zero-centred RMSNorm x/rms * (1 + w) = Qwen3_5RMSNorm");
 
-    clef_cpu_rmsnorm_gated(pool, x, sh[1], z, sh[1], y, sh[1], sh[0], (int) sh[1],
-                           wg, 1e-6f);
+    clef_cpu_rmsnorm_gated(pool, x, sh[1], z, sh[1], y, sh[1], sh[0], 1,
+                           (int) sh[1], wg, 1e-6f);
     CHECK_CLOSE(y, fget(&f, "out_gated", NULL, NULL), n, TOL,
                 "gated RMSNorm w * x/rms * silu(z) = Qwen3_5RMSNormGated");
 
