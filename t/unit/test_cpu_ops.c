@@ -312,8 +312,9 @@ test_attention(clef_cpu_pool *pool)
     cu_from_lens(lens, (int) nr, cu);
 
     o = malloc(sizeof(float) * nq);
-    scratch = malloc(sizeof(float) * clef_cpu_attention_scratch_floats()
-                     * clef_cpu_pool_size(pool));
+    scratch = malloc(sizeof(float) * clef_cpu_pool_size(pool)
+                     * clef_cpu_attention_scratch_floats((int) (qs[1] / ks[1]),
+                                                         (int) qs[2]));
     a.q = q;
     a.ldq = qs[1] * qs[2];
     a.q_head_stride = qs[2];
