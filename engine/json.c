@@ -2,44 +2,48 @@
  * The strict JSON parser of json.h.
  *
  * Every refusal is status 422, type "json_invalid", loc ["body",N] and the
- * message "invalid JSON at byte N: REASON", N being the byte offset (from 0)
- * given below.  The reasons, exactly:
+ * message "invalid JSON at byte N: REASON", N a byte offset from 0.  The
+ * reasons, exactly (hh: two lowercase hex digits of a byte; HHHH: a code
+ * point in uppercase hex, 4 digits or more; hhhh: the \u escape's value in
+ * lowercase; D: a decimal count):
  *
- *   REASON                                          N is the offset of
- *   ----------------------------------------------  ------------------------
- *   invalid UTF-8: unexpected byte 0xXX              the byte (0x80-0xbf as a
- *                                                    first byte, 0xf8-0xff)
- *   invalid UTF-8: truncated sequence                its first byte
- *   invalid UTF-8: overlong encoding of U+XXXX       its first byte
- *   invalid UTF-8: encoded surrogate U+XXXX          its first byte
- *   invalid UTF-8: U+XXXXXX is above U+10FFFF        its first byte
- *   byte order mark (U+FEFF) is not allowed          0
- *   expected EXPECTED                                the byte found instead
- *   unexpected end of input, expected EXPECTED       the end (the text length)
- *       EXPECTED is one of: a value | ',' or ']' | ',' or '}' |
- *       a string key or '}' | a string key | ':' | a digit |
- *       'true' | 'false' | 'null' (a misspelt literal: N is its first byte)
- *   trailing data after the JSON value               the first byte after it
- *   nesting deeper than 64 arrays and objects        the 65th '[' or '{'
- *   unterminated string                              its opening '"'
- *   unescaped control character 0xXX in string       the character
- *   invalid escape '\C' in string                    the '\' (C printable)
- *   invalid escape '\' followed by byte 0xXX         the '\' (otherwise)
- *   invalid \u escape: expected 4 hex digits         the '\'
- *   lone high surrogate \uXXXX                       the '\' (no \u low
- *                                                    surrogate right after)
- *   lone low surrogate \uXXXX                        the '\'
- *   duplicate key "KEY" in object                    the repeat's opening '"'
- *       KEY as a JSON string literal; a key of more than 64 bytes is cut at
- *       a character boundary and shown as "PREFIX"...
- *   leading zeros are not allowed in numbers         the leading '0'
- *   NaN is not allowed                               the 'N'
- *   Infinity is not allowed                          the 'I'
- *   -Infinity is not allowed                         the '-'
- *   number out of range (overflows to infinity)      the number's first byte
- *   integer has D digits, more than 4300             the number's first byte
- * (XXXX: uppercase hex as in "U+00E9", at least 4 digits; \uxxxx in
- * lowercase.)  Running out of memory is status 500, type "internal_error",
+ *   REASON                                        N, the offset of
+ *   --------------------------------------------  ---------------------------
+ *   invalid UTF-8: unexpected byte 0xhh            that byte (0x80-0xbf where
+ *                                                  a character starts, 0xf8-ff)
+ *   invalid UTF-8: truncated sequence              the sequence's first byte
+ *   invalid UTF-8: overlong encoding of U+HHHH     the sequence's first byte
+ *   invalid UTF-8: encoded surrogate U+HHHH        the sequence's first byte
+ *   invalid UTF-8: U+HHHH is above U+10FFFF        the sequence's first byte
+ *   byte order mark (U+FEFF) is not allowed        0
+ *   expected WHAT                                  the byte found instead
+ *   unexpected end of input, expected WHAT         the end (the text length)
+ *       WHAT: a value | ',' or ']' | ',' or '}' | a string key or '}' |
+ *             a string key | ':' | a digit
+ *   expected 'true' | 'false' | 'null'             a misspelt literal's start
+ *   trailing data after the JSON value             the first byte after it
+ *   nesting deeper than 64 arrays and objects      the '[' or '{' opening the
+ *                                                  65th level
+ *   unterminated string                            its opening '"' (the text
+ *                                                  ends inside the string)
+ *   unescaped control character 0xhh in string     that byte (< 0x20)
+ *   invalid escape '\C' in string                  the '\' (C printable ASCII)
+ *   invalid escape '\' followed by byte 0xhh       the '\' (any other byte)
+ *   invalid \u escape: expected 4 hex digits       that escape's '\'
+ *   lone high surrogate \uhhhh                     the '\' (no \u escape of a
+ *                                                  low surrogate right after)
+ *   lone low surrogate \uhhhh                      the '\'
+ *   duplicate key "KEY" in object                  the repeat's opening '"'
+ *       KEY as a JSON string literal (render.h escaping); a key of more than
+ *       64 bytes is cut at a character boundary: "PREFIX"...
+ *   leading zeros are not allowed in numbers       the leading '0'
+ *   NaN is not allowed                             the 'N'
+ *   Infinity is not allowed                        the 'I'
+ *   -Infinity is not allowed                       the '-'
+ *   number out of range (overflows to infinity)    the number's first byte
+ *   integer has D digits, more than 4300           the number's first byte
+ *                                                  (the sign is not a digit)
+ * Running out of memory is status 500, type "internal_error", message
  * "out of memory while parsing JSON", no loc.
  *
  * The whole text is checked to be UTF-8 before it is parsed (Python decodes
@@ -47,10 +51,11 @@
  * it is; then errors come in text order, except that a duplicate key is
  * found when its object closes.
  *
- * Linear time: strings without escapes are copied in one go, duplicates are
- * looked for pairwise in small objects and by sorting in big ones.  The
- * members of an open container wait on a scratch stack (malloc'd, freed on
- * return) until its size is known; the tree itself is in the arena.
+ * Cost: linear but for the duplicate check of big objects.  Strings without
+ * escapes are copied in one go; keys are compared pairwise in objects of up
+ * to 16 members and sorted (O(n log n), no hash to flood) in bigger ones.
+ * The members of an open container wait on a scratch stack (malloc'd, freed
+ * on return) until their count is known; the tree itself is in the arena.
  */
 #include <locale.h>
 #include <math.h>

@@ -28,7 +28,9 @@
  *     length.
  *   - A first look at c(16) bounds the search: with k significant digits
  *     left once its trailing zeros go, c(k) is that same decimal, so most
- *     doubles are settled by testing k and k-1 (or 17 when c(16) fails).
+ *     doubles are settled by testing k and k-1 (or 17 when c(16) fails),
+ *     and c(k-1) mostly follows from those digits without a conversion.
+ *     Short decimals are read back with Clinger's exact fast path.
  * The digit strings handed to strtod carry no decimal point ("12345e-9"), so
  * the result does not depend on the process locale.
  */
@@ -68,13 +70,38 @@ pyfloat_nearest(double v, int p, pyfloat_decimal *dec)
 }
 
 
+/* exact powers of ten: every 10^k with k <= 22 is a double */
+static const double  pyfloat_pow10[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
+};
+
+
+/* The double nearest to dec (round half to even), as strtod reads it. */
 static double
 pyfloat_value(const pyfloat_decimal *dec)
 {
-    char  buf[64];
+    char      buf[64];
+    uint64_t  m = 0;
+    int       i, e = dec->exp - (dec->n - 1);
+
+    /*
+     * Clinger's fast path: an integer below 2^53 and 10^|e| with |e| <= 22
+     * are exact doubles, so one multiplication or division rounds once,
+     * correctly.
+     */
+    if (e >= -22 && e <= 22) {
+        for (i = 0; i < dec->n; i++) {
+            m = m * 10 + (uint64_t) (dec->d[i] - '0');
+        }
+        if (m <= (1ULL << 53)) {
+            return e >= 0 ? (double) m * pyfloat_pow10[e]
+                          : (double) m / pyfloat_pow10[-e];
+        }
+    }
 
     memcpy(buf, dec->d, dec->n);
-    snprintf(buf + dec->n, sizeof(buf) - dec->n, "e%d", dec->exp - (dec->n - 1));
+    snprintf(buf + dec->n, sizeof(buf) - dec->n, "e%d", e);
     return strtod(buf, NULL);
 }
 
@@ -163,8 +190,20 @@ pyfloat_shortest(double v, pyfloat_decimal *dec)
     if (dec->n == 1) {
         return;
     }
+    /*
+     * c(hi) from the digits at hand: c(16) is the k digits of dec followed by
+     * zeros and lies within half a 16th-digit unit of v, so dropping the
+     * last digit d rounds down for d < 5 and up for d > 5; only d == 5 needs
+     * the exact value.
+     */
     hi = dec->n - 1;
-    pyfloat_nearest(v, hi, &cand);
+    cand = *dec;
+    cand.n = hi;
+    if (dec->d[hi] == '5') {
+        pyfloat_nearest(v, hi, &cand);
+    } else if (dec->d[hi] > '5') {
+        (void) pyfloat_step(&cand, 1);
+    }
     if (pyfloat_value(&cand) != v) {
         return;
     }

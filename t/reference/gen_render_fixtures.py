@@ -191,16 +191,18 @@ def spell(r, v, escape_rate):
         + spell(r, x, escape_rate) + ws(r) for k, x in items) + "}"
 
 
-def rand_value(r, depth, max_depth):
+def rand_value(r, depth, max_depth, spine=False):
+    """A random value; along the spine, containers down to max_depth."""
     p = r.random()
-    container = depth < max_depth and p < (0.7 if depth < 2 else 0.35)
+    container = depth < max_depth and (spine or p < (0.7 if depth < 2 else 0.3))
     if container:
-        n = r.randint(0, 6 if depth < 3 else 3)
+        n = r.randint(1 if spine else 0, 6 if depth < 3 else 3)
+        deep_at = r.randrange(n) if spine else -1
         if r.random() < 0.5:
-            return [rand_value(r, depth + 1, max_depth) for _ in range(n)]
+            return [rand_value(r, depth + 1, max_depth, i == deep_at) for i in range(n)]
         obj = {}
-        for _ in range(n):
-            obj[rand_key(r)] = rand_value(r, depth + 1, max_depth)
+        for i in range(n):
+            obj[rand_key(r)] = rand_value(r, depth + 1, max_depth, i == deep_at)
         return obj
     q = r.random()
     if q < 0.1:
@@ -254,7 +256,7 @@ def hand_docs():
 def gen_docs(r):
     docs = hand_docs()
     for i in range(320):
-        v = rand_value(r, 0, r.randint(1, 10))
+        v = rand_value(r, 0, r.randint(0, 11), spine=r.random() < 0.8)
         docs.append(("random %d" % i, spell(r, v, r.choice([0.0, 0.1, 0.5, 1.0]))))
     out = []
     for name, text in docs:

@@ -5,6 +5,8 @@
  */
 #include <jansson.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "json.h"
@@ -340,6 +342,67 @@ check_values(void)
 }
 
 
+/* build/clef render: the line protocol the fixture scripts use. */
+static void
+check_cli(void)
+{
+    static const char  input[] =
+        "{\"b\":1,\"a\":\"x\\n\"}\n\"top\"\n[1,]\n\n1e5\r\n\"tab\\t\"";
+    static const char  want_plain[] =
+        "{\"a\":\"x\\n\",\"b\":1}\ntop\n"
+        "{\"error\": {\"status\": 422, \"type\": \"json_invalid\", \"message\": "
+        "\"invalid JSON at byte 3: expected a value\"}}\n"
+        "{\"error\": {\"status\": 422, \"type\": \"json_invalid\", \"message\": "
+        "\"invalid JSON at byte 0: unexpected end of input, expected a value\"}}\n"
+        "100000.0\ntab\t\n";
+    static const char  want_json[] =
+        "{\"a\":\"x\\n\",\"b\":1}\n\"top\"\n"
+        "{\"error\": {\"status\": 422, \"type\": \"json_invalid\", \"message\": "
+        "\"invalid JSON at byte 3: expected a value\"}}\n"
+        "{\"error\": {\"status\": 422, \"type\": \"json_invalid\", \"message\": "
+        "\"invalid JSON at byte 0: unexpected end of input, expected a value\"}}\n"
+        "100000.0\n\"tab\\t\"\n";
+    const char  *bin = getenv("CLEF_BIN") ? getenv("CLEF_BIN") : "build/clef";
+    char         cmd[1200], path[] = "/tmp/test_render_XXXXXX", got[4096];
+    FILE        *f, *p;
+    size_t       n;
+    int          fd, i, status;
+
+    if (access(bin, X_OK) != 0) {
+        printf("# %s not built: CLI checks left out\n", bin);
+        return;
+    }
+    fd = mkstemp(path);
+    if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
+        CHECK(0, "temporary input file");
+        return;
+    }
+    fwrite(input, 1, sizeof(input) - 1, f);
+    fclose(f);
+
+    for (i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof(cmd), "%s render%s < %s", bin, i ? " --json" : "", path);
+        p = popen(cmd, "r");
+        n = p ? fread(got, 1, sizeof(got) - 1, p) : 0;
+        got[n] = '\0';
+        status = p ? pclose(p) : -1;
+        CHECK_INT(status, 0, "clef render%s exits 0", i ? " --json" : "");
+        if (i == 0) {
+            CHECK_STR(got, want_plain, "clef render: render() per line, errors as JSON");
+        } else {
+            CHECK_STR(got, want_json, "clef render --json quotes top-level strings");
+        }
+    }
+    unlink(path);
+
+    snprintf(cmd, sizeof(cmd), "%s render --bogus </dev/null 2>/dev/null", bin);
+    status = system(cmd);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2, "bad usage exits 2");
+    snprintf(cmd, sizeof(cmd), "%s render --help >/dev/null", bin);
+    CHECK_INT(system(cmd), 0, "--help exits 0");
+}
+
+
 int
 main(void)
 {
@@ -349,5 +412,6 @@ main(void)
     check_escapes();
     check_float_layout();
     check_values();
+    check_cli();
     return check_done();
 }
