@@ -364,9 +364,9 @@ test_media_and_defaults(const clef_tokenizer *tk)
 #define JSON_INVALID  "{\"error\": {\"status\": 422, \"type\": \"json_invalid\""
 
 /*
- * Runs build/clef encode on the cases of each (max_length, policy), one
- * request per line: the bodies written over several lines are left to the
- * library test above.
+ * Runs build/clef encode on the cases of each (max_length, policy) that
+ * has at least three, one request per line: the bodies written over several
+ * lines are left to the library test above.
  */
 static int
 same_group(const fixture *a, const fixture *b)
@@ -396,6 +396,14 @@ test_cli(const char *tokdir)
     seen = calloc(n_cases, 1);
     for (i = 0; i < n_cases; i++) {
         if (seen[i] || strchr(cases[i].body, '\n') != NULL) {
+            continue;
+        }
+        /* the groups of one or two cases would only repeat the tokenizer
+         * load: the big groups hold every output shape */
+        for (done = 0, j = i; j < n_cases; j++) {
+            done += same_group(&cases[i], &cases[j]);
+        }
+        if (done < 3) {
             continue;
         }
         done = 0;
