@@ -608,10 +608,11 @@ clef_model_open(const char *dir, int flags, clef_error *err)
     }
     m->flags = flags;
 
+    /* The tokenizer last: its parse is the slowest step. */
     if (load_configs(m, err) != 0
-        || load_tokenizer(m, err) != 0
         || load_weights(m, err) != 0
-        || (m->text.tie_word_embeddings && tie_lm_head(m, err) != 0))
+        || (m->text.tie_word_embeddings && tie_lm_head(m, err) != 0)
+        || load_tokenizer(m, err) != 0)
     {
         clef_model_close(m);
         return NULL;
