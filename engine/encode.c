@@ -274,7 +274,7 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
     encoder           e;
     clef_ids          prefix = { 0 }, suffix = { 0 }, state = { 0 },
                       schema = { 0 };
-    size_t            fixed, total, kept, shift, max_length;
+    size_t            fixed, total, kept, shift, max_length, n_media;
     int               i, max_options, rc;
 
     if (opts == NULL) {
@@ -284,6 +284,8 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
     /* a non-positive max_length means the default */
     max_length = opts->max_length > 0 ? (size_t) opts->max_length
                                       : CLEF_DEFAULT_MAX_LENGTH;
+
+    n_media = opts->media_ids != NULL ? opts->n_media_ids : 0;
 
     memset(rec, 0, sizeof(*rec));
     memset(&e, 0, sizeof(e));
@@ -305,7 +307,7 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
         goto nomem;
     }
 
-    fixed = prefix.n + opts->n_media_ids + schema.n + suffix.n;
+    fixed = prefix.n + n_media + schema.n + suffix.n;
     if (fixed > max_length) {
         clef_error_set(err, 400, "max_tokens_exceeded", "",
             "Schema needs %zu tokens before the state; the limit is %zu.",
@@ -333,7 +335,7 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
 
     if (clef_ids_reserve(&rec->ids, fixed + kept) != 0
         || clef_ids_append(&rec->ids, prefix.v, prefix.n) != 0
-        || clef_ids_append(&rec->ids, opts->media_ids, opts->n_media_ids) != 0
+        || clef_ids_append(&rec->ids, opts->media_ids, n_media) != 0
         || clef_ids_append(&rec->ids, state.v, kept) != 0
         || clef_ids_append(&rec->ids, schema.v, schema.n) != 0
         || clef_ids_append(&rec->ids, suffix.v, suffix.n) != 0)
@@ -341,7 +343,7 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
         goto nomem;
     }
 
-    shift = prefix.n + opts->n_media_ids + kept;
+    shift = prefix.n + n_media + kept;
     for (i = 0; i < rec->n_questions; i++) {
         rec->question_spans[i].start += (int32_t) shift;
         rec->question_spans[i].end += (int32_t) shift;
