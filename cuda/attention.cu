@@ -291,20 +291,42 @@ attn_kernel(clef_k_attn_args a, float scale_log2)
 }
 
 template <int HD, int BC>
+static size_t
+attn_smem(void)
+{
+    return (size_t) (ATTN_BR + 4 * BC) * (HD + 8) * sizeof(bf16);
+}
+
+template <int HD, int BC>
+static cudaError_t
+attn_setup(void)
+{
+    return cudaFuncSetAttribute(attn_kernel<HD, BC>,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, (int) attn_smem<HD, BC>());
+}
+
+extern "C" cudaError_t
+clef_k_setup_attention(void)
+{
+    cudaError_t  e = attn_setup<64, 64>();
+
+    if (e == cudaSuccess) {
+        e = attn_setup<128, 64>();
+    }
+    if (e == cudaSuccess) {
+        e = attn_setup<256, 32>();
+    }
+    return e;
+}
+
+template <int HD, int BC>
 static cudaError_t
 attn_launch(const clef_k_attn_args *a, cudaStream_t s)
 {
-    size_t       bytes = (size_t) (ATTN_BR + 4 * BC) * (HD + 8) * sizeof(bf16);
-    float        scale_log2 = 1.4426950408889634f / sqrtf((float) a->hd);
-    cudaError_t  e;
+    float  scale_log2 = 1.4426950408889634f / sqrtf((float) a->hd);
 
-    e = cudaFuncSetAttribute(attn_kernel<HD, BC>,
-        cudaFuncAttributeMaxDynamicSharedMemorySize, (int) bytes);
-    if (e != cudaSuccess) {
-        return e;
-    }
-    attn_kernel<HD, BC><<<(unsigned) a->n_tiles * a->Hq, ATTN_THREADS, bytes, s>>>(
-        *a, scale_log2);
+    attn_kernel<HD, BC><<<(unsigned) a->n_tiles * a->Hq, ATTN_THREADS,
+                          attn_smem<HD, BC>(), s>>>(*a, scale_log2);
     return cudaGetLastError();
 }
 

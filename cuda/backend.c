@@ -376,6 +376,11 @@ cuda_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
             prop.name, prop.major, prop.minor);
     }
 
+    e = clef_k_setup();
+    if (e != cudaSuccess) {
+        return cuda_check(e, "kernel setup", err);
+    }
+
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
         return clef_error_set(err, 500, "internal", NULL, "out of memory");
@@ -496,10 +501,16 @@ clef_cuda_forward_probs(clef_backend *b, const clef_batch *batch, float *logits,
     if (g != NULL && g->exec != NULL) {
         rc = cuda_check(cudaGraphLaunch(g->exec, b->stream), "graph launch", err);
         b->replays++;
-    } else if (g != NULL && !fresh) {
-        rc = capture(b, &p, g, err);
-        if (rc == 0) {
+    } else if (g != NULL && !fresh && !g->failed) {
+        if (capture(b, &p, g, err) == 0) {
             rc = cuda_check(cudaGraphLaunch(g->exec, b->stream), "graph launch", err);
+        } else {
+            /* Not capturable (a launch refused inside the capture, say):
+             * this shape runs eagerly, which reports a real error itself. */
+            g->failed = 1;
+            (void) cudaGetLastError();
+            clef_error_clear(err);
+            rc = enqueue(b, &p, err);
         }
     } else {
         rc = enqueue(b, &p, err);

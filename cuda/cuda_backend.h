@@ -97,6 +97,7 @@ typedef struct {
     int32_t         *sig;
     size_t           sig_len;
     cudaGraphExec_t  exec;           /* NULL until the shape is seen twice */
+    int              failed;         /* capture failed: always eager */
     uint64_t         stamp;
 } cuda_graph;
 

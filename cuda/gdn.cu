@@ -390,19 +390,28 @@ clef_k_gdn_supported(int dk, int dv)
     return dk >= 1 && dk <= GDN_MAX_DK && dv >= 1;
 }
 
+extern "C" cudaError_t
+clef_k_setup_gdn(void)
+{
+    cudaError_t  e;
+
+    e = cudaFuncSetAttribute(gdn_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        (int) (gdn_layout_for(GDN_MAX_DK, 32).total * sizeof(float)));
+    if (e == cudaSuccess) {
+        e = cudaFuncSetAttribute(gdn_kernel<16>,
+            cudaFuncAttributeMaxDynamicSharedMemorySize,
+            (int) (gdn_layout_for(GDN_MAX_DK, 16).total * sizeof(float)));
+    }
+    return e;
+}
+
 template <int BV>
 static cudaError_t
 gdn_launch(const clef_k_gdn_args *a, int dkp, cudaStream_t s)
 {
-    size_t      bytes = (size_t) gdn_layout_for(dkp, BV).total * sizeof(float);
-    dim3        grid(cdiv(a->dv, BV), a->Hv, a->n_records);
-    cudaError_t e;
+    size_t  bytes = (size_t) gdn_layout_for(dkp, BV).total * sizeof(float);
+    dim3    grid(cdiv(a->dv, BV), a->Hv, a->n_records);
 
-    e = cudaFuncSetAttribute(gdn_kernel<BV>,
-        cudaFuncAttributeMaxDynamicSharedMemorySize, (int) bytes);
-    if (e != cudaSuccess) {
-        return e;
-    }
     gdn_kernel<BV><<<grid, GDN_THREADS, bytes, s>>>(*a, dkp);
     return cudaGetLastError();
 }

@@ -333,13 +333,9 @@ clef_k_group_attention(const clef_k_gattn_args *a, cudaStream_t s)
     if (a->n_items <= 0 || a->n_groups <= 0) {
         return cudaSuccess;
     }
+    /* at most 43 KB for d = 128: under the default 48 KB limit */
     bytes = ((size_t) (CLEF_K_GATTN_GQ + 2 * GA_KT) * (a->d + 1)
              + (size_t) CLEF_K_GATTN_GQ * (GA_KT + 1)) * sizeof(float);
-    e = cudaFuncSetAttribute(group_attn_kernel,
-        cudaFuncAttributeMaxDynamicSharedMemorySize, (int) bytes);
-    if (e != cudaSuccess) {
-        return e;
-    }
     group_attn_kernel<<<dim3(a->n_items, a->heads), GA_THREADS, bytes, s>>>(*a);
     e = cudaGetLastError();
     if (e != cudaSuccess) {
@@ -419,20 +415,32 @@ fields_kernel(clef_k_fields_args a)
 extern "C" cudaError_t
 clef_k_fields(const clef_k_fields_args *a, cudaStream_t s)
 {
-    size_t       bytes;
-    cudaError_t  e;
+    size_t  bytes;
 
     if (a->Q <= 0) {
         return cudaSuccess;
     }
     bytes = (size_t) (a->W + a->max_opts) * sizeof(float);
-    e = cudaFuncSetAttribute(fields_kernel,
-        cudaFuncAttributeMaxDynamicSharedMemorySize, (int) bytes);
-    if (e != cudaSuccess) {
-        return e;
-    }
     fields_kernel<<<a->Q, 256, bytes, s>>>(*a);
     return cudaGetLastError();
+}
+
+/* The fields kernel keeps a row of W floats and one logit per option in
+ * shared memory: allow it all the device has. */
+extern "C" cudaError_t
+clef_k_setup_head(void)
+{
+    int          dev, optin;
+    cudaError_t  e = cudaGetDevice(&dev);
+
+    if (e == cudaSuccess) {
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    }
+    if (e == cudaSuccess) {
+        e = cudaFuncSetAttribute(fields_kernel,
+            cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    }
+    return e;
 }
 
 /* ---- scorer input and scores ---------------------------------------------- */

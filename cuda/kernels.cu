@@ -323,3 +323,19 @@ clef_k_bf16_to_f32(const clef_bf16 *src, float *dst, int64_t n, cudaStream_t s)
     }
     return cudaGetLastError();
 }
+
+/* ---- setup ------------------------------------------------------------------ */
+
+extern "C" cudaError_t
+clef_k_setup(void)
+{
+    cudaError_t  e = clef_k_setup_gdn();
+
+    if (e == cudaSuccess) {
+        e = clef_k_setup_attention();
+    }
+    if (e == cudaSuccess) {
+        e = clef_k_setup_head();
+    }
+    return e;
+}

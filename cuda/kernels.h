@@ -22,6 +22,14 @@ extern "C" {
 
 typedef uint16_t  clef_bf16;
 
+/* Raises the dynamic shared-memory limit of the kernels that use more than
+ * 48 KB.  Once per device (it applies to the current one), before any
+ * launch and outside graph capture. */
+cudaError_t clef_k_setup(void);
+cudaError_t clef_k_setup_gdn(void);
+cudaError_t clef_k_setup_attention(void);
+cudaError_t clef_k_setup_head(void);
+
 /* ---- backbone (kernels.cu) ------------------------------------------- */
 
 /* out[t] = table[ids[t]], rows of H (H % 8 == 0). */

@@ -1058,6 +1058,7 @@ main(void)
     if (cuda_test_skip()) {
         return 0;
     }
+    die_cuda(clef_k_setup(), "kernel setup");
     memset(&err, 0, sizeof(err));
     pool = clef_cpu_pool_create(0, &err);
     if (pool == NULL) {
