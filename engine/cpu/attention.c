@@ -83,9 +83,12 @@ clef_cpu_attention_prepare(clef_cpu_pool *pool, const clef_attn_args *a,
 /* ---- blockwise causal softmax attention ------------------------------ */
 
 size_t
-clef_cpu_attention_scratch_floats(void)
+clef_cpu_attention_scratch_floats(int group, int hd)
 {
-    return (size_t) BQ * BK + 2 * BQ;      /* scores, running max, running sum */
+    size_t  rows = (size_t) group * BQ;
+
+    /* scores, stacked queries, output accumulators, running max and sum */
+    return rows * BK + 2 * rows * (size_t) hd + 2 * rows;
 }
 
 typedef struct {
@@ -95,38 +98,52 @@ typedef struct {
     int                    n_records;
     int64_t                items;
     float                 *scratch;
+    size_t                 per_worker;
 } attn_job;
 
-/* One query block of one head: queries [q0, q0 + nq) of a record starting
- * at token t0, against keys [0, q0 + nq). */
+/* One query block of the g query heads that read kv head kv: queries
+ * [q0, q0 + nq) of a record starting at token t0, against keys
+ * [0, q0 + nq).  The g heads' queries are stacked (row j * nq + i is head
+ * kv * g + j, query i) so that each product with a key block is one GEMM of
+ * g * nq rows instead of g small ones. */
 static void
-attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int h,
+attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
     float *scratch)
 {
-    const float  *q = a->q + (t0 + q0) * a->ldq + h * a->q_head_stride;
-    const float  *kh = a->k + t0 * a->ldk + (int64_t) (h / (a->hq / a->hkv)) * a->hd;
-    const float  *vh = a->v + t0 * a->ldv + (int64_t) (h / (a->hq / a->hkv)) * a->hd;
-    float        *o = a->o + (t0 + q0) * a->ldo + (int64_t) h * a->hd;
-    float        *S = scratch, *mx = S + BQ * BK, *sum = mx + BQ;
-    float        *srow, *orow, m, corr, p, l;
+    const int     g = a->hq / a->hkv, hd = a->hd, rows = g * nq;
+    const float  *kh = a->k + t0 * a->ldk + (int64_t) kv * hd;
+    const float  *vh = a->v + t0 * a->ldv + (int64_t) kv * hd;
+    float        *S = scratch;
+    float        *Q = S + (size_t) g * BQ * BK;
+    float        *O = Q + (size_t) g * BQ * hd;
+    float        *mx = O + (size_t) g * BQ * hd, *sum = mx + g * BQ;
+    float        *srow, *orow, m, corr, l;
+    const float  *src;
     int64_t       kend = q0 + nq, k0;
-    int           nk, i, c, valid, d;
+    int           nk, r, i, j, c, valid, d;
 
-    for (i = 0; i < nq; i++) {
-        mx[i] = -INFINITY;
-        sum[i] = 0.0f;
-        memset(o + i * a->ldo, 0, sizeof(float) * a->hd);
+    for (j = 0; j < g; j++) {
+        for (i = 0; i < nq; i++) {
+            src = a->q + (t0 + q0 + i) * a->ldq + (int64_t) (kv * g + j) * a->q_head_stride;
+            memcpy(Q + (size_t) (j * nq + i) * hd, src, sizeof(float) * hd);
+        }
+    }
+    memset(O, 0, sizeof(float) * (size_t) rows * hd);
+    for (r = 0; r < rows; r++) {
+        mx[r] = -INFINITY;
+        sum[r] = 0.0f;
     }
 
     for (k0 = 0; k0 < kend; k0 += BK) {
         nk = kend - k0 < BK ? (int) (kend - k0) : BK;
 
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, a->hd,
-                    a->scale, q, (blasint) a->ldq, kh + k0 * a->ldk,
-                    (blasint) a->ldk, 0.0f, S, BK);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd,
+                    a->scale, Q, hd, kh + k0 * a->ldk, (blasint) a->ldk,
+                    0.0f, S, BK);
 
-        for (i = 0; i < nq; i++) {
-            srow = S + i * BK;
+        for (r = 0; r < rows; r++) {
+            srow = S + (size_t) r * BK;
+            i = r % nq;
             /* keys k0 + c visible to query q0 + i: c <= q0 + i - k0 */
             valid = (int) (q0 + i - k0 + 1);
             if (valid > nk) {
@@ -136,42 +153,41 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int h,
                 memset(srow, 0, sizeof(float) * nk);
                 continue;
             }
-            m = mx[i];
+            m = mx[r];
             for (c = 0; c < valid; c++) {
-                if (srow[c] > m) {
-                    m = srow[c];
-                }
+                m = srow[c] > m ? srow[c] : m;
             }
-            corr = expf(mx[i] - m);          /* 0 on the first block */
-            l = 0.0f;
+            corr = clef_exp(mx[r] - m);          /* 0 on the first block */
             for (c = 0; c < valid; c++) {
-                p = expf(srow[c] - m);
-                srow[c] = p;
-                l += p;
+                srow[c] = clef_exp(srow[c] - m);
             }
+            l = clef_vec_sum(srow, valid);
             for (c = valid; c < nk; c++) {
                 srow[c] = 0.0f;
             }
-            sum[i] = sum[i] * corr + l;
-            mx[i] = m;
+            sum[r] = sum[r] * corr + l;
+            mx[r] = m;
             if (corr != 1.0f) {
-                orow = o + i * a->ldo;
-                for (d = 0; d < a->hd; d++) {
+                orow = O + (size_t) r * hd;
+                for (d = 0; d < hd; d++) {
                     orow[d] *= corr;
                 }
             }
         }
 
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, a->hd, nk,
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, nk,
                     1.0f, S, BK, vh + k0 * a->ldv, (blasint) a->ldv, 1.0f,
-                    o, (blasint) a->ldo);
+                    O, hd);
     }
 
-    for (i = 0; i < nq; i++) {
-        orow = o + i * a->ldo;
-        l = 1.0f / sum[i];
-        for (d = 0; d < a->hd; d++) {
-            orow[d] *= l;
+    for (j = 0; j < g; j++) {
+        for (i = 0; i < nq; i++) {
+            r = j * nq + i;
+            orow = a->o + (t0 + q0 + i) * a->ldo + (int64_t) (kv * g + j) * hd;
+            l = 1.0f / sum[r];
+            for (d = 0; d < hd; d++) {
+                orow[d] = O[(size_t) r * hd + d] * l;
+            }
         }
     }
 }
@@ -181,14 +197,15 @@ attn_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const attn_job        *j = ctx;
     const clef_attn_args  *a = j->a;
-    float                 *scratch = j->scratch
-                                     + (size_t) worker * clef_cpu_attention_scratch_floats();
+    float                 *scratch = j->scratch + (size_t) worker * j->per_worker;
     int64_t                item, blk, t0, len, q0;
-    int                    r, h, lo, hi, mid;
+    int                    r, kv, lo, hi, mid;
 
+    /* from the last item down: the last query blocks of a record see the
+     * most keys, so the long ones start first and short ones fill in */
     for (item = j->items - 1 - begin; item > j->items - 1 - end; item--) {
-        h = (int) (item % a->hq);
-        blk = item / a->hq;
+        kv = (int) (item % a->hkv);
+        blk = item / a->hkv;
         lo = 0;
         hi = j->n_records - 1;
         while (lo < hi) {
@@ -203,7 +220,7 @@ attn_task(void *ctx, int64_t begin, int64_t end, int worker)
         t0 = j->cu[r];
         len = j->cu[r + 1] - t0;
         q0 = (blk - j->blocks[r]) * BQ;
-        attend_block(a, t0, q0, len - q0 < BQ ? (int) (len - q0) : BQ, h,
+        attend_block(a, t0, q0, len - q0 < BQ ? (int) (len - q0) : BQ, kv,
                      scratch);
     }
 }
@@ -226,14 +243,13 @@ clef_cpu_attention(clef_cpu_pool *pool, const clef_attn_args *a,
                         + (cu_seqlens[r + 1] - cu_seqlens[r] + BQ - 1) / BQ;
     }
 
-    /* Items run from the last (most expensive) query blocks down, so the
-     * long ones start first and the short ones fill the gaps at the end. */
     j.a = a;
     j.cu = cu_seqlens;
     j.blocks = blocks;
     j.n_records = n_records;
     j.scratch = scratch;
-    j.items = blocks[n_records] * a->hq;
+    j.items = blocks[n_records] * a->hkv;
+    j.per_worker = clef_cpu_attention_scratch_floats(a->hq / a->hkv, a->hd);
     clef_cpu_pool_for(pool, j.items, 1, attn_task, &j);
 
     free(blocks);

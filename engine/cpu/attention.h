@@ -3,11 +3,11 @@
  * partial RoPE, causal GQA softmax attention inside each record, and the
  * sigmoid output gate.
  *
- * The softmax is computed blockwise (64 queries x 512 keys at a time, with a
- * running maximum and sum per query, as FlashAttention does): no matrix of
- * scores larger than one block exists, so memory does not grow with the
- * square of a record's length.  Query head i reads key/value head
- * i / (Hq / Hkv).
+ * The softmax is computed blockwise (64 queries of each of the Hq / Hkv
+ * query heads that share a kv head x 512 keys at a time, with a running
+ * maximum and sum per query, as FlashAttention does): no matrix of scores
+ * larger than one block exists, so memory does not grow with the square of
+ * a record's length.  Query head i reads key/value head i / (Hq / Hkv).
  */
 #ifndef CLEF_CPU_ATTENTION_H
 #define CLEF_CPU_ATTENTION_H
@@ -41,7 +41,9 @@ void clef_cpu_attention_prepare(clef_cpu_pool *pool, const clef_attn_args *a,
     const float *cos, const float *sin, const int32_t *cu_seqlens,
     int n_records);
 
-size_t clef_cpu_attention_scratch_floats(void);
+/* Floats of scratch per pool worker, for group = Hq / Hkv query heads per
+ * kv head of head_dim hd. */
+size_t clef_cpu_attention_scratch_floats(int group, int hd);
 
 /* o = causal softmax(q k^T * scale) v per record and head.  scratch holds
  * clef_cpu_attention_scratch_floats() floats per pool worker.  Returns -1

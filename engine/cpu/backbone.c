@@ -17,7 +17,7 @@
 
 /* Rows of the MLP run at a time: its intermediate activations ([rows][2 I])
  * then stay small whatever the batch. */
-#define MLP_TILE  512
+#define MLP_TILE  1024
 
 struct clef_cpu_backbone {
     clef_cpu_weights   w;
@@ -186,7 +186,9 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     if (b->any_full) {
         proj = w->attn_in_dim > proj ? w->attn_in_dim : proj;
         o = w->attn_o_dim > o ? w->attn_o_dim : o;
-        s = clef_cpu_attention_scratch_floats();
+        s = clef_cpu_attention_scratch_floats(w->cfg.num_attention_heads
+                                              / w->cfg.num_key_value_heads,
+                                              w->cfg.head_dim);
         scratch = s > scratch ? s : scratch;
     }
     tile = T < MLP_TILE ? T : MLP_TILE;

@@ -121,7 +121,7 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
         for (s = 0; s < n; s++) {
             bs = beta[(t0 + s) * ldgb];
             for (r = 0; r < s; r++) {
-                e = expf(gam[s] - gam[r]);
+                e = clef_exp(gam[s] - gam[r]);
                 kk[s * C + r] *= bs * e;
                 qk[s * C + r] *= e;
             }
@@ -131,7 +131,7 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
 
             /* right-hand sides: beta v and beta e^gamma k */
             row = uw + (size_t) s * ldu;
-            e = expf(gam[s]);
+            e = clef_exp(gam[s]);
             for (i = 0; i < dv; i++) {
                 row[i] = bs * vc[s * ldv + i];
             }
@@ -156,11 +156,11 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
         /* O = (Q e^gamma) S + (QK^T Gamma) V' */
         en = gam[n - 1];
         for (s = 0; s < n; s++) {
-            e = expf(gam[s]);
+            e = clef_exp(gam[s]);
             for (i = 0; i < dk; i++) {
                 qg[s * dk + i] = qc[s * ldqk + i] * e;
             }
-            e = expf(en - gam[s]);
+            e = clef_exp(en - gam[s]);
             for (i = 0; i < dk; i++) {
                 kd[s * dk + i] = kc[s * ldqk + i] * e;
             }
@@ -171,7 +171,7 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
                     1.0f, qk, C, vn, dv, 1.0f, oc, (blasint) ldo);
 
         /* S = e^{gamma_n} S + (K e^{gamma_n - gamma})^T V' */
-        e = expf(en);
+        e = clef_exp(en);
         for (i = 0; i < dk * dv; i++) {
             S[i] *= e;
         }
@@ -199,7 +199,7 @@ clef_cpu_gdn_recurrent_head(int64_t T, int dk, int dv, const float *q,
         kt = k + t * ldqk;
         vt = v + t * ldv;
         ot = o + t * ldo;
-        e = expf(g[t * ldgb]);
+        e = clef_exp(g[t * ldgb]);
         b = beta[t * ldgb];
 
         for (i = 0; i < dk * dv; i++) {

@@ -5,6 +5,7 @@
 /* Slices of W are multiples of this many rows, so that every slice starts
  * on a boundary of OpenBLAS's register tiles. */
 #define SLICE_ALIGN  64
+#define SLICE_MIN_N  1024
 
 typedef struct {
     const float  *x;
@@ -66,10 +67,12 @@ clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     j.ldy = ldy;
     j.beta = beta;
 
-    /* Two slices per thread let a thread slowed by other load hand work
-     * to the others; tiny products run on the calling thread. */
-    parts = threads == 1 || m * n * k < (1 << 20) ? 1 : 2 * threads;
-    if (n >= parts * SLICE_ALIGN || m < parts * 16) {
+    /* One slice per thread.  W's rows are split while each slice stays wide
+     * enough for OpenBLAS's blocking; otherwise (the N = hidden projections
+     * of a long batch) x's rows are.  Tiny products run on the calling
+     * thread. */
+    parts = threads == 1 || m * n * k < (1 << 20) ? 1 : threads;
+    if (parts == 1 || n >= parts * SLICE_MIN_N || m < parts * 32) {
         slice = (n + parts - 1) / parts;
         slice = (slice + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
         tasks = (n + slice - 1) / slice;

@@ -45,6 +45,9 @@ MODELS = ROOT / "t/fixtures/models"
 OUT = ROOT / "t/fixtures/e2e"
 TOKENIZER = pathlib.Path("/work/shared/tokenizers/qwen3")
 SEED = 20261202
+# mkmodel's seed and shard count of each committed config (t/fixtures/models/
+# README.md): the files then match t/fixtures/models/<name>.sha256
+CHECKPOINTS = {"r2": {"seed": 2, "shards": 2}, "r3": {"seed": 3, "shards": 1}}
 C_MAX_LENGTH = 65536      # ngx_clef's default (CLEF_DEFAULT_MAX_LENGTH)
 
 
@@ -200,10 +203,11 @@ def check_hashes(name, ckpt):
     return listed
 
 
-def mkmodel(name, seed, out):
+def mkmodel(name, seed, shards, out):
     subprocess.run([str(CLEF), "mkmodel", "--config", str(MODELS / f"{name}.json"),
-                    "--tokenizer", str(TOKENIZER), "--seed", str(seed), "--out", str(out)],
-                   check=True)
+                    "--tokenizer", str(TOKENIZER), "--seed", str(seed),
+                    "--shards", str(shards), "--out", str(out)],
+                   check=True, stdout=subprocess.DEVNULL)
 
 
 def load(mod, ckpt):
@@ -246,6 +250,9 @@ def run_case(mod, model, tokenizer, name, text, max_length, truncate):
     positions = hidden_positions(record)
     questions = []
     for q, ql in zip(record.questions, logits):
+        top = sorted(ql.float().softmax(-1).tolist(), reverse=True)
+        # the C check wants the reference's choice: keep the top two apart
+        assert len(top) == 1 or top[0] - top[1] > 1e-4, (name, q.question_id, top[:2])
         questions.append({
             "id": q.question_id,
             "options": list(q.option_ids),
@@ -270,14 +277,13 @@ def main():
     torch.manual_seed(0)
     rng = random.Random(SEED)
     cases = requests(rng)
-    config = json.loads((MODELS / "seeds.json").read_text())
     OUT.mkdir(parents=True, exist_ok=True)
     manifest = {"generator": "t/reference/gen_model_fixtures.py",
                 "torch": torch.__version__, "models": {}}
-    for name, seed in config.items():
+    for name, ck in CHECKPOINTS.items():
         with tempfile.TemporaryDirectory() as tmp:
             ckpt = pathlib.Path(tmp) / name
-            mkmodel(name, seed, ckpt)
+            mkmodel(name, ck["seed"], ck["shards"], ckpt)
             listed = check_hashes(name, ckpt)
             model, tokenizer = load(mod, ckpt)
             lines = []
@@ -287,8 +293,9 @@ def main():
                                       truncate))
             (OUT / f"{name}.jsonl").write_text(
                 "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
-            manifest["models"][name] = {"seed": seed, "files": listed,
-                                        "cases": len(lines)}
+            manifest["models"][name] = {"seed": ck["seed"], "shards": ck["shards"],
+                                        "sha256": f"t/fixtures/models/{name}.sha256",
+                                        "files": listed, "cases": len(lines)}
             print(f"{name}: {len(lines)} cases")
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 

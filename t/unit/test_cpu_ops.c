@@ -167,8 +167,8 @@ test_norms(clef_cpu_pool *pool)
     CHECK_CLOSE(y, fget(&f, "out_1p", NULL, NULL), n, TOL,
                 "zero-centred RMSNorm x/rms * (1 + w) = Qwen3_5RMSNorm");
 
-    clef_cpu_rmsnorm_gated(pool, x, sh[1], z, sh[1], y, sh[1], sh[0], (int) sh[1],
-                           wg, 1e-6f);
+    clef_cpu_rmsnorm_gated(pool, x, sh[1], z, sh[1], y, sh[1], sh[0], 1,
+                           (int) sh[1], wg, 1e-6f);
     CHECK_CLOSE(y, fget(&f, "out_gated", NULL, NULL), n, TOL,
                 "gated RMSNorm w * x/rms * silu(z) = Qwen3_5RMSNormGated");
 
@@ -312,8 +312,9 @@ test_attention(clef_cpu_pool *pool)
     cu_from_lens(lens, (int) nr, cu);
 
     o = malloc(sizeof(float) * nq);
-    scratch = malloc(sizeof(float) * clef_cpu_attention_scratch_floats()
-                     * clef_cpu_pool_size(pool));
+    scratch = malloc(sizeof(float) * clef_cpu_pool_size(pool)
+                     * clef_cpu_attention_scratch_floats((int) (qs[1] / ks[1]),
+                                                         (int) qs[2]));
     a.q = q;
     a.ldq = qs[1] * qs[2];
     a.q_head_stride = qs[2];
