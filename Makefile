@@ -124,13 +124,8 @@ CUDA_LIB    := $(BUILD)/libclef_cuda.so
 CUDA_LINK    = -L$(BUILD) -lclef_cuda -L$(CUDA_LIBDIR) -lcudart \
                -Wl,--enable-new-dtags,-rpath,$(ABS_BUILD):$(CUDA_LIBDIR)
 CUDA_TSRC   := $(wildcard t/cuda/test_*.c)
-# The test programs open checkpoints, which needs libclef's tokenizer
-# (engine/tokenizer.c, from the tokenizer branch); until it is merged they
-# are not built.
-ifneq ($(wildcard engine/tokenizer.c),)
 CUDA_TESTS  := $(patsubst t/cuda/%.c,$(BUILD)/t/cuda/%,$(CUDA_TSRC))
 CUDA_BENCH  := $(BUILD)/t/cuda/cuda_bench
-endif
 
 .PHONY: cuda test-cuda clean-cuda
 all: cuda
@@ -161,7 +156,7 @@ $(BUILD)/t/cuda/%: t/cuda/%.c t/unit/check.h $(BUILD)/libclef.a $(CUDA_LIB)
 
 test-cuda: cuda $(BUILD)/clef
 	t/cuda/check-spills.sh $(BUILD)/cuda/ptxas.log
-	$(if $(CUDA_TESTS),prove --exec '' $(CUDA_TESTS),@echo "CUDA test programs need engine/tokenizer.c")
+	prove --exec '' $(CUDA_TESTS)
 
 clean-cuda:
 	rm -rf $(BUILD)/cuda $(BUILD)/t/cuda $(CUDA_LIB)

@@ -13,13 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
-/* check.h's path helpers carry __attribute__((unused)) after the '*' of
- * their return type, where GCC applies it to the type: a test that uses
- * neither would fail -Werror=unused-function. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "check.h"
-#pragma GCC diagnostic pop
 #include "tensor.h"
 
 /* Prints the TAP skip plan and returns 1 when no Hopper-class device can

@@ -369,7 +369,8 @@ test_attention(int hq, int hkv, int hd, int rot, int gated, double theta)
     }
     CHECK_REL(gotq, qd, qw, qd, T, qd, 1e-2,
               "q RMSNorm1p + RoPE (rot %d of %d) at record positions", rot, hd);
-    scratch = fbuf(clef_cpu_attention_scratch_floats() * (size_t) clef_cpu_pool_size(pool));
+    scratch = fbuf(clef_cpu_attention_scratch_floats(hq / hkv, hd)
+                   * (size_t) clef_cpu_pool_size(pool));
     if (clef_cpu_attention(pool, &aa, cu, NREC, scratch) != 0) {
         printf("Bail out! CPU attention out of memory\n");
         exit(1);
