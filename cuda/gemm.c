@@ -13,7 +13,7 @@
 
 typedef struct {
     int32_t  mode, rows, n, k, ldw, ldx, ldd;
-    int32_t  beta, bias, align_w, align_x, align_d;
+    int32_t  beta, bias, align_w, align_x, align_d, align_b;
 } gemm_key;
 
 /* The leading part of both tables' slots. */
@@ -210,8 +210,11 @@ types_for(clef_gemm_mode mode, cudaDataType_t *dt, cublasComputeType_t *ct)
     }
 }
 
+/* bias: only its address matters here (the heuristics read its alignment
+ * from it); the pointer of each call is set before that call. */
 static int
-make_desc(const gemm_key *k, int with_bias, gemm_plan *p, clef_error *err)
+make_desc(const gemm_key *k, int with_bias, const float *bias, gemm_plan *p,
+    clef_error *err)
 {
     cudaDataType_t         dt;
     cublasComputeType_t    ct;
@@ -232,6 +235,8 @@ make_desc(const gemm_key *k, int with_bias, gemm_plan *p, clef_error *err)
     if (with_bias) {
         cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
             &bias_t, sizeof(bias_t));
+        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+            &bias, sizeof(bias));
     }
     /* Column-major view: D^T [n x rows] = W [n x k] . X^T [k x rows]. */
     st = cublasLtMatrixLayoutCreate(&p->lw, dt, (uint64_t) k->k, (uint64_t) k->n, k->ldw);
@@ -307,7 +312,8 @@ algo_fits(clef_gemm *g, gemm_plan *p)
  * exact shape, the heuristics' otherwise; a refused bias epilogue falls back
  * to a plain product plus a bias kernel. */
 static int
-plan_build(clef_gemm *g, const gemm_key *k, gemm_plan *p, clef_error *err)
+plan_build(clef_gemm *g, const gemm_key *k, const float *bias, gemm_plan *p,
+    clef_error *err)
 {
     gemm_key      bk = *k;
     gemm_bucket  *b;
@@ -322,7 +328,7 @@ plan_build(clef_gemm *g, const gemm_key *k, gemm_plan *p, clef_error *err)
     b = &g->buckets[bi];
 
     if (found) {
-        if (make_desc(k, k->bias && !b->bias_kernel, p, err) != 0) {
+        if (make_desc(k, k->bias && !b->bias_kernel, bias, p, err) != 0) {
             return -1;
         }
         p->algo = b->algo;
@@ -336,7 +342,7 @@ plan_build(clef_gemm *g, const gemm_key *k, gemm_plan *p, clef_error *err)
     }
 
     for (want_bias = k->bias; want_bias >= 0; want_bias--) {
-        if (make_desc(k, want_bias, p, err) != 0) {
+        if (make_desc(k, want_bias, bias, p, err) != 0) {
             return -1;
         }
         if (heuristic(g, k, p) == 0) {
@@ -389,6 +395,7 @@ clef_gemm_run(clef_gemm *g, cudaStream_t s, clef_gemm_mode mode, int rows,
     key.align_w = alignment(W);
     key.align_x = alignment(X);
     key.align_d = alignment(D);
+    key.align_b = bias != NULL ? alignment(bias) : 0;
 
     pi = slot_find(g->plans, sizeof(gemm_plan), &key, &found);
     if (pi < 0) {
@@ -398,7 +405,7 @@ clef_gemm_run(clef_gemm *g, cudaStream_t s, clef_gemm_mode mode, int rows,
         pi = slot_find(g->plans, sizeof(gemm_plan), &key, &found);
     }
     p = &g->plans[pi];
-    if (!found && plan_build(g, &key, p, err) != 0) {
+    if (!found && plan_build(g, &key, bias, p, err) != 0) {
         return -1;
     }
 
