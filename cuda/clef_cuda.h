@@ -1,7 +1,9 @@
 /*
  * libclef_cuda.so: the CUDA backend (engine/backend.h) for Hopper GPUs.
  *
- * The engine finds it by dlopen() + dlsym("clef_cuda_backend_ops").  The
+ * The engine finds it by dlopen() + dlsym("clef_cuda_backend_ops").  One
+ * forward at a time per opened backend (it owns one stream and one
+ * workspace); open one backend per thread or per device otherwise.  The
  * extras below are for programs that link the library directly (the CUDA
  * tests and the benchmark): probabilities computed on the device, control
  * of CUDA-graph replay, and per-layer-type timings from CUDA events.
