@@ -144,42 +144,113 @@ tk_is_white_space(uint32_t cp)
            || cp == 0x3000;
 }
 
-/* NFC of one chunk that starts with a starter and holds no other ASCII. */
+static int
+scratch_reserve(int32_t **v, size_t *cap, size_t need)
+{
+    int32_t  *p;
+    size_t    n;
+
+    if (*cap >= need) {
+        return 0;
+    }
+    for (n = *cap ? *cap : 256; n < need; n *= 2) {
+        /* void */
+    }
+    p = realloc(*v, n * sizeof(*p));
+    if (p == NULL) {
+        return -1;
+    }
+    *v = p;
+    *cap = n;
+    return 0;
+}
+
+static unsigned
+ccc(int32_t cp)
+{
+    return (unsigned) utf8proc_get_property(cp)->combining_class;
+}
+
+/* Stable sort of a run of non-starters by combining class: insertion for
+ * short runs, bottom-up merges (through tmp) for long ones. */
+static void
+order_run(int32_t *v, size_t n, int32_t *tmp)
+{
+    size_t    i, j, w, lo, mid, hi, a, b, k;
+    int32_t   x, *src = v, *dst = tmp, *t;
+
+    if (n <= 32) {
+        for (i = 1; i < n; i++) {
+            x = v[i];
+            for (j = i; j > 0 && ccc(v[j - 1]) > ccc(x); j--) {
+                v[j] = v[j - 1];
+            }
+            v[j] = x;
+        }
+        return;
+    }
+    for (w = 1; w < n; w *= 2) {
+        for (lo = 0; lo < n; lo += 2 * w) {
+            mid = lo + w < n ? lo + w : n;
+            hi = lo + 2 * w < n ? lo + 2 * w : n;
+            for (a = lo, b = mid, k = lo; k < hi; k++) {
+                if (a < mid && (b >= hi || ccc(src[a]) <= ccc(src[b]))) {
+                    dst[k] = src[a++];
+                } else {
+                    dst[k] = src[b++];
+                }
+            }
+        }
+        t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) {
+        memcpy(v, src, n * sizeof(*v));
+    }
+}
+
+/*
+ * NFC of one chunk that starts with a starter and holds no other ASCII:
+ * utf8proc decomposes each character and composes, but the canonical
+ * ordering is ours, since utf8proc's swaps take quadratic time on a long
+ * run of alternating combining marks.
+ */
 static int
 nfc_chunk(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
 {
     const utf8proc_option_t  opt = UTF8PROC_STABLE | UTF8PROC_COMPOSE;
     utf8proc_ssize_t         r;
-    size_t                   need;
-    int32_t                 *v;
+    size_t                   i, len, m = 0, run;
+    int                      boundclass = 0;
+    uint32_t                 cp;
 
-    need = n + 8;
-    for ( ;; ) {
-        if (sc->cap < need) {
-            v = realloc(sc->v, need * sizeof(*v));
-            if (v == NULL) {
-                return -1;
-            }
-            sc->v = v;
-            sc->cap = need;
-        }
-        r = utf8proc_decompose((const utf8proc_uint8_t *) s,
-                               (utf8proc_ssize_t) n, sc->v,
-                               (utf8proc_ssize_t) sc->cap, opt);
-        if (r < 0) {
+    for (i = 0; i < n; i += len) {
+        cp = tk_utf8_decode(s + i, n - i, &len);
+        /* a canonical decomposition is at most 4 code points long */
+        if (scratch_reserve(&sc->v, &sc->cap, m + 8) != 0) {
             return -1;
         }
-        if ((size_t) r <= sc->cap) {
-            break;
+        r = utf8proc_decompose_char((utf8proc_int32_t) cp, sc->v + m, 8, opt,
+                                    &boundclass);
+        if (r < 0 || r > 8) {
+            return -1;
         }
-        need = (size_t) r;
+        m += (size_t) r;
     }
-    r = utf8proc_normalize_utf32(sc->v, r, opt);
-    if (r < 0) {
-        return -1;
+    for (i = 0; i < m; i += run ? run : 1) {
+        for (run = 0; i + run < m && ccc(sc->v[i + run]) != 0; run++) {
+            /* void */
+        }
+        if (run > 1) {
+            if (run > 32 && scratch_reserve(&sc->tmp, &sc->tmp_cap, run) != 0) {
+                return -1;
+            }
+            order_run(sc->v + i, run, sc->tmp);
+        }
     }
-    /* Re-encodes in place: 4 bytes per code point always suffice. */
-    r = utf8proc_reencode(sc->v, r, opt);
+    /* Composes, then writes UTF-8 over the code points: 4 bytes each suffice. */
+    r = utf8proc_reencode(sc->v, (utf8proc_ssize_t) m, opt);
     if (r < 0) {
         return -1;
     }
@@ -278,8 +349,8 @@ void
 tk_nfc_scratch_free(tk_nfc_scratch *sc)
 {
     free(sc->v);
-    sc->v = NULL;
-    sc->cap = 0;
+    free(sc->tmp);
+    memset(sc, 0, sizeof(*sc));
 }
 
 size_t
