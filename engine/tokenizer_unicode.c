@@ -165,10 +165,58 @@ scratch_reserve(int32_t **v, size_t *cap, size_t need)
     return 0;
 }
 
+/*
+ * HF's normalizer (the unicode-normalization-alignments crate) has the
+ * Unicode 9.0 tables.  Two differences from utf8proc's newer ones show:
+ *  - the combining marks that got a combining class after 9.0 (below) are
+ *    starters for HF: nothing is reordered across them and nothing before
+ *    them composes with what follows;
+ *  - the one canonical composition added since, DIVES AKURU VOWEL SIGN O
+ *    (Unicode 13: U+11935 U+11930 -> U+11938), is not made.
+ * Both are reproduced; t/fixtures/tokenizer/unicode.json probes every mark.
+ */
+static const uint32_t  marks_after_9[][2] = {
+    { 0x07fd, 0x07fd }, { 0x0898, 0x089f }, { 0x08ca, 0x08d3 },
+    { 0x09fe, 0x09fe }, { 0x0c3c, 0x0c3c }, { 0x0d3b, 0x0d3c },
+    { 0x0eba, 0x0eba }, { 0x1715, 0x1715 }, { 0x1abf, 0x1ace },
+    { 0x1df6, 0x1dfa }, { 0xa82c, 0xa82c }, { 0x10d24, 0x10d27 },
+    { 0x10eab, 0x10eac }, { 0x10f46, 0x10f50 }, { 0x10f82, 0x10f85 },
+    { 0x11070, 0x11070 }, { 0x1133b, 0x1133b }, { 0x1145e, 0x1145e },
+    { 0x11839, 0x1183a }, { 0x1193d, 0x1193e }, { 0x11943, 0x11943 },
+    { 0x119e0, 0x119e0 }, { 0x11a34, 0x11a34 }, { 0x11a47, 0x11a47 },
+    { 0x11a99, 0x11a99 }, { 0x11d42, 0x11d42 }, { 0x11d44, 0x11d45 },
+    { 0x11d97, 0x11d97 }, { 0x16ff0, 0x16ff1 }, { 0x1e130, 0x1e136 },
+    { 0x1e2ae, 0x1e2ae }, { 0x1e2ec, 0x1e2ef },
+};
+
+static int
+mark_after_9(int32_t cp)
+{
+    size_t  lo = 0, hi = sizeof(marks_after_9) / sizeof(marks_after_9[0]), mid;
+
+    if (cp < 0x07fd) {
+        return 0;
+    }
+    while (lo < hi) {
+        mid = (lo + hi) / 2;
+        if ((uint32_t) cp < marks_after_9[mid][0]) {
+            hi = mid;
+        } else if ((uint32_t) cp > marks_after_9[mid][1]) {
+            lo = mid + 1;
+        } else {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The canonical combining class as HF's Unicode 9.0 tables have it. */
 static unsigned
 ccc(int32_t cp)
 {
-    return (unsigned) utf8proc_get_property(cp)->combining_class;
+    unsigned  c = (unsigned) utf8proc_get_property(cp)->combining_class;
+
+    return c != 0 && mark_after_9(cp) ? 0 : c;
 }
 
 /* Stable sort of a run of non-starters by combining class: insertion for
@@ -221,7 +269,7 @@ nfc_chunk(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
 {
     const utf8proc_option_t  opt = UTF8PROC_STABLE | UTF8PROC_COMPOSE;
     utf8proc_ssize_t         r;
-    size_t                   i, len, m = 0, run;
+    size_t                   i, j, w, len, m = 0, run;
     int                      boundclass = 0;
     uint32_t                 cp;
 
@@ -249,21 +297,30 @@ nfc_chunk(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
             order_run(sc->v + i, run, sc->tmp);
         }
     }
-    /* Composes, then writes UTF-8 over the code points: 4 bytes each suffice. */
-    r = utf8proc_reencode(sc->v, (utf8proc_ssize_t) m, opt);
+    /* Composes each stretch between HF's extra starters on its own. */
+    for (i = 0, w = 0; i < m; i = j) {
+        for (j = i + 1; j < m && !mark_after_9(sc->v[j]); j++) {
+            /* void */
+        }
+        r = utf8proc_normalize_utf32(sc->v + i, (utf8proc_ssize_t) (j - i), opt);
+        if (r < 0) {
+            return -1;
+        }
+        memmove(sc->v + w, sc->v + i, (size_t) r * sizeof(*sc->v));
+        w += (size_t) r;
+    }
+    /* Writes UTF-8 over the code points (4 bytes each suffice); without
+     * UTF8PROC_COMPOSE it composes nothing more. */
+    r = utf8proc_reencode(sc->v, (utf8proc_ssize_t) w, UTF8PROC_STABLE);
     if (r < 0) {
         return -1;
     }
     return clef_buf_append(out, sc->v, (size_t) r);
 }
 
-/*
- * HF's normalizer (the unicode-normalization-alignments crate) predates
- * Unicode 13, whose only new canonical composition is DIVES AKURU VOWEL
- * SIGN O, U+11935 U+11930 -> U+11938: HF leaves that pair alone.  U+11930
- * is a starter, so cutting the chunk before it keeps the pair apart and
- * changes nothing else.
- */
+/* U+11935 U+11930, which HF does not compose (see ccc() above): U+11930 is
+ * a starter, so cutting the chunk before it keeps the pair apart and
+ * changes nothing else. */
 static const char  dives_akuru_pair[] = "\xf0\x91\xa4\xb5\xf0\x91\xa4\xb0";
 
 /*
