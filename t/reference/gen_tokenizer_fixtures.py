@@ -568,6 +568,11 @@ def write_unicode(path, trained):
     inputs += ["a" + chr(c) + "\u0323" for c in marks]
     inputs += ["a\U00016ff0\u0301", "a\u1df6\u0323x", "e\u0301\u1df6\u0301"]
     outputs = nfc_norm.normalize_str("\n".join(inputs)).split("\n")
+    # The marks HF's tables know, over all code points: "$" U+0345 c
+    # becomes "$" c U+0345.
+    probe = [c for c in cps if c != 10]
+    reordered = nfc_norm.normalize_str("\n".join("$\u0345" + chr(c) for c in probe)).split("\n")
+    hf_marks = [c for c, o in zip(probe, reordered) if o == "$" + chr(c) + "\u0345"]
     assert len(outputs) == len(inputs)
     nfc = [[i, o] for i, o in zip(inputs, outputs) if i != o or len(i) > 1]
     data = {
@@ -576,6 +581,7 @@ def write_unicode(path, trained):
         "classes": classes,
         "rust_word": to_ranges(word),
         "nfc": nfc,
+        "hf_marks": to_ranges(hf_marks),
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, ensure_ascii=False, separators=(",", ":"))

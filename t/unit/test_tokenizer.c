@@ -591,6 +591,50 @@ check_nfc_chunks(void)
     tk_nfc_scratch_free(&sc);
 }
 
+/* Every combining mark of the installed utf8proc (other than class 240,
+ * U+0345 itself): reordered before U+0345 exactly when HF's tables know it. */
+static void
+check_hf_marks(json_t *uni)
+{
+    uint8_t                    *known = range_bits(json_object_get(uni, "hf_marks"));
+    const utf8proc_property_t  *pr;
+    clef_buf                    out = { 0 };
+    tk_nfc_scratch              sc = { 0 };
+    char                        in[16], want[16];
+    size_t                      n, bad = 0, marks = 0;
+    uint32_t                    c;
+    int                         reordered;
+
+    for (c = 0; c < 0x110000; c++) {
+        pr = utf8proc_get_property((utf8proc_int32_t) c);
+        if ((c >= 0xd800 && c <= 0xdfff) || pr->combining_class == 0
+            || pr->combining_class == 240 || pr->decomp_seqindex != UINT16_MAX)
+        {
+            continue;
+        }
+        marks++;
+        n = put_utf8(c, in + 3);
+        memcpy(in, "$\xcd\x85", 3);
+        want[0] = '$';
+        memcpy(want + 1, in + 3, n);
+        memcpy(want + 1 + n, "\xcd\x85", 2);
+        out.len = 0;
+        reordered = tk_nfc_append(in, n + 3, &out, &sc) == 0 && out.len == n + 3
+                    && memcmp(out.data, want, n + 3) == 0;
+        if (reordered != bit(known, c)) {
+            if (bad++ == 0) {
+                printf("# U+%04X: HF %s it after U+0345, we %s\n", c,
+                       bit(known, c) ? "moves" : "leaves", reordered ? "move" : "leave");
+            }
+        }
+    }
+    CHECK(bad == 0 && marks > 0, "NFC: %zu of utf8proc %s's %zu combining marks are"
+          " reordered as by HF", marks - bad, utf8proc_unicode_version(), marks);
+    free(known);
+    clef_buf_free(&out);
+    tk_nfc_scratch_free(&sc);
+}
+
 static void
 check_unicode(const char *path)
 {
@@ -611,6 +655,7 @@ check_unicode(const char *path)
     check_classes(uni, assigned, subject, len, offs);
     check_word_chars(uni, assigned);
     check_nfc(uni);
+    check_hf_marks(uni);
     check_nfc_chunks();
     free(subject);
     free(offs);
