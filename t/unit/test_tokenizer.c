@@ -296,6 +296,38 @@ check_regex(const char *path)
     json_decref(arr);
 }
 
+static int
+count_piece(void *ctx, const char *s, size_t n)
+{
+    (void) s;
+    (void) n;
+    ++*(size_t *) ctx;
+    return 0;
+}
+
+/* A backtracking pattern over a long subject outgrows PCRE2's default
+ * 32 KiB JIT stack: the per-thread stack grows and the match completes. */
+static void
+check_regex_deep(void)
+{
+    tk_regex     re;
+    clef_error   err;
+    size_t       n = 300000, i, pieces = 0;
+    char        *s = malloc(n);
+    int          rc = -1;
+
+    for (i = 0; i < n; i++) {
+        s[i] = "abc"[i % 3];
+    }
+    if (tk_regex_compile(&re, "(?:a|bc)+", 9, 0, "test", &err) == 0) {
+        rc = tk_regex_split(&re, tk_thread_get(), s, n, count_piece, &pieces);
+        tk_regex_free(&re);
+    }
+    CHECK(rc == 0 && pieces == 1, "regex: a 300000-byte match of (?:a|bc)+ (%zu piece)",
+          pieces);
+    free(s);
+}
+
 static void
 check_refused(void)
 {
@@ -921,6 +953,7 @@ main(void)
 
     snprintf(path, sizeof(path), "%s/tokenizer/regex.jsonl", check_fixtures());
     check_regex(path);
+    check_regex_deep();
     check_refused();
     snprintf(path, sizeof(path), "%s/tokenizer/unicode.json", check_fixtures());
     check_unicode(path);
