@@ -7,7 +7,8 @@
  * spans lie in the record so that the head runs.  One warm-up forward, then
  * K timed ones; prints tokens/s of the backbone and of the head apart, then
  * how the backbone's cost per token grows with the length of one record
- * (64, 256, 1k, 4k, 16k tokens, capped by --max-scaling).  --profile adds
+ * (64, 256, 1k, 4k, 16k tokens, capped by --max-scaling; the faster of two
+ * forwards each).  --profile adds
  * the CPU backbone's time per op.
  *
  * Speed is only ever compared within one run on one machine
@@ -345,7 +346,7 @@ clef_cmd_bench(int argc, char **argv)
     clef_record             *recs = NULL;
     clef_error               err;
     uint64_t                 seed;
-    double                   bb, hd, base = 0;
+    double                   bb, bb2, hd, base = 0;
     int64_t                  per, left;
     int                      i, full = 0, rc = 1, options = 0, n_recs = 0;
 
@@ -432,7 +433,7 @@ clef_cmd_bench(int argc, char **argv)
     n_recs = 0;
 
     if (a.max_scaling >= lengths[0]) {
-        printf("\nscaling: one record per length, backbone only, 1 forward each\n");
+        printf("\nscaling: one record per length, backbone only, the faster of 2 forwards\n");
         printf("  %8s %10s %12s %10s\n", "tokens", "seconds", "us/token", "x 64-cost");
         recs = calloc(1, sizeof(*recs));
         if (recs == NULL) {
@@ -445,9 +446,14 @@ clef_cmd_bench(int argc, char **argv)
             if (record_make(&recs[0], lengths[i], tc->vocab_size, &seed) != 0) {
                 goto oom;
             }
-            if (bench_batch(&c, recs, 1, 1, &bb, &hd, &err) != 0) {
+            /* the faster of two: the first also warms the new sizes up, and
+             * on a shared machine the faster one is the less disturbed */
+            if (bench_batch(&c, recs, 1, 1, &bb, &hd, &err) != 0
+                || bench_batch(&c, recs, 1, 1, &bb2, &hd, &err) != 0)
+            {
                 goto fail;
             }
+            bb = bb2 < bb ? bb2 : bb;
             record_free(&recs[0]);
             if (i == 0) {
                 base = bb / lengths[0];
