@@ -7,7 +7,8 @@
 # Sources are found by wildcard: a new engine/*.c, engine/cpu/*.c or cli/*.c is
 # built without editing this file; a new t/unit/test_*.c becomes a test.
 
-BUILD      ?= $(CURDIR)/build
+BUILD      ?= build
+ABS_BUILD  := $(abspath $(BUILD))
 CC         ?= cc
 JOBS       ?= $(shell nproc)
 PKGS       := libpcre2-8 libutf8proc jansson openblas

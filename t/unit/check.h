@@ -16,7 +16,7 @@
 static int  check_count;
 static int  check_failures;
 
-static void __attribute__((format(printf, 4, 5)))
+static void __attribute__((format(printf, 4, 5), unused))
 check_report(int ok, const char *file, int line, const char *fmt, ...)
 {
     va_list  ap;
@@ -61,7 +61,7 @@ check_report(int ok, const char *file, int line, const char *fmt, ...)
                          (double) (tol));                                    \
     } while (0)
 
-static int
+static int __attribute__((unused))
 check_done(void)
 {
     printf("1..%d\n", check_count);
@@ -69,14 +69,14 @@ check_done(void)
 }
 
 /* Paths the tests read: the repository's fixtures and ../shared. */
-static const char *
+static const char * __attribute__((unused))
 check_fixtures(void)
 {
     const char *p = getenv("CLEF_FIXTURES");
     return p ? p : "t/fixtures";
 }
 
-static const char *
+static const char * __attribute__((unused))
 check_shared(void)
 {
     const char *p = getenv("CLEF_SHARED");
