@@ -102,7 +102,7 @@ clean:
 
 NGX_SRC      ?= /usr/share/nginx/src
 NGX_BIN      ?= /usr/sbin/nginx
-NGX_BUILD    := $(BUILD)/ngx
+NGX_BUILD    := $(ABS_BUILD)/ngx
 NGX_MODULE   := $(BUILD)/ngx_http_clef_module.so
 NGX_MOD_SRC  := $(sort $(wildcard ngx_http_clef_module/*.c))
 NGX_MOD_DEP  := $(wildcard ngx_http_clef_module/*.h engine/*.h)
@@ -124,15 +124,15 @@ $(NGX_BUILD)/sources: FORCE
 
 $(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef.a
 	@echo "configuring the nginx module against $(NGX_SRC) (Debian conf_flags)"
-	cd $(NGX_SRC) && CLEF_LIB=$(BUILD)/libclef.a CLEF_LIBS="$(LIBS)" \
+	cd $(NGX_SRC) && CLEF_LIB=$(ABS_BUILD)/libclef.a CLEF_LIBS="$(LIBS)" \
 	  CLEF_INCS="$(patsubst -I%,%,$(filter -I%,$(PKG_CFLAGS)))" \
 	  bash -ec '. ./conf_flags; ./configure \
 	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS)" \
 	    --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC" \
 	    "$${NGX_CONF_FLAGS[@]}" \
 	    --add-dynamic-module=$(CURDIR) \
-	    --builddir=$(NGX_BUILD)' > $(BUILD)/ngx-configure.log 2>&1 \
-	  || { tail -30 $(BUILD)/ngx-configure.log; exit 1; }
+	    --builddir=$(NGX_BUILD)' > $(ABS_BUILD)/ngx-configure.log 2>&1 \
+	  || { tail -30 $(ABS_BUILD)/ngx-configure.log; exit 1; }
 	@touch $@
 
 module-configure: $(NGX_BUILD)/Makefile
@@ -152,7 +152,7 @@ $(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) $(BUILD)/libc
 
 # t/*.t: Test::Base suites against the packaged nginx with the module
 test-nginx: all
-	CLEF_MODULE=$(NGX_MODULE) CLEF_BIN=$(BUILD)/clef prove t/
+	CLEF_MODULE=$(abspath $(NGX_MODULE)) CLEF_BIN=$(ABS_BUILD)/clef prove t/
 
 # make run: install, build, make a demo checkpoint (random weights) unless
 # CLEF_MODEL=/path is given, serve on 127.0.0.1:8080 in the foreground
@@ -161,7 +161,7 @@ run: deps
 	@auto/run-nginx
 
 clean-nginx:
-	rm -rf $(NGX_BUILD) $(NGX_MODULE) $(BUILD)/ngx-configure.log
+	rm -rf $(NGX_BUILD) $(NGX_MODULE) $(ABS_BUILD)/ngx-configure.log
 
 FORCE:
 # ==== end of nginx module =================================================
