@@ -457,6 +457,10 @@ engine_loop(engine *e)
                  (int) getpid());
         }
 
+        /* clef_engine max_batch_tokens applies without a restart */
+        if (atomic_load(&e->q->h->max_batch_tokens) > 0) {
+            e->sched.max_batch_tokens = atomic_load(&e->q->h->max_batch_tokens);
+        }
         progressed = 0;
         other_gen = 0;
         added = 0;
@@ -786,7 +790,9 @@ clef_keeper_run(clef_queue *q, const clef_engine_conf *conf, int control_fd)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
     sigaddset(&set, SIGHUP);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+    /* these arrive through the signalfd; every other signal is unblocked
+     * (a master forks the keeper with most signals blocked) */
+    sigprocmask(SIG_SETMASK, &set, NULL);
     k.sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     k.wake_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (k.sig_fd == -1 || k.wake_fd == -1) {

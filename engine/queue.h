@@ -147,6 +147,8 @@ typedef struct {
     _Atomic uint32_t  epoch;        /* bumped at every engine start */
     _Atomic uint32_t  state;        /* CLEF_ENGINE_* */
     _Atomic uint32_t  want_gen;     /* newest generation the master started */
+    _Atomic int64_t   max_batch_tokens; /* set by the master on every
+                                           (re)load; read per batch */
     char              message[256]; /* last progress or error line */
 
     /* under lock */
