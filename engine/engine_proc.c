@@ -643,6 +643,9 @@ keeper_spawn(keeper *k, const clef_engine_conf *conf, int restart)
         _exit(CLEF_ENGINE_EXIT_OK);
     }
     prctl(PR_SET_NAME, "clef-engine");
+    if (conf->set_title != NULL) {
+        conf->set_title("clef engine");
+    }
     close(k->control_fd);
     close(k->sig_fd);
     close(k->wake_fd);

@@ -56,6 +56,7 @@ typedef struct {
     uint32_t     gen;                /* configuration generation served */
     pid_t        predecessor;        /* engine to wait for; 0 = none */
     void       (*log)(int level, const char *msg);
+    void       (*set_title)(const char *title);   /* ps name; may be NULL */
 } clef_engine_conf;
 
 /* Runs the keeper in the calling (freshly forked) process until the control

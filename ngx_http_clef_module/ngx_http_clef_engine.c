@@ -130,6 +130,13 @@ ngx_http_clef_engine_log(int level, const char *msg)
 }
 
 
+static void
+ngx_http_clef_set_title(const char *title)
+{
+    ngx_setproctitle((char *) title);
+}
+
+
 static ngx_int_t
 ngx_http_clef_fd_kept(int fd, int control_fd, ngx_log_t *log)
 {
@@ -225,6 +232,9 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
     ec.gen = gen;
     ec.predecessor = predecessor;
     ec.log = ngx_http_clef_engine_log;
+    ec.set_title = ngx_http_clef_set_title;
+
+    ngx_setproctitle("clef keeper");
 
     _exit(clef_keeper_run(&mcf->queue, &ec, control_fd));
 }

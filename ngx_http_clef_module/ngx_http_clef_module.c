@@ -447,8 +447,8 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     cm = clef_model_open((char *) m->path.data, CLEF_MODEL_HEADERS_ONLY, &err);
     if (cm == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "clef_model \"%V\": \"%V\" %s", &m->name, &m->path,
-                           err.message);
+                           "clef_model \"%V\" in \"%V\": %s", &m->name,
+                           &m->path, err.message);
         return NGX_CONF_ERROR;
     }
     tc = clef_model_text_config(cm);
