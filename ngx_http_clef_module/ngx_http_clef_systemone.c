@@ -118,8 +118,9 @@ ngx_http_clef_collect_body(ngx_http_request_t *r, size_t *len)
 
     cl = r->request_body->bufs;
     if (cl->next == NULL && !cl->buf->in_file) {
+        /* an empty body comes as one buffer with no memory at all */
         *len = cl->buf->last - cl->buf->pos;
-        return cl->buf->pos;
+        return *len ? cl->buf->pos : (u_char *) "";
     }
 
     for (cl = r->request_body->bufs; cl; cl = cl->next) {

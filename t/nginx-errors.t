@@ -38,7 +38,7 @@ my $srv = ClefNginx->new(
         location = /tight/v1/systemone {
             clef_max_questions 2;
             clef_max_images 1;
-            clef_max_tokens 40;
+            clef_max_tokens 200;
             clef_systemone;
         }
 LOC
@@ -135,7 +135,7 @@ Content-Type: application/x-www-form-urlencoded
 --- body: {"model":
 --- status: 422
 --- json
-{"detail":[{"type":"json_invalid","loc":["body",9],"msg":"invalid JSON at byte 9: expected a value","input":{}}]}
+{"detail":[{"type":"json_invalid","loc":["body",9],"msg":"invalid JSON at byte 9: unexpected end of input, expected a value","input":{}}]}
 
 === TEST 8: an empty body
 --- request: POST /v1/systemone
@@ -183,7 +183,7 @@ Content-Type: application/x-www-form-urlencoded
 --- request: POST /v1/systemone
 --- body eval
 '{"model":"jev-latest","state":"x","questions":{"c":{"type":"choice","instructions":"x","criteria":{'
-  . join(',', map { "\"o$_\":null" } 1 .. 256) . '}}}}'
+  . CORE::join(',', map { "\"o$_\":null" } 1 .. 256) . '}}}}'
 --- status: 400
 --- json
 {"detail":"Too many choices. Must have at most 255 choices."}
@@ -192,7 +192,7 @@ Content-Type: application/x-www-form-urlencoded
 --- request: POST /v1/systemone
 --- body eval
 '{"model":"jev-latest","state":"x","questions":{"s":{"type":"score","instructions":"x","criteria":['
-  . join(',', map { "\"level $_\"" } 0 .. 10) . ']}}}'
+  . CORE::join(',', map { "\"level $_\"" } 0 .. 10) . ']}}}'
 --- status: 400
 --- json
 {"detail":"Too many score levels. Must have at most 10 levels."}
@@ -201,7 +201,7 @@ Content-Type: application/x-www-form-urlencoded
 --- request: POST /v1/systemone
 --- body eval
 '{"model":"jev-latest","state":"x","questions":{'
-  . join(',', map { "\"q$_\":{\"type\":\"noul\"}" } 1 .. 65) . '}}'
+  . CORE::join(',', map { "\"q$_\":{\"type\":\"noul\"}" } 1 .. 65) . '}}'
 --- status: 400
 --- json
 {"detail":"Too many questions. Must have at most 64 questions."}
@@ -236,7 +236,8 @@ Content-Type: application/x-www-form-urlencoded
 
 === TEST 21: more tokens than clef_max_tokens
 --- request: POST /tight/v1/systemone
---- body: {"model":"jev-latest","state":"a state that is certainly longer than forty tokens once the prompt template is around it","questions":{"a":{"type":"noul","instructions":"Is it long?"}}}
+--- body eval
+'{"model":"jev-latest","state":"' . ('word ' x 300) . '","questions":{"a":{"type":"noul","instructions":"Is it long?"}}}'
 --- status: 400
 --- json
 {"detail":{"error_type":"max_tokens_exceeded","message":"MAX_TOKENS_MESSAGE"}}
