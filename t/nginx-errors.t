@@ -142,7 +142,7 @@ Content-Type: application/x-www-form-urlencoded
 --- body:
 --- status: 422
 --- json
-{"detail":[{"type":"json_invalid","loc":["body",0],"msg":"invalid JSON at byte 0: expected a value","input":{}}]}
+{"detail":[{"type":"json_invalid","loc":["body",0],"msg":"invalid JSON at byte 0: unexpected end of input, expected a value","input":{}}]}
 
 === TEST 9: questions missing
 --- request: POST /v1/systemone
@@ -240,7 +240,7 @@ Content-Type: application/x-www-form-urlencoded
 '{"model":"jev-latest","state":"' . ('word ' x 300) . '","questions":{"a":{"type":"noul","instructions":"Is it long?"}}}'
 --- status: 400
 --- json
-{"detail":{"error_type":"max_tokens_exceeded","message":"MAX_TOKENS_MESSAGE"}}
+{"detail":{"error_type":"max_tokens_exceeded","message":"Request needs 438 tokens (state 301, prompt and schema 137); the limit is 200."}}
 
 === TEST 22: no API key
 --- request: POST /keyed/v1/systemone
