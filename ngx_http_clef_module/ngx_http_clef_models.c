@@ -28,7 +28,7 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
 
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
     rc = ngx_http_clef_check_api_key(r, llcf);
-    if (rc != NGX_OK) {
+    if (rc != NGX_DECLINED) {
         return rc;
     }
     if (ngx_http_discard_request_body(r) != NGX_OK) {

@@ -111,6 +111,7 @@ ngx_int_t ngx_http_clef_send_error(ngx_http_request_t *r,
     const clef_error *err, const u_char *body, size_t len);
 ngx_int_t ngx_http_clef_send_not_allowed(ngx_http_request_t *r,
     const char *allow);
+/* NGX_DECLINED: go on; anything else: a 401/403 was sent, return it */
 ngx_int_t ngx_http_clef_check_api_key(ngx_http_request_t *r,
     ngx_http_clef_loc_conf_t *llcf);
 ngx_int_t ngx_http_clef_set_retry_after(ngx_http_request_t *r,

@@ -382,7 +382,7 @@ ngx_http_clef_check_api_key(ngx_http_request_t *r,
     u_char           *p, *last;
 
     if (llcf->api_keys == NULL || llcf->api_keys->nelts == 0) {
-        return NGX_OK;
+        return NGX_DECLINED;
     }
 
     h = r->headers_in.authorization;
@@ -413,7 +413,7 @@ ngx_http_clef_check_api_key(ngx_http_request_t *r,
     keys = llcf->api_keys->elts;
     for (i = 0; i < llcf->api_keys->nelts; i++) {
         if (ngx_http_clef_key_equal(&keys[i], p, last - p)) {
-            return NGX_OK;
+            return NGX_DECLINED;
         }
     }
 

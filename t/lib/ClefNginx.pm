@@ -306,8 +306,9 @@ sub metrics {
 
 sub metric { my ($self, $name) = @_; return $self->metrics->{$name} // 0 }
 
-# Runs `clients` processes in parallel, each sending `per_client` requests
-# made by $make->($client, $i); returns [ [client, i, status, body], ... ].
+# Runs `clients` processes in parallel, each sending up to `per_client`
+# requests made by $make->($client, $i) (undef ends that client early);
+# returns [ [client, i, status, body], ... ].
 sub parallel {
     my ($self, $clients, $per_client, $make, $timeout) = @_;
     my $dir = tempdir('par-XXXXXX', DIR => $self->{prefix}, CLEANUP => 1);
@@ -319,6 +320,7 @@ sub parallel {
             my $ua = HTTP::Tiny->new(timeout => $timeout // 30, keep_alive => 1);
             for my $i (0 .. $per_client - 1) {
                 my $body = $make->($c, $i);
+                last unless defined $body;
                 $body = $json->encode($body) if ref $body;
                 my $r = $ua->request('POST', $self->base . '/v1/systemone',
                     { content => $body,
