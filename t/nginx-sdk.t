@@ -104,7 +104,7 @@ my $direct = $srv->post_json('{"state":"Help! My payouts have been failing '
     . '"Bugs, outages","sales":null}},"sev":{"type":"score","instructions":'
     . '"How severe?","criteria":[{"what":"Cosmetic"},{"what":'
     . '"Workaround exists"},{"what":"Blocking"}]}}}',
-}, { Authorization => 'Bearer sdk-test-key' })->{json}{answers};
+    { Authorization => 'Bearer sdk-test-key' })->{json}{answers};
 
 is $got->{model}, 'clef-tiny', 'SDK: the model name';
 is $got->{usage}[1], 0, 'SDK: usage parsed (output_tokens)';
