@@ -462,6 +462,13 @@ ngx_http_clef_header_filter(ngx_http_request_t *r)
         ngx_sprintf((u_char *) msg, "Request body too large: the limit is "
                     "%O bytes%Z", clcf->client_max_body_size);
         ok = ngx_http_clef_render_detail(&b, msg);
+    } else if (status == NGX_HTTP_TOO_MANY_REQUESTS) {
+        /* limit_req in front of the engine: the shape the SDKs retry on */
+        if (ngx_http_clef_set_retry_after(r, 1000) != NGX_OK) {
+            return NGX_ERROR;
+        }
+        ok = ngx_http_clef_render_typed(&b, "rate_limit_error",
+                                        "Too Many Requests");
     } else if (status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
         ngx_sprintf((u_char *) msg, "the server answered %ui%Z", status);
         ok = ngx_http_clef_render_typed(&b, "internal_error", msg);

@@ -18,7 +18,7 @@ open my $fh, '>', "$notmodel/config.json";
 print $fh "{}\n";
 close $fh;
 
-plan tests => 2 * blocks() + 4;
+plan tests => 2 * blocks() + 5;
 
 # the module alone loads into the packaged binary
 {
@@ -40,6 +40,33 @@ plan tests => 2 * blocks() + 4;
                 map { ClefNginx->children_of($_) } 1, $$;
     is_deeply \@procs, [], 'nginx -t starts no keeper and no engine';
     unlike $out, qr/clef: started keeper/, 'and says so in no log line';
+}
+
+# conf/edge.conf (TLS, HTTP/2, limit_req, API keys) is a valid config once
+# its paths point at this machine
+{
+    my $srv = ClefNginx->new;
+    my $p = $srv->prefix;
+    system("openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost "
+         . "-keyout $p/conf/key.pem -out $p/conf/cert.pem -days 1 "
+         . ">/dev/null 2>&1") == 0 or die "openssl failed";
+    my $conf = ClefNginx::slurp("$ClefNginx::ROOT/conf/edge.conf");
+    my ($tls, $metrics) = (ClefNginx::free_port(), ClefNginx::free_port());
+    my $module = ClefNginx::module_path();
+    $conf =~ s{/usr/lib/nginx/modules/ngx_http_clef_module\.so}{$module};
+    $conf =~ s{/srv/models/clef-flash}{$model};
+    $conf =~ s{/etc/ssl/clef/fullchain\.pem}{$p/conf/cert.pem};
+    $conf =~ s{/etc/ssl/clef/privkey\.pem}{$p/conf/key.pem};
+    $conf =~ s{/run/nginx-clef\.pid}{$p/logs/nginx.pid};
+    $conf =~ s{/var/log/nginx/}{$p/logs/}g;
+    $conf =~ s{listen 443 }{listen 127.0.0.1:$tls };
+    $conf =~ s{127\.0\.0\.1:9145}{127.0.0.1:$metrics};
+    $conf =~ s{\n(events)}{\nuser nobody nogroup;\n$1} if $> == 0;
+    open my $fh, '>', "$p/conf/nginx.conf" or die $!;
+    print $fh $conf;
+    close $fh;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'conf/edge.conf passes nginx -t' or diag $out;
 }
 
 run {

@@ -21,7 +21,9 @@ filters {
 
 my $srv = ClefNginx->new(
     model => ClefNginx->model_dir(1),
-    workers => 2,
+    workers => 1,
+    http_config => '    limit_req_zone $server_name zone=once:1m rate=1r/m;'
+                 . "\n    limit_req_status 429;\n",
     server_config => <<'LOC');
         location = /small/v1/systemone {
             client_max_body_size 1k;
@@ -34,6 +36,10 @@ my $srv = ClefNginx->new(
         location = /keyed/v1/models {
             clef_api_key secret-key-1;
             clef_models;
+        }
+        location = /limited/v1/systemone {
+            limit_req zone=once;
+            clef_systemone;
         }
         location = /tight/v1/systemone {
             clef_max_questions 2;
@@ -48,7 +54,12 @@ $srv->start_ready;
 my $release_date = POSIX::strftime('%Y-%m-%d',
     gmtime((stat ClefNginx->model_dir(1) . '/config.json')[9]));
 
-plan tests => 4 * blocks() + 1;
+my $header_checks = 0;
+for my $b (blocks()) {
+    my $h = $b->response_headers;
+    $header_checks += () = split /\n/, $h // '';
+}
+plan tests => 4 * blocks() + $header_checks + 1;
 
 run {
     my $b = shift;
@@ -289,7 +300,24 @@ Accept-Encoding: gzip, deflate
 --- status: 200
 --- json: DECIDE
 
-=== TEST 27: the models list
+=== TEST 27: limit_req lets the first request through
+--- request: POST /limited/v1/systemone
+--- body: {"model":"jev-latest","state":"x"}
+--- status: 422
+--- json
+{"detail":[{"type":"missing","loc":["body","questions"],"msg":"Field required","input":{"model":"jev-latest","state":"x"}}]}
+
+=== TEST 28: and refuses the second with nginx's 429, as JSON
+--- request: POST /limited/v1/systemone
+--- body: {"model":"jev-latest","state":"x"}
+--- status: 429
+--- json
+{"detail":{"error_type":"rate_limit_error","message":"Too Many Requests"}}
+--- response_headers
+Retry-After: 1
+retry-after-ms: 1000
+
+=== TEST 29: the models list
 --- request: GET /v1/models
 --- status: 200
 --- json
