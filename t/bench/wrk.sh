@@ -54,7 +54,7 @@ http {
     uwsgi_temp_path tmp/uwsgi;
     scgi_temp_path tmp/scgi;
     clef_model clef-tiny $model threads=1;
-    clef_engine zone=clef:32m max_batch_tokens=16384 max_queue=4096 timeout=30s;
+    clef_engine zone=clef:64m max_batch_tokens=16384 max_queue=4096 timeout=30s;
     server {
         listen 127.0.0.1:$port;
         root html;
