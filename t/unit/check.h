@@ -69,14 +69,14 @@ check_done(void)
 }
 
 /* Paths the tests read: the repository's fixtures and ../shared. */
-static const char * __attribute__((unused))
+static __attribute__((unused)) const char *
 check_fixtures(void)
 {
     const char *p = getenv("CLEF_FIXTURES");
     return p ? p : "t/fixtures";
 }
 
-static const char * __attribute__((unused))
+static __attribute__((unused)) const char *
 check_shared(void)
 {
     const char *p = getenv("CLEF_SHARED");

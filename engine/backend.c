@@ -1,0 +1,125 @@
+/*
+ * Batches and the backend registry: "cpu" is linked in; "cuda" lives in
+ * libclef_cuda.so, opened with dlopen the first time it is asked for, so
+ * that a process that never asks (an nginx worker, `nginx -t`) never maps
+ * the CUDA libraries.
+ */
+#include "backend.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu/backend_cpu.h"
+
+#define CUDA_LIBRARY  "libclef_cuda.so"
+#define CUDA_SYMBOL   "clef_cuda_backend_ops"
+
+void
+clef_batch_init(clef_batch *b, const clef_record * const *records, int n_records,
+    int32_t *cu_seqlens)
+{
+    int  r;
+
+    b->n_records = n_records;
+    b->records = records;
+    b->cu_seqlens = cu_seqlens;
+    cu_seqlens[0] = 0;
+    for (r = 0; r < n_records; r++) {
+        cu_seqlens[r + 1] = cu_seqlens[r] + (int32_t) records[r]->ids.n;
+    }
+}
+
+int64_t
+clef_batch_tokens(const clef_batch *b)
+{
+    return b->n_records > 0 ? b->cu_seqlens[b->n_records] : 0;
+}
+
+int
+clef_batch_options(const clef_batch *b)
+{
+    int  r, n = 0;
+
+    for (r = 0; r < b->n_records; r++) {
+        n += b->records[r]->n_options;
+    }
+    return n;
+}
+
+static pthread_mutex_t          cuda_lock = PTHREAD_MUTEX_INITIALIZER;
+static const clef_backend_ops  *cuda_ops;
+
+/* First next to the object this code is linked into (build/clef, or the
+ * nginx module's .so), then the dynamic linker's own search
+ * (LD_LIBRARY_PATH, the system paths). */
+static const clef_backend_ops *
+cuda_find(clef_error *err)
+{
+    Dl_info      info;
+    char         path[PATH_MAX], first[512] = "";
+    const char  *slash;
+    void        *h = NULL, *sym;
+
+    pthread_mutex_lock(&cuda_lock);
+    if (cuda_ops != NULL) {
+        pthread_mutex_unlock(&cuda_lock);
+        return cuda_ops;
+    }
+
+    if (dladdr((void *) clef_backend_find, &info) != 0 && info.dli_fname != NULL
+        && (slash = strrchr(info.dli_fname, '/')) != NULL
+        && (size_t) (slash - info.dli_fname) + sizeof(CUDA_LIBRARY) + 1 < sizeof(path))
+    {
+        snprintf(path, sizeof(path), "%.*s/%s", (int) (slash - info.dli_fname),
+                 info.dli_fname, CUDA_LIBRARY);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (h == NULL) {
+            snprintf(first, sizeof(first), "%s", dlerror());
+        }
+    }
+    if (h == NULL) {
+        h = dlopen(CUDA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (h == NULL) {
+        /* the search by name failed too: say why the nearby file, if there
+         * was one, did not load, as that is the more useful of the two */
+        const char  *why = dlerror();
+
+        clef_error_set(err, 500, "backend_unavailable", NULL,
+                       "the CUDA backend is not available: %s",
+                       strstr(first, "No such file") == NULL && first[0] != '\0'
+                       ? first : why);
+        pthread_mutex_unlock(&cuda_lock);
+        return NULL;
+    }
+    sym = dlsym(h, CUDA_SYMBOL);
+    if (sym == NULL) {
+        clef_error_set(err, 500, "backend_unavailable", NULL,
+                       "the CUDA backend is not available: %s", dlerror());
+        dlclose(h);
+        pthread_mutex_unlock(&cuda_lock);
+        return NULL;
+    }
+    /* the library stays loaded for the life of the process: its ops table
+     * is handed out */
+    cuda_ops = sym;
+    pthread_mutex_unlock(&cuda_lock);
+    return cuda_ops;
+}
+
+const clef_backend_ops *
+clef_backend_find(const char *name, clef_error *err)
+{
+    if (name == NULL || strcmp(name, "cpu") == 0) {
+        return &clef_cpu_backend_ops;
+    }
+    if (strcmp(name, "cuda") == 0) {
+        return cuda_find(err);
+    }
+    clef_error_set(err, 500, "backend_unknown", NULL,
+                   "unknown backend '%s' (known: cpu, cuda)", name);
+    return NULL;
+}

@@ -1,0 +1,404 @@
+#include "backbone.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attention.h"
+#include "conv.h"
+#include "embed.h"
+#include "gdn.h"
+#include "gemm.h"
+#include "mlp.h"
+#include "norm.h"
+#include "rope.h"
+#include "weights.h"
+
+/* Rows of the MLP run at a time: its intermediate activations ([rows][2 I])
+ * then stay small whatever the batch. */
+#define MLP_TILE  1024
+
+struct clef_cpu_backbone {
+    clef_cpu_weights   w;
+    clef_cpu_pool     *pool;
+    int                any_full, any_gdn;
+
+    /* RoPE table for positions [0, rope_positions), grown on demand */
+    float             *cos, *sin;
+    int64_t            rope_positions;
+
+    double             prof[CLEF_PROF_COUNT];
+};
+
+/* One forward's activations. */
+typedef struct {
+    float  *x;          /* [T][H] residual stream */
+    float  *xn;         /* [T][H] normed input of a mixer or the MLP */
+    float  *proj;       /* [T][max(gdn_in_dim, attn_in_dim)] */
+    float  *u;          /* [T][qkv_dim] conv output */
+    float  *o;          /* [T][max(Hv dv, Hq hd)] mixer output before out_proj */
+    float  *beta, *g;   /* [T][Hv] */
+    float  *mlp;        /* [MLP_TILE][2 I] */
+    float  *scratch;    /* per worker */
+} acts;
+
+static const char  *prof_names[CLEF_PROF_COUNT] = {
+    "embed", "rmsnorm", "gdn in_proj", "gdn conv+silu", "gdn l2norm/beta/g",
+    "gdn delta rule", "gdn gated norm", "gdn out_proj", "attn qkv_proj",
+    "attn qk-norm+rope", "attn softmax", "attn gate", "attn o_proj",
+    "mlp gate/up", "mlp silu*up", "mlp down"
+};
+
+const char *
+clef_cpu_prof_name(int op)
+{
+    return op >= 0 && op < CLEF_PROF_COUNT ? prof_names[op] : "?";
+}
+
+static double
+now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+#define TIMED(b, op, stmt)                                                   \
+    do {                                                                     \
+        double t_ = now();                                                   \
+        stmt;                                                                \
+        (b)->prof[op] += now() - t_;                                         \
+    } while (0)
+
+int
+clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_backbone **out, clef_error *err)
+{
+    clef_cpu_backbone  *b;
+    int                 i;
+
+    b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    b->pool = pool;
+    if (clef_cpu_weights_load(&b->w, m, pool, err) != 0) {
+        free(b);
+        return -1;
+    }
+    for (i = 0; i < b->w.cfg.num_hidden_layers; i++) {
+        if (b->w.layers[i].full) {
+            b->any_full = 1;
+        } else {
+            b->any_gdn = 1;
+        }
+    }
+    *out = b;
+    return 0;
+}
+
+void
+clef_cpu_backbone_close(clef_cpu_backbone *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    clef_cpu_weights_free(&b->w);
+    free(b->cos);
+    free(b->sin);
+    free(b);
+}
+
+int
+clef_cpu_backbone_hidden_size(const clef_cpu_backbone *b)
+{
+    return b->w.cfg.hidden_size;
+}
+
+void
+clef_cpu_backbone_profile(const clef_cpu_backbone *b, double seconds[CLEF_PROF_COUNT])
+{
+    memcpy(seconds, b->prof, sizeof(b->prof));
+}
+
+void
+clef_cpu_backbone_profile_reset(clef_cpu_backbone *b)
+{
+    memset(b->prof, 0, sizeof(b->prof));
+}
+
+static int
+rope_reserve(clef_cpu_backbone *b, int64_t positions, clef_error *err)
+{
+    int64_t  half = b->w.rot_dim / 2;
+    float   *c, *s;
+
+    if (positions <= b->rope_positions) {
+        return 0;
+    }
+    c = malloc(sizeof(float) * (size_t) (positions * half + 1));
+    s = malloc(sizeof(float) * (size_t) (positions * half + 1));
+    if (c == NULL || s == NULL) {
+        free(c);
+        free(s);
+        return clef_error_set(err, 500, "out_of_memory", NULL,
+                              "out of memory for the RoPE table");
+    }
+    clef_cpu_rope_table(b->w.rot_dim, b->w.cfg.rope_theta, positions, c, s);
+    free(b->cos);
+    free(b->sin);
+    b->cos = c;
+    b->sin = s;
+    b->rope_positions = positions;
+    return 0;
+}
+
+static void
+acts_free(acts *a)
+{
+    free(a->x);
+    free(a->xn);
+    free(a->proj);
+    free(a->u);
+    free(a->o);
+    free(a->beta);
+    free(a->g);
+    free(a->mlp);
+    free(a->scratch);
+}
+
+static int
+acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
+{
+    const clef_cpu_weights  *w = &b->w;
+    int64_t                  H = w->cfg.hidden_size, hv = w->cfg.linear_num_value_heads;
+    int64_t                  proj = 0, o = 0, tile;
+    size_t                   scratch = 0, s;
+
+    if (b->any_gdn) {
+        proj = w->gdn_in_dim;
+        o = w->gdn_v_dim;
+        scratch = clef_cpu_gdn_scratch_floats(w->cfg.linear_key_head_dim,
+                                              w->cfg.linear_value_head_dim);
+    }
+    if (b->any_full) {
+        proj = w->attn_in_dim > proj ? w->attn_in_dim : proj;
+        o = w->attn_o_dim > o ? w->attn_o_dim : o;
+        s = clef_cpu_attention_scratch_floats(w->cfg.num_attention_heads
+                                              / w->cfg.num_key_value_heads,
+                                              w->cfg.head_dim);
+        scratch = s > scratch ? s : scratch;
+    }
+    tile = T < MLP_TILE ? T : MLP_TILE;
+
+    memset(a, 0, sizeof(*a));
+    a->x = malloc(sizeof(float) * (size_t) (T * H));
+    a->xn = malloc(sizeof(float) * (size_t) (T * H));
+    a->proj = malloc(sizeof(float) * (size_t) (T * proj));
+    a->o = malloc(sizeof(float) * (size_t) (T * o));
+    a->mlp = malloc(sizeof(float) * (size_t) (tile * 2 * w->cfg.intermediate_size));
+    a->scratch = malloc(sizeof(float) * scratch * (size_t) clef_cpu_pool_size(b->pool));
+    if (b->any_gdn) {
+        a->u = malloc(sizeof(float) * (size_t) (T * w->qkv_dim));
+        a->beta = malloc(sizeof(float) * (size_t) (T * hv));
+        a->g = malloc(sizeof(float) * (size_t) (T * hv));
+    }
+    if (a->x == NULL || a->xn == NULL || a->proj == NULL || a->o == NULL
+        || a->mlp == NULL || a->scratch == NULL
+        || (b->any_gdn && (a->u == NULL || a->beta == NULL || a->g == NULL)))
+    {
+        acts_free(a);
+        return -1;
+    }
+    return 0;
+}
+
+/* x += out_proj(GatedDeltaNet(xn)) */
+static void
+gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
+    const int32_t *cu, int n_records)
+{
+    const clef_cpu_weights  *w = &b->w;
+    const clef_text_config  *c = &w->cfg;
+    clef_cpu_pool           *pool = b->pool;
+    clef_gdn_args            ga;
+    int                      H = c->hidden_size, hk = c->linear_num_key_heads;
+    int                      hv = c->linear_num_value_heads, dk = c->linear_key_head_dim;
+    int                      dv = c->linear_value_head_dim, ld = w->gdn_in_dim;
+
+    TIMED(b, CLEF_PROF_GDN_IN,
+          clef_cpu_linear(pool, a->xn, H, T, H, l->in_proj, ld, a->proj, ld, 0.0f));
+    TIMED(b, CLEF_PROF_GDN_CONV,
+          clef_cpu_conv_silu(pool, a->proj, ld, a->u, w->qkv_dim, w->qkv_dim,
+                             l->conv, c->linear_conv_kernel_dim, cu, n_records));
+    TIMED(b, CLEF_PROF_GDN_PREP,
+          clef_cpu_gdn_prepare(pool, a->u, w->qkv_dim, T, hk, dk,
+                               a->proj + w->qkv_dim + w->gdn_v_dim, ld, hv,
+                               l->A_log, l->dt_bias, a->beta, a->g));
+
+    ga.q = a->u;
+    ga.k = a->u + (int64_t) hk * dk;
+    ga.ldqk = w->qkv_dim;
+    ga.v = a->u + 2 * (int64_t) hk * dk;
+    ga.ldv = w->qkv_dim;
+    ga.g = a->g;
+    ga.beta = a->beta;
+    ga.o = a->o;
+    ga.ldo = w->gdn_v_dim;
+    ga.hk = hk;
+    ga.hv = hv;
+    ga.dk = dk;
+    ga.dv = dv;
+    ga.recurrent = 0;
+    TIMED(b, CLEF_PROF_GDN_CORE, clef_cpu_gdn(pool, &ga, cu, n_records, a->scratch));
+
+    TIMED(b, CLEF_PROF_GDN_NORM,
+          clef_cpu_rmsnorm_gated(pool, a->o, w->gdn_v_dim, a->proj + w->qkv_dim, ld,
+                                 a->o, w->gdn_v_dim, T, hv, dv, l->gdn_norm,
+                                 (float) c->rms_norm_eps));
+    TIMED(b, CLEF_PROF_GDN_OUT,
+          clef_cpu_linear(pool, a->o, w->gdn_v_dim, T, w->gdn_v_dim, l->out_proj, H,
+                          a->x, H, 1.0f));
+}
+
+/* x += o_proj(GatedAttention(xn)) */
+static int
+attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
+    const int32_t *cu, int n_records)
+{
+    const clef_cpu_weights  *w = &b->w;
+    const clef_text_config  *c = &w->cfg;
+    clef_cpu_pool           *pool = b->pool;
+    clef_attn_args           aa;
+    int                      H = c->hidden_size, hd = c->head_dim, ld = w->attn_in_dim;
+    int                      rc;
+
+    TIMED(b, CLEF_PROF_ATTN_IN,
+          clef_cpu_linear(pool, a->xn, H, T, H, l->qkv_proj, ld, a->proj, ld, 0.0f));
+
+    aa.q = a->proj;
+    aa.ldq = ld;
+    aa.q_head_stride = w->q_head_dim;
+    aa.k = a->proj + (int64_t) c->num_attention_heads * w->q_head_dim;
+    aa.ldk = ld;
+    aa.v = aa.k + (int64_t) c->num_key_value_heads * hd;
+    aa.ldv = ld;
+    aa.o = a->o;
+    aa.ldo = w->attn_o_dim;
+    aa.hq = c->num_attention_heads;
+    aa.hkv = c->num_key_value_heads;
+    aa.hd = hd;
+    aa.scale = (float) pow((double) hd, -0.5);
+
+    TIMED(b, CLEF_PROF_ATTN_PREP,
+          clef_cpu_attention_prepare(pool, &aa, l->q_norm, l->k_norm,
+                                     (float) c->rms_norm_eps, w->rot_dim, b->cos,
+                                     b->sin, cu, n_records));
+    TIMED(b, CLEF_PROF_ATTN_CORE,
+          rc = clef_cpu_attention(pool, &aa, cu, n_records, a->scratch));
+    if (rc != 0) {
+        return -1;
+    }
+    if (c->attn_output_gate) {
+        TIMED(b, CLEF_PROF_ATTN_GATE,
+              clef_cpu_attention_gate(pool, a->o, w->attn_o_dim, a->proj + hd, ld,
+                                      w->q_head_dim, T, aa.hq, hd));
+    }
+    TIMED(b, CLEF_PROF_ATTN_OUT,
+          clef_cpu_linear(pool, a->o, w->attn_o_dim, T, w->attn_o_dim, l->o_proj, H,
+                          a->x, H, 1.0f));
+    return 0;
+}
+
+/* x += down(silu(gate xn) * up xn), MLP_TILE rows at a time */
+static void
+mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T)
+{
+    const clef_text_config  *c = &b->w.cfg;
+    clef_cpu_pool           *pool = b->pool;
+    int64_t                  H = c->hidden_size, I = c->intermediate_size, t0, n;
+
+    for (t0 = 0; t0 < T; t0 += MLP_TILE) {
+        n = T - t0 < MLP_TILE ? T - t0 : MLP_TILE;
+        TIMED(b, CLEF_PROF_MLP_UP,
+              clef_cpu_linear(pool, a->xn + t0 * H, H, n, H, l->gate_up, 2 * I,
+                              a->mlp, 2 * I, 0.0f));
+        TIMED(b, CLEF_PROF_MLP_ACT, clef_cpu_swiglu(pool, a->mlp, 2 * I, n, (int) I));
+        TIMED(b, CLEF_PROF_MLP_DOWN,
+              clef_cpu_linear(pool, a->mlp, 2 * I, n, I, l->down, H, a->x + t0 * H, H,
+                              1.0f));
+    }
+}
+
+int
+clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
+    const int32_t *cu_seqlens, int n_records, float *hidden, clef_error *err)
+{
+    const clef_text_config  *c = &b->w.cfg;
+    clef_cpu_pool           *pool = b->pool;
+    const clef_cpu_layer    *l;
+    acts                     a;
+    int64_t                  T, H = c->hidden_size, longest = 0, len;
+    float                    eps = (float) c->rms_norm_eps;
+    int                      r, i, rc = -1;
+
+    if (n_records <= 0 || cu_seqlens[0] != 0) {
+        return clef_error_set(err, 500, "backend", NULL,
+                              "a batch needs records and cu_seqlens[0] = 0");
+    }
+    for (r = 0; r < n_records; r++) {
+        len = (int64_t) cu_seqlens[r + 1] - cu_seqlens[r];
+        if (len < 0) {
+            return clef_error_set(err, 500, "backend", NULL,
+                                  "cu_seqlens decreases at record %d", r);
+        }
+        longest = len > longest ? len : longest;
+    }
+    T = cu_seqlens[n_records];
+    if (T == 0) {
+        return 0;
+    }
+
+    if (b->any_full && rope_reserve(b, longest, err) != 0) {
+        return -1;
+    }
+    if (acts_alloc(&a, b, T) != 0) {
+        return clef_error_set(err, 500, "out_of_memory", NULL,
+                              "out of memory for the activations of %lld tokens",
+                              (long long) T);
+    }
+
+    TIMED(b, CLEF_PROF_EMBED,
+          rc = clef_cpu_embed(pool, b->w.embed, ids, T, a.x, H, err));
+    if (rc != 0) {
+        goto done;
+    }
+
+    for (i = 0; i < c->num_hidden_layers; i++) {
+        l = &b->w.layers[i];
+        TIMED(b, CLEF_PROF_NORM,
+              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->input_norm, eps));
+        if (l->full) {
+            if (attn_layer(b, l, &a, T, cu_seqlens, n_records) != 0) {
+                rc = clef_error_set(err, 500, "out_of_memory", NULL,
+                                    "out of memory in attention");
+                goto done;
+            }
+        } else {
+            gdn_layer(b, l, &a, T, cu_seqlens, n_records);
+        }
+        TIMED(b, CLEF_PROF_NORM,
+              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->post_norm, eps));
+        mlp_layer(b, l, &a, T);
+    }
+
+    TIMED(b, CLEF_PROF_NORM,
+          clef_cpu_rmsnorm1p(pool, a.x, H, hidden, H, T, (int) H, b->w.final_norm, eps));
+    rc = 0;
+
+done:
+    acts_free(&a);
+    return rc;
+}

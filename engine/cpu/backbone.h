@@ -1,0 +1,64 @@
+/*
+ * The Qwen3.5 text backbone on the CPU in fp32 (spec §3): embedding, the
+ * decoder layers (Gated DeltaNet or gated attention, each followed by the
+ * SwiGLU MLP, with zero-centred RMSNorms and an fp32 residual stream), and
+ * the final norm, over a packed batch of records.  Positions restart at 0
+ * in every record and nothing crosses a record boundary, so a record's
+ * hidden states do not depend on what it is packed with.
+ *
+ * Activation memory is allocated per forward and is proportional to the
+ * tokens in the batch (attention is blockwise, the MLP runs in tiles of
+ * rows).  One forward at a time per backbone.
+ */
+#ifndef CLEF_CPU_BACKBONE_H
+#define CLEF_CPU_BACKBONE_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "model.h"
+#include "pool.h"
+
+typedef struct clef_cpu_backbone clef_cpu_backbone;
+
+/* Converts the weights (weights.h); the pool is borrowed, not owned. */
+int  clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_backbone **out, clef_error *err);
+
+/* ids: the batch's tokens, packed; record r is [cu[r], cu[r+1]).
+ * hidden: [cu[n_records]][hidden_size], the final-norm output. */
+int  clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
+    const int32_t *cu_seqlens, int n_records, float *hidden, clef_error *err);
+
+void clef_cpu_backbone_close(clef_cpu_backbone *b);
+
+int  clef_cpu_backbone_hidden_size(const clef_cpu_backbone *b);
+
+/* Where the time goes: seconds spent in each op since the last reset,
+ * summed over layers and forwards (clef bench --profile). */
+typedef enum {
+    CLEF_PROF_EMBED = 0,
+    CLEF_PROF_NORM,          /* input, post-attention and final RMSNorms */
+    CLEF_PROF_GDN_IN,        /* in_proj_qkv/z/b/a GEMM */
+    CLEF_PROF_GDN_CONV,      /* causal conv + SiLU */
+    CLEF_PROF_GDN_PREP,      /* L2 norms, beta, g */
+    CLEF_PROF_GDN_CORE,      /* chunked delta rule */
+    CLEF_PROF_GDN_NORM,      /* gated RMSNorm */
+    CLEF_PROF_GDN_OUT,       /* out_proj GEMM */
+    CLEF_PROF_ATTN_IN,       /* q/k/v projection GEMM */
+    CLEF_PROF_ATTN_PREP,     /* q/k norms + RoPE */
+    CLEF_PROF_ATTN_CORE,     /* softmax attention */
+    CLEF_PROF_ATTN_GATE,     /* sigmoid output gate */
+    CLEF_PROF_ATTN_OUT,      /* o_proj GEMM */
+    CLEF_PROF_MLP_UP,        /* gate/up GEMM */
+    CLEF_PROF_MLP_ACT,       /* silu(gate) * up */
+    CLEF_PROF_MLP_DOWN,      /* down GEMM */
+    CLEF_PROF_COUNT
+} clef_cpu_prof_op;
+
+const char *clef_cpu_prof_name(int op);
+void        clef_cpu_backbone_profile(const clef_cpu_backbone *b,
+    double seconds[CLEF_PROF_COUNT]);
+void        clef_cpu_backbone_profile_reset(clef_cpu_backbone *b);
+
+#endif

@@ -1,0 +1,147 @@
+#include "cpu/backend_cpu.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu/head.h"
+#include "cpu/pool.h"
+
+struct clef_backend {
+    clef_cpu_pool      *pool;
+    clef_cpu_backbone  *backbone;
+    clef_cpu_head      *head;
+    int                 hidden_size;
+    double              backbone_s, head_s;
+};
+
+static double
+now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+}
+
+static void
+cpu_close(clef_backend *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    clef_cpu_head_close(b->head);
+    clef_cpu_backbone_close(b->backbone);
+    clef_cpu_pool_destroy(b->pool);
+    free(b);
+}
+
+static int
+cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
+    clef_error *err)
+{
+    clef_backend  *b;
+
+    b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    b->pool = clef_cpu_pool_create(o != NULL ? o->threads : 0, err);
+    if (b->pool == NULL) {
+        free(b);
+        return -1;
+    }
+    /* the weights are converted by the pool, GEMMs split by it */
+    openblas_set_num_threads(1);
+    if (clef_cpu_backbone_open(m, b->pool, &b->backbone, err) != 0
+        || clef_cpu_head_open(m, &b->head, err) != 0)
+    {
+        cpu_close(b);
+        return -1;
+    }
+    b->hidden_size = clef_cpu_backbone_hidden_size(b->backbone);
+    *out = b;
+    return 0;
+}
+
+static int
+cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *err)
+{
+    int64_t   T = clef_batch_tokens(batch);
+    int32_t  *ids;
+    int       r, rc;
+    double    t0 = now();
+
+    if (T == 0) {
+        b->backbone_s = 0;
+        return 0;
+    }
+    ids = malloc(sizeof(int32_t) * (size_t) T);
+    if (ids == NULL) {
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    for (r = 0; r < batch->n_records; r++) {
+        memcpy(ids + batch->cu_seqlens[r], batch->records[r]->ids.v,
+               sizeof(int32_t) * (batch->cu_seqlens[r + 1] - batch->cu_seqlens[r]));
+    }
+    openblas_set_num_threads(1);
+    rc = clef_cpu_backbone_forward(b->backbone, ids, batch->cu_seqlens,
+                                   batch->n_records, hidden, err);
+    free(ids);
+    b->backbone_s = now() - t0;
+    return rc;
+}
+
+static int
+cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error *err)
+{
+    int64_t  T = clef_batch_tokens(batch);
+    float   *hidden;
+    double   t0;
+    int      r, off = 0, rc = 0;
+
+    hidden = malloc(sizeof(float) * (size_t) (T > 0 ? T : 1) * b->hidden_size);
+    if (hidden == NULL) {
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    if (cpu_hidden(b, batch, hidden, err) != 0) {
+        free(hidden);
+        return -1;
+    }
+
+    t0 = now();
+    openblas_set_num_threads(clef_cpu_pool_size(b->pool));
+    for (r = 0; r < batch->n_records && rc == 0; r++) {
+        rc = clef_cpu_head_forward(b->head,
+                                   hidden + (int64_t) batch->cu_seqlens[r] * b->hidden_size,
+                                   batch->records[r], logits + off, err);
+        off += batch->records[r]->n_options;
+    }
+    openblas_set_num_threads(1);
+    b->head_s = now() - t0;
+
+    free(hidden);
+    return rc;
+}
+
+clef_cpu_backbone *
+clef_cpu_backend_backbone(clef_backend *b)
+{
+    return b->backbone;
+}
+
+void
+clef_cpu_backend_last_times(const clef_backend *b, double *backbone_s, double *head_s)
+{
+    *backbone_s = b->backbone_s;
+    *head_s = b->head_s;
+}
+
+const clef_backend_ops  clef_cpu_backend_ops = {
+    "cpu",
+    cpu_open,
+    cpu_forward,
+    cpu_hidden,
+    cpu_close,
+};

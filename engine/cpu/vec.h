@@ -1,0 +1,118 @@
+/*
+ * Small inline float loops shared by the CPU ops.  Reductions keep eight
+ * partial sums so that the compiler can vectorise them without being allowed
+ * to reassociate floating point (the build uses no -ffast-math).
+ */
+#ifndef CLEF_CPU_VEC_H
+#define CLEF_CPU_VEC_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The ops never look at floating-point exception flags, so the compiler may
+ * evaluate both sides of a select and vectorise loops with clamps and
+ * compares in them (GCC otherwise keeps them as branches).  Results are
+ * unchanged: this permits no reassociation and no contraction. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize ("no-trapping-math")
+#endif
+
+static inline float
+clef_vec_dot(const float *a, const float *b, int n)
+{
+    float  acc[8] = { 0 };
+    float  s;
+    int    i, j;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        for (j = 0; j < 8; j++) {
+            acc[j] += a[i + j] * b[i + j];
+        }
+    }
+    s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for ( ; i < n; i++) {
+        s += a[i] * b[i];
+    }
+    return s;
+}
+
+static inline float
+clef_vec_sum(const float *a, int n)
+{
+    float  acc[8] = { 0 };
+    float  s;
+    int    i, j;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        for (j = 0; j < 8; j++) {
+            acc[j] += a[i + j];
+        }
+    }
+    s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for ( ; i < n; i++) {
+        s += a[i];
+    }
+    return s;
+}
+
+static inline float
+clef_vec_sumsq(const float *a, int n)
+{
+    return clef_vec_dot(a, a, n);
+}
+
+/*
+ * e^x in a form the compiler vectorises (libm's expf is a scalar call, and
+ * the activations call it for every element): x = n ln2 + r with
+ * |r| <= ln2/2 (ln2 in two parts, so r is exact), e^r by the Cephes
+ * polynomial, 2^n put into the exponent bits.  Within 1.4 ulp of e^x for
+ * x in [-87, 88]; e^-87 (1.6e-38) below and e^88 above.  Every use here is
+ * a decay, a softmax weight or a sigmoid, where neither end matters (a
+ * weight of 1e-38 next to the row's maximum, weight 1, is nothing).
+ */
+static inline float
+clef_exp(float x)
+{
+    float    n, r, p, y;
+    int32_t  bits;
+
+    x = x > 88.0f ? 88.0f : x;
+    y = x < -87.0f ? -87.0f : x;
+    /* round to nearest by adding and removing 1.5 * 2^23 */
+    n = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    r = y - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    bits = ((int32_t) n + 127) << 23;
+    memcpy(&y, &bits, sizeof(y));
+    return p * y;
+}
+
+static inline float
+clef_sigmoid(float x)
+{
+    return 1.0f / (1.0f + clef_exp(-x));
+}
+
+static inline float
+clef_silu(float x)
+{
+    return x / (1.0f + clef_exp(-x));
+}
+
+/* torch.nn.functional.softplus with its default threshold of 20: above it
+ * the result is x itself (exp would overflow long before it mattered). */
+static inline float
+clef_softplus(float x)
+{
+    return x > 20.0f ? x : log1pf(expf(x));
+}
+
+#endif

@@ -1,0 +1,281 @@
+#include "weights.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFIX  "model.language_model."
+
+typedef struct {
+    const clef_tensor  *t;
+    float              *dst;
+    int64_t             cols;
+} convert_job;
+
+static void
+convert_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const convert_job  *j = ctx;
+
+    clef_tensor_rows_to_f32(j->t, begin, end - begin, j->dst + begin * j->cols);
+}
+
+/* Converts tensor `name` (numel floats expected) into dst. */
+static int
+take(const clef_model *m, clef_cpu_pool *pool, const char *name, int64_t numel,
+    float *dst, clef_error *err)
+{
+    const clef_tensor  *t = clef_model_tensor(m, name);
+    convert_job         j;
+
+    if (t == NULL) {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "tensor %s is missing", name);
+    }
+    if (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_BF16
+        && t->dtype != CLEF_DTYPE_F16)
+    {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "tensor %s is %s, not a float type", name,
+                              clef_dtype_name(t->dtype));
+    }
+    if (t->numel != numel || t->data == NULL || t->ndim < 1) {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "tensor %s has %lld elements, the config implies %lld",
+                              name, (long long) t->numel, (long long) numel);
+    }
+    j.t = t;
+    j.dst = dst;
+    j.cols = t->numel / t->shape[0];
+    clef_cpu_pool_for(pool, t->shape[0], 64, convert_task, &j);
+    return 0;
+}
+
+static int
+take_layer(const clef_model *m, clef_cpu_pool *pool, int layer, const char *what,
+    int64_t numel, float *dst, clef_error *err)
+{
+    char  name[256];
+
+    snprintf(name, sizeof(name), PREFIX "layers.%d.%s", layer, what);
+    return take(m, pool, name, numel, dst, err);
+}
+
+static int
+check_config(clef_cpu_weights *w, clef_error *err)
+{
+    const clef_text_config  *c = &w->cfg;
+    double                   rot;
+
+    if (c->hidden_size <= 0 || c->intermediate_size <= 0
+        || c->num_hidden_layers <= 0 || c->num_hidden_layers > CLEF_MAX_LAYERS
+        || c->num_attention_heads <= 0 || c->num_key_value_heads <= 0
+        || c->head_dim <= 0 || c->linear_num_key_heads <= 0
+        || c->linear_num_value_heads <= 0 || c->linear_key_head_dim <= 0
+        || c->linear_value_head_dim <= 0 || c->linear_conv_kernel_dim <= 0)
+    {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "text config has a size that is not positive");
+    }
+    if (c->num_attention_heads % c->num_key_value_heads != 0
+        || c->linear_num_value_heads % c->linear_num_key_heads != 0)
+    {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "head counts do not group: %d q heads on %d kv heads, "
+                              "%d value heads on %d key heads",
+                              c->num_attention_heads, c->num_key_value_heads,
+                              c->linear_num_value_heads, c->linear_num_key_heads);
+    }
+    /* int(head_dim * partial_rotary_factor), as the reference computes it */
+    rot = (double) c->head_dim * c->partial_rotary_factor;
+    w->rot_dim = (int) rot;
+    if (w->rot_dim < 0 || w->rot_dim > c->head_dim || w->rot_dim % 2 != 0) {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "partial_rotary_factor %g of head_dim %d does not give "
+                              "an even number of rotated dims",
+                              c->partial_rotary_factor, c->head_dim);
+    }
+    if (!(c->rope_theta > 0)) {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "rope_theta %g is not positive", c->rope_theta);
+    }
+    return 0;
+}
+
+int
+clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
+    clef_cpu_pool *pool, clef_error *err)
+{
+    const clef_text_config  *c;
+    clef_cpu_layer          *l;
+    float                   *cur, *tmp = NULL;
+    int64_t                  H, I, K, hv, dv, hd, size, ch;
+    int                      i, full_count = 0;
+    int                      rc = -1;
+
+    memset(w, 0, sizeof(*w));
+    w->cfg = *clef_model_text_config(m);
+    c = &w->cfg;
+    if (check_config(w, err) != 0) {
+        return -1;
+    }
+
+    H = c->hidden_size;
+    I = c->intermediate_size;
+    K = c->linear_conv_kernel_dim;
+    hv = c->linear_num_value_heads;
+    dv = c->linear_value_head_dim;
+    hd = c->head_dim;
+    w->qkv_dim = 2 * c->linear_num_key_heads * c->linear_key_head_dim + (int) (hv * dv);
+    w->gdn_v_dim = (int) (hv * dv);
+    w->gdn_in_dim = w->qkv_dim + w->gdn_v_dim + 2 * (int) hv;
+    w->q_head_dim = (int) hd * (c->attn_output_gate ? 2 : 1);
+    w->attn_in_dim = c->num_attention_heads * w->q_head_dim
+                     + 2 * c->num_key_value_heads * (int) hd;
+    w->attn_o_dim = c->num_attention_heads * (int) hd;
+
+    for (i = 0; i < c->num_hidden_layers; i++) {
+        full_count += c->layer_full[i] != 0;
+    }
+    size = H                                                    /* final norm */
+         + (int64_t) c->num_hidden_layers * (2 * H + 3 * I * H)
+         + (int64_t) (c->num_hidden_layers - full_count)
+           * (w->gdn_in_dim * H + K * w->qkv_dim + 2 * hv + dv + H * w->gdn_v_dim)
+         + (int64_t) full_count
+           * (w->attn_in_dim * H + 2 * hd + H * w->attn_o_dim);
+
+    w->embed = clef_model_tensor(m, PREFIX "embed_tokens.weight");
+    if (w->embed == NULL || w->embed->ndim != 2 || w->embed->shape[1] != H
+        || w->embed->data == NULL)
+    {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "tensor " PREFIX "embed_tokens.weight is missing or "
+                              "not [vocab, %lld]", (long long) H);
+    }
+
+    w->layers = calloc((size_t) c->num_hidden_layers, sizeof(*w->layers));
+    w->block = malloc(sizeof(float) * (size_t) size);
+    tmp = malloc(sizeof(float) * (size_t) (K * w->qkv_dim));
+    if (w->layers == NULL || w->block == NULL || tmp == NULL) {
+        clef_error_set(err, 500, "out_of_memory", NULL,
+                       "out of memory for %.1f GB of fp32 weights",
+                       (double) size * 4 / 1e9);
+        goto done;
+    }
+    w->floats = (size_t) size;
+
+    cur = w->block;
+    w->final_norm = cur;
+    cur += H;
+    if (take(m, pool, PREFIX "norm.weight", H, w->final_norm, err) != 0) {
+        goto done;
+    }
+
+    for (i = 0; i < c->num_hidden_layers; i++) {
+        l = &w->layers[i];
+        l->full = c->layer_full[i] != 0;
+
+        l->input_norm = cur;
+        cur += H;
+        l->post_norm = cur;
+        cur += H;
+        l->gate_up = cur;
+        cur += 2 * I * H;
+        l->down = cur;
+        cur += I * H;
+        if (take_layer(m, pool, i, "input_layernorm.weight", H, l->input_norm, err)
+            || take_layer(m, pool, i, "post_attention_layernorm.weight", H,
+                          l->post_norm, err)
+            || take_layer(m, pool, i, "mlp.gate_proj.weight", I * H, l->gate_up, err)
+            || take_layer(m, pool, i, "mlp.up_proj.weight", I * H,
+                          l->gate_up + I * H, err)
+            || take_layer(m, pool, i, "mlp.down_proj.weight", H * I, l->down, err))
+        {
+            goto done;
+        }
+
+        if (l->full) {
+            int64_t  qrows = (int64_t) c->num_attention_heads * w->q_head_dim;
+            int64_t  kvrows = (int64_t) c->num_key_value_heads * hd;
+
+            l->qkv_proj = cur;
+            cur += w->attn_in_dim * H;
+            l->q_norm = cur;
+            cur += hd;
+            l->k_norm = cur;
+            cur += hd;
+            l->o_proj = cur;
+            cur += H * w->attn_o_dim;
+            if (take_layer(m, pool, i, "self_attn.q_proj.weight", qrows * H,
+                           l->qkv_proj, err)
+                || take_layer(m, pool, i, "self_attn.k_proj.weight", kvrows * H,
+                              l->qkv_proj + qrows * H, err)
+                || take_layer(m, pool, i, "self_attn.v_proj.weight", kvrows * H,
+                              l->qkv_proj + (qrows + kvrows) * H, err)
+                || take_layer(m, pool, i, "self_attn.q_norm.weight", hd, l->q_norm, err)
+                || take_layer(m, pool, i, "self_attn.k_norm.weight", hd, l->k_norm, err)
+                || take_layer(m, pool, i, "self_attn.o_proj.weight",
+                              H * w->attn_o_dim, l->o_proj, err))
+            {
+                goto done;
+            }
+            continue;
+        }
+
+        l->in_proj = cur;
+        cur += w->gdn_in_dim * H;
+        l->conv = cur;
+        cur += K * w->qkv_dim;
+        l->A_log = cur;
+        cur += hv;
+        l->dt_bias = cur;
+        cur += hv;
+        l->gdn_norm = cur;
+        cur += dv;
+        l->out_proj = cur;
+        cur += H * w->gdn_v_dim;
+        if (take_layer(m, pool, i, "linear_attn.in_proj_qkv.weight",
+                       w->qkv_dim * H, l->in_proj, err)
+            || take_layer(m, pool, i, "linear_attn.in_proj_z.weight",
+                          w->gdn_v_dim * H, l->in_proj + w->qkv_dim * H, err)
+            || take_layer(m, pool, i, "linear_attn.in_proj_b.weight", hv * H,
+                          l->in_proj + (w->qkv_dim + w->gdn_v_dim) * H, err)
+            || take_layer(m, pool, i, "linear_attn.in_proj_a.weight", hv * H,
+                          l->in_proj + (w->qkv_dim + w->gdn_v_dim + hv) * H, err)
+            || take_layer(m, pool, i, "linear_attn.conv1d.weight", w->qkv_dim * K,
+                          tmp, err)
+            || take_layer(m, pool, i, "linear_attn.A_log", hv, l->A_log, err)
+            || take_layer(m, pool, i, "linear_attn.dt_bias", hv, l->dt_bias, err)
+            || take_layer(m, pool, i, "linear_attn.norm.weight", dv, l->gdn_norm, err)
+            || take_layer(m, pool, i, "linear_attn.out_proj.weight",
+                          H * w->gdn_v_dim, l->out_proj, err))
+        {
+            goto done;
+        }
+        /* conv1d.weight [channels][1][kernel] -> [kernel][channels] */
+        for (ch = 0; ch < w->qkv_dim; ch++) {
+            int64_t  k;
+
+            for (k = 0; k < K; k++) {
+                l->conv[k * w->qkv_dim + ch] = tmp[ch * K + k];
+            }
+        }
+    }
+    rc = 0;
+
+done:
+    free(tmp);
+    if (rc != 0) {
+        clef_cpu_weights_free(w);
+    }
+    return rc;
+}
+
+void
+clef_cpu_weights_free(clef_cpu_weights *w)
+{
+    free(w->layers);
+    free(w->block);
+    w->layers = NULL;
+    w->block = NULL;
+}

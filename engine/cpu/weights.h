@@ -1,0 +1,69 @@
+/*
+ * The backbone's weights as the CPU backend uses them: fp32, converted once
+ * when the backend opens, with the projections that read the same input
+ * concatenated into one matrix so that each runs as one GEMM.
+ *
+ * Why an fp32 copy: OpenBLAS multiplies fp32 (its bf16 GEMM would round the
+ * activations to bf16, far outside the fp32 numerics contract), and
+ * converting every weight on every forward would add a pass over all of
+ * them per batch.  The copy costs 4 bytes a parameter (a release checkpoint
+ * stores 2): this backend serves the small and test models; big models go
+ * to the GPU.  The embedding table is the exception: it stays in the
+ * mmapped checkpoint and only the rows a batch uses are converted.
+ */
+#ifndef CLEF_CPU_WEIGHTS_H
+#define CLEF_CPU_WEIGHTS_H
+
+#include <stddef.h>
+
+#include "error.h"
+#include "model.h"
+#include "pool.h"
+
+typedef struct {
+    int     full;              /* 1: gated attention, 0: Gated DeltaNet */
+    float  *input_norm;        /* [H], 1 + w form */
+    float  *post_norm;         /* [H] */
+
+    /* Gated DeltaNet */
+    float  *in_proj;           /* [qkv | z | b | a][H] */
+    float  *conv;              /* [kernel][qkv channels], tap-major */
+    float  *A_log, *dt_bias;   /* [Hv] */
+    float  *gdn_norm;          /* [dv], plain w */
+    float  *out_proj;          /* [H][Hv dv] */
+
+    /* gated attention */
+    float  *qkv_proj;          /* [q (+ gate) per head | k | v][H] */
+    float  *q_norm, *k_norm;   /* [head_dim] */
+    float  *o_proj;            /* [H][Hq head_dim] */
+
+    /* SwiGLU MLP */
+    float  *gate_up;           /* [gate | up][H] */
+    float  *down;              /* [H][I] */
+} clef_cpu_layer;
+
+typedef struct {
+    clef_text_config    cfg;
+    const clef_tensor  *embed;       /* in the checkpoint, any float dtype */
+    float              *final_norm;  /* [H] */
+    clef_cpu_layer     *layers;
+    float              *block;       /* every fp32 weight, one allocation */
+    size_t              floats;
+
+    /* derived sizes */
+    int                 qkv_dim;     /* GDN conv channels: 2 Hk dk + Hv dv */
+    int                 gdn_v_dim;   /* Hv dv */
+    int                 gdn_in_dim;  /* qkv_dim + gdn_v_dim + 2 Hv */
+    int                 q_head_dim;  /* head_dim, doubled with the output gate */
+    int                 attn_in_dim; /* Hq q_head_dim + 2 Hkv head_dim */
+    int                 attn_o_dim;  /* Hq head_dim */
+    int                 rot_dim;     /* rotated dims of a head (even) */
+} clef_cpu_weights;
+
+/* Fills w from the model (pool converts in parallel).  Refuses a config the
+ * backend cannot run and a tensor whose size does not match, naming it. */
+int  clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
+    clef_cpu_pool *pool, clef_error *err);
+void clef_cpu_weights_free(clef_cpu_weights *w);
+
+#endif

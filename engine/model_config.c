@@ -1,0 +1,604 @@
+/*
+ * config.json and joint_head_config.json, and the tensor inventory they
+ * imply.  Defaults follow transformers' Qwen3_5TextConfig where the release
+ * may leave a key out (layer_types, rope parameters, rms_norm_eps); every
+ * size must be stated.
+ */
+#include "model_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_DIM    (1 << 20)
+#define MAX_VOCAB  (1 << 28)
+
+typedef struct {
+    const char  *file;
+    const char  *prefix;      /* "text_config." when nested, else "" */
+    clef_error  *err;
+} cfg_ctx;
+
+static int
+cfg_error(const cfg_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+cfg_error(const cfg_ctx *x, const char *fmt, ...)
+{
+    char     msg[400];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return clef_error_set(x->err, 500, "model_invalid", NULL, "%s: %s", x->file, msg);
+}
+
+static int
+get_int(const cfg_ctx *x, const json_t *o, const char *key, int lo, int hi, int *out)
+{
+    const json_t  *v = json_object_get(o, key);
+    json_int_t     i;
+
+    if (v == NULL) {
+        return cfg_error(x, "%s%s is missing", x->prefix, key);
+    }
+    if (!json_is_integer(v)) {
+        return cfg_error(x, "%s%s is not an integer", x->prefix, key);
+    }
+    i = json_integer_value(v);
+    if (i < lo || i > hi) {
+        return cfg_error(x, "%s%s is %lld, outside [%d, %d]", x->prefix, key,
+                         (long long) i, lo, hi);
+    }
+    *out = (int) i;
+    return 0;
+}
+
+/* A number, or dflt when the key is absent from every object in os. */
+static int
+get_num(const cfg_ctx *x, const json_t *const *os, const char *const *prefixes,
+    int n, const char *key, double dflt, double *out)
+{
+    const json_t  *v;
+    int            i;
+
+    for (i = 0; i < n; i++) {
+        v = os[i] != NULL ? json_object_get(os[i], key) : NULL;
+        if (v != NULL) {
+            if (!json_is_number(v)) {
+                return cfg_error(x, "%s%s is not a number", prefixes[i], key);
+            }
+            *out = json_number_value(v);
+            return 0;
+        }
+    }
+    *out = dflt;
+    return 0;
+}
+
+static int
+get_bool(const cfg_ctx *x, const json_t *o, const char *prefix, const char *key,
+    int dflt, int *out)
+{
+    const json_t  *v = json_object_get(o, key);
+
+    if (v == NULL) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_boolean(v)) {
+        return cfg_error(x, "%s%s is not true or false", prefix, key);
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* A key whose other values would change the math this engine implements. */
+static int
+want_string(const cfg_ctx *x, const json_t *o, const char *prefix, const char *key,
+    const char *want)
+{
+    const json_t  *v = json_object_get(o, key);
+
+    if (v != NULL && (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)) {
+        return cfg_error(x, "%s%s is %s%s%s, only \"%s\" is supported", prefix, key,
+                         json_is_string(v) ? "\"" : "",
+                         json_is_string(v) ? json_string_value(v) : "not a string",
+                         json_is_string(v) ? "\"" : "", want);
+    }
+    return 0;
+}
+
+static int
+parse_layer_types(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
+{
+    const json_t  *lt = json_object_get(tc, "layer_types"), *v;
+    const char    *s;
+    int            i, interval;
+
+    if (lt == NULL) {
+        if (json_object_get(tc, "full_attention_interval") == NULL) {
+            interval = 4;
+        } else if (get_int(x, tc, "full_attention_interval", 1, CLEF_MAX_LAYERS,
+                           &interval) != 0)
+        {
+            return -1;
+        }
+        for (i = 0; i < c->num_hidden_layers; i++) {
+            c->layer_full[i] = (i + 1) % interval == 0;
+        }
+        return 0;
+    }
+
+    if (!json_is_array(lt)) {
+        return cfg_error(x, "%slayer_types is not a list", x->prefix);
+    }
+    if ((int) json_array_size(lt) != c->num_hidden_layers) {
+        return cfg_error(x, "%slayer_types has %zu entries for %d layers", x->prefix,
+                         json_array_size(lt), c->num_hidden_layers);
+    }
+    for (i = 0; i < c->num_hidden_layers; i++) {
+        v = json_array_get(lt, (size_t) i);
+        s = json_is_string(v) ? json_string_value(v) : NULL;
+        if (s != NULL && strcmp(s, "linear_attention") == 0) {
+            c->layer_full[i] = 0;
+        } else if (s != NULL && strcmp(s, "full_attention") == 0) {
+            c->layer_full[i] = 1;
+        } else {
+            return cfg_error(x, "%slayer_types[%d] is %s%s%s, expected "
+                             "linear_attention or full_attention", x->prefix, i,
+                             s ? "'" : "", s ? s : "not a string", s ? "'" : "");
+        }
+    }
+    return 0;
+}
+
+static int
+parse_rope(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
+{
+    const json_t  *rp = json_object_get(tc, "rope_parameters");
+    const json_t  *os[2];
+    const char    *prefixes[2];
+    char           rprefix[64];
+    int            rotary;
+
+    /* transformers' precedence: rope_parameters, then the legacy top-level
+     * keys, then the defaults (theta 10000, partial rotary factor 0.25). */
+    if (rp != NULL && !json_is_object(rp)) {
+        return cfg_error(x, "%srope_parameters is not an object", x->prefix);
+    }
+    snprintf(rprefix, sizeof(rprefix), "%srope_parameters.", x->prefix);
+    if (rp != NULL && want_string(x, rp, rprefix, "rope_type", "default") != 0) {
+        return -1;
+    }
+    os[0] = rp;
+    os[1] = tc;
+    prefixes[0] = rprefix;
+    prefixes[1] = x->prefix;
+    if (get_num(x, os, prefixes, 2, "rope_theta", 10000.0, &c->rope_theta) != 0
+        || get_num(x, os, prefixes, 2, "partial_rotary_factor", 0.25,
+                   &c->partial_rotary_factor) != 0)
+    {
+        return -1;
+    }
+    if (!(c->rope_theta > 1.0)) {
+        return cfg_error(x, "rope_theta is %g, must be over 1", c->rope_theta);
+    }
+    /* transformers rotates int(head_dim * factor) dims in (d, d + dim/2) pairs. */
+    rotary = c->partial_rotary_factor > 0.0 && c->partial_rotary_factor <= 1.0
+             ? (int) (c->head_dim * c->partial_rotary_factor) : 0;
+    if (rotary < 2 || rotary % 2 != 0) {
+        return cfg_error(x, "partial_rotary_factor %g gives %d rotary dims of "
+                         "head_dim %d, need an even number >= 2",
+                         c->partial_rotary_factor, rotary, c->head_dim);
+    }
+    return 0;
+}
+
+int
+clef_text_config_parse(const json_t *root, const char *file, clef_text_config *c,
+    clef_error *err)
+{
+    const json_t  *tc, *mt;
+    const json_t  *os[2];
+    const char    *prefixes[2];
+    cfg_ctx        x = { file, "", err };
+    int            tied_top = -1;
+
+    memset(c, 0, sizeof(*c));
+    if (!json_is_object(root)) {
+        return cfg_error(&x, "not a JSON object");
+    }
+
+    tc = json_object_get(root, "text_config");
+    if (tc != NULL) {
+        if (!json_is_object(tc)) {
+            return cfg_error(&x, "text_config is not an object");
+        }
+        x.prefix = "text_config.";
+        if (want_string(&x, root, "", "model_type", "qwen3_5") != 0) {
+            return -1;
+        }
+        mt = json_object_get(root, "tie_word_embeddings");
+        if (mt != NULL && get_bool(&x, root, "", "tie_word_embeddings", 0,
+                                   &tied_top) != 0)
+        {
+            return -1;
+        }
+    } else {
+        tc = root;
+    }
+    if (want_string(&x, tc, x.prefix, "model_type", "qwen3_5_text") != 0
+        || want_string(&x, tc, x.prefix, "hidden_act", "silu") != 0)
+    {
+        return -1;
+    }
+    if (json_is_true(json_object_get(tc, "attention_bias"))) {
+        return cfg_error(&x, "%sattention_bias true is not supported", x.prefix);
+    }
+
+    if (get_int(&x, tc, "vocab_size", 1, MAX_VOCAB, &c->vocab_size) != 0
+        || get_int(&x, tc, "hidden_size", 1, MAX_DIM, &c->hidden_size) != 0
+        || get_int(&x, tc, "intermediate_size", 1, MAX_DIM, &c->intermediate_size) != 0
+        || get_int(&x, tc, "num_hidden_layers", 1, CLEF_MAX_LAYERS,
+                   &c->num_hidden_layers) != 0
+        || get_int(&x, tc, "num_attention_heads", 1, 4096, &c->num_attention_heads) != 0
+        || get_int(&x, tc, "num_key_value_heads", 1, 4096, &c->num_key_value_heads) != 0
+        || get_int(&x, tc, "head_dim", 1, 65536, &c->head_dim) != 0
+        || get_int(&x, tc, "linear_num_key_heads", 1, 4096,
+                   &c->linear_num_key_heads) != 0
+        || get_int(&x, tc, "linear_num_value_heads", 1, 4096,
+                   &c->linear_num_value_heads) != 0
+        || get_int(&x, tc, "linear_key_head_dim", 1, 65536,
+                   &c->linear_key_head_dim) != 0
+        || get_int(&x, tc, "linear_value_head_dim", 1, 65536,
+                   &c->linear_value_head_dim) != 0
+        || get_int(&x, tc, "linear_conv_kernel_dim", 1, 64,
+                   &c->linear_conv_kernel_dim) != 0)
+    {
+        return -1;
+    }
+    if (c->num_attention_heads % c->num_key_value_heads != 0) {
+        return cfg_error(&x, "num_attention_heads %d is not a multiple of "
+                         "num_key_value_heads %d",
+                         c->num_attention_heads, c->num_key_value_heads);
+    }
+    if (c->linear_num_value_heads % c->linear_num_key_heads != 0) {
+        return cfg_error(&x, "linear_num_value_heads %d is not a multiple of "
+                         "linear_num_key_heads %d",
+                         c->linear_num_value_heads, c->linear_num_key_heads);
+    }
+
+    os[0] = tc;
+    prefixes[0] = x.prefix;
+    if (get_num(&x, os, prefixes, 1, "rms_norm_eps", 1e-6, &c->rms_norm_eps) != 0) {
+        return -1;
+    }
+    if (!(c->rms_norm_eps > 0.0 && c->rms_norm_eps < 1.0)) {
+        return cfg_error(&x, "rms_norm_eps is %g, outside (0, 1)", c->rms_norm_eps);
+    }
+    if (get_bool(&x, tc, x.prefix, "attn_output_gate", 1, &c->attn_output_gate) != 0
+        || get_bool(&x, tc, x.prefix, "tie_word_embeddings", 0,
+                    &c->tie_word_embeddings) != 0)
+    {
+        return -1;
+    }
+    /* Qwen3_5ForConditionalGeneration ties by its own (top-level) flag. */
+    if (tied_top >= 0) {
+        c->tie_word_embeddings = tied_top;
+    }
+
+    if (parse_layer_types(&x, tc, c) != 0 || parse_rope(&x, tc, c) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+int
+clef_head_config_parse(const json_t *root, const char *file, clef_head_config *h,
+    clef_error *err)
+{
+    static const char  *known[] = {
+        "hidden_size", "width", "routing_layers", "layers", "heads", "feedforward",
+        "dropout"
+    };
+    cfg_ctx        x = { file, "", err };
+    const char    *key;
+    const json_t  *v;
+    size_t         i;
+
+    memset(h, 0, sizeof(*h));
+    if (!json_is_object(root)) {
+        return cfg_error(&x, "not a JSON object");
+    }
+    json_object_foreach((json_t *) root, key, v) {
+        for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+            if (strcmp(key, known[i]) == 0) {
+                break;
+            }
+        }
+        if (i == sizeof(known) / sizeof(known[0])) {
+            return cfg_error(&x, "unknown key '%s'", key);
+        }
+    }
+    v = json_object_get(root, "dropout");
+    if (v != NULL && !(json_is_number(v) && json_number_value(v) >= 0.0
+                       && json_number_value(v) < 1.0))
+    {
+        return cfg_error(&x, "dropout is not a number in [0, 1)");
+    }
+    if (get_int(&x, root, "hidden_size", 1, MAX_DIM, &h->hidden_size) != 0
+        || get_int(&x, root, "width", 1, MAX_DIM, &h->width) != 0
+        || get_int(&x, root, "routing_layers", 0, 1024, &h->routing_layers) != 0
+        || get_int(&x, root, "layers", 0, 1024, &h->layers) != 0
+        || get_int(&x, root, "heads", 1, 4096, &h->heads) != 0
+        || get_int(&x, root, "feedforward", 1, MAX_DIM, &h->feedforward) != 0)
+    {
+        return -1;
+    }
+    if (h->width % h->heads != 0) {
+        return cfg_error(&x, "width %d is not a multiple of heads %d",
+                         h->width, h->heads);
+    }
+    return 0;
+}
+
+/* ---- tensor inventory -------------------------------------------------- */
+
+/* Symbolic sizes, resolved against a config. */
+enum {
+    D_NONE = 0, D_1, D_3, D_VOCAB, D_HIDDEN, D_INTER,
+    D_CONV,        /* conv channels: q, k and v of the GDN, 2·Hk·dk + Hv·dv */
+    D_VALUE,       /* Hv·dv */
+    D_HV, D_DV, D_KERNEL,
+    D_QPROJ,       /* Hq·head_dim, twice with the output gate */
+    D_KV,          /* Hkv·head_dim */
+    D_ATTN,        /* Hq·head_dim */
+    D_HEADDIM,
+    D_WIDTH, D_WIDTH3, D_WIDTH4, D_FF,
+    D_COUNT
+};
+
+typedef struct {
+    const char       *name;
+    int               ndim;
+    int               dims[3];
+    clef_dtype_want   dtype;
+} tensor_row;
+
+#define F  CLEF_WANT_FLOAT
+#define F32  CLEF_WANT_F32_OR_BF16
+
+static const tensor_row  text_embed[] = {
+    { "embed_tokens.weight",                   2, { D_VOCAB, D_HIDDEN }, F },
+};
+
+static const tensor_row  text_linear_attention[] = {
+    { "input_layernorm.weight",                1, { D_HIDDEN }, F },
+    { "linear_attn.in_proj_qkv.weight",        2, { D_CONV, D_HIDDEN }, F },
+    { "linear_attn.in_proj_z.weight",          2, { D_VALUE, D_HIDDEN }, F },
+    { "linear_attn.in_proj_b.weight",          2, { D_HV, D_HIDDEN }, F },
+    { "linear_attn.in_proj_a.weight",          2, { D_HV, D_HIDDEN }, F },
+    { "linear_attn.conv1d.weight",             3, { D_CONV, D_1, D_KERNEL }, F },
+    { "linear_attn.dt_bias",                   1, { D_HV }, F },
+    { "linear_attn.A_log",                     1, { D_HV }, F32 },
+    { "linear_attn.norm.weight",               1, { D_DV }, F32 },
+    { "linear_attn.out_proj.weight",           2, { D_HIDDEN, D_VALUE }, F },
+};
+
+static const tensor_row  text_full_attention[] = {
+    { "input_layernorm.weight",                1, { D_HIDDEN }, F },
+    { "self_attn.q_proj.weight",               2, { D_QPROJ, D_HIDDEN }, F },
+    { "self_attn.k_proj.weight",               2, { D_KV, D_HIDDEN }, F },
+    { "self_attn.v_proj.weight",               2, { D_KV, D_HIDDEN }, F },
+    { "self_attn.o_proj.weight",               2, { D_HIDDEN, D_ATTN }, F },
+    { "self_attn.q_norm.weight",               1, { D_HEADDIM }, F },
+    { "self_attn.k_norm.weight",               1, { D_HEADDIM }, F },
+};
+
+static const tensor_row  text_mlp[] = {
+    { "post_attention_layernorm.weight",       1, { D_HIDDEN }, F },
+    { "mlp.gate_proj.weight",                  2, { D_INTER, D_HIDDEN }, F },
+    { "mlp.up_proj.weight",                    2, { D_INTER, D_HIDDEN }, F },
+    { "mlp.down_proj.weight",                  2, { D_HIDDEN, D_INTER }, F },
+};
+
+static const tensor_row  text_final[] = {
+    { "norm.weight",                           1, { D_HIDDEN }, F },
+};
+
+static const tensor_row  head_top[] = {
+    { "prior_logit_scale",                     0, { 0 }, F },
+    { "joint_logit_scale",                     0, { 0 }, F },
+    { "residual_gate",                         0, { 0 }, F },
+    { "hidden_norm.weight",                    1, { D_HIDDEN }, F },
+    { "hidden_norm.bias",                      1, { D_HIDDEN }, F },
+    { "memory_projection.weight",              2, { D_WIDTH, D_HIDDEN }, F },
+    { "question_projection.weight",            2, { D_WIDTH, D_HIDDEN }, F },
+    { "option_question_projection.weight",     2, { D_WIDTH, D_HIDDEN }, F },
+    { "global_projection.weight",              2, { D_WIDTH, D_HIDDEN }, F },
+    { "option_context_projection.weight",      2, { D_WIDTH, D_HIDDEN }, F },
+    { "option_lexical_projection.weight",      2, { D_WIDTH, D_HIDDEN }, F },
+    { "type_embedding.weight",                 2, { D_3, D_WIDTH }, F },
+};
+
+/* nn.MultiheadAttention's parameters, under a prefix. */
+#define MHA_ROWS(p)                                                          \
+    { p "in_proj_weight",                      2, { D_WIDTH3, D_WIDTH }, F },\
+    { p "in_proj_bias",                        1, { D_WIDTH3 }, F },         \
+    { p "out_proj.weight",                     2, { D_WIDTH, D_WIDTH }, F }, \
+    { p "out_proj.bias",                       1, { D_WIDTH }, F }
+
+#define LN_ROWS(p)                                                           \
+    { p ".weight",                             1, { D_WIDTH }, F },          \
+    { p ".bias",                               1, { D_WIDTH }, F }
+
+static const tensor_row  head_routing_layer[] = {
+    LN_ROWS("query_norm"),
+    LN_ROWS("memory_norm"),
+    MHA_ROWS("attention."),
+    LN_ROWS("feedforward_norm"),
+    { "feedforward.0.weight",                  2, { D_FF, D_WIDTH }, F },
+    { "feedforward.0.bias",                    1, { D_FF }, F },
+    { "feedforward.3.weight",                  2, { D_WIDTH, D_FF }, F },
+    { "feedforward.3.bias",                    1, { D_WIDTH }, F },
+};
+
+static const tensor_row  head_summary[] = {
+    LN_ROWS("option_summary_norm"),
+};
+
+static const tensor_row  head_decoder_layer[] = {
+    MHA_ROWS("self_attn."),
+    MHA_ROWS("multihead_attn."),
+    { "linear1.weight",                        2, { D_FF, D_WIDTH }, F },
+    { "linear1.bias",                          1, { D_FF }, F },
+    { "linear2.weight",                        2, { D_WIDTH, D_FF }, F },
+    { "linear2.bias",                          1, { D_WIDTH }, F },
+    LN_ROWS("norm1"),
+    LN_ROWS("norm2"),
+    LN_ROWS("norm3"),
+};
+
+static const tensor_row  head_scoring[] = {
+    LN_ROWS("field_norm"),
+    LN_ROWS("option_norm"),
+    { "residual_scorer.0.weight",              2, { D_WIDTH, D_WIDTH4 }, F },
+    { "residual_scorer.0.bias",                1, { D_WIDTH }, F },
+    { "residual_scorer.3.weight",              2, { D_1, D_WIDTH }, F },
+    { "residual_scorer.3.bias",                1, { D_1 }, F },
+};
+
+#undef F
+#undef F32
+#define N_ROWS(a)  ((int) (sizeof(a) / sizeof((a)[0])))
+
+/* Emits rows under prefix (and "<layer>." when layer >= 0). */
+static int
+emit(const tensor_row *rows, int n, const char *prefix, int layer,
+    const int64_t *dim, clef_tensor_spec_fn fn, void *ctx)
+{
+    clef_tensor_spec  s;
+    int               i, k, rc;
+
+    for (i = 0; i < n; i++) {
+        if (layer >= 0) {
+            snprintf(s.name, sizeof(s.name), "%s%d.%s", prefix, layer, rows[i].name);
+        } else {
+            snprintf(s.name, sizeof(s.name), "%s%s", prefix, rows[i].name);
+        }
+        s.ndim = rows[i].ndim;
+        s.dtype = rows[i].dtype;
+        for (k = 0; k < 3; k++) {
+            s.shape[k] = k < s.ndim ? dim[rows[i].dims[k]] : 0;
+        }
+        rc = fn(&s, ctx);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int
+clef_text_tensors(const clef_text_config *c, clef_tensor_spec_fn fn, void *ctx)
+{
+    static const char  *base = "model.language_model.";
+    static const char  *layers = "model.language_model.layers.";
+    static const tensor_row  lm_head[] = {
+        { "lm_head.weight", 2, { D_VOCAB, D_HIDDEN }, CLEF_WANT_FLOAT },
+    };
+    int64_t  dim[D_COUNT] = { 0 };
+    int      l, rc;
+
+    dim[D_1] = 1;
+    dim[D_VOCAB] = c->vocab_size;
+    dim[D_HIDDEN] = c->hidden_size;
+    dim[D_INTER] = c->intermediate_size;
+    dim[D_CONV] = 2 * (int64_t) c->linear_num_key_heads * c->linear_key_head_dim
+                  + (int64_t) c->linear_num_value_heads * c->linear_value_head_dim;
+    dim[D_VALUE] = (int64_t) c->linear_num_value_heads * c->linear_value_head_dim;
+    dim[D_HV] = c->linear_num_value_heads;
+    dim[D_DV] = c->linear_value_head_dim;
+    dim[D_KERNEL] = c->linear_conv_kernel_dim;
+    dim[D_ATTN] = (int64_t) c->num_attention_heads * c->head_dim;
+    dim[D_QPROJ] = dim[D_ATTN] * (c->attn_output_gate ? 2 : 1);
+    dim[D_KV] = (int64_t) c->num_key_value_heads * c->head_dim;
+    dim[D_HEADDIM] = c->head_dim;
+
+    rc = emit(text_embed, N_ROWS(text_embed), base, -1, dim, fn, ctx);
+    for (l = 0; rc == 0 && l < c->num_hidden_layers; l++) {
+        rc = c->layer_full[l]
+             ? emit(text_full_attention, N_ROWS(text_full_attention), layers, l,
+                    dim, fn, ctx)
+             : emit(text_linear_attention, N_ROWS(text_linear_attention), layers, l,
+                    dim, fn, ctx);
+        if (rc == 0) {
+            rc = emit(text_mlp, N_ROWS(text_mlp), layers, l, dim, fn, ctx);
+        }
+    }
+    if (rc == 0) {
+        rc = emit(text_final, N_ROWS(text_final), base, -1, dim, fn, ctx);
+    }
+    if (rc == 0 && !c->tie_word_embeddings) {
+        rc = emit(lm_head, 1, "", -1, dim, fn, ctx);
+    }
+    return rc;
+}
+
+int
+clef_head_tensors(const clef_head_config *h, clef_tensor_spec_fn fn, void *ctx)
+{
+    int64_t  dim[D_COUNT] = { 0 };
+    int      l, rc;
+
+    dim[D_1] = 1;
+    dim[D_3] = 3;
+    dim[D_HIDDEN] = h->hidden_size;
+    dim[D_WIDTH] = h->width;
+    dim[D_WIDTH3] = 3 * (int64_t) h->width;
+    dim[D_WIDTH4] = 4 * (int64_t) h->width;
+    dim[D_FF] = h->feedforward;
+
+    rc = emit(head_top, N_ROWS(head_top), "", -1, dim, fn, ctx);
+    for (l = 0; rc == 0 && l < h->routing_layers; l++) {
+        rc = emit(head_routing_layer, N_ROWS(head_routing_layer), "evidence_layers.",
+                  l, dim, fn, ctx);
+    }
+    if (rc == 0) {
+        rc = emit(head_summary, N_ROWS(head_summary), "", -1, dim, fn, ctx);
+    }
+    for (l = 0; rc == 0 && l < h->layers; l++) {
+        rc = emit(head_decoder_layer, N_ROWS(head_decoder_layer), "layers.", l,
+                  dim, fn, ctx);
+    }
+    if (rc == 0) {
+        rc = emit(head_scoring, N_ROWS(head_scoring), "", -1, dim, fn, ctx);
+    }
+    return rc;
+}
+
+int
+clef_dtype_wanted(clef_dtype_want want, clef_dtype dt)
+{
+    if (want == CLEF_WANT_F32_OR_BF16) {
+        return dt == CLEF_DTYPE_F32 || dt == CLEF_DTYPE_BF16;
+    }
+    return dt == CLEF_DTYPE_F32 || dt == CLEF_DTYPE_F16 || dt == CLEF_DTYPE_BF16;
+}
+
+void
+clef_shape_format(char *buf, size_t size, int ndim, const int64_t *shape)
+{
+    size_t  n = 0;
+    int     i;
+
+    n += (size_t) snprintf(buf, size, "[");
+    for (i = 0; i < ndim && n < size; i++) {
+        n += (size_t) snprintf(buf + n, size - n, "%s%lld", i ? ", " : "",
+                               (long long) shape[i]);
+    }
+    if (n < size) {
+        snprintf(buf + n, size - n, "]");
+    }
+}

@@ -1,0 +1,636 @@
+/*
+ * System One request: parse, validate, build the options of every question
+ * in the reference encoder's order (question_options of the reference).
+ *
+ * Refusals, first match wins.  The 422 checks (the body's shape, as
+ * pydantic would report it) all run before the 400 checks (the limits), as
+ * in a FastAPI server where the schema is validated before the handler runs.
+ * loc is JSON array text; 400 errors have loc "" and are answered as
+ * {"detail": "<message>"}.
+ *
+ *  status type                  loc                                 message
+ *  422    json_invalid          (from clef_json_parse, unchanged)
+ *  422    dict_type             ["body"]                            Input should be a valid dictionary
+ *  422    missing               ["body","model"]                    Field required
+ *  422    string_type           ["body","model"]                    Input should be a valid string
+ *  422    missing               ["body","state"]                    Field required
+ *  422    missing               ["body","questions"]                Field required
+ *  422    dict_type             ["body","questions"]                Input should be a valid dictionary
+ *  422    list_type             ["body","images"]                   Input should be a valid list
+ *  422    dict_type             ["body","questions",ID]             Input should be a valid dictionary
+ *  422    union_tag_not_found   ["body","questions",ID]             Unable to extract tag using discriminator 'type'
+ *  422    union_tag_invalid     ["body","questions",ID]             Input tag 'T' found using 'type' does not match
+ *                                                                   any of the expected tags: 'noul', 'choice', 'score'
+ *  422    dict_type             ["body","questions",ID,"criteria"]  Input should be a valid dictionary   (noul, choice)
+ *  422    missing               ["body","questions",ID,"criteria"]  Field required                      (choice, score)
+ *  422    list_type             ["body","questions",ID,"criteria"]  Input should be a valid list        (score)
+ *  422    level_type            ["body","questions",ID,"criteria",I]
+ *                                                                   Score levels must be strings, objects or arrays
+ *  400    too_few_questions     ""   Too few questions. Must have at least 1 question.
+ *  400    too_many_questions    ""   Too many questions. Must have at most 64 questions.
+ *  400    invalid_question_id   ""   Invalid question id 'ID': must be 1 to 100 characters of A-Z a-z 0-9 _ . -
+ *  400    too_few_choices       ""   Too few choices. Must have at least 2 choices.
+ *  400    too_many_choices      ""   Too many choices. Must have at most 255 choices.
+ *  400    too_few_score_levels  ""   Too few score levels. Must have at least 1 level.
+ *  400    too_many_score_levels ""   Too many score levels. Must have at most 10 levels.
+ *  400    too_many_images       ""   Too many images. Must have at most 4 images.
+ * (the numbers come from clef_limits; "question"/"choice"/"level"/"image"
+ * take an "s" unless the number is 1)
+ *
+ * A score level must be a string, an object or an array: the official
+ * Python SDK's strict response model cannot hold any other legend entry,
+ * so a null (or a number) there would make the answer unreadable.
+ *
+ * Echoed ids and tags are cut at ECHO_MAX bytes (on a character boundary,
+ * then "...") and their control characters written as \u00XX, so that a
+ * hostile id cannot fill the error or the log with garbage.
+ */
+#include "request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+
+#define ECHO_MAX  96
+
+#define MSG_DICT     "Input should be a valid dictionary"
+#define MSG_LIST     "Input should be a valid list"
+#define MSG_STRING   "Input should be a valid string"
+#define MSG_MISSING  "Field required"
+
+#define DESC_TRUE   "The proposition is true or the answer is yes."
+#define DESC_FALSE  "The proposition is false or the answer is no."
+
+static const clef_json  noul_true_default = {
+    .type = CLEF_JSON_STRING, .len = sizeof(DESC_TRUE) - 1, .str = DESC_TRUE
+};
+static const clef_json  noul_false_default = {
+    .type = CLEF_JSON_STRING, .len = sizeof(DESC_FALSE) - 1, .str = DESC_FALSE
+};
+
+
+void
+clef_limits_default(clef_limits *lim)
+{
+    lim->max_questions = 64;
+    lim->max_choices = 255;
+    lim->min_choices = 2;
+    lim->max_score_levels = 10;
+    lim->min_score_levels = 1;
+    lim->max_images = 4;
+    lim->max_id_len = 100;
+}
+
+
+/*
+ * Writes s into dst (at most cap - 1 bytes plus a NUL), escaping '"' and
+ * '\\' when json is set and control bytes always; text longer than max
+ * bytes, or than what fits, is cut on a character boundary and ends in
+ * "...".  The input is valid UTF-8 (the parser saw to it).
+ */
+static size_t
+echo(char *dst, size_t cap, const char *s, size_t len, int json, size_t max)
+{
+    size_t          i, n, w, clen;
+    unsigned char   c;
+    char            tmp[8];
+
+    n = 0;
+    if (max > cap - 1) {
+        max = cap - 1;
+    }
+    /* room for the "..." mark if we have to cut */
+    max = max > 3 ? max - 3 : 0;
+
+    for (i = 0; i < len; i += clen) {
+        c = (unsigned char) s[i];
+        clen = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+        if (clen > len - i) {
+            clen = len - i;
+        }
+
+        if (c < 0x20 || c == 0x7f) {
+            w = (size_t) snprintf(tmp, sizeof(tmp), "\\u%04x", c);
+        } else if (json && (c == '"' || c == '\\')) {
+            tmp[0] = '\\';
+            tmp[1] = (char) c;
+            w = 2;
+        } else {
+            w = 0;
+        }
+
+        if (n + (w ? w : clen) > max) {
+            memcpy(dst + n, "...", 3);
+            n += 3;
+            break;
+        }
+        if (w) {
+            memcpy(dst + n, tmp, w);
+            n += w;
+        } else {
+            memcpy(dst + n, s + i, clen);
+            n += clen;
+        }
+    }
+
+    dst[n] = '\0';
+    return n;
+}
+
+
+/* loc of a question: ["body","questions",ID(,"criteria"(,index))] */
+static void
+question_loc(char *loc, size_t cap, const clef_str *id, int criteria,
+    int index)
+{
+    size_t  n;
+
+    n = (size_t) snprintf(loc, cap, "[\"body\",\"questions\",\"");
+    n += echo(loc + n, cap - n, id->s, id->len, 1, 200);
+    n += (size_t) snprintf(loc + n, cap - n, "\"%s", criteria ? ",\"criteria\"" : "");
+    if (index >= 0) {
+        n += (size_t) snprintf(loc + n, cap - n, ",%d", index);
+    }
+    snprintf(loc + n, cap - n, "]");
+}
+
+
+/* str(tag) in Python terms, for the union_tag_invalid message. */
+static void
+tag_text(char *dst, size_t cap, const clef_json *tag)
+{
+    clef_buf  b = { 0 };
+
+    switch (tag->type) {
+    case CLEF_JSON_STRING:
+        echo(dst, cap, tag->str, tag->len, 0, ECHO_MAX);
+        return;
+    case CLEF_JSON_NULL:
+        snprintf(dst, cap, "None");
+        return;
+    case CLEF_JSON_TRUE:
+        snprintf(dst, cap, "True");
+        return;
+    case CLEF_JSON_FALSE:
+        snprintf(dst, cap, "False");
+        return;
+    default:
+        break;
+    }
+
+    if (clef_render_json(&b, tag) == 0 && b.data != NULL) {
+        echo(dst, cap, b.data, b.len, 0, ECHO_MAX);
+    } else {
+        snprintf(dst, cap, "%s", clef_json_type_name(tag));
+    }
+    clef_buf_free(&b);
+}
+
+
+static const char *
+plural(int n)
+{
+    return n == 1 ? "" : "s";
+}
+
+
+/* ---- pass 1: the body's shape (422) -------------------------------- */
+
+static int
+check_question_shape(const clef_str *id, const clef_json *q, clef_error *err)
+{
+    const clef_json  *type, *criteria;
+    char              loc[512], tag[128];
+    size_t            i;
+
+    if (q->type != CLEF_JSON_OBJECT) {
+        question_loc(loc, sizeof(loc), id, 0, -1);
+        return clef_error_set(err, 422, "dict_type", loc, MSG_DICT);
+    }
+
+    type = clef_json_get(q, "type");
+    if (type == NULL) {
+        question_loc(loc, sizeof(loc), id, 0, -1);
+        return clef_error_set(err, 422, "union_tag_not_found", loc,
+            "Unable to extract tag using discriminator 'type'");
+    }
+
+    if (type->type != CLEF_JSON_STRING
+        || (strcmp(type->str, "noul") != 0 && strcmp(type->str, "choice") != 0
+            && strcmp(type->str, "score") != 0)
+        || strlen(type->str) != type->len)
+    {
+        question_loc(loc, sizeof(loc), id, 0, -1);
+        tag_text(tag, sizeof(tag), type);
+        return clef_error_set(err, 422, "union_tag_invalid", loc,
+            "Input tag '%s' found using 'type' does not match any of the "
+            "expected tags: 'noul', 'choice', 'score'", tag);
+    }
+
+    criteria = clef_json_get(q, "criteria");
+    if (criteria != NULL && criteria->type == CLEF_JSON_NULL) {
+        criteria = NULL;
+    }
+
+    if (type->str[0] == 'n') {
+        if (criteria != NULL && criteria->type != CLEF_JSON_OBJECT) {
+            question_loc(loc, sizeof(loc), id, 1, -1);
+            return clef_error_set(err, 422, "dict_type", loc, MSG_DICT);
+        }
+        return 0;
+    }
+
+    if (criteria == NULL) {
+        question_loc(loc, sizeof(loc), id, 1, -1);
+        return clef_error_set(err, 422, "missing", loc, MSG_MISSING);
+    }
+
+    if (type->str[0] == 'c') {
+        if (criteria->type != CLEF_JSON_OBJECT) {
+            question_loc(loc, sizeof(loc), id, 1, -1);
+            return clef_error_set(err, 422, "dict_type", loc, MSG_DICT);
+        }
+        return 0;
+    }
+
+    if (criteria->type != CLEF_JSON_ARRAY) {
+        question_loc(loc, sizeof(loc), id, 1, -1);
+        return clef_error_set(err, 422, "list_type", loc, MSG_LIST);
+    }
+
+    for (i = 0; i < criteria->len; i++) {
+        switch (criteria->items[i]->type) {
+        case CLEF_JSON_STRING:
+        case CLEF_JSON_OBJECT:
+        case CLEF_JSON_ARRAY:
+            break;
+        default:
+            question_loc(loc, sizeof(loc), id, 1, (int) i);
+            return clef_error_set(err, 422, "level_type", loc,
+                "Score levels must be strings, objects or arrays");
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+check_shape(const clef_json *root, clef_error *err)
+{
+    const clef_json  *v, *questions;
+    size_t            i;
+
+    if (root->type != CLEF_JSON_OBJECT) {
+        return clef_error_set(err, 422, "dict_type", "[\"body\"]", MSG_DICT);
+    }
+
+    v = clef_json_get(root, "model");
+    if (v == NULL) {
+        return clef_error_set(err, 422, "missing", "[\"body\",\"model\"]",
+            MSG_MISSING);
+    }
+    if (v->type != CLEF_JSON_STRING) {
+        return clef_error_set(err, 422, "string_type", "[\"body\",\"model\"]",
+            MSG_STRING);
+    }
+
+    if (clef_json_get(root, "state") == NULL) {
+        return clef_error_set(err, 422, "missing", "[\"body\",\"state\"]",
+            MSG_MISSING);
+    }
+
+    questions = clef_json_get(root, "questions");
+    if (questions == NULL) {
+        return clef_error_set(err, 422, "missing", "[\"body\",\"questions\"]",
+            MSG_MISSING);
+    }
+    if (questions->type != CLEF_JSON_OBJECT) {
+        return clef_error_set(err, 422, "dict_type", "[\"body\",\"questions\"]",
+            MSG_DICT);
+    }
+
+    v = clef_json_get(root, "images");
+    if (v != NULL && v->type != CLEF_JSON_NULL && v->type != CLEF_JSON_ARRAY) {
+        return clef_error_set(err, 422, "list_type", "[\"body\",\"images\"]",
+            MSG_LIST);
+    }
+
+    for (i = 0; i < questions->len; i++) {
+        if (check_question_shape(&questions->keys[i], questions->items[i], err)
+            != 0)
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* ---- pass 2: the limits (400) -------------------------------------- */
+
+static int
+id_valid(const clef_str *id, int max_len)
+{
+    size_t         i;
+    unsigned char  c;
+
+    if (id->len == 0 || id->len > (size_t) max_len) {
+        return 0;
+    }
+    for (i = 0; i < id->len; i++) {
+        c = (unsigned char) id->s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+              || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+
+static int
+check_limits(const clef_json *root, const clef_limits *lim, clef_error *err)
+{
+    const clef_json  *questions, *q, *criteria, *images;
+    const clef_str   *id;
+    char              echoed[ECHO_MAX + 8];
+    size_t            i, n;
+
+    questions = clef_json_get(root, "questions");
+
+    if (questions->len < 1) {
+        return clef_error_set(err, 400, "too_few_questions", "",
+            "Too few questions. Must have at least 1 question.");
+    }
+    if (questions->len > (size_t) lim->max_questions) {
+        return clef_error_set(err, 400, "too_many_questions", "",
+            "Too many questions. Must have at most %d question%s.",
+            lim->max_questions, plural(lim->max_questions));
+    }
+
+    for (i = 0; i < questions->len; i++) {
+        id = &questions->keys[i];
+        q = questions->items[i];
+
+        if (!id_valid(id, lim->max_id_len)) {
+            echo(echoed, sizeof(echoed), id->s, id->len, 0, ECHO_MAX);
+            return clef_error_set(err, 400, "invalid_question_id", "",
+                "Invalid question id '%s': must be 1 to %d characters of "
+                "A-Z a-z 0-9 _ . -", echoed, lim->max_id_len);
+        }
+
+        criteria = clef_json_get(q, "criteria");
+        n = criteria != NULL ? criteria->len : 0;
+
+        switch (clef_json_get(q, "type")->str[0]) {
+        case 'c':
+            if (n < (size_t) lim->min_choices) {
+                return clef_error_set(err, 400, "too_few_choices", "",
+                    "Too few choices. Must have at least %d choice%s.",
+                    lim->min_choices, plural(lim->min_choices));
+            }
+            if (n > (size_t) lim->max_choices) {
+                return clef_error_set(err, 400, "too_many_choices", "",
+                    "Too many choices. Must have at most %d choice%s.",
+                    lim->max_choices, plural(lim->max_choices));
+            }
+            break;
+        case 's':
+            if (n < (size_t) lim->min_score_levels) {
+                return clef_error_set(err, 400, "too_few_score_levels", "",
+                    "Too few score levels. Must have at least %d level%s.",
+                    lim->min_score_levels, plural(lim->min_score_levels));
+            }
+            if (n > (size_t) lim->max_score_levels) {
+                return clef_error_set(err, 400, "too_many_score_levels", "",
+                    "Too many score levels. Must have at most %d level%s.",
+                    lim->max_score_levels, plural(lim->max_score_levels));
+            }
+            break;
+        default:
+            break;
+        }
+    }
+
+    images = clef_json_get(root, "images");
+    if (images != NULL && images->type == CLEF_JSON_ARRAY
+        && images->len > (size_t) lim->max_images)
+    {
+        return clef_error_set(err, 400, "too_many_images", "",
+            "Too many images. Must have at most %d image%s.",
+            lim->max_images, plural(lim->max_images));
+    }
+
+    return 0;
+}
+
+
+/* ---- building ------------------------------------------------------ */
+
+/* Code-point order of UTF-8 strings is their byte order. */
+static int
+str_cmp(const clef_str *a, const clef_str *b)
+{
+    size_t  n = a->len < b->len ? a->len : b->len;
+    int     c = n ? memcmp(a->s, b->s, n) : 0;
+
+    if (c != 0) {
+        return c;
+    }
+    return a->len < b->len ? -1 : a->len > b->len;
+}
+
+
+static int
+option_cmp(const void *a, const void *b)
+{
+    return str_cmp(&((const clef_option *) a)->id,
+                   &((const clef_option *) b)->id);
+}
+
+
+static int
+build_question(clef_arena *a, clef_question *q, const clef_str *id,
+    const clef_json *obj)
+{
+    const clef_json  *type, *crit, *d;
+    clef_option      *o;
+    char              num[24];
+    int               i, n;
+
+    type = clef_json_get(obj, "type");
+    q->id = *id;
+    q->type = type->str[0] == 'n' ? CLEF_QTYPE_NOUL
+            : type->str[0] == 'c' ? CLEF_QTYPE_CHOICE : CLEF_QTYPE_SCORE;
+
+    q->instructions = clef_json_get(obj, "instructions");
+    if (q->instructions != NULL && q->instructions->type == CLEF_JSON_NULL) {
+        q->instructions = NULL;
+    }
+
+    crit = clef_json_get(obj, "criteria");
+    if (crit != NULL && crit->type == CLEF_JSON_NULL) {
+        crit = NULL;
+    }
+    q->criteria = crit;
+
+    n = q->type == CLEF_QTYPE_NOUL ? 2 : (int) crit->len;
+    o = clef_arena_calloc(a, sizeof(clef_option) * (size_t) n);
+    if (o == NULL) {
+        return -1;
+    }
+    q->options = o;
+    q->n_options = n;
+
+    switch (q->type) {
+
+    case CLEF_QTYPE_NOUL:
+        /* the defaults, overridden by criteria; an explicit null leaves
+         * the description out */
+        o[0].id = (clef_str) { "true", 4 };
+        o[1].id = (clef_str) { "false", 5 };
+        o[0].description = &noul_true_default;
+        o[1].description = &noul_false_default;
+        for (i = 0; i < 2; i++) {
+            o[i].request_index = i;
+            d = crit != NULL ? clef_json_get(crit, o[i].id.s) : NULL;
+            if (d != NULL) {
+                o[i].description = d->type == CLEF_JSON_NULL ? NULL : d;
+            }
+        }
+        break;
+
+    case CLEF_QTYPE_CHOICE:
+        for (i = 0; i < n; i++) {
+            o[i].id = crit->keys[i];
+            d = crit->items[i];
+            o[i].description = d->type == CLEF_JSON_NULL ? NULL : d;
+            o[i].request_index = i;
+        }
+        qsort(o, (size_t) n, sizeof(clef_option), option_cmp);
+        break;
+
+    case CLEF_QTYPE_SCORE:
+        for (i = 0; i < n; i++) {
+            snprintf(num, sizeof(num), "%d", i);
+            o[i].id.len = strlen(num);
+            o[i].id.s = clef_arena_strndup(a, num, o[i].id.len);
+            if (o[i].id.s == NULL) {
+                return -1;
+            }
+            o[i].description = crit->items[i];
+            o[i].request_index = i;
+        }
+        break;
+    }
+
+    return 0;
+}
+
+
+int
+clef_request_parse(clef_request *req, const char *body, size_t len,
+    const clef_limits *lim, clef_error *err)
+{
+    clef_limits       defaults;
+    const clef_json  *questions, *v;
+    size_t            i;
+
+    if (lim == NULL) {
+        clef_limits_default(&defaults);
+        lim = &defaults;
+    }
+
+    memset(req, 0, sizeof(*req));
+    clef_arena_init(&req->arena, 64 * 1024);
+
+    req->root = clef_json_parse(&req->arena, body, len, err);
+    if (req->root == NULL) {
+        goto failed;
+    }
+
+    if (check_shape(req->root, err) != 0 || check_limits(req->root, lim, err) != 0) {
+        goto failed;
+    }
+
+    v = clef_json_get(req->root, "model");
+    req->model = (clef_str) { v->str, v->len };
+    req->state = clef_json_get(req->root, "state");
+
+    v = clef_json_get(req->root, "images");
+    if (v != NULL && v->type == CLEF_JSON_ARRAY) {
+        req->images = v;
+        req->n_images = (int) v->len;
+    }
+
+    questions = clef_json_get(req->root, "questions");
+    req->questions = clef_arena_calloc(&req->arena,
+        sizeof(clef_question) * questions->len);
+    if (req->questions == NULL) {
+        goto nomem;
+    }
+    req->n_questions = (int) questions->len;
+
+    for (i = 0; i < questions->len; i++) {
+        if (build_question(&req->arena, &req->questions[i], &questions->keys[i],
+                questions->items[i]) != 0)
+        {
+            goto nomem;
+        }
+    }
+
+    return 0;
+
+nomem:
+    clef_error_set(err, 500, "internal_error", "", "Out of memory.");
+
+failed:
+    clef_request_free(req);
+    return -1;
+}
+
+
+void
+clef_request_free(clef_request *req)
+{
+    clef_arena_free(&req->arena);
+    memset(req, 0, sizeof(*req));
+}
+
+
+int
+clef_question_option_by_request_index(const clef_question *q, int i)
+{
+    const clef_str  *key;
+    int              lo, hi, mid, c;
+
+    if (i < 0 || i >= q->n_options) {
+        return -1;
+    }
+    if (q->type != CLEF_QTYPE_CHOICE) {
+        return i;
+    }
+
+    /* the options are sorted by label: binary search the i-th key */
+    key = &q->criteria->keys[i];
+    lo = 0;
+    hi = q->n_options - 1;
+    while (lo <= hi) {
+        mid = lo + (hi - lo) / 2;
+        c = str_cmp(key, &q->options[mid].id);
+        if (c == 0) {
+            return mid;
+        }
+        if (c < 0) {
+            hi = mid - 1;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return -1;
+}

@@ -1,0 +1,654 @@
+/*
+ * A byte-level BPE tokenizer.json, loaded and applied the way HF's
+ * tokenizers encodes one sequence without special-token post-processing:
+ *
+ *   1. added tokens whose normalized flag is off are cut out of the raw text;
+ *   2. every remaining piece is normalized (NFC) on its own, then the added
+ *      tokens with normalized on are cut out of it;
+ *   3. the remaining pieces go through the Split pre-tokenizers in order,
+ *      then ByteLevel (prefix space, its own GPT-2 regex when use_regex);
+ *   4. each word goes through the BPE model.
+ *
+ * Text that is not valid UTF-8 is read with U+FFFD for each ill-formed
+ * sequence (Python's errors="replace"): HF only ever sees valid strings.
+ */
+#include "tokenizer_impl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct clef_tokenizer {
+    tk_bpe      bpe;
+    int         nfc;                /* the normalizer is NFC */
+    tk_regex   *splits;             /* Split pre-tokenizers, in order */
+    size_t      n_splits;
+    int         have_byte_level;
+    int         add_prefix_space;
+    tk_regex    byte_level_re;      /* code NULL unless use_regex */
+    tk_trie     raw_trie;           /* added tokens, normalized: false */
+    tk_trie     norm_trie;          /* added tokens, normalized: true */
+    tk_strmap   added;              /* added token content -> id */
+    int32_t     max_id;
+};
+
+/* The GPT-2 pattern of ByteLevel's use_regex. */
+static const char  gpt2_pattern[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+"
+    "|\\s+(?!\\S)|\\s+";
+
+static int __attribute__((format(printf, 4, 5)))
+fail(clef_error *err, const char *type, const char *what, const char *fmt, ...)
+{
+    char     msg[400];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return clef_error_set(err, 500, type, NULL, "%s: %s", what, msg);
+}
+
+static int
+oom(clef_error *err)
+{
+    return clef_error_set(err, 500, "internal", NULL, "out of memory");
+}
+
+static const char *
+type_of(json_t *o)
+{
+    json_t  *t = json_object_get(o, "type");
+
+    return json_is_string(t) ? json_string_value(t) : NULL;
+}
+
+/* ---- normalizer ------------------------------------------------------ */
+
+static int
+load_normalizer(clef_tokenizer *tk, json_t *n, const char *what,
+    clef_error *err)
+{
+    const char  *type;
+    json_t      *seq, *v;
+    size_t       i;
+
+    if (n == NULL || json_is_null(n)) {
+        return 0;
+    }
+    type = json_is_object(n) ? type_of(n) : NULL;
+    if (type != NULL && strcmp(type, "NFC") == 0) {
+        tk->nfc = 1;
+        return 0;
+    }
+    if (type != NULL && strcmp(type, "Sequence") == 0) {
+        seq = json_object_get(n, "normalizers");
+        if (!json_is_array(seq)) {
+            return fail(err, "tokenizer_invalid", what,
+                        "normalizer Sequence has no normalizers array");
+        }
+        /* NFC is idempotent: any number of them is one NFC. */
+        json_array_foreach(seq, i, v) {
+            if (load_normalizer(tk, v, what, err) != 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    return fail(err, "tokenizer_unsupported", what,
+                "unsupported normalizer \"%s\" (only NFC, or a Sequence of NFC,"
+                " is supported)", type ? type : "?");
+}
+
+/* ---- pre-tokenizer --------------------------------------------------- */
+
+static int
+load_split(clef_tokenizer *tk, json_t *p, const char *what, clef_error *err)
+{
+    json_t      *pat, *s, *beh;
+    tk_regex    *re;
+    int          literal;
+    char         name[600];
+
+    if (tk->have_byte_level) {
+        return fail(err, "tokenizer_unsupported", what,
+                    "a Split pre_tokenizer after ByteLevel is not supported");
+    }
+    beh = json_object_get(p, "behavior");
+    if (!json_is_string(beh) || strcmp(json_string_value(beh), "Isolated") != 0) {
+        return fail(err, "tokenizer_unsupported", what,
+                    "unsupported Split behavior \"%s\" (only Isolated is supported)",
+                    json_is_string(beh) ? json_string_value(beh) : "?");
+    }
+    if (!json_is_false(json_object_get(p, "invert"))) {
+        return fail(err, "tokenizer_unsupported", what,
+                    "a Split with invert other than false is not supported");
+    }
+    pat = json_object_get(p, "pattern");
+    literal = 0;
+    s = json_object_get(pat, "Regex");
+    if (s == NULL) {
+        s = json_object_get(pat, "String");
+        literal = 1;
+    }
+    if (!json_is_string(s)) {
+        return fail(err, "tokenizer_invalid", what,
+                    "a Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
+    }
+    re = realloc(tk->splits, (tk->n_splits + 1) * sizeof(*re));
+    if (re == NULL) {
+        return oom(err);
+    }
+    tk->splits = re;
+    snprintf(name, sizeof(name), "%s: Split pre_tokenizer", what);
+    if (tk_regex_compile(&tk->splits[tk->n_splits], json_string_value(s),
+                         json_string_length(s), literal, name, err) != 0)
+    {
+        return -1;
+    }
+    tk->n_splits++;
+    return 0;
+}
+
+static int
+load_byte_level(clef_tokenizer *tk, json_t *p, const char *what,
+    clef_error *err)
+{
+    json_t  *v;
+
+    if (tk->have_byte_level) {
+        return fail(err, "tokenizer_unsupported", what,
+                    "more than one ByteLevel pre_tokenizer is not supported");
+    }
+    tk->have_byte_level = 1;
+    v = json_object_get(p, "add_prefix_space");
+    tk->add_prefix_space = v == NULL || json_is_true(v);
+    v = json_object_get(p, "use_regex");
+    if (v == NULL || json_is_true(v)) {
+        return tk_regex_compile(&tk->byte_level_re, gpt2_pattern,
+                                sizeof(gpt2_pattern) - 1, 0, what, err);
+    }
+    return 0;
+}
+
+static int
+load_pre_tokenizer(clef_tokenizer *tk, json_t *p, const char *what,
+    clef_error *err)
+{
+    const char  *type;
+    json_t      *seq, *v;
+    size_t       i;
+
+    type = json_is_object(p) ? type_of(p) : NULL;
+    if (type != NULL && strcmp(type, "ByteLevel") == 0) {
+        return load_byte_level(tk, p, what, err);
+    }
+    if (type != NULL && strcmp(type, "Split") == 0) {
+        return load_split(tk, p, what, err);
+    }
+    if (type != NULL && strcmp(type, "Sequence") == 0) {
+        seq = json_object_get(p, "pretokenizers");
+        if (!json_is_array(seq)) {
+            return fail(err, "tokenizer_invalid", what,
+                        "pre_tokenizer Sequence has no pretokenizers array");
+        }
+        json_array_foreach(seq, i, v) {
+            if (load_pre_tokenizer(tk, v, what, err) != 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    return fail(err, "tokenizer_unsupported", what,
+                "unsupported pre_tokenizer \"%s\" (only ByteLevel, and Split"
+                " before it, are supported)", type ? type : "null");
+}
+
+/* ---- added tokens ---------------------------------------------------- */
+
+typedef struct {
+    const char  *content;
+    size_t       len;
+    int          special, normalized, single_word, lstrip, rstrip;
+} added_token;
+
+typedef struct {
+    int32_t  id;
+    size_t   token;          /* index into the token list */
+} id_token;
+
+static int
+same_token(const added_token *a, const added_token *b)
+{
+    return a->len == b->len && memcmp(a->content, b->content, a->len) == 0
+           && a->special == b->special && a->normalized == b->normalized
+           && a->single_word == b->single_word && a->lstrip == b->lstrip
+           && a->rstrip == b->rstrip;
+}
+
+static int
+flag(json_t *o, const char *key, int dflt)
+{
+    json_t  *v = json_object_get(o, key);
+
+    return v == NULL ? dflt : json_is_true(v);
+}
+
+/*
+ * HF's AddedVocabulary, fed token by token as its deserializer does: the
+ * id of a token is its earlier id, else its vocab id, else the next free id
+ * after the vocab and the added tokens; the id stated in the file is not
+ * used.  The matchers hold the special tokens, then the others, in the
+ * order they first came; the flags of a match are those of its id.
+ */
+static int
+load_added(clef_tokenizer *tk, json_t *list, const char *what,
+    clef_error *err)
+{
+    added_token   *toks = NULL;
+    size_t        *order = NULL, n_order = 0, n, i, r, n_r = 0;
+    id_token      *rev = NULL;
+    tk_strmap      special = { 0 };
+    json_t        *o, *c;
+    int32_t        id, amax = -1;
+    const size_t   vocab_len = tk->bpe.vocab_len;
+    clef_buf       norm = { 0 };
+    tk_nfc_scratch sc = { 0 };
+    const added_token *t;
+    uint8_t        fl;
+    int            rc = -1;
+
+    if (list == NULL || json_is_null(list)) {
+        return 0;
+    }
+    if (!json_is_array(list)) {
+        return fail(err, "tokenizer_invalid", what, "added_tokens is not an array");
+    }
+    n = json_array_size(list);
+    toks = calloc(n + 1, sizeof(*toks));
+    order = calloc(2 * n + 1, sizeof(*order));
+    rev = calloc(n + 1, sizeof(*rev));
+    if (toks == NULL || order == NULL || rev == NULL) {
+        oom(err);
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        o = json_array_get(list, i);
+        c = json_object_get(o, "content");
+        if (!json_is_string(c)) {
+            fail(err, "tokenizer_invalid", what,
+                 "added_tokens[%zu] has no string content", i);
+            goto done;
+        }
+        toks[i].content = json_string_value(c);
+        toks[i].len = json_string_length(c);
+        toks[i].special = flag(o, "special", 0);
+        toks[i].normalized = flag(o, "normalized", !toks[i].special);
+        toks[i].single_word = flag(o, "single_word", 0);
+        toks[i].lstrip = flag(o, "lstrip", 0);
+        toks[i].rstrip = flag(o, "rstrip", 0);
+    }
+
+    /* Specials first in the matcher order: mark them, then fill order. */
+    for (i = 0; i < n; i++) {
+        t = &toks[i];
+        if (t->special && t->len > 0
+            && tk_strmap_get(&special, t->content, t->len) < 0)
+        {
+            if (tk_strmap_put(&special, t->content, t->len, (int32_t) n_order) != 0) {
+                oom(err);
+                goto done;
+            }
+            order[n_order++] = i;
+        }
+        if (t->len == 0) {
+            continue;
+        }
+        for (r = 0; r < n_r; r++) {
+            if (same_token(&toks[rev[r].token], t)) {
+                break;
+            }
+        }
+        if (r < n_r) {
+            continue;
+        }
+        id = tk_strmap_get(&tk->added, t->content, t->len);
+        if (id < 0) {
+            id = tk_strmap_get(&tk->bpe.vocab, t->content, t->len);
+        }
+        if (id < 0) {
+            if (amax < 0) {
+                id = (int32_t) vocab_len;
+            } else {
+                id = ((size_t) amax >= vocab_len || vocab_len == 0)
+                     ? amax + 1 : (int32_t) vocab_len;
+            }
+        }
+        if (tk_strmap_put(&tk->added, t->content, t->len, id) != 0) {
+            oom(err);
+            goto done;
+        }
+        amax = id > amax ? id : amax;
+        for (r = 0; r < n_r && rev[r].id != id; r++) {
+            /* void */
+        }
+        rev[r].id = id;
+        rev[r].token = i;
+        if (r == n_r) {
+            n_r++;
+        }
+        if (tk_strmap_get(&special, t->content, t->len) < 0) {
+            order[n + i] = i + 1;       /* a non-special one, in order */
+        }
+        if (id > tk->max_id) {
+            tk->max_id = id;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (order[n + i] != 0) {
+            order[n_order++] = order[n + i] - 1;
+        }
+    }
+
+    for (i = 0; i < n_order; i++) {
+        t = &toks[order[i]];
+        id = tk_strmap_get(&tk->added, t->content, t->len);
+        for (r = 0; r < n_r && rev[r].id != id; r++) {
+            /* void */
+        }
+        fl = 0;
+        if (r < n_r) {
+            fl = (toks[rev[r].token].single_word ? TK_ADDED_SINGLE_WORD : 0)
+                 | (toks[rev[r].token].lstrip ? TK_ADDED_LSTRIP : 0)
+                 | (toks[rev[r].token].rstrip ? TK_ADDED_RSTRIP : 0);
+        }
+        if (!t->normalized) {
+            rc = tk_trie_add(&tk->raw_trie, t->content, t->len, id, fl);
+        } else if (tk->nfc) {
+            norm.len = 0;
+            rc = tk_utf8_valid_prefix(t->content, t->len) == t->len
+                 ? tk_nfc_append(t->content, t->len, &norm, &sc) : -1;
+            if (rc == 0) {
+                rc = tk_trie_add(&tk->norm_trie, norm.data, norm.len, id, fl);
+            }
+        } else {
+            rc = tk_trie_add(&tk->norm_trie, t->content, t->len, id, fl);
+        }
+        if (rc != 0) {
+            oom(err);
+            goto done;
+        }
+    }
+    rc = 0;
+
+done:
+    free(toks);
+    free(order);
+    free(rev);
+    tk_strmap_free(&special);
+    clef_buf_free(&norm);
+    tk_nfc_scratch_free(&sc);
+    return rc;
+}
+
+/* ---- loading --------------------------------------------------------- */
+
+static json_t *
+load_json(const char *path, const char *what, clef_error *err)
+{
+    FILE          *f;
+    json_t        *root;
+    json_error_t   jerr;
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        clef_error_set(err, 500, "tokenizer_missing", NULL,
+                       "cannot open tokenizer '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    root = json_loadf(f, 0, &jerr);
+    fclose(f);
+    if (root == NULL) {
+        clef_error_set(err, 500, "tokenizer_invalid", NULL,
+                       "%s: invalid JSON at line %d, column %d: %s",
+                       what, jerr.line, jerr.column, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        fail(err, "tokenizer_invalid", what, "the top level is not an object");
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+clef_tokenizer *
+clef_tokenizer_load(const char *path, clef_error *err)
+{
+    clef_tokenizer  *tk;
+    json_t          *root = NULL, *model;
+    struct stat      st;
+    char             file[4096], what[4200];
+
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(file, sizeof(file), "%s/tokenizer.json", path);
+    } else {
+        snprintf(file, sizeof(file), "%s", path);
+    }
+    snprintf(what, sizeof(what), "tokenizer '%s'", file);
+
+    tk = calloc(1, sizeof(*tk));
+    if (tk == NULL) {
+        oom(err);
+        return NULL;
+    }
+    tk->max_id = -1;
+    root = load_json(file, what, err);
+    if (root == NULL) {
+        goto fail;
+    }
+    model = json_object_get(root, "model");
+    if (!json_is_object(model)) {
+        fail(err, "tokenizer_invalid", what, "there is no model object");
+        goto fail;
+    }
+    if (tk_bpe_load(&tk->bpe, model, what, err) != 0) {
+        goto fail;
+    }
+    tk->max_id = tk->bpe.max_id;
+    if (load_normalizer(tk, json_object_get(root, "normalizer"), what, err) != 0) {
+        goto fail;
+    }
+    if (load_pre_tokenizer(tk, json_object_get(root, "pre_tokenizer"), what, err)
+        != 0)
+    {
+        goto fail;
+    }
+    if (!tk->have_byte_level) {
+        fail(err, "tokenizer_unsupported", what,
+             "the pre_tokenizer has no ByteLevel step: not a byte-level BPE");
+        goto fail;
+    }
+    if (load_added(tk, json_object_get(root, "added_tokens"), what, err) != 0) {
+        goto fail;
+    }
+    json_decref(root);
+    return tk;
+
+fail:
+    json_decref(root);
+    clef_tokenizer_free(tk);
+    return NULL;
+}
+
+void
+clef_tokenizer_free(clef_tokenizer *tk)
+{
+    size_t  i;
+
+    if (tk == NULL) {
+        return;
+    }
+    tk_bpe_free(&tk->bpe);
+    for (i = 0; i < tk->n_splits; i++) {
+        tk_regex_free(&tk->splits[i]);
+    }
+    free(tk->splits);
+    tk_regex_free(&tk->byte_level_re);
+    tk_trie_free(&tk->raw_trie);
+    tk_trie_free(&tk->norm_trie);
+    tk_strmap_free(&tk->added);
+    free(tk);
+}
+
+/* ---- encoding -------------------------------------------------------- */
+
+typedef struct {
+    const clef_tokenizer  *tk;
+    tk_thread             *th;
+    clef_ids              *out;
+    clef_buf               norm;        /* one NFC'd piece */
+    clef_buf               word;        /* a piece with its prefix space */
+    tk_nfc_scratch         nfc;
+} encoder;
+
+typedef struct {
+    encoder  *e;
+    size_t    level;                    /* the next Split to apply */
+} split_level;
+
+static int
+on_word(void *ctx, const char *s, size_t n)
+{
+    encoder  *e = ctx;
+
+    return tk_bpe_word(&e->tk->bpe, s, n, e->out);
+}
+
+static int
+byte_level(encoder *e, const char *s, size_t n)
+{
+    const clef_tokenizer  *tk = e->tk;
+
+    if (tk->add_prefix_space && s[0] != ' ') {
+        e->word.len = 0;
+        if (clef_buf_putc(&e->word, ' ') != 0
+            || clef_buf_append(&e->word, s, n) != 0)
+        {
+            return -1;
+        }
+        s = e->word.data;
+        n = e->word.len;
+    }
+    if (tk->byte_level_re.code != NULL) {
+        return tk_regex_split(&tk->byte_level_re, e->th, s, n, on_word, e);
+    }
+    return on_word(e, s, n);
+}
+
+static int
+on_split_piece(void *ctx, const char *s, size_t n)
+{
+    split_level  *l = ctx, next;
+
+    if (l->level == l->e->tk->n_splits) {
+        return byte_level(l->e, s, n);
+    }
+    next.e = l->e;
+    next.level = l->level + 1;
+    return tk_regex_split(&l->e->tk->splits[l->level], l->e->th, s, n,
+                          on_split_piece, &next);
+}
+
+static int
+on_normalized(void *ctx, int32_t id, const char *s, size_t n)
+{
+    encoder      *e = ctx;
+    split_level   l;
+
+    if (id >= 0) {
+        return clef_ids_push(e->out, id);
+    }
+    l.e = e;
+    l.level = 0;
+    return on_split_piece(&l, s, n);
+}
+
+static int
+on_raw(void *ctx, int32_t id, const char *s, size_t n)
+{
+    encoder  *e = ctx;
+
+    if (id >= 0) {
+        return clef_ids_push(e->out, id);
+    }
+    if (e->tk->nfc) {
+        e->norm.len = 0;
+        if (tk_nfc_append(s, n, &e->norm, &e->nfc) != 0) {
+            return -1;
+        }
+        s = e->norm.data;
+        n = e->norm.len;
+    }
+    if (e->tk->norm_trie.n_patterns == 0) {
+        return n > 0 ? on_normalized(e, -1, s, n) : 0;
+    }
+    return tk_added_split(&e->tk->norm_trie, e->th, s, n, on_normalized, e);
+}
+
+int
+clef_tokenizer_encode(const clef_tokenizer *tk, const char *text, size_t len,
+    clef_ids *out)
+{
+    encoder   e;
+    clef_buf  fixed = { 0 };
+    int       rc;
+
+    if (len == 0) {
+        return 0;
+    }
+    memset(&e, 0, sizeof(e));
+    e.tk = tk;
+    e.out = out;
+    e.th = tk_thread_get();
+    if (e.th == NULL) {
+        return -1;
+    }
+    if (tk_utf8_valid_prefix(text, len) != len) {
+        if (tk_utf8_repair(text, len, &fixed) != 0) {
+            clef_buf_free(&fixed);
+            return -1;
+        }
+        text = fixed.data;
+        len = fixed.len;
+    }
+    if (tk->raw_trie.n_patterns == 0) {
+        rc = on_raw(&e, -1, text, len);
+    } else {
+        rc = tk_added_split(&tk->raw_trie, e.th, text, len, on_raw, &e);
+    }
+    clef_buf_free(&fixed);
+    clef_buf_free(&e.norm);
+    clef_buf_free(&e.word);
+    tk_nfc_scratch_free(&e.nfc);
+    return rc == 0 ? 0 : -1;
+}
+
+int32_t
+clef_tokenizer_token_id(const clef_tokenizer *tk, const char *content)
+{
+    size_t   n = strlen(content);
+    int32_t  id;
+
+    id = tk_strmap_get(&tk->added, content, n);
+    return id >= 0 ? id : tk_strmap_get(&tk->bpe.vocab, content, n);
+}
+
+size_t
+clef_tokenizer_vocab_size(const clef_tokenizer *tk)
+{
+    return (size_t) (tk->max_id + 1);
+}

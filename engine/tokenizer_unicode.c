@@ -1,0 +1,271 @@
+/*
+ * The Unicode the tokenizer needs: UTF-8 checks and repair, the White_Space
+ * property, NFC (libutf8proc) and GPT-2's byte -> character map.
+ */
+#include "tokenizer_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+/* Length of the well-formed sequence at s[0..n), or 0 when ill-formed;
+ * *bad then tells how many bytes its maximal subpart spans (>= 1). */
+static size_t
+utf8_seq(const unsigned char *s, size_t n, size_t *bad)
+{
+    unsigned  b = s[0], lo = 0x80, hi = 0xbf;
+    size_t    need, i;
+
+    if (b < 0x80) {
+        return 1;
+    }
+    if (b >= 0xc2 && b <= 0xdf) {
+        need = 1;
+    } else if (b >= 0xe0 && b <= 0xef) {
+        need = 2;
+        if (b == 0xe0) {
+            lo = 0xa0;
+        } else if (b == 0xed) {
+            hi = 0x9f;              /* no surrogates */
+        }
+    } else if (b >= 0xf0 && b <= 0xf4) {
+        need = 3;
+        if (b == 0xf0) {
+            lo = 0x90;
+        } else if (b == 0xf4) {
+            hi = 0x8f;              /* nothing above U+10FFFF */
+        }
+    } else {
+        *bad = 1;
+        return 0;
+    }
+    for (i = 1; i <= need; i++) {
+        if (i >= n || s[i] < lo || s[i] > hi) {
+            *bad = i;
+            return 0;
+        }
+        lo = 0x80;
+        hi = 0xbf;
+    }
+    return need + 1;
+}
+
+size_t
+tk_utf8_valid_prefix(const char *s, size_t n)
+{
+    const unsigned char  *p = (const unsigned char *) s;
+    size_t                i = 0, k, bad;
+
+    while (i < n) {
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        k = utf8_seq(p + i, n - i, &bad);
+        if (k == 0) {
+            break;
+        }
+        i += k;
+    }
+    return i;
+}
+
+int
+tk_utf8_repair(const char *s, size_t n, clef_buf *out)
+{
+    const unsigned char  *p = (const unsigned char *) s;
+    size_t                i = 0, k, bad;
+
+    while (i < n) {
+        k = utf8_seq(p + i, n - i, &bad);
+        if (k > 0) {
+            if (clef_buf_append(out, s + i, k) != 0) {
+                return -1;
+            }
+            i += k;
+        } else {
+            if (clef_buf_append(out, "\xef\xbf\xbd", 3) != 0) {
+                return -1;
+            }
+            i += bad;
+        }
+    }
+    return 0;
+}
+
+uint32_t
+tk_utf8_decode(const char *s, size_t n, size_t *len)
+{
+    const unsigned char  *p = (const unsigned char *) s;
+
+    if (p[0] < 0x80 || n < 2) {
+        *len = 1;
+        return p[0];
+    }
+    if (p[0] < 0xe0) {
+        *len = 2;
+        return ((uint32_t) (p[0] & 0x1f) << 6) | (p[1] & 0x3f);
+    }
+    if (p[0] < 0xf0 || n < 4) {
+        *len = 3;
+        return ((uint32_t) (p[0] & 0x0f) << 12) | ((uint32_t) (p[1] & 0x3f) << 6)
+               | (p[2] & 0x3f);
+    }
+    *len = 4;
+    return ((uint32_t) (p[0] & 0x07) << 18) | ((uint32_t) (p[1] & 0x3f) << 12)
+           | ((uint32_t) (p[2] & 0x3f) << 6) | (p[3] & 0x3f);
+}
+
+size_t
+tk_utf8_last(const char *s, size_t n)
+{
+    size_t  i = n - 1;
+
+    while (i > 0 && ((unsigned char) s[i] & 0xc0) == 0x80) {
+        i--;
+    }
+    return i;
+}
+
+int
+tk_is_white_space(uint32_t cp)
+{
+    /* PropList.txt White_Space, unchanged since Unicode 6.3. */
+    if (cp <= 0x20) {
+        return cp == 0x20 || (cp >= 0x09 && cp <= 0x0d);
+    }
+    if (cp < 0x85) {
+        return 0;
+    }
+    return cp == 0x85 || cp == 0xa0 || cp == 0x1680
+           || (cp >= 0x2000 && cp <= 0x200a)
+           || cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f
+           || cp == 0x3000;
+}
+
+/* NFC of one chunk that starts with a starter and holds no other ASCII. */
+static int
+nfc_chunk(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
+{
+    const utf8proc_option_t  opt = UTF8PROC_STABLE | UTF8PROC_COMPOSE;
+    utf8proc_ssize_t         r;
+    size_t                   need;
+    int32_t                 *v;
+
+    need = n + 8;
+    for ( ;; ) {
+        if (sc->cap < need) {
+            v = realloc(sc->v, need * sizeof(*v));
+            if (v == NULL) {
+                return -1;
+            }
+            sc->v = v;
+            sc->cap = need;
+        }
+        r = utf8proc_decompose((const utf8proc_uint8_t *) s,
+                               (utf8proc_ssize_t) n, sc->v,
+                               (utf8proc_ssize_t) sc->cap, opt);
+        if (r < 0) {
+            return -1;
+        }
+        if ((size_t) r <= sc->cap) {
+            break;
+        }
+        need = (size_t) r;
+    }
+    r = utf8proc_normalize_utf32(sc->v, r, opt);
+    if (r < 0) {
+        return -1;
+    }
+    /* Re-encodes in place: 4 bytes per code point always suffice. */
+    r = utf8proc_reencode(sc->v, r, opt);
+    if (r < 0) {
+        return -1;
+    }
+    return clef_buf_append(out, sc->v, (size_t) r);
+}
+
+/*
+ * HF's normalizer (the unicode-normalization-alignments crate) predates
+ * Unicode 13, whose only new canonical composition is DIVES AKURU VOWEL
+ * SIGN O, U+11935 U+11930 -> U+11938: HF leaves that pair alone.  U+11930
+ * is a starter, so cutting the chunk before it keeps the pair apart and
+ * changes nothing else.
+ */
+static const char  dives_akuru_pair[] = "\xf0\x91\xa4\xb5\xf0\x91\xa4\xb0";
+
+int
+tk_nfc_append(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
+{
+    const unsigned char  *p = (const unsigned char *) s;
+    const char           *q;
+    size_t                i = 0, j, a, k, cut;
+
+    /*
+     * An ASCII character is a starter that never composes with what
+     * precedes it, so NFC works chunk by chunk, each chunk starting at an
+     * ASCII character: ASCII runs are copied and only the non-ASCII runs,
+     * with the ASCII character before them, go through utf8proc.
+     */
+    while (i < n) {
+        for (j = i; j < n && p[j] < 0x80; j++) {
+            /* void */
+        }
+        if (j == n) {
+            return clef_buf_append(out, s + i, n - i);
+        }
+        a = j > i ? j - 1 : j;
+        if (a > i && clef_buf_append(out, s + i, a - i) != 0) {
+            return -1;
+        }
+        for (k = j; k < n && p[k] >= 0x80; k++) {
+            /* void */
+        }
+        while ((q = memmem(s + a, k - a, dives_akuru_pair, 8)) != NULL) {
+            cut = (size_t) (q - s) + 4;
+            if (nfc_chunk(s + a, cut - a, out, sc) != 0) {
+                return -1;
+            }
+            a = cut;
+        }
+        if (nfc_chunk(s + a, k - a, out, sc) != 0) {
+            return -1;
+        }
+        i = k;
+    }
+    return 0;
+}
+
+void
+tk_nfc_scratch_free(tk_nfc_scratch *sc)
+{
+    free(sc->v);
+    sc->v = NULL;
+    sc->cap = 0;
+}
+
+size_t
+tk_byte_char(unsigned b, char out[4])
+{
+    uint32_t  cp;
+
+    /* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for
+     * themselves, the others take U+0100.. in byte order. */
+    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae) {
+        cp = b;
+    } else if (b <= 0x20) {
+        cp = 0x100 + b;
+    } else if (b <= 0xa0) {
+        cp = 0x100 + 0x21 + (b - 0x7f);
+    } else {
+        cp = 0x100 + 0x21 + 0x22;           /* 0xad */
+    }
+    if (cp < 0x80) {
+        out[0] = (char) cp;
+        return 1;
+    }
+    out[0] = (char) (0xc0 | (cp >> 6));
+    out[1] = (char) (0x80 | (cp & 0x3f));
+    return 2;
+}
