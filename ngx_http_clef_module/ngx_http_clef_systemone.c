@@ -14,6 +14,9 @@
  */
 #include "ngx_http_clef_module.h"
 
+#include <stdlib.h>
+#include <zstd.h>
+
 #include "answer.h"
 #include "buf.h"
 
@@ -58,12 +61,145 @@ ngx_http_clef_is_json(ngx_http_request_t *r)
 }
 
 
+/* Content-Encoding of the request: 0 none (or identity), 1 zstd (the
+ * Python SDK compresses bodies of 1 KiB and more when it can), -1 other. */
+static ngx_int_t
+ngx_http_clef_content_encoding(ngx_http_request_t *r, ngx_str_t *value)
+{
+    ngx_list_part_t  *part = &r->headers_in.headers.part;
+    ngx_table_elt_t  *h = part->elts;
+    ngx_uint_t        i;
+
+    for (i = 0; /* void */ ; i++) {
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+        if (h[i].key.len != sizeof("Content-Encoding") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "Content-Encoding",
+                               h[i].key.len) != 0)
+        {
+            continue;
+        }
+        *value = h[i].value;
+        if (value->len == 4
+            && ngx_strncasecmp(value->data, (u_char *) "zstd", 4) == 0)
+        {
+            return 1;
+        }
+        if (value->len == 8
+            && ngx_strncasecmp(value->data, (u_char *) "identity", 8) == 0)
+        {
+            return 0;
+        }
+        return -1;
+    }
+}
+
+
+static void
+ngx_http_clef_free(void *data)
+{
+    free(data);
+}
+
+
+/* A zstd body, decompressed into memory the request's pool frees; at most
+ * limit bytes (*status 413 beyond, 400 for a broken stream). */
+static u_char *
+ngx_http_clef_unzstd(ngx_http_request_t *r, u_char *in, size_t in_len,
+    size_t limit, size_t *out_len, ngx_uint_t *status, const char **why)
+{
+    ZSTD_DStream        *ds;
+    ZSTD_inBuffer        ib;
+    ZSTD_outBuffer       ob;
+    ngx_pool_cleanup_t  *cln;
+    unsigned long long   known;
+    u_char              *buf, *nbuf;
+    size_t               cap, rc;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    ds = ZSTD_createDStream();
+    if (cln == NULL || ds == NULL) {
+        if (ds != NULL) {
+            ZSTD_freeDStream(ds);
+        }
+        *status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        *why = "out of memory";
+        return NULL;
+    }
+
+    known = ZSTD_getFrameContentSize(in, in_len);
+    cap = (known != ZSTD_CONTENTSIZE_UNKNOWN && known != ZSTD_CONTENTSIZE_ERROR
+           && known <= limit) ? (size_t) known + 1 : in_len * 4 + 4096;
+    if (cap > limit + 1) {
+        cap = limit + 1;
+    }
+    buf = malloc(cap);
+    cln->handler = ngx_http_clef_free;
+    cln->data = buf;
+
+    ib.src = in;
+    ib.size = in_len;
+    ib.pos = 0;
+    ob.pos = 0;
+    *status = 0;
+
+    while (buf != NULL) {
+        ob.dst = buf;
+        ob.size = cap;
+        rc = ZSTD_decompressStream(ds, &ob, &ib);
+        if (ZSTD_isError(rc)) {
+            *status = NGX_HTTP_BAD_REQUEST;
+            *why = ZSTD_getErrorName(rc);
+            break;
+        }
+        if (ob.pos > limit) {
+            *status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+            break;
+        }
+        if (ib.pos == ib.size && ob.pos < ob.size) {
+            if (rc != 0) {
+                *status = NGX_HTTP_BAD_REQUEST;
+                *why = "the zstd stream is truncated";
+            }
+            break;
+        }
+        if (ob.pos == ob.size) {
+            cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+            nbuf = realloc(buf, cap);
+            if (nbuf == NULL) {
+                break;
+            }
+            buf = nbuf;
+            cln->data = buf;
+        }
+    }
+    ZSTD_freeDStream(ds);
+
+    if (buf == NULL && *status == 0) {
+        *status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        *why = "out of memory";
+    }
+    if (*status != 0) {
+        return NULL;
+    }
+    *out_len = ob.pos;
+    return buf;
+}
+
+
 ngx_int_t
 ngx_http_clef_systemone_handler(ngx_http_request_t *r)
 {
     ngx_http_clef_loc_conf_t  *llcf;
     ngx_http_clef_ctx_t       *ctx;
     ngx_int_t                  rc;
+    ngx_str_t                  enc;
     u_char                     msg[256];
 
     ctx = ngx_http_clef_get_ctx(r);
@@ -79,6 +215,16 @@ ngx_http_clef_systemone_handler(ngx_http_request_t *r)
     rc = ngx_http_clef_check_api_key(r, llcf);
     if (rc != NGX_DECLINED) {
         return rc;
+    }
+
+    if (ngx_http_clef_content_encoding(r, &enc) < 0) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_snprintf(msg, sizeof(msg), "Unsupported Content-Encoding: "
+                     "\"%V\"; send zstd or no encoding%Z", &enc);
+        return ngx_http_clef_send_detail(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                         (char *) msg);
     }
 
     if (!ngx_http_clef_is_json(r)) {
@@ -211,8 +357,12 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
 {
     ngx_http_clef_main_conf_t  *mcf;
     ngx_http_clef_loc_conf_t   *llcf;
+    ngx_http_core_loc_conf_t   *clcf;
     ngx_http_clef_ctx_t        *ctx;
     ngx_pool_cleanup_t         *cln;
+    ngx_str_t                   enc;
+    ngx_uint_t                  status;
+    size_t                      limit;
     clef_limits                 lim;
     clef_error                  err;
     clef_submit                 sub;
@@ -234,6 +384,27 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
     if (body == NULL) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
+    }
+
+    if (ngx_http_clef_content_encoding(r, &enc) == 1) {
+        /* the decoded body obeys client_max_body_size too */
+        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+        limit = clcf->client_max_body_size > 0
+                ? (size_t) clcf->client_max_body_size
+                : (size_t) mcf->queue.h->data_size;
+        body = ngx_http_clef_unzstd(r, body, len, limit, &len, &status, &why);
+        if (body == NULL) {
+            if (status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+                ngx_snprintf(msg, sizeof(msg), "Request body too large: the "
+                             "limit is %uz bytes once decompressed%Z", limit);
+            } else {
+                ngx_snprintf(msg, sizeof(msg), "Cannot decompress the zstd "
+                             "body: %s%Z", why);
+            }
+            ngx_http_finalize_request(r,
+                ngx_http_clef_send_detail(r, status, (char *) msg));
+            return;
+        }
     }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);

@@ -133,6 +133,24 @@ Content-Type: application/x-www-form-urlencoded
 --- json
 {"detail":"Unsupported Media Type: \"application/x-www-form-urlencoded\"; send the body as application/json"}
 
+=== TEST 5b: a content encoding other than zstd
+--- request: POST /v1/systemone
+--- headers
+Content-Encoding: gzip
+--- body: {"model":"m","state":"s","questions":{"q":{"type":"noul"}}}
+--- status: 415
+--- json
+{"detail":"Unsupported Content-Encoding: \"gzip\"; send zstd or no encoding"}
+
+=== TEST 5c: a body that says zstd but is not
+--- request: POST /v1/systemone
+--- headers
+Content-Encoding: zstd
+--- body: {"model":"m","state":"s","questions":{"q":{"type":"noul"}}}
+--- status: 400
+--- json
+{"detail":"Cannot decompress the zstd body: Unknown frame descriptor"}
+
 === TEST 6: a body over client_max_body_size (nginx's own 413, as JSON)
 --- request: POST /small/v1/systemone
 --- body eval

@@ -15,7 +15,7 @@ my $venv = "$ClefNginx::ROOT/build/sdkenv";
 my $py = "$venv/bin/python";
 
 unless (-x $py && system("'$py' -c 'import typesafe_sdk' 2>/dev/null") == 0) {
-    my $out = `python3 -m venv '$venv' 2>&1 && timeout 180 '$venv/bin/pip' install -q typesafe-sdk 2>&1`;
+    my $out = `python3 -m venv '$venv' 2>&1 && timeout 180 '$venv/bin/pip' install -q 'typesafe-sdk[zstd]' 2>&1`;
     if ($? != 0) {
         $out =~ s/\s+$//;
         plan skip_all => "typesafe-sdk could not be installed from PyPI "
@@ -70,6 +70,16 @@ with TypeSafeClient(api_key="sdk-test-key", base_url=base,
     out["models"] = [[m.name, m.description, m.release_date]
                      for m in client.models.list().models]
 
+# a body of 1 KiB and more goes out zstd-compressed when the SDK can
+from typesafe_sdk._core.compression import COMPRESSORS
+long_state = "The export button does nothing. " * 64
+with TypeSafeClient(api_key="sdk-test-key", base_url=base,
+                    retry=RetryPolicy(max_retries=0)) as client:
+    r = client.system_one(state=long_state, questions={
+        "bug": Noul(instructions="Is this a bug report?")})
+    out["long"] = [r.nouls["bug"].noul, r.usage.input_tokens,
+                   "zstd" in COMPRESSORS]
+
 with TypeSafeClient(api_key="wrong-key", base_url=base,
                     retry=RetryPolicy(max_retries=0)) as client:
     try:
@@ -122,6 +132,14 @@ my $release = POSIX::strftime('%Y-%m-%d',
 is_deeply $got->{models}, [ [ 'clef-tiny',
     'Clef decision model clef-tiny: 4 layers, hidden size 64, cpu backend',
     $release ] ], 'SDK: models.list()';
+my $long = $srv->post_json('{"state":"' . ('The export button does nothing. '
+    x 64) . '","model":"jev-latest","questions":{"bug":{"type":"noul",'
+    . '"instructions":"Is this a bug report?"}}}',
+    { Authorization => 'Bearer sdk-test-key' })->{json};
+is_deeply [ @{ $got->{long} // [] }[0, 1] ],
+    [ $long->{answers}{bug}{noul}, $long->{usage}{input_tokens} ],
+    'SDK: a long body ' . (($got->{long} // [])->[2] ? '(zstd-compressed) '
+    : '(uncompressed: no zstd here) ') . 'is answered the same';
 is $got->{auth}, 'TypeSafeAuthenticationError',
     'SDK: a wrong key raises its authentication error';
 is $got->{limit}[0], 'TypeSafeBadRequestError', 'SDK: 400 raises BadRequest';
