@@ -300,12 +300,32 @@ ngx_http_clef_collect_body(ngx_http_request_t *r, size_t *len)
 /* Whether the engine serving this worker's configuration can take work:
  * NULL when it can (or is loading: requests wait within their deadline),
  * else why not. */
+static ngx_int_t
+ngx_http_clef_pid_gone(int32_t pid)
+{
+    return pid > 0 && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH;
+}
+
+
 static const char *
 ngx_http_clef_engine_refuses(ngx_http_clef_main_conf_t *mcf)
 {
     clef_queue_hdr  *h = mcf->queue.h;
     uint32_t         st = atomic_load(&h->state);
     uint32_t         gen = atomic_load(&h->gen);
+
+    /* stale ownership: the shared state names an engine that is gone
+     * (the keeper notices its engine's death within milliseconds; a dead
+     * keeper takes its engine with it and only a reload starts a new one) */
+    if ((st == CLEF_ENGINE_LOADING || st == CLEF_ENGINE_READY)
+        && gen == mcf->gen && ngx_http_clef_pid_gone(atomic_load(&h->engine_pid)))
+    {
+        if (ngx_http_clef_pid_gone(atomic_load(&h->keeper_pid))) {
+            return "the inference engine and its keeper are gone; "
+                   "nginx -s reload starts them again";
+        }
+        return "the inference engine is restarting; retry";
+    }
 
     if (gen > mcf->gen) {
         return "the model configuration was replaced; retry";

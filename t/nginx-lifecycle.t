@@ -154,6 +154,7 @@ is $srv->metric('clef_engine_pid'), $engine, 'the engine did not notice';
 # ---- kill -9 of the engine -------------------------------------------------------
 
 my $epoch = $srv->metric('clef_engine_epoch');
+my $failed0 = $srv->metric('clef_records_failed_total');
 kill 'STOP', $engine;
 my @bg;
 for my $i (1 .. 2) {
@@ -188,10 +189,65 @@ $m = $srv->metrics;
 is $m->{clef_engine_restarts_total}, 1, 'one restart counted';
 is $m->{clef_engine_epoch}, $epoch + 1, 'the ownership epoch moved on';
 is $m->{clef_keeper_pid}, $keeper, 'the same keeper';
-is $m->{clef_records_failed_total}, 2, 'the two waiting records failed';
+is $m->{clef_records_failed_total} - $failed0, 2,
+    'the two waiting records failed';
 like $srv->log_text, qr/clef keeper: engine $engine killed by signal 9; restarting/,
     'the crash is logged';
 $engine = $m->{clef_engine_pid};
+
+# ---- kill -9 of the keeper: the engine goes with it; a reload heals ----------
+
+kill 'KILL', $keeper;
+ok $srv->wait_for(sub { !ClefNginx->alive($engine) }, 10),
+    'the engine dies with its keeper (PR_SET_PDEATHSIG)';
+$r = $srv->post_json($body);
+is $r->{status}, 503, 'requests get 503 at once';
+is $r->{json}{detail}{message}, 'the inference engine and its keeper are '
+    . 'gone; nginx -s reload starts them again', 'saying what to do';
+$srv->reload;
+ok $srv->wait_for(sub { $srv->metric('clef_engine_state{state="ready"}') == 1
+                        && ClefNginx->alive($srv->metric('clef_engine_pid')) },
+                  20), 'after a reload a new keeper and engine serve';
+is $srv->post_json($body)->{status}, 200, 'and answer';
+$m = $srv->metrics;
+isnt $m->{clef_keeper_pid}, $keeper, 'a new keeper';
+$engine = $m->{clef_engine_pid};
+$keeper = $m->{clef_keeper_pid};
+
+# ---- requests that arrive while a new model loads wait for it --------------
+
+# the old engine is stopped, so the new one (waiting for it to drain)
+# cannot load yet: a request now has to wait, not fail
+my $gen0 = $srv->metric('clef_engine_generation');
+kill 'STOP', $engine;
+@workers = $srv->worker_pids;
+$srv->reload(model => $model1, model_name => 'clef-tiny-3');
+ok $srv->wait_for(sub {
+        my @w = $srv->worker_pids;
+        @w == 2 && !grep { my $o = $_; grep { $_ == $o } @workers } @w
+    }, 15), 'the reload started new workers';
+my $waiter = fork // die;
+if ($waiter == 0) {
+    my $r = $srv->post_json($body, {}, 30);
+    open my $fh, '>', $srv->prefix . '/tmp/waiter';
+    print $fh "$r->{status}\n$r->{content}";
+    close $fh;
+    POSIX::_exit(0);
+}
+ok $srv->wait_for(sub { $srv->metric('clef_queue_depth') == 1 }, 10),
+    'a request waits while the new engine cannot load';
+is $srv->metric('clef_engine_generation'), $gen0,
+    'the old engine still owns the queue';
+kill 'CONT', $engine;
+waitpid $waiter, 0;
+my ($wstatus, $wcontent) = split /\n/,
+    ClefNginx::slurp($srv->prefix . '/tmp/waiter'), 2;
+is $wstatus, 200, 'it is answered once the new model is loaded';
+like $wcontent, qr/^\{"model":"clef-tiny-3"/, 'by the new model';
+ok !ClefNginx->alive($engine), 'the old engine drained and left';
+$m = $srv->metrics;
+$engine = $m->{clef_engine_pid};
+$keeper = $m->{clef_keeper_pid};
 
 # ---- nginx quit ------------------------------------------------------------------
 
@@ -199,7 +255,7 @@ $srv->stop('QUIT');
 ok $srv->wait_for(sub { !ClefNginx->alive($engine) && !ClefNginx->alive($keeper) },
                   10), 'after nginx quit: no keeper, no engine';
 is_deeply [ $srv->bad_log_lines(qr/exited on signal 9/) ], [],
-    'no [alert], [crit] or [emerg] beyond the killed worker';
+    'no [alert], [crit] or [emerg] beyond the killed worker and keeper';
 
 # ---- nginx stop (fast shutdown) -----------------------------------------------------
 
