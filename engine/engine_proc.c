@@ -781,6 +781,7 @@ clef_keeper_run(clef_queue *q, const clef_engine_conf *conf, int control_fd)
     }
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 
     memset(&k, 0, sizeof(k));
     k.q = q;
@@ -792,7 +793,6 @@ clef_keeper_run(clef_queue *q, const clef_engine_conf *conf, int control_fd)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
-    sigaddset(&set, SIGHUP);
     /* these arrive through the signalfd; every other signal is unblocked
      * (a master forks the keeper with most signals blocked) */
     sigprocmask(SIG_SETMASK, &set, NULL);

@@ -215,6 +215,12 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
 
     ngx_pid = ngx_getpid();
     ngx_process = NGX_PROCESS_HELPER;
+
+    /* a session of its own: a terminal hang-up or Ctrl-C reaches the
+     * master, which closes the pipe; nothing reaches the keeper directly.
+     * Started before nginx daemonizes, the keeper must not depend on the
+     * process that exits then either. */
+    (void) setsid();
     ngx_http_clef_engine_log_target = cycle->log;
     ngx_http_clef_close_inherited(control_fd, cycle->log);
     ngx_http_clef_drop_privileges(cycle);
