@@ -92,6 +92,87 @@ test: deps
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/t $(BUILD)/libclef.a $(BUILD)/clef
 
+# ---- CUDA backend (owner: cuda/; t/cuda/) -------------------------------
+#
+# build/libclef_cuda.so: cuda/*.cu through nvcc (sm_90a machine code plus
+# compute_90 PTX), cuda/*.c through $(CC), and a private copy of libclef;
+# only clef_cuda_* / clef_k_* / clef_gemm_* are exported.  The engine
+# dlopen()s it (engine/backend.c); build/clef and the nginx module never
+# link it.  ptxas's register/spill report lands in build/cuda/ptxas.log and
+# t/cuda/check-spills.sh fails the tests when a kernel spills.  Without nvcc
+# the CUDA part is skipped with a message.
+
+NVCC        ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+
+ifneq ($(NVCC),)
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64) $(CUDA_HOME)/lib)
+CUDA_ARCH   := -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90
+NVCCFLAGS   ?= -O3 -std=c++17 -lineinfo $(CUDA_ARCH) --Werror all-warnings \
+               -Xcompiler -fPIC,-Wall,-Wextra,-Werror,-Wno-unused-parameter
+CUDA_INC     = -Iengine -Icuda -I$(CUDA_HOME)/include
+CUDA_CU     := $(wildcard cuda/*.cu)
+CUDA_CSRC   := $(wildcard cuda/*.c)
+CUDA_OBJ    := $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_CU)) \
+               $(patsubst cuda/%.c,$(BUILD)/cuda/%.c.o,$(CUDA_CSRC))
+CUDA_HDRS   := $(wildcard cuda/*.h cuda/*.cuh)
+CUDA_LIB    := $(BUILD)/libclef_cuda.so
+CUDA_LINK    = -L$(BUILD) -lclef_cuda -L$(CUDA_LIBDIR) -lcudart \
+               -Wl,--enable-new-dtags,-rpath,$(ABS_BUILD):$(CUDA_LIBDIR)
+CUDA_TSRC   := $(wildcard t/cuda/test_*.c)
+CUDA_TESTS  := $(patsubst t/cuda/%.c,$(BUILD)/t/cuda/%,$(CUDA_TSRC))
+CUDA_BENCH  := $(BUILD)/t/cuda/cuda_bench
+
+.PHONY: cuda test-cuda clean-cuda
+all: cuda
+cuda: $(CUDA_LIB) $(BUILD)/cuda/ptxas.log $(CUDA_TESTS) $(CUDA_BENCH)
+
+$(BUILD)/cuda/%.cu.o: cuda/%.cu $(CUDA_HDRS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(CUDA_INC) -Xptxas -v -c $< -o $@ 2> $(BUILD)/cuda/$*.ptxas \
+	  || { cat $(BUILD)/cuda/$*.ptxas >&2; exit 1; }
+	@grep -v -e '^ptxas info' -e 'bytes stack frame' $(BUILD)/cuda/$*.ptxas >&2 || true
+
+$(BUILD)/cuda/%.c.o: cuda/%.c $(CUDA_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) $(CUDA_INC) -MMD -MP -c -o $@ $<
+
+$(BUILD)/cuda/ptxas.log: $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_CU))
+	cat $(patsubst cuda/%.cu,$(BUILD)/cuda/%.ptxas,$(CUDA_CU)) > $@
+
+$(CUDA_LIB): $(CUDA_OBJ) $(BUILD)/libclef.a cuda/exports.map
+	$(CC) -shared -o $@ -Wl,-soname,libclef_cuda.so $(CUDA_OBJ) $(BUILD)/libclef.a \
+	  -Wl,--version-script=cuda/exports.map -L$(CUDA_LIBDIR) \
+	  -Wl,--enable-new-dtags,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart -lstdc++ $(LIBS)
+
+$(BUILD)/t/cuda/%: t/cuda/%.c t/unit/check.h $(BUILD)/libclef.a $(CUDA_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -It/unit $(CUDA_INC) -o $@ $< $(BUILD)/libclef.a \
+	  $(CUDA_LINK) $(LIBS)
+
+test-cuda: cuda $(BUILD)/clef
+	t/cuda/check-spills.sh $(BUILD)/cuda/ptxas.log
+	prove --exec '' $(CUDA_TESTS)
+
+clean-cuda:
+	rm -rf $(BUILD)/cuda $(BUILD)/t/cuda $(CUDA_LIB)
+
+-include $(patsubst %.o,%.d,$(filter %.c.o,$(CUDA_OBJ)))
+else
+.PHONY: cuda test-cuda clean-cuda
+all: cuda
+cuda:
+	@echo "nvcc not found: the CUDA backend (build/libclef_cuda.so) and its tests are skipped"
+test-cuda:
+	@echo "nvcc not found: CUDA tests skipped"
+clean-cuda:
+endif
+
+test-unit: test-cuda
+clean: clean-cuda
+
+# ---- end of the CUDA section ---------------------------------------------
+
 -include $(OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
 
 # ==== nginx module ========================================================

@@ -195,6 +195,36 @@ nfc_chunk(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
  */
 static const char  dives_akuru_pair[] = "\xf0\x91\xa4\xb5\xf0\x91\xa4\xb0";
 
+/*
+ * 1 when NFC leaves the run s[0..n) (valid UTF-8) as it is, whatever
+ * starter precedes it: every code point is a starter without a canonical
+ * decomposition that never composes with what precedes it (utf8proc marks
+ * such second halves with comb_index >= 0x8000; Hangul V and T jamo compose
+ * by rule).  CJK and most other scripts pass; the rest goes to utf8proc.
+ */
+static int
+nfc_stable(const char *s, size_t n)
+{
+    const utf8proc_property_t  *pr;
+    size_t                      i, len;
+    uint32_t                    cp;
+
+    for (i = 0; i < n; i += len) {
+        cp = tk_utf8_decode(s + i, n - i, &len);
+        if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11a8 && cp <= 0x11c2)) {
+            return 0;
+        }
+        pr = utf8proc_get_property((utf8proc_int32_t) cp);
+        if (pr->combining_class != 0
+            || (pr->decomp_seqindex != UINT16_MAX && pr->decomp_type == 0)
+            || (pr->comb_index != UINT16_MAX && pr->comb_index >= 0x8000))
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int
 tk_nfc_append(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
 {
@@ -221,6 +251,13 @@ tk_nfc_append(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
         }
         for (k = j; k < n && p[k] >= 0x80; k++) {
             /* void */
+        }
+        if (nfc_stable(s + j, k - j)) {
+            if (clef_buf_append(out, s + a, k - a) != 0) {
+                return -1;
+            }
+            i = k;
+            continue;
         }
         while ((q = memmem(s + a, k - a, dives_akuru_pair, 8)) != NULL) {
             cut = (size_t) (q - s) + 4;

@@ -1,0 +1,48 @@
+/*
+ * libclef_cuda.so: the CUDA backend (engine/backend.h) for Hopper GPUs.
+ *
+ * The engine finds it by dlopen() + dlsym("clef_cuda_backend_ops").  One
+ * forward at a time per opened backend (it owns one stream and one
+ * workspace); open one backend per thread or per device otherwise.  The
+ * extras below are for programs that link the library directly (the CUDA
+ * tests and the benchmark): probabilities computed on the device, control
+ * of CUDA-graph replay, and per-layer-type timings from CUDA events.
+ */
+#ifndef CLEF_CUDA_H
+#define CLEF_CUDA_H
+
+#include "backend.h"
+
+extern const clef_backend_ops  clef_cuda_backend_ops;
+
+/* forward() plus the per-question softmax done on the device; either output
+ * may be NULL. */
+int  clef_cuda_forward_probs(clef_backend *b, const clef_batch *batch,
+    float *logits, float *probs, clef_error *err);
+
+/* graphs: 1 (default) captures a CUDA graph the second time a batch shape
+ * (cu_seqlens, spans, question types) is seen and replays it afterwards;
+ * 0 always launches eagerly.  profile: 1 records CUDA events around every
+ * layer (eager launches only; graphs are not used while profiling). */
+void clef_cuda_set_graphs(clef_backend *b, int graphs);
+void clef_cuda_set_profile(clef_backend *b, int profile);
+
+/* Graph replays and captures so far. */
+void clef_cuda_graph_stats(const clef_backend *b, long *replays, long *captures);
+
+typedef enum {
+    CLEF_CUDA_PROF_EMBED = 0,    /* embedding gather */
+    CLEF_CUDA_PROF_GDN,          /* input norm + gated delta-net mixer */
+    CLEF_CUDA_PROF_ATTN,         /* input norm + gated attention mixer */
+    CLEF_CUDA_PROF_MLP,          /* post norm + SwiGLU MLP */
+    CLEF_CUDA_PROF_HEAD,         /* final norm + joint schema head + softmax */
+    CLEF_CUDA_PROF_COUNT
+} clef_cuda_prof;
+
+/* Milliseconds per layer type summed over the profiled forwards since the
+ * last reset, and their count.  Waits for the device. */
+int  clef_cuda_profile_read(clef_backend *b, double ms[CLEF_CUDA_PROF_COUNT],
+    int *forwards, clef_error *err);
+void clef_cuda_profile_reset(clef_backend *b);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * Internals of the CUDA backend shared by its host files: the device
+ * weights, the per-batch plan (metadata uploaded once per forward), the
+ * workspace and the graph cache.
+ */
+#ifndef CLEF_CUDA_BACKEND_H
+#define CLEF_CUDA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "clef_cuda.h"
+#include "gemm.h"
+#include "kernels.h"
+#include "model.h"
+
+#define CUDA_GRAPHS      16          /* batch shapes kept as graphs */
+#define CUDA_MARKS_MAX   (4 * CLEF_MAX_LAYERS + 8)
+
+typedef struct {
+    int          full;               /* 1: gated attention, 0: gated delta net */
+    clef_bf16   *in_ln, *post_ln;    /* [H], zero-centred */
+    clef_bf16   *mlp_gu;             /* [2I][H]: gate rows, then up rows */
+    clef_bf16   *mlp_down;           /* [H][I] */
+
+    clef_bf16   *gdn_in;             /* [gdn_rows][H]: qkv | z | b | a | 0 */
+    clef_bf16   *conv_wt;            /* [K][C_conv] */
+    float       *neg_a, *dt_bias;    /* [Hv]: -exp(A_log), dt_bias */
+    float       *gnorm;              /* [dv] */
+    clef_bf16   *gdn_out;            /* [H][Hv*dv] */
+
+    clef_bf16   *attn_in;            /* [attn_rows][H]: q(+gate) | k | v | 0 */
+    clef_bf16   *q_norm, *k_norm;    /* [hd] */
+    clef_bf16   *attn_out;           /* [H][Hq*hd] */
+} cuda_layer;
+
+typedef struct {
+    float  *in_w, *in_b;             /* [3W][W], [3W]: q | k | v */
+    float  *out_w, *out_b;           /* [W][W], [W] */
+} cuda_mha;
+
+typedef struct {
+    float     *qn_w, *qn_b, *mn_w, *mn_b, *fn_w, *fn_b;
+    cuda_mha   att;
+    float     *ff0_w, *ff0_b, *ff3_w, *ff3_b;
+} cuda_route;
+
+typedef struct {
+    float     *n1_w, *n1_b, *n2_w, *n2_b, *n3_w, *n3_b;
+    cuda_mha   sa, ca;
+    float     *l1_w, *l1_b, *l2_w, *l2_b;
+} cuda_dec;
+
+typedef struct {
+    float       *hn_w, *hn_b;        /* hidden_norm [H] */
+    float       *mem_proj;           /* [W][H] */
+    float       *qv_proj;            /* [2W][H]: option_question | question */
+    float       *glob_proj, *ctx_proj, *lex_proj;  /* [W][H] */
+    float       *type_emb;           /* [3][W] */
+    cuda_route  *route;              /* [routing_layers] */
+    float       *sum_w, *sum_b;
+    cuda_dec    *dec;                /* [layers] */
+    float       *field_w, *field_b, *opt_w, *opt_b;
+    float       *rs0_w, *rs0_b, *rs3_w, *rs3_b;
+    float        prior_scale, joint_scale, gate;
+} cuda_head_w;
+
+/* Sizes of one batch and where each metadata array starts (in int32s) in
+ * the staging buffer.  The first sig_len int32s (everything but the token
+ * positions and ids) determine every launch of a forward: they are the key
+ * of the graph cache.  Positions follow from cu_seqlens, ids are data. */
+typedef struct {
+    int     T, NR, Q, N;
+    int     n_tiles, n_jobs, max_opts;
+    int     og_groups, og_items, fm_groups, fm_items, fs_groups, fs_items;
+    int     max_items;
+    size_t  o_cu, o_tiles, o_jobs, o_oq, o_qrec, o_qtype, o_qoff;
+    size_t  o_og_g, o_og_i, o_og_gi, o_fm_g, o_fm_i, o_fm_gi;
+    size_t  o_fs_g, o_fs_i, o_fs_gi;
+    size_t  o_pos, o_ids, sig_len, total;
+} cuda_plan;
+
+/* Device workspace, carved from one allocation sized by capacities. */
+typedef struct {
+    int          cap_T, cap_N, cap_Q, cap_NR, cap_items;
+    clef_bf16   *hid, *xn, *proj, *mix, *act;
+    float       *X, *M, *Mn, *KV, *means, *QVP, *GP;
+    float       *R, *Rn, *Qh, *A, *FF, *Fq, *Ro, *Z, *Hs, *part;
+    float       *logits, *probs;
+} cuda_ws;
+
+typedef struct {
+    int              used;
+    uint64_t         hash;
+    int32_t         *sig;
+    size_t           sig_len;
+    cudaGraphExec_t  exec;           /* NULL until the shape is seen twice */
+    int              failed;         /* capture failed: always eager */
+    uint64_t         stamp;
+} cuda_graph;
+
+struct clef_backend {
+    int               device;
+    cudaStream_t      stream;
+    clef_gemm        *gemm;
+    const clef_model *model;
+
+    /* sizes */
+    int     H, I, V, L, Hq, Hkv, hd, Hk, Hv, dk, dv, Kc, Cconv, rot, gated;
+    int     W, F, heads, n_route, n_dec;
+    int     q_rows, gdn_rows, attn_rows, proj_ld, mix_ld, act_ld;
+    int     z_off, b_off, a_off, k_off, v_off;
+    float   eps;
+
+    /* weights */
+    void      **allocs;
+    int         n_allocs, cap_allocs;
+    clef_bf16  *embed, *lm_head, *final_norm;
+    float      *inv_freq;
+    cuda_layer  layers[CLEF_MAX_LAYERS];
+    cuda_head_w head;
+
+    /* per forward */
+    void       *ws_mem;
+    cuda_ws     ws;
+    int32_t    *dmeta;               /* device copy of the metadata */
+    size_t      dmeta_cap;           /* int32s */
+    int32_t    *hmeta;               /* pinned staging */
+    size_t      hmeta_cap;
+    float      *hout;                /* pinned: logits, probs */
+    size_t      hout_cap;            /* floats */
+
+    /* graphs */
+    cuda_graph  graphs[CUDA_GRAPHS];
+    uint64_t    clock;
+    int         use_graphs;
+    long        replays, captures;
+
+    /* profiling */
+    int          profile;
+    cudaEvent_t  ev[CUDA_MARKS_MAX];
+    int          mark_type[CUDA_MARKS_MAX];
+    int          n_marks;
+    double       prof_ms[CLEF_CUDA_PROF_COUNT];
+    int          prof_forwards;
+};
+
+/* weights.c */
+int   cuda_weights_upload(clef_backend *b, clef_error *err);
+void  cuda_weights_free(clef_backend *b);
+
+/* plan.c: validates the batch and fills b->hmeta. */
+int   cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
+    clef_error *err);
+
+/* forward.c: enqueue the backbone (ids -> ws.xn, final-norm output) and the
+ * head (ws.xn -> ws.logits, ws.probs) on b->stream. */
+int   cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err);
+int   cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err);
+void  cuda_mark(clef_backend *b, int type);
+
+/* Turns a failed CUDA call into a clef_error (returns 0 on success). */
+int   cuda_check(cudaError_t e, const char *what, clef_error *err);
+
+#endif

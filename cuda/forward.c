@@ -1,0 +1,336 @@
+/*
+ * The forward pass as a sequence of launches on the backend's stream: the
+ * Qwen3.5 backbone (spec/qwen35-backbone.md §3) in bf16 with fp32
+ * accumulation, then the joint schema head (spec/clef-encoder-and-head.md
+ * §5) in fp32.  Nothing here waits for the device, so the whole sequence
+ * can be captured into a CUDA graph.
+ */
+#include "cuda_backend.h"
+
+int
+cuda_check(cudaError_t e, const char *what, clef_error *err)
+{
+    if (e == cudaSuccess) {
+        return 0;
+    }
+    return clef_error_set(err, 500, "cuda", NULL, "%s: %s", what,
+        cudaGetErrorString(e));
+}
+
+void
+cuda_mark(clef_backend *b, int type)
+{
+    if (b->profile && b->n_marks < CUDA_MARKS_MAX) {
+        cudaEventRecord(b->ev[b->n_marks], b->stream);
+        b->mark_type[b->n_marks] = type;
+        b->n_marks++;
+    }
+}
+
+#define CK(call, what)  do {                                                  \
+        if (cuda_check((call), (what), err) != 0) {                           \
+            return -1;                                                        \
+        }                                                                     \
+    } while (0)
+
+#define GEMM(mode, rows, n, k, Wt, ldw, Xp, ldx, Dp, ldd, beta, bias)          \
+    do {                                                                      \
+        if (clef_gemm_run(b->gemm, s, (mode), (rows), (n), (k), (Wt), (ldw),  \
+                          (Xp), (ldx), (Dp), (ldd), (beta), (bias), err) != 0) \
+        {                                                                     \
+            return -1;                                                        \
+        }                                                                     \
+    } while (0)
+
+int
+cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
+{
+    cudaStream_t    s = b->stream;
+    cuda_ws        *w = &b->ws;
+    const int32_t  *meta = b->dmeta;
+    const int       T = p->T, H = b->H;
+    int             l;
+
+    cuda_mark(b, -1);
+    CK(clef_k_embed(meta + p->o_ids, b->embed, w->hid, T, H, s), "embedding");
+    cuda_mark(b, CLEF_CUDA_PROF_EMBED);
+
+    for (l = 0; l < b->L; l++) {
+        const cuda_layer  *ly = &b->layers[l];
+
+        CK(clef_k_rmsnorm(w->hid, ly->in_ln, w->xn, T, H, b->eps, s), "input norm");
+        if (!ly->full) {
+            clef_k_gdn_args  g;
+
+            GEMM(CLEF_GEMM_BF16, T, b->gdn_rows, H, ly->gdn_in, H, w->xn, H,
+                 w->proj, b->proj_ld, 0.0f, NULL);
+            CK(clef_k_conv_silu(w->proj, b->proj_ld, ly->conv_wt, b->Kc,
+                                meta + p->o_pos, w->mix, T, b->Cconv, s), "conv");
+            g.u = w->mix;
+            g.ldu = b->Cconv;
+            g.ba = w->proj;
+            g.ldba = b->proj_ld;
+            g.b_off = b->b_off;
+            g.a_off = b->a_off;
+            g.neg_a = ly->neg_a;
+            g.dt_bias = ly->dt_bias;
+            g.cu = meta + p->o_cu;
+            g.n_records = p->NR;
+            g.o = w->act;
+            g.Hk = b->Hk;
+            g.Hv = b->Hv;
+            g.dk = b->dk;
+            g.dv = b->dv;
+            CK(clef_k_gdn(&g, s), "gated delta rule");
+            CK(clef_k_gated_norm(w->act, w->proj + b->z_off, b->proj_ld, ly->gnorm,
+                                 T, b->Hv, b->dv, b->eps, s), "gated norm");
+            GEMM(CLEF_GEMM_BF16, T, H, b->Hv * b->dv, ly->gdn_out, b->Hv * b->dv,
+                 w->act, b->Hv * b->dv, w->hid, H, 1.0f, NULL);
+            cuda_mark(b, CLEF_CUDA_PROF_GDN);
+        } else {
+            clef_k_rope_args  r;
+            clef_k_attn_args     a;
+            clef_bf16         *kbuf = w->mix + (size_t) T * b->Hq * b->hd;
+
+            GEMM(CLEF_GEMM_BF16, T, b->attn_rows, H, ly->attn_in, H, w->xn, H,
+                 w->proj, b->proj_ld, 0.0f, NULL);
+            r.proj = w->proj;
+            r.ldp = b->proj_ld;
+            r.q_hstride = b->gated ? 2 * b->hd : b->hd;
+            r.k_off = b->k_off;
+            r.q_norm = ly->q_norm;
+            r.k_norm = ly->k_norm;
+            r.pos = meta + p->o_pos;
+            r.inv_freq = b->inv_freq;
+            r.rot = b->rot;
+            r.q = w->mix;
+            r.k = kbuf;
+            r.T = T;
+            r.Hq = b->Hq;
+            r.Hkv = b->Hkv;
+            r.hd = b->hd;
+            r.eps = b->eps;
+            CK(clef_k_qk_norm_rope(&r, s), "q/k norm and rope");
+
+            a.q = w->mix;
+            a.ldq = b->Hq * b->hd;
+            a.q_hs = b->hd;
+            a.k = kbuf;
+            a.ldk = b->Hkv * b->hd;
+            a.k_hs = b->hd;
+            a.v = w->proj + b->v_off;
+            a.ldv = b->proj_ld;
+            a.v_hs = b->hd;
+            a.gate = b->gated ? w->proj + b->hd : NULL;
+            a.ldg = b->proj_ld;
+            a.g_hs = 2 * b->hd;
+            a.out = w->act;
+            a.ldo = b->Hq * b->hd;
+            a.o_hs = b->hd;
+            a.tiles = meta + p->o_tiles;
+            a.n_tiles = p->n_tiles;
+            a.Hq = b->Hq;
+            a.Hkv = b->Hkv;
+            a.hd = b->hd;
+            CK(clef_k_attention(&a, s), "attention");
+            GEMM(CLEF_GEMM_BF16, T, H, b->Hq * b->hd, ly->attn_out, b->Hq * b->hd,
+                 w->act, b->Hq * b->hd, w->hid, H, 1.0f, NULL);
+            cuda_mark(b, CLEF_CUDA_PROF_ATTN);
+        }
+
+        CK(clef_k_rmsnorm(w->hid, ly->post_ln, w->xn, T, H, b->eps, s), "post norm");
+        GEMM(CLEF_GEMM_BF16, T, 2 * b->I, H, ly->mlp_gu, H, w->xn, H, w->proj,
+             b->proj_ld, 0.0f, NULL);
+        CK(clef_k_swiglu(w->proj, b->proj_ld, w->act, T, b->I, s), "swiglu");
+        GEMM(CLEF_GEMM_BF16, T, H, b->I, ly->mlp_down, b->I, w->act, b->I, w->hid,
+             H, 1.0f, NULL);
+        cuda_mark(b, CLEF_CUDA_PROF_MLP);
+    }
+    CK(clef_k_rmsnorm(w->hid, b->final_norm, w->xn, T, H, b->eps, s), "final norm");
+    return 0;
+}
+
+/* One nn.MultiheadAttention: q from xq [rows][W], k/v from the rows of kv
+ * [.][2W] (already projected), output projection added into y. */
+static int
+mha_out(clef_backend *b, const cuda_mha *m, float *y, int rows, clef_error *err)
+{
+    cudaStream_t  s = b->stream;
+    int           W = b->W;
+
+    GEMM(CLEF_GEMM_F32, rows, W, W, m->out_w, W, b->ws.A, W, y, W, 1.0f, m->out_b);
+    return 0;
+}
+
+static int
+gattn(clef_backend *b, const cuda_plan *p, const float *q, int ldq,
+    const float *k, const float *v, int ldkv, size_t o_g, size_t o_i,
+    size_t o_gi, int ng, int ni, clef_error *err)
+{
+    clef_k_gattn_args  a;
+
+    a.q = q;
+    a.ldq = ldq;
+    a.k = k;
+    a.ldk = ldkv;
+    a.v = v;
+    a.ldv = ldkv;
+    a.o = b->ws.A;
+    a.ldo = b->W;
+    a.groups = b->dmeta + o_g;
+    a.n_groups = ng;
+    a.items = b->dmeta + o_i;
+    a.n_items = ni;
+    a.group_items = b->dmeta + o_gi;
+    a.part = b->ws.part;
+    a.heads = b->heads;
+    a.d = b->W / b->heads;
+    (void) p;
+    return cuda_check(clef_k_group_attention(&a, b->stream), "head attention", err);
+}
+
+int
+cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err)
+{
+    cudaStream_t        s = b->stream;
+    cuda_ws            *w = &b->ws;
+    const cuda_head_w  *h = &b->head;
+    const int32_t      *meta = b->dmeta;
+    const int           T = p->T, N = p->N, Q = p->Q, NR = p->NR;
+    const int           H = b->H, W = b->W, F = b->F;
+    float              *QV = w->means, *CTX = QV + (size_t) Q * H;
+    float              *G = CTX + (size_t) N * H, *LEX = G + (size_t) NR * H;
+    const float         eps = 1e-5f;
+    clef_k_fields_args    fa;
+    clef_k_score_args     sa;
+    int                 i;
+
+    /* Token level: X = LN(hidden), M = X Wm^T, span means. */
+    CK(clef_k_layernorm(w->xn, 1, H, w->X, H, h->hn_w, h->hn_b, T, H, eps, s),
+       "hidden norm");
+    GEMM(CLEF_GEMM_TF32, T, W, H, h->mem_proj, H, w->X, H, w->M, W, 0.0f, NULL);
+    CK(clef_k_span_mean(meta + p->o_jobs, p->n_jobs, w->X, meta + p->o_ids,
+                        b->lm_head, w->means, H, s), "span means");
+
+    /* Option queries R = ctx Wc + lex Wl + (qv Woq)[q(o)]. */
+    GEMM(CLEF_GEMM_F32, Q, 2 * W, H, h->qv_proj, H, QV, H, w->QVP, 2 * W, 0.0f, NULL);
+    GEMM(CLEF_GEMM_F32, NR, W, H, h->glob_proj, H, G, H, w->GP, W, 0.0f, NULL);
+    GEMM(CLEF_GEMM_F32, N, W, H, h->ctx_proj, H, CTX, H, w->R, W, 0.0f, NULL);
+    GEMM(CLEF_GEMM_F32, N, W, H, h->lex_proj, H, LEX, H, w->R, W, 1.0f, NULL);
+    CK(clef_k_add_rows(w->R, W, w->QVP, 2 * W, meta + p->o_oq, N, W, s),
+       "option queries");
+
+    /* Evidence routing. */
+    for (i = 0; i < b->n_route; i++) {
+        const cuda_route  *r = &h->route[i];
+
+        CK(clef_k_layernorm(w->M, 0, W, w->Mn, W, r->mn_w, r->mn_b, T, W, eps, s),
+           "memory norm");
+        GEMM(CLEF_GEMM_TF32, T, 2 * W, W, r->att.in_w + (size_t) W * W, W, w->Mn, W,
+             w->KV, 2 * W, 0.0f, r->att.in_b + W);
+        CK(clef_k_layernorm(w->R, 0, W, w->Rn, W, r->qn_w, r->qn_b, N, W, eps, s),
+           "query norm");
+        GEMM(CLEF_GEMM_F32, N, W, W, r->att.in_w, W, w->Rn, W, w->Qh, W, 0.0f,
+             r->att.in_b);
+        if (gattn(b, p, w->Qh, W, w->KV, w->KV + W, 2 * W, p->o_og_g, p->o_og_i,
+                  p->o_og_gi, p->og_groups, p->og_items, err) != 0
+            || mha_out(b, &r->att, w->R, N, err) != 0)
+        {
+            return -1;
+        }
+        CK(clef_k_layernorm(w->R, 0, W, w->Rn, W, r->fn_w, r->fn_b, N, W, eps, s),
+           "feedforward norm");
+        GEMM(CLEF_GEMM_F32, N, F, W, r->ff0_w, W, w->Rn, W, w->FF, F, 0.0f, NULL);
+        CK(clef_k_bias_gelu(w->FF, F, r->ff0_b, N, F, s), "gelu");
+        GEMM(CLEF_GEMM_F32, N, W, F, r->ff3_w, F, w->FF, F, w->R, W, 1.0f, r->ff3_b);
+    }
+
+    /* Fields. */
+    fa.R = w->R;
+    fa.ldr = W;
+    fa.B = w->QVP + W;
+    fa.ldb = 2 * W;
+    fa.G = w->GP;
+    fa.ldgp = W;
+    fa.type_emb = h->type_emb;
+    fa.sum_w = h->sum_w;
+    fa.sum_b = h->sum_b;
+    fa.q_opt_off = meta + p->o_qoff;
+    fa.q_rec = meta + p->o_qrec;
+    fa.q_type = meta + p->o_qtype;
+    fa.F = w->Fq;
+    fa.ldf = W;
+    fa.Q = Q;
+    fa.W = W;
+    fa.max_opts = p->max_opts;
+    fa.eps = eps;
+    CK(clef_k_fields(&fa, s), "fields");
+
+    /* Decoder layers (norm first); the memory is the raw projection M. */
+    for (i = 0; i < b->n_dec; i++) {
+        const cuda_dec  *d = &h->dec[i];
+
+        CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n1_w, d->n1_b, Q, W, eps, s),
+           "norm1");
+        GEMM(CLEF_GEMM_F32, Q, 3 * W, W, d->sa.in_w, W, w->Rn, W, w->Qh, 3 * W, 0.0f,
+             d->sa.in_b);
+        if (gattn(b, p, w->Qh, 3 * W, w->Qh + W, w->Qh + 2 * W, 3 * W, p->o_fs_g,
+                  p->o_fs_i, p->o_fs_gi, p->fs_groups, p->fs_items, err) != 0
+            || mha_out(b, &d->sa, w->Fq, Q, err) != 0)
+        {
+            return -1;
+        }
+
+        CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n2_w, d->n2_b, Q, W, eps, s),
+           "norm2");
+        GEMM(CLEF_GEMM_F32, Q, W, W, d->ca.in_w, W, w->Rn, W, w->Qh, W, 0.0f,
+             d->ca.in_b);
+        GEMM(CLEF_GEMM_TF32, T, 2 * W, W, d->ca.in_w + (size_t) W * W, W, w->M, W,
+             w->KV, 2 * W, 0.0f, d->ca.in_b + W);
+        if (gattn(b, p, w->Qh, W, w->KV, w->KV + W, 2 * W, p->o_fm_g, p->o_fm_i,
+                  p->o_fm_gi, p->fm_groups, p->fm_items, err) != 0
+            || mha_out(b, &d->ca, w->Fq, Q, err) != 0)
+        {
+            return -1;
+        }
+
+        CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n3_w, d->n3_b, Q, W, eps, s),
+           "norm3");
+        GEMM(CLEF_GEMM_F32, Q, F, W, d->l1_w, W, w->Rn, W, w->FF, F, 0.0f, NULL);
+        CK(clef_k_bias_gelu(w->FF, F, d->l1_b, Q, F, s), "gelu");
+        GEMM(CLEF_GEMM_F32, Q, W, F, d->l2_w, F, w->FF, F, w->Fq, W, 1.0f, d->l2_b);
+    }
+
+    /* Scores: F = field_norm(fields) in Rn, Ro = option_norm(R). */
+    CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, h->field_w, h->field_b, Q, W, eps, s),
+       "field norm");
+    CK(clef_k_layernorm(w->R, 0, W, w->Ro, W, h->opt_w, h->opt_b, N, W, eps, s),
+       "option norm");
+    CK(clef_k_scorer_input(w->Rn, W, w->Ro, W, meta + p->o_oq, w->Z, N, W, s),
+       "scorer input");
+    GEMM(CLEF_GEMM_F32, N, W, 4 * W, h->rs0_w, 4 * W, w->Z, 4 * W, w->Hs, W, 0.0f,
+         NULL);
+    CK(clef_k_bias_gelu(w->Hs, W, h->rs0_b, N, W, s), "gelu");
+
+    sa.qv = QV;
+    sa.g = G;
+    sa.lex = LEX;
+    sa.H = H;
+    sa.F = w->Rn;
+    sa.Ro = w->Ro;
+    sa.Hs = w->Hs;
+    sa.W = W;
+    sa.w3 = h->rs3_w;
+    sa.b3 = h->rs3_b;
+    sa.o_q = meta + p->o_oq;
+    sa.q_rec = meta + p->o_qrec;
+    sa.prior_scale = h->prior_scale;
+    sa.joint_scale = h->joint_scale;
+    sa.gate = h->gate;
+    sa.logits = w->logits;
+    sa.N = N;
+    CK(clef_k_scores(&sa, s), "scores");
+    CK(clef_k_softmax_questions(w->logits, meta + p->o_qoff, Q, w->probs, s),
+       "softmax");
+    return 0;
+}

@@ -1,0 +1,223 @@
+/*
+ * Launchers of the CUDA backend's kernels (the .cu files beside it), callable from C.
+ *
+ * Activations are row-major; "ld" is a row stride in elements.  bf16 data
+ * is passed as clef_bf16 (its 16 bits) so that C code never needs
+ * cuda_bf16.h.  Every launcher only enqueues work on the stream and returns
+ * cudaGetLastError(): nothing here synchronises with the host.
+ *
+ * Sequences are packed: token t of the batch belongs to record r when
+ * cu[r] <= t < cu[r + 1]; pos[t] = t - cu[r] is its position in the record.
+ */
+#ifndef CLEF_CUDA_KERNELS_H
+#define CLEF_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint16_t  clef_bf16;
+
+/* Raises the dynamic shared-memory limit of the kernels that use more than
+ * 48 KB.  Once per device (it applies to the current one), before any
+ * launch and outside graph capture. */
+cudaError_t clef_k_setup(void);
+cudaError_t clef_k_setup_gdn(void);
+cudaError_t clef_k_setup_attention(void);
+cudaError_t clef_k_setup_head(void);
+
+/* ---- backbone (kernels.cu) ------------------------------------------- */
+
+/* out[t] = table[ids[t]], rows of H (H % 8 == 0). */
+cudaError_t clef_k_embed(const int32_t *ids, const clef_bf16 *table,
+    clef_bf16 *out, int T, int H, cudaStream_t s);
+
+/* Zero-centred RMSNorm: y = x / sqrt(mean(x^2) + eps) * (1 + w), fp32 math. */
+cudaError_t clef_k_rmsnorm(const clef_bf16 *x, const clef_bf16 *w,
+    clef_bf16 *y, int T, int H, float eps, cudaStream_t s);
+
+/* u[t, c] = silu(sum_i wt[i][c] * x[t - K + 1 + i, c]) over the record of t
+ * only (zeros before its first token); wt is the conv weight transposed to
+ * [K][C].  C % 8 == 0, ldx % 8 == 0. */
+cudaError_t clef_k_conv_silu(const clef_bf16 *x, int ldx, const clef_bf16 *wt,
+    int K, const int32_t *pos, clef_bf16 *u, int T, int C, cudaStream_t s);
+
+/* Gated RMSNorm of every (token, v-head) row of o, in place:
+ * o = bf16(bf16(o / rms(o)) * w) * silu(z).  z row t starts at z + t * ldz. */
+cudaError_t clef_k_gated_norm(clef_bf16 *o, const clef_bf16 *z, int ldz,
+    const float *w, int T, int Hv, int dv, float eps, cudaStream_t s);
+
+/* q/k of a full-attention layer from its projection row [q|gate per head,
+ * or q only | k | v]: RMSNorm1p per head, then NeoX RoPE on the first
+ * `rot` dims at position pos[t].  q -> [T][Hq*hd], k -> [T][Hkv*hd]. */
+typedef struct {
+    const clef_bf16  *proj;
+    int               ldp;
+    int               q_hstride;      /* 2*hd when gated, hd otherwise */
+    int               k_off;          /* column of k head 0 in proj */
+    const clef_bf16  *q_norm;
+    const clef_bf16  *k_norm;
+    const int32_t    *pos;
+    const float      *inv_freq;       /* [rot / 2] */
+    int               rot;
+    clef_bf16        *q;
+    clef_bf16        *k;
+    int               T, Hq, Hkv, hd;
+    float             eps;
+} clef_k_rope_args;
+
+cudaError_t clef_k_qk_norm_rope(const clef_k_rope_args *a, cudaStream_t s);
+
+/* out[t, i] = bf16(bf16(silu(gu[t, i])) * gu[t, I + i]).  I % 8 == 0. */
+cudaError_t clef_k_swiglu(const clef_bf16 *gu, int ld, clef_bf16 *out, int T,
+    int I, cudaStream_t s);
+
+/* dst[i] = float(src[i]) for n elements. */
+cudaError_t clef_k_bf16_to_f32(const clef_bf16 *src, float *dst, int64_t n,
+    cudaStream_t s);
+
+/* ---- gated delta rule (gdn.cu) --------------------------------------- */
+
+typedef struct {
+    const clef_bf16  *u;              /* conv output [T][ldu]: q | k | v */
+    int               ldu;
+    const clef_bf16  *ba;             /* projection rows holding b and a */
+    int               ldba;
+    int               b_off, a_off;   /* columns of b and a, v-head 0 */
+    const float      *neg_a;          /* -exp(A_log), [Hv] */
+    const float      *dt_bias;        /* [Hv] */
+    const int32_t    *cu;             /* [n_records + 1] */
+    int               n_records;
+    clef_bf16        *o;              /* [T][Hv*dv] */
+    int               Hk, Hv, dk, dv;
+} clef_k_gdn_args;
+
+/* Chunked (C = 64) gated delta rule with L2-normalised q, k, fp32 state
+ * per (record, v-head), TF32 tensor cores.  dk <= 128. */
+cudaError_t clef_k_gdn(const clef_k_gdn_args *a, cudaStream_t s);
+int         clef_k_gdn_supported(int dk, int dv);
+
+/* ---- causal varlen attention (attention.cu) -------------------------- */
+
+typedef struct {
+    const clef_bf16  *q;  int ldq;  int q_hs;   /* head h at q + h*q_hs */
+    const clef_bf16  *k;  int ldk;  int k_hs;
+    const clef_bf16  *v;  int ldv;  int v_hs;
+    const clef_bf16  *gate; int ldg; int g_hs; /* NULL: no output gate */
+    clef_bf16        *out; int ldo; int o_hs;
+    const int32_t    *tiles;          /* [n_tiles][3]: start, len, qbase */
+    int               n_tiles;
+    int               Hq, Hkv, hd;
+} clef_k_attn_args;
+
+/* o = softmax(q k^T / sqrt(hd), causal within the record) v, GQA, then
+ * o * sigmoid(gate).  Tiles are 64 query rows of one record. */
+cudaError_t clef_k_attention(const clef_k_attn_args *a, cudaStream_t s);
+int         clef_k_attention_supported(int hd);
+#define CLEF_K_ATTN_TILE  64
+
+/* ---- joint schema head (head_kernels.cu), fp32 ----------------------- */
+
+/* LayerNorm (biased variance) of rows of n columns.  x is float, or bf16
+ * when x_bf16 != 0. */
+cudaError_t clef_k_layernorm(const void *x, int x_bf16, int ldx, float *y,
+    int ldy, const float *w, const float *b, int rows, int n, float eps,
+    cudaStream_t s);
+
+/* Span means.  Job j = (start, end, kind) writes row j of out [jobs][H]:
+ * kind 0 averages rows of x [.][H], kind 1 averages lm_head rows
+ * emb[ids[i]] (bf16).  An empty span gives NaN, as torch's mean does. */
+cudaError_t clef_k_span_mean(const int32_t *jobs, int n_jobs, const float *x,
+    const int32_t *ids, const clef_bf16 *emb, float *out, int H,
+    cudaStream_t s);
+
+/* y[i, :] += src[idx[i], :], rows of n columns. */
+cudaError_t clef_k_add_rows(float *y, int ldy, const float *src, int lds,
+    const int32_t *idx, int rows, int n, cudaStream_t s);
+
+/* x = gelu_erf(x + b) in place, rows of n columns. */
+cudaError_t clef_k_bias_gelu(float *x, int ldx, const float *b, int rows,
+    int n, cudaStream_t s);
+
+/* x += b per row (the epilogue fallback). */
+cudaError_t clef_k_bias_add(float *x, int ldx, const float *b, int rows,
+    int n, cudaStream_t s);
+
+/* Multi-head attention of query groups over key ranges, no mask.
+ * groups [n_groups][4] = (q_begin, q_count <= CLEF_K_GATTN_GQ, k_begin, k_end),
+ * items [n_items][2] = (group, split): split s covers keys
+ * [k_begin + s*CLEF_K_GATTN_SPLIT, ...).  group_items[g] = first item of g,
+ * whose items are consecutive.  part holds n_items * heads * GQ * (d + 2)
+ * floats. */
+#define CLEF_K_GATTN_GQ     16
+#define CLEF_K_GATTN_SPLIT  512
+typedef struct {
+    const float    *q;  int ldq;
+    const float    *k;  int ldk;
+    const float    *v;  int ldv;
+    float          *o;  int ldo;
+    const int32_t  *groups;
+    int             n_groups;
+    const int32_t  *items;
+    int             n_items;
+    const int32_t  *group_items;
+    float          *part;
+    int             heads, d;
+} clef_k_gattn_args;
+
+cudaError_t clef_k_group_attention(const clef_k_gattn_args *a, cudaStream_t s);
+
+/* Field assembly, one block per question q (options ob..oe-1 of R):
+ *   w = softmax_o(R_o . B_q / sqrt(W)),  S = sum_o w_o R_o
+ *   F_q = B_q + LN(S; sw, sb) + G[q_rec[q]] + type_emb[q_type[q]]      */
+typedef struct {
+    const float    *R;      int ldr;
+    const float    *B;      int ldb;
+    const float    *G;      int ldgp;
+    const float    *type_emb;
+    const float    *sum_w, *sum_b;
+    const int32_t  *q_opt_off;       /* [Q + 1] */
+    const int32_t  *q_rec;
+    const int32_t  *q_type;
+    float          *F;      int ldf;
+    int             Q, W;
+    int             max_opts;        /* most options of any question */
+    float           eps;
+} clef_k_fields_args;
+
+cudaError_t clef_k_fields(const clef_k_fields_args *a, cudaStream_t s);
+
+/* Z[o] = [F[q(o)], Ro[o], F*Ro, |F - Ro|]  ([N][4W]). */
+cudaError_t clef_k_scorer_input(const float *F, int ldf, const float *Ro,
+    int ldro, const int32_t *o_q, float *Z, int N, int W, cudaStream_t s);
+
+/* Final option logits, one block per option o of question q, record r:
+ *   prior = ps * <normalize(lex_o), normalize(qv_q + g_r)>
+ *   cos   = cosine(F_q, Ro_o)  (eps 1e-8 per norm)
+ *   res   = Hs_o . w3 + b3
+ *   logit = prior + sg * (js * cos + res)                                */
+typedef struct {
+    const float    *qv;   const float *g;   const float *lex;  int H;
+    const float    *F;    const float *Ro;  const float *Hs;   int W;
+    const float    *w3;   const float *b3;
+    const int32_t  *o_q;  const int32_t *q_rec;
+    float           prior_scale, joint_scale, gate;
+    float          *logits;
+    int             N;
+} clef_k_score_args;
+
+cudaError_t clef_k_scores(const clef_k_score_args *a, cudaStream_t s);
+
+/* probs = per-question softmax of logits (q_opt_off [Q + 1]). */
+cudaError_t clef_k_softmax_questions(const float *logits,
+    const int32_t *q_opt_off, int Q, float *probs, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,543 @@
+/*
+ * Uploads the weights once at open: matrices in bf16 as stored (converted
+ * only when a checkpoint stores another float type), A_log/dt_bias/the GDN
+ * norm in fp32, the joint head in fp32.  Projections that read the same
+ * input are concatenated by rows so that each becomes one GEMM:
+ *   GDN:        in_proj_qkv | in_proj_z | in_proj_b | in_proj_a
+ *   attention:  q_proj | k_proj | v_proj
+ *   MLP:        gate_proj | up_proj
+ * with zero rows up to a multiple of 8 (16-byte aligned output rows).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.h"
+
+#define TEXT  "model.language_model."
+
+static int
+dev_alloc(clef_backend *b, size_t bytes, void **out, clef_error *err)
+{
+    void        *p;
+    cudaError_t  e;
+
+    if (b->n_allocs == b->cap_allocs) {
+        int    cap = b->cap_allocs ? 2 * b->cap_allocs : 256;
+        void **a = realloc(b->allocs, (size_t) cap * sizeof(*a));
+
+        if (a == NULL) {
+            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        }
+        b->allocs = a;
+        b->cap_allocs = cap;
+    }
+    e = cudaMalloc(&p, bytes ? bytes : 16);
+    if (e != cudaSuccess) {
+        return clef_error_set(err, 500, "cuda", NULL,
+            "cudaMalloc of %zu bytes for the weights: %s", bytes,
+            cudaGetErrorString(e));
+    }
+    b->allocs[b->n_allocs++] = p;
+    *out = p;
+    return 0;
+}
+
+void
+cuda_weights_free(clef_backend *b)
+{
+    int  i;
+
+    for (i = 0; i < b->n_allocs; i++) {
+        cudaFree(b->allocs[i]);
+    }
+    free(b->allocs);
+    b->allocs = NULL;
+    b->n_allocs = b->cap_allocs = 0;
+    free(b->head.route);
+    free(b->head.dec);
+    b->head.route = NULL;
+    b->head.dec = NULL;
+}
+
+/* The tensor, checked to hold numel floats. */
+static const clef_tensor *
+need(const clef_tensor *t, const char *name, int64_t numel, clef_error *err)
+{
+    if (t == NULL) {
+        clef_error_set(err, 500, "model", NULL, "cuda backend: tensor %s is missing",
+            name);
+        return NULL;
+    }
+    if (t->numel != numel || (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_F16
+                              && t->dtype != CLEF_DTYPE_BF16)) {
+        clef_error_set(err, 500, "model", NULL,
+            "cuda backend: tensor %s has %lld %s elements, expected %lld floats",
+            name, (long long) t->numel, clef_dtype_name(t->dtype), (long long) numel);
+        return NULL;
+    }
+    return t;
+}
+
+static const clef_tensor *
+text(const clef_backend *b, const char *name, int64_t numel, clef_error *err)
+{
+    return need(clef_model_tensor(b->model, name), name, numel, err);
+}
+
+static const clef_tensor *
+layer_t(const clef_backend *b, int l, const char *name, int64_t numel,
+    clef_error *err)
+{
+    char  full[256];
+
+    snprintf(full, sizeof(full), TEXT "layers.%d.%s", l, name);
+    return need(clef_model_tensor(b->model, full), full, numel, err);
+}
+
+static const clef_tensor *
+head_t(const clef_backend *b, const char *name, int64_t numel, clef_error *err)
+{
+    return need(clef_model_head_tensor(b->model, name), name, numel, err);
+}
+
+static int
+copy_up(void *dst, const void *src, size_t bytes, clef_error *err)
+{
+    cudaError_t  e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+
+    if (e != cudaSuccess) {
+        return clef_error_set(err, 500, "cuda", NULL, "weight upload: %s",
+            cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+/* t as bf16 into device memory at dst. */
+static int
+put_bf16(void *dst, const clef_tensor *t, clef_error *err)
+{
+    uint16_t  *h;
+    float     *f;
+    int64_t    i;
+    int        rc;
+
+    if (t->dtype == CLEF_DTYPE_BF16) {
+        return copy_up(dst, t->data, (size_t) t->numel * 2, err);
+    }
+    f = malloc((size_t) t->numel * sizeof(float));
+    h = malloc((size_t) t->numel * sizeof(uint16_t));
+    if (f == NULL || h == NULL) {
+        free(f);
+        free(h);
+        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+    }
+    clef_tensor_to_f32(t, f);
+    for (i = 0; i < t->numel; i++) {
+        h[i] = clef_f32_to_bf16(f[i]);
+    }
+    rc = copy_up(dst, h, (size_t) t->numel * 2, err);
+    free(f);
+    free(h);
+    return rc;
+}
+
+static int
+up_bf16(clef_backend *b, const clef_tensor *t, clef_bf16 **out, clef_error *err)
+{
+    void  *d;
+
+    if (t == NULL || dev_alloc(b, (size_t) t->numel * 2, &d, err) != 0) {
+        return -1;
+    }
+    *out = d;
+    return put_bf16(d, t, err);
+}
+
+/* Row blocks of `cols` columns stacked into [rows][cols] (rows >= the sum;
+ * the rest is zero). */
+static int
+up_stack(clef_backend *b, const clef_tensor **parts, int n, int rows, int cols,
+    clef_bf16 **out, clef_error *err)
+{
+    void    *d;
+    size_t   off = 0;
+    int      i;
+
+    for (i = 0; i < n; i++) {
+        if (parts[i] == NULL) {
+            return -1;
+        }
+    }
+    if (dev_alloc(b, (size_t) rows * cols * 2, &d, err) != 0) {
+        return -1;
+    }
+    if (cudaMemset(d, 0, (size_t) rows * cols * 2) != cudaSuccess) {
+        return clef_error_set(err, 500, "cuda", NULL, "cudaMemset failed");
+    }
+    for (i = 0; i < n; i++) {
+        if (put_bf16((char *) d + off, parts[i], err) != 0) {
+            return -1;
+        }
+        off += (size_t) parts[i]->numel * 2;
+    }
+    *out = d;
+    return 0;
+}
+
+static int
+up_f32_host(clef_backend *b, const float *h, size_t n, float **out, clef_error *err)
+{
+    void  *d;
+
+    if (dev_alloc(b, n * sizeof(float), &d, err) != 0) {
+        return -1;
+    }
+    *out = d;
+    return copy_up(d, h, n * sizeof(float), err);
+}
+
+static int
+up_f32(clef_backend *b, const clef_tensor *t, float **out, clef_error *err)
+{
+    float  *h;
+    int     rc;
+
+    if (t == NULL) {
+        return -1;
+    }
+    h = malloc((size_t) (t->numel ? t->numel : 1) * sizeof(float));
+    if (h == NULL) {
+        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+    }
+    clef_tensor_to_f32(t, h);
+    rc = up_f32_host(b, h, (size_t) t->numel, out, err);
+    free(h);
+    return rc;
+}
+
+static int
+scalar(const clef_tensor *t, float *v)
+{
+    if (t == NULL) {
+        return -1;
+    }
+    clef_tensor_to_f32(t, v);
+    return 0;
+}
+
+static int
+upload_layer(clef_backend *b, int l, clef_error *err)
+{
+    cuda_layer         *ly = &b->layers[l];
+    const clef_tensor  *p[4];
+    int64_t             H = b->H;
+
+    ly->full = clef_model_text_config(b->model)->layer_full[l];
+    if (up_bf16(b, layer_t(b, l, "input_layernorm.weight", H, err), &ly->in_ln, err)
+        || up_bf16(b, layer_t(b, l, "post_attention_layernorm.weight", H, err),
+                   &ly->post_ln, err))
+    {
+        return -1;
+    }
+    p[0] = layer_t(b, l, "mlp.gate_proj.weight", (int64_t) b->I * H, err);
+    p[1] = p[0] ? layer_t(b, l, "mlp.up_proj.weight", (int64_t) b->I * H, err) : NULL;
+    if (up_stack(b, p, 2, 2 * b->I, b->H, &ly->mlp_gu, err)
+        || up_bf16(b, layer_t(b, l, "mlp.down_proj.weight", H * b->I, err),
+                   &ly->mlp_down, err))
+    {
+        return -1;
+    }
+
+    if (!ly->full) {
+        const clef_tensor  *conv, *alog, *dtb;
+        int64_t             vd = (int64_t) b->Hv * b->dv;
+        uint16_t           *wt;
+        float              *tmp;
+        void               *d;
+        int                 c, i, rc;
+
+        p[0] = layer_t(b, l, "linear_attn.in_proj_qkv.weight", (int64_t) b->Cconv * H, err);
+        p[1] = p[0] ? layer_t(b, l, "linear_attn.in_proj_z.weight", vd * H, err) : NULL;
+        p[2] = p[1] ? layer_t(b, l, "linear_attn.in_proj_b.weight", (int64_t) b->Hv * H, err) : NULL;
+        p[3] = p[2] ? layer_t(b, l, "linear_attn.in_proj_a.weight", (int64_t) b->Hv * H, err) : NULL;
+        if (up_stack(b, p, 4, b->gdn_rows, b->H, &ly->gdn_in, err)
+            || up_bf16(b, layer_t(b, l, "linear_attn.out_proj.weight", H * vd, err),
+                       &ly->gdn_out, err)
+            || up_f32(b, layer_t(b, l, "linear_attn.norm.weight", b->dv, err),
+                      &ly->gnorm, err))
+        {
+            return -1;
+        }
+
+        conv = layer_t(b, l, "linear_attn.conv1d.weight", (int64_t) b->Cconv * b->Kc, err);
+        alog = conv ? layer_t(b, l, "linear_attn.A_log", b->Hv, err) : NULL;
+        dtb = alog ? layer_t(b, l, "linear_attn.dt_bias", b->Hv, err) : NULL;
+        if (dtb == NULL) {
+            return -1;
+        }
+        /* conv [C][1][K] -> [K][C] so a thread reads 8 channels of a tap. */
+        tmp = malloc((size_t) b->Cconv * b->Kc * sizeof(float));
+        wt = malloc((size_t) b->Cconv * b->Kc * sizeof(uint16_t));
+        if (tmp == NULL || wt == NULL) {
+            free(tmp);
+            free(wt);
+            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        }
+        clef_tensor_to_f32(conv, tmp);
+        for (c = 0; c < b->Cconv; c++) {
+            for (i = 0; i < b->Kc; i++) {
+                wt[(size_t) i * b->Cconv + c] = clef_f32_to_bf16(tmp[(size_t) c * b->Kc + i]);
+            }
+        }
+        rc = dev_alloc(b, (size_t) b->Cconv * b->Kc * 2, &d, err);
+        if (rc == 0) {
+            ly->conv_wt = d;
+            rc = copy_up(d, wt, (size_t) b->Cconv * b->Kc * 2, err);
+        }
+        if (rc == 0) {
+            clef_tensor_to_f32(alog, tmp);
+            for (i = 0; i < b->Hv; i++) {
+                tmp[i] = -expf(tmp[i]);
+            }
+            rc = up_f32_host(b, tmp, (size_t) b->Hv, &ly->neg_a, err);
+        }
+        free(tmp);
+        free(wt);
+        if (rc != 0 || up_f32(b, dtb, &ly->dt_bias, err) != 0) {
+            return -1;
+        }
+    } else {
+        int64_t  qr = b->q_rows, kv = (int64_t) b->Hkv * b->hd;
+
+        p[0] = layer_t(b, l, "self_attn.q_proj.weight", qr * H, err);
+        p[1] = p[0] ? layer_t(b, l, "self_attn.k_proj.weight", kv * H, err) : NULL;
+        p[2] = p[1] ? layer_t(b, l, "self_attn.v_proj.weight", kv * H, err) : NULL;
+        if (up_stack(b, p, 3, b->attn_rows, b->H, &ly->attn_in, err)
+            || up_bf16(b, layer_t(b, l, "self_attn.o_proj.weight",
+                                  H * b->Hq * b->hd, err), &ly->attn_out, err)
+            || up_bf16(b, layer_t(b, l, "self_attn.q_norm.weight", b->hd, err),
+                       &ly->q_norm, err)
+            || up_bf16(b, layer_t(b, l, "self_attn.k_norm.weight", b->hd, err),
+                       &ly->k_norm, err))
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+up_head_f32(clef_backend *b, const char *name, int64_t numel, float **out,
+    clef_error *err)
+{
+    return up_f32(b, head_t(b, name, numel, err), out, err);
+}
+
+/* Head tensor names are "<prefix>.<field>" with a numbered prefix. */
+typedef struct {
+    char  s[192];
+} hname;
+
+static const char *
+hn(hname *h, const char *prefix, int i, const char *field)
+{
+    snprintf(h->s, sizeof(h->s), "%s.%d.%s", prefix, i, field);
+    return h->s;
+}
+
+static int
+up_ln(clef_backend *b, const char *prefix, int i, const char *field, int64_t n,
+    float **w, float **bias, clef_error *err)
+{
+    hname  a, c;
+    char   base[160];
+
+    if (i < 0) {
+        snprintf(a.s, sizeof(a.s), "%s.weight", field);
+        snprintf(c.s, sizeof(c.s), "%s.bias", field);
+    } else {
+        snprintf(base, sizeof(base), "%s.weight", field);
+        hn(&a, prefix, i, base);
+        snprintf(base, sizeof(base), "%s.bias", field);
+        hn(&c, prefix, i, base);
+    }
+    return up_head_f32(b, a.s, n, w, err) || up_head_f32(b, c.s, n, bias, err) ? -1 : 0;
+}
+
+static int
+up_mha(clef_backend *b, const char *prefix, int i, const char *field, cuda_mha *m,
+    clef_error *err)
+{
+    hname    n;
+    char     f[160];
+    int64_t  W = b->W;
+
+    snprintf(f, sizeof(f), "%s.in_proj_weight", field);
+    if (up_head_f32(b, hn(&n, prefix, i, f), 3 * W * W, &m->in_w, err)) {
+        return -1;
+    }
+    snprintf(f, sizeof(f), "%s.in_proj_bias", field);
+    if (up_head_f32(b, hn(&n, prefix, i, f), 3 * W, &m->in_b, err)) {
+        return -1;
+    }
+    snprintf(f, sizeof(f), "%s.out_proj.weight", field);
+    if (up_head_f32(b, hn(&n, prefix, i, f), W * W, &m->out_w, err)) {
+        return -1;
+    }
+    snprintf(f, sizeof(f), "%s.out_proj.bias", field);
+    return up_head_f32(b, hn(&n, prefix, i, f), W, &m->out_b, err);
+}
+
+static int
+upload_head(clef_backend *b, clef_error *err)
+{
+    cuda_head_w        *h = &b->head;
+    int64_t             H = b->H, W = b->W, F = b->F;
+    const clef_tensor  *t[2];
+    float              *tmp;
+    int                 i, rc;
+    float               v;
+
+    h->route = calloc((size_t) (b->n_route ? b->n_route : 1), sizeof(*h->route));
+    h->dec = calloc((size_t) (b->n_dec ? b->n_dec : 1), sizeof(*h->dec));
+    if (h->route == NULL || h->dec == NULL) {
+        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+    }
+    if (up_ln(b, NULL, -1, "hidden_norm", H, &h->hn_w, &h->hn_b, err)
+        || up_head_f32(b, "memory_projection.weight", W * H, &h->mem_proj, err)
+        || up_head_f32(b, "global_projection.weight", W * H, &h->glob_proj, err)
+        || up_head_f32(b, "option_context_projection.weight", W * H, &h->ctx_proj, err)
+        || up_head_f32(b, "option_lexical_projection.weight", W * H, &h->lex_proj, err)
+        || up_head_f32(b, "type_embedding.weight", 3 * W, &h->type_emb, err))
+    {
+        return -1;
+    }
+
+    /* option_question_projection and question_projection both read the
+     * question vectors: one [2W][H] product. */
+    t[0] = head_t(b, "option_question_projection.weight", W * H, err);
+    t[1] = t[0] ? head_t(b, "question_projection.weight", W * H, err) : NULL;
+    if (t[1] == NULL) {
+        return -1;
+    }
+    tmp = malloc((size_t) (2 * W * H) * sizeof(float));
+    if (tmp == NULL) {
+        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+    }
+    clef_tensor_to_f32(t[0], tmp);
+    clef_tensor_to_f32(t[1], tmp + W * H);
+    rc = up_f32_host(b, tmp, (size_t) (2 * W * H), &h->qv_proj, err);
+    free(tmp);
+    if (rc != 0) {
+        return -1;
+    }
+
+    for (i = 0; i < b->n_route; i++) {
+        cuda_route  *r = &h->route[i];
+        const char  *ev = "evidence_layers";
+        hname        n;
+
+        if (up_ln(b, ev, i, "query_norm", W, &r->qn_w, &r->qn_b, err)
+            || up_ln(b, ev, i, "memory_norm", W, &r->mn_w, &r->mn_b, err)
+            || up_ln(b, ev, i, "feedforward_norm", W, &r->fn_w, &r->fn_b, err)
+            || up_mha(b, ev, i, "attention", &r->att, err)
+            || up_head_f32(b, hn(&n, ev, i, "feedforward.0.weight"), F * W, &r->ff0_w, err)
+            || up_head_f32(b, hn(&n, ev, i, "feedforward.0.bias"), F, &r->ff0_b, err)
+            || up_head_f32(b, hn(&n, ev, i, "feedforward.3.weight"), W * F, &r->ff3_w, err)
+            || up_head_f32(b, hn(&n, ev, i, "feedforward.3.bias"), W, &r->ff3_b, err))
+        {
+            return -1;
+        }
+    }
+    if (up_ln(b, NULL, -1, "option_summary_norm", W, &h->sum_w, &h->sum_b, err)) {
+        return -1;
+    }
+    for (i = 0; i < b->n_dec; i++) {
+        cuda_dec  *d = &h->dec[i];
+        hname      n;
+
+        if (up_ln(b, "layers", i, "norm1", W, &d->n1_w, &d->n1_b, err)
+            || up_ln(b, "layers", i, "norm2", W, &d->n2_w, &d->n2_b, err)
+            || up_ln(b, "layers", i, "norm3", W, &d->n3_w, &d->n3_b, err)
+            || up_mha(b, "layers", i, "self_attn", &d->sa, err)
+            || up_mha(b, "layers", i, "multihead_attn", &d->ca, err)
+            || up_head_f32(b, hn(&n, "layers", i, "linear1.weight"), F * W, &d->l1_w, err)
+            || up_head_f32(b, hn(&n, "layers", i, "linear1.bias"), F, &d->l1_b, err)
+            || up_head_f32(b, hn(&n, "layers", i, "linear2.weight"), W * F, &d->l2_w, err)
+            || up_head_f32(b, hn(&n, "layers", i, "linear2.bias"), W, &d->l2_b, err))
+        {
+            return -1;
+        }
+    }
+    if (up_ln(b, NULL, -1, "field_norm", W, &h->field_w, &h->field_b, err)
+        || up_ln(b, NULL, -1, "option_norm", W, &h->opt_w, &h->opt_b, err)
+        || up_head_f32(b, "residual_scorer.0.weight", W * 4 * W, &h->rs0_w, err)
+        || up_head_f32(b, "residual_scorer.0.bias", W, &h->rs0_b, err)
+        || up_head_f32(b, "residual_scorer.3.weight", W, &h->rs3_w, err)
+        || up_head_f32(b, "residual_scorer.3.bias", 1, &h->rs3_b, err))
+    {
+        return -1;
+    }
+
+    /* exp(min(s, ln 100)) and sigmoid(gate), in double like the converter. */
+    if (scalar(head_t(b, "prior_logit_scale", 1, err), &v) != 0) {
+        return -1;
+    }
+    h->prior_scale = (float) exp(fmin((double) v, log(100.0)));
+    if (scalar(head_t(b, "joint_logit_scale", 1, err), &v) != 0) {
+        return -1;
+    }
+    h->joint_scale = (float) exp(fmin((double) v, log(100.0)));
+    if (scalar(head_t(b, "residual_gate", 1, err), &v) != 0) {
+        return -1;
+    }
+    h->gate = (float) (1.0 / (1.0 + exp(-(double) v)));
+    return 0;
+}
+
+int
+cuda_weights_upload(clef_backend *b, clef_error *err)
+{
+    const clef_text_config  *tc = clef_model_text_config(b->model);
+    const clef_tensor       *emb, *lm;
+    float                    inv[128];
+    int                      l, j;
+
+    emb = text(b, TEXT "embed_tokens.weight", (int64_t) b->V * b->H, err);
+    if (emb == NULL || up_bf16(b, emb, &b->embed, err) != 0) {
+        return -1;
+    }
+    lm = text(b, "lm_head.weight", (int64_t) b->V * b->H, err);
+    if (lm == NULL) {
+        return -1;
+    }
+    if (lm->data == emb->data) {
+        b->lm_head = b->embed;                  /* tied */
+    } else if (up_bf16(b, lm, &b->lm_head, err) != 0) {
+        return -1;
+    }
+    if (up_bf16(b, text(b, TEXT "norm.weight", b->H, err), &b->final_norm, err) != 0) {
+        return -1;
+    }
+
+    /* RoPE inverse frequencies as HF computes them, in fp32. */
+    for (j = 0; j < b->rot / 2; j++) {
+        float  e = (float) (2 * j) / (float) b->rot;
+
+        inv[j] = 1.0f / (float) pow(tc->rope_theta, (double) e);
+    }
+    if (up_f32_host(b, inv, (size_t) (b->rot / 2 > 0 ? b->rot / 2 : 1), &b->inv_freq,
+                    err) != 0)
+    {
+        return -1;
+    }
+
+    for (l = 0; l < b->L; l++) {
+        if (upload_layer(b, l, err) != 0) {
+            return -1;
+        }
+    }
+    return upload_head(b, err);
+}

@@ -1,0 +1,191 @@
+/*
+ * Helpers of the CUDA tests: the skip when there is no usable device,
+ * deterministic random inputs, device copies and the comparison against
+ * a reference.
+ */
+#ifndef CLEF_CUDA_TEST_H
+#define CLEF_CUDA_TEST_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "check.h"
+#include "tensor.h"
+
+/* Prints the TAP skip plan and returns 1 when no Hopper-class device can
+ * run the kernels (no driver, no device, or compute capability < 9). */
+static __attribute__((unused)) int
+cuda_test_skip(void)
+{
+    struct cudaDeviceProp  p;
+    cudaError_t            e;
+    int                    n = 0;
+
+    e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        printf("1..0 # SKIP no CUDA device: %s\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return 1;
+    }
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess || p.major < 9) {
+        printf("1..0 # SKIP no CUDA device: device 0 is not compute capability 9.x\n");
+        return 1;
+    }
+    return 0;
+}
+
+static uint64_t  test_rng = 0x9e3779b97f4a7c15ull;
+
+static __attribute__((unused)) uint64_t
+rnd_u64(void)
+{
+    uint64_t  z = (test_rng += 0x9e3779b97f4a7c15ull);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-a, a), rounded to bf16 so that host and device see the same
+ * input values. */
+static __attribute__((unused)) float
+rnd_bf(float a)
+{
+    float  u = (float) ((rnd_u64() >> 40) * (1.0 / 16777216.0));
+
+    return clef_bf16_to_f32(clef_f32_to_bf16((2.0f * u - 1.0f) * a));
+}
+
+static __attribute__((unused)) void
+fill_bf(float *x, size_t n, float a)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        x[i] = rnd_bf(a);
+    }
+}
+
+static __attribute__((unused)) void
+die_cuda(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        printf("Bail out! %s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+/* Device copy of n host floats as bf16 (or as f32). */
+static __attribute__((unused)) void *
+up_bf(const float *x, size_t n)
+{
+    uint16_t  *h = malloc(n * 2 + 2);
+    void      *d;
+    size_t     i;
+
+    for (i = 0; i < n; i++) {
+        h[i] = clef_f32_to_bf16(x[i]);
+    }
+    die_cuda(cudaMalloc(&d, n * 2 + 2), "cudaMalloc");
+    die_cuda(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice), "upload");
+    free(h);
+    return d;
+}
+
+static __attribute__((unused)) void *
+up_f32(const float *x, size_t n)
+{
+    void  *d;
+
+    die_cuda(cudaMalloc(&d, n * 4 + 4), "cudaMalloc");
+    die_cuda(cudaMemcpy(d, x, n * 4, cudaMemcpyHostToDevice), "upload");
+    return d;
+}
+
+static __attribute__((unused)) void *
+up_i32(const int32_t *x, size_t n)
+{
+    void  *d;
+
+    die_cuda(cudaMalloc(&d, n * 4 + 4), "cudaMalloc");
+    die_cuda(cudaMemcpy(d, x, n * 4, cudaMemcpyHostToDevice), "upload");
+    return d;
+}
+
+/* A device buffer of n elements of `size` bytes filled with NaN bits, so
+ * that an element a kernel forgets to write fails the comparison. */
+static __attribute__((unused)) void *
+dev_poison(size_t n, size_t size)
+{
+    void  *d;
+
+    die_cuda(cudaMalloc(&d, n * size + 4), "cudaMalloc");
+    die_cuda(cudaMemset(d, 0xff, n * size + 4), "memset");
+    return d;
+}
+
+static __attribute__((unused)) float *
+down_bf(const void *d, size_t n)
+{
+    uint16_t  *h = malloc(n * 2 + 2);
+    float     *f = malloc(n * 4 + 4);
+    size_t     i;
+
+    die_cuda(cudaDeviceSynchronize(), "kernel");
+    die_cuda(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost), "download");
+    for (i = 0; i < n; i++) {
+        f[i] = clef_bf16_to_f32(h[i]);
+    }
+    free(h);
+    return f;
+}
+
+static __attribute__((unused)) float *
+down_f32(const void *d, size_t n)
+{
+    float  *f = malloc(n * 4 + 4);
+
+    die_cuda(cudaDeviceSynchronize(), "kernel");
+    die_cuda(cudaMemcpy(f, d, n * 4, cudaMemcpyDeviceToHost), "download");
+    return f;
+}
+
+/* max |got - want| / max(1e-30, max |want|) over n elements at strides;
+ * NaN anywhere counts as an error of infinity. */
+static __attribute__((unused)) double
+max_rel(const float *got, size_t lg, const float *want, size_t lw, size_t rows,
+    size_t cols)
+{
+    double  scale = 1e-30, e = 0, d;
+    size_t  r, c;
+
+    for (r = 0; r < rows; r++) {
+        for (c = 0; c < cols; c++) {
+            d = fabs((double) want[r * lw + c]);
+            scale = d > scale ? d : scale;
+        }
+    }
+    for (r = 0; r < rows; r++) {
+        for (c = 0; c < cols; c++) {
+            d = fabs((double) got[r * lg + c] - (double) want[r * lw + c]);
+            if (d != d) {
+                return INFINITY;
+            }
+            e = d > e ? d : e;
+        }
+    }
+    return e / scale;
+}
+
+#define CHECK_REL(got, lg, want, lw, rows, cols, tol, ...)                   \
+    do {                                                                     \
+        double e_ = max_rel((got), (lg), (want), (lw), (rows), (cols));      \
+        CHECK(e_ <= (tol), __VA_ARGS__);                                     \
+        printf("#   max error / max |ref| = %.3g (tol %g)\n", e_, (double) (tol)); \
+    } while (0)
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * The CUDA backend as the engine finds it: clef_backend_find("cuda")
+ * dlopen()s libclef_cuda.so and returns its clef_cuda_backend_ops.
+ *
+ * Without a usable device (CI: no driver at all) open() must fail cleanly:
+ * -1, no backend, a 503 "no_device" error whose message is
+ * "no CUDA device: <the runtime's reason>".  With a device it opens the
+ * tiny checkpoint `clef mkmodel --shape tiny` writes, refuses a device
+ * ordinal that does not exist, and closes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda_test.h"
+#include "clef_cuda.h"
+
+static void
+check_refusal(const clef_backend_ops *ops, const clef_model *m, int device,
+    const char *why)
+{
+    clef_backend_opts  o = { 0, device };
+    clef_backend      *b = (clef_backend *) &o;     /* must be reset to NULL */
+    clef_error         err;
+    int                rc;
+
+    memset(&err, 0, sizeof(err));
+    rc = ops->open(m, &o, &b, &err);
+    CHECK(rc != 0 && b == NULL, "open(device %d) fails and returns no backend", device);
+    CHECK(strncmp(err.message, "no CUDA device: ", 16) == 0,
+          "message starts with 'no CUDA device: ' (%s)", err.message);
+    if (why != NULL) {
+        CHECK(strstr(err.message, why) != NULL, "message carries the reason '%s'", why);
+    }
+    CHECK_INT(err.status, 503, "status 503");
+    CHECK_STR(err.type, "no_device", "type no_device");
+}
+
+int
+main(void)
+{
+    const clef_backend_ops  *ops;
+    clef_error               err;
+    cudaError_t              e;
+    int                      n = 0;
+
+    memset(&err, 0, sizeof(err));
+    ops = clef_backend_find("cuda", &err);
+    CHECK(ops != NULL, "clef_backend_find(\"cuda\") loads libclef_cuda.so: %s",
+          err.message);
+    if (ops == NULL) {
+        return check_done();
+    }
+    CHECK(ops == &clef_cuda_backend_ops, "the ops are the library's clef_cuda_backend_ops");
+    CHECK_STR(ops->name, "cuda", "backend name");
+
+    e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        printf("# no device here: %s\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        check_refusal(ops, NULL, 0, e != cudaSuccess ? cudaGetErrorString(e) : NULL);
+        check_refusal(ops, NULL, 3, NULL);
+    } else {
+        char                dir[] = "/tmp/clef-cuda-open-XXXXXX", cmd[1024];
+        clef_model         *m;
+        clef_backend       *b = NULL;
+        clef_backend_opts   o = { 0, 0 };
+
+        CHECK(mkdtemp(dir) != NULL, "temporary directory");
+        snprintf(cmd, sizeof(cmd),
+                 "build/clef mkmodel --shape tiny --tokenizer %s/tokenizers/qwen3 "
+                 "--seed 1 --out %s > /dev/null", check_shared(), dir);
+        CHECK(system(cmd) == 0, "clef mkmodel --shape tiny");
+        m = clef_model_open(dir, 0, &err);
+        CHECK(m != NULL, "tiny checkpoint opens: %s", err.message);
+        if (m != NULL) {
+            CHECK(ops->open(m, &o, &b, &err) == 0 && b != NULL,
+                  "open on device 0: %s", err.message);
+            if (b != NULL) {
+                ops->close(b);
+            }
+            check_refusal(ops, m, n, "ordinal");
+            clef_model_close(m);
+        }
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        CHECK(system(cmd) == 0, "cleanup");
+    }
+    return check_done();
+}
