@@ -22,7 +22,7 @@ filters {
 my $srv = ClefNginx->new(
     model => ClefNginx->model_dir(1),
     workers => 1,
-    http_config => '    limit_req_zone $server_name zone=once:1m rate=1r/m;'
+    http_config => '    limit_req_zone $binary_remote_addr zone=once:1m rate=1r/m;'
                  . "\n    limit_req_status 429;\n",
     server_config => <<'LOC');
         location = /small/v1/systemone {
@@ -57,7 +57,8 @@ my $release_date = POSIX::strftime('%Y-%m-%d',
 my $header_checks = 0;
 for my $b (blocks()) {
     my $h = $b->response_headers;
-    $header_checks += () = split /\n/, $h // '';
+    my @lines = split /\n/, $h // '';
+    $header_checks += @lines;
 }
 plan tests => 4 * blocks() + $header_checks + 1;
 

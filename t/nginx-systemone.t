@@ -19,7 +19,8 @@ my $srv = ClefNginx->new(
     http_config => <<'LOG');
     log_format clef '$request_id $status $clef_model $clef_input_tokens '
                     '$clef_queue_ms $clef_engine_ms';
-    access_log logs/clef.log clef;
+    map $uri $clef_logged { /v1/systemone 1; default 0; }
+    access_log logs/clef.log clef if=$clef_logged;
 LOG
 $srv->start_ready;
 

@@ -348,17 +348,23 @@ sub parallel {
 
 # ---- the reference: build/clef decide on the same model -------------------
 
+# One request at a time on one thread, as the server's engine runs with
+# threads=1; decide echoes the request's "model", the server names its own.
 sub decide {
     my ($self, $body) = @_;
     $body = $json->encode($body) if ref $body;
+    $body =~ s/\n/ /g;
     my $f = "$self->{prefix}/tmp/decide.json";
     open my $fh, '>', $f or croak $!;
-    print $fh $body;
+    print $fh "$body\n";
     close $fh;
     my $bin = clef_bin();
-    my $out = `"$bin" decide --model-name "$self->{model_name}" "$self->{model}" < "$f" 2>&1`;
+    my $out = `"$bin" decide "$self->{model}" -t 1 < "$f" 2>&1`;
     croak "clef decide failed:\n$out" if $?;
-    return $json->decode($out);
+    my $want = $json->decode($out);
+    croak "clef decide refused the request: $out" if $want->{error};
+    $want->{model} = $self->{model_name};
+    return $want;
 }
 
 # ---- logs -------------------------------------------------------------------
