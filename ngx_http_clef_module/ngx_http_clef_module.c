@@ -13,6 +13,7 @@
  */
 #include "ngx_http_clef_module.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <time.h>
@@ -464,6 +465,10 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                      tc->hidden_size, &m->backend);
     m->description.len = p - m->description.data;
     clef_model_close(cm);
+
+    /* checking the release read its tokenizer: give that memory back
+     * before the master forks workers that would all carry it */
+    (void) malloc_trim(0);
 
     /* the release date of a checkpoint directory: its config.json's date */
     p = ngx_snprintf(cfg, sizeof(cfg) - 1, "%V/config.json%Z", &m->path);
