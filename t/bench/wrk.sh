@@ -86,15 +86,31 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = [[$body]]
 LUA
 
+workers_cpu() {   # CPU ticks (utime + stime) of the nginx workers
+    local t=0 p
+    for p in $(pgrep -P "$master"); do
+        grep -q "worker process" "/proc/$p/cmdline" 2>/dev/null || continue
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    done
+    echo "$t"
+}
+
 run() {   # name url [script]
-    local out
+    local out cpu0 cpu1
+    cpu0=$(workers_cpu)
     out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency ${3:+-s "$3"} "$2")
+    cpu1=$(workers_cpu)
     local rps p99 non2xx
     rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
     p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
     non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-    printf '%-22s %12s req/s   p99 %10s   non-2xx %s\n' "$1" "$rps" "$p99" "${non2xx:-0}"
-    echo "$rps $p99" > "$prefix/$1.res"
+    local reqs us
+    reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+    us=$(awk -v c=$((cpu1 - cpu0)) -v n="$reqs" -v hz="$(getconf CLK_TCK)" \
+         'BEGIN { printf "%.1f", c * 1e6 / hz / n }')
+    printf '%-18s %10s req/s   p99 %9s   worker CPU %6s us/req   non-2xx %s\n' \
+        "$1" "$rps" "$p99" "$us" "${non2xx:-0}"
+    echo "$rps $p99 $us" > "$prefix/$1.res"
 }
 
 to_ms() {   # wrk's 1.23ms / 456.78us / 1.02s -> milliseconds
@@ -111,10 +127,12 @@ echo "wrk: $THREADS threads, $CONNECTIONS connections, $DURATION each;" \
 run static-same-size "http://127.0.0.1:$port/static.json"
 run systemone "http://127.0.0.1:$port/v1/systemone" "$prefix/post.lua"
 
-read -r s_rps s_p99 < "$prefix/static-same-size.res"
-read -r c_rps c_p99 < "$prefix/systemone.res"
-awk -v a="$c_rps" -v b="$s_rps" -v pa="$(to_ms "$c_p99")" -v pb="$(to_ms "$s_p99")" 'BEGIN {
-    printf "ratio systemone/static: %.4f of the requests/s, p99 %.1fx\n", a / b, pa / pb }'
+read -r s_rps s_p99 s_us < "$prefix/static-same-size.res"
+read -r c_rps c_p99 c_us < "$prefix/systemone.res"
+awk -v a="$c_rps" -v b="$s_rps" -v pa="$(to_ms "$c_p99")" -v pb="$(to_ms "$s_p99")" \
+    -v ua="$c_us" -v ub="$s_us" 'BEGIN {
+    printf "ratio systemone/static: %.4f of the requests/s, p99 %.1fx, " \
+           "worker CPU per request %.1fx\n", a / b, pa / pb, ua / ub }'
 curl -s "http://127.0.0.1:$port/status" | awk '
     /^clef_batches_total / { b = $2 } /^clef_batch_records_sum / { r = $2 }
     /^clef_batch_records_max / { m = $2 } /^clef_tokens_per_second / { t = $2 }
