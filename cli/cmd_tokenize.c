@@ -79,7 +79,7 @@ tokenize_line(const clef_tokenizer *tk, const char *s, size_t n,
     char           msg[300];
     int            rc;
 
-    o = json_loadb(s, n, JSON_ALLOW_NUL, &jerr);
+    o = json_loadb(s, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
     if (o == NULL) {
         snprintf(msg, sizeof(msg), "Invalid JSON: %s", jerr.text);
         return write_error(400, "json_invalid", msg);

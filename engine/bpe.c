@@ -27,7 +27,9 @@ pair_get(const tk_bpe *b, int32_t left, int32_t right)
     uint64_t  key = ((uint64_t) (uint32_t) left << 32) | (uint32_t) right;
     size_t    j;
 
-    for (j = pair_slot(b, key); b->pairs[j].key != NO_PAIR; j = (j + 1) & b->pair_mask) {
+    for (j = pair_slot(b, key); b->pairs[j].key != NO_PAIR;
+         j = (j + 1) & b->pair_mask)
+    {
         if (b->pairs[j].key == key) {
             return b->pairs[j].val;
         }
@@ -41,7 +43,9 @@ pair_put(tk_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t id)
     uint64_t  key = ((uint64_t) (uint32_t) left << 32) | (uint32_t) right;
     size_t    j;
 
-    for (j = pair_slot(b, key); b->pairs[j].key != NO_PAIR; j = (j + 1) & b->pair_mask) {
+    for (j = pair_slot(b, key); b->pairs[j].key != NO_PAIR;
+         j = (j + 1) & b->pair_mask)
+    {
         if (b->pairs[j].key == key) {
             break;              /* a repeated merge: the last rank wins */
         }
@@ -111,7 +115,9 @@ load_options(tk_bpe *b, json_t *model, const char *what, clef_error *err)
                     json_is_string(v) ? json_string_value(v) : "?");
     }
     v = json_object_get(model, "dropout");
-    if (v != NULL && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) == 0)) {
+    if (v != NULL && !json_is_null(v)
+        && !(json_is_number(v) && json_number_value(v) == 0))
+    {
         return fail(err, "tokenizer_unsupported", what,
                     "BPE dropout is not supported");
     }
@@ -135,7 +141,8 @@ load_options(tk_bpe *b, json_t *model, const char *what, clef_error *err)
     b->unk_id = -1;
     v = json_object_get(model, "unk_token");
     if (json_is_string(v)) {
-        b->unk_id = tk_strmap_get(&b->vocab, json_string_value(v), json_string_length(v));
+        b->unk_id = tk_strmap_get(&b->vocab, json_string_value(v),
+                                  json_string_length(v));
         if (b->unk_id < 0) {
             return fail(err, "tokenizer_invalid", what,
                         "the BPE unk_token \"%s\" is not in the vocab",

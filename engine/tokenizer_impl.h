@@ -74,8 +74,10 @@ int tk_is_white_space(uint32_t cp);
 /* Appends the NFC form of s[0..n) (valid UTF-8).  scratch is reused
  * between calls.  Returns 0, -1 on allocation failure. */
 typedef struct {
-    int32_t  *v;
+    int32_t  *v;            /* code points */
     size_t    cap;
+    int32_t  *tmp;          /* for sorting long runs of combining marks */
+    size_t    tmp_cap;
 } tk_nfc_scratch;
 
 int  tk_nfc_append(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc);

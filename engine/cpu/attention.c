@@ -153,10 +153,7 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
                 memset(srow, 0, sizeof(float) * nk);
                 continue;
             }
-            m = mx[r];
-            for (c = 0; c < valid; c++) {
-                m = srow[c] > m ? srow[c] : m;
-            }
+            m = clef_vec_max(srow, valid, mx[r]);
             corr = clef_exp(mx[r] - m);          /* 0 on the first block */
             for (c = 0; c < valid; c++) {
                 srow[c] = clef_exp(srow[c] - m);

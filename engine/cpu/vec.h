@@ -10,6 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 /* The ops never look at floating-point exception flags, so the compiler may
  * evaluate both sides of a select and vectorise loops with clamps and
  * compares in them (GCC otherwise keeps them as branches).  Results are
@@ -54,6 +58,31 @@ clef_vec_sum(const float *a, int n)
         s += a[i];
     }
     return s;
+}
+
+/* max(m, a[0..n)).  GCC does not vectorise a float max reduction without
+ * -ffast-math, and the softmax runs one over every score. */
+static inline float
+clef_vec_max(const float *a, int n, float m)
+{
+    int      i = 0;
+#ifdef __AVX2__
+    __m256   acc = _mm256_set1_ps(m);
+    float    lanes[8];
+    int      j;
+
+    for ( ; i + 8 <= n; i += 8) {
+        acc = _mm256_max_ps(acc, _mm256_loadu_ps(a + i));
+    }
+    _mm256_storeu_ps(lanes, acc);
+    for (j = 0; j < 8; j++) {
+        m = lanes[j] > m ? lanes[j] : m;
+    }
+#endif
+    for ( ; i < n; i++) {
+        m = a[i] > m ? a[i] : m;
+    }
+    return m;
 }
 
 static inline float

@@ -223,7 +223,8 @@ def handcrafted():
         " " * 200, "\t" * 50, "\n" * 64, "\r\n" * 30, " \t" * 40, "a" * 300,
         "ab" * 200, "9" * 200, "😀" * 50, "中" * 300, "=" * 120, "-" * 80 + "\n",
         " " * 17 + "x" + " " * 33, "a " * 150, "\u3000" * 20, "\u00a0" * 20,
-        "ﷺ" * 5, "𒐫" * 5,
+        "ﷺ" * 5, "𒐫" * 5, "a" + "\u0301\u0323\u0345\u0300" * 30,
+        "e" + "\u0316\u0301" * 100 + " x", "\u1100" * 40 + "\u1161" * 40,
         "".join(chr(c) for c in range(0x20, 0x7f)),
         "".join(chr(c) for c in range(0xa0, 0x180)),
         "".join(chr(c) for c in range(0x2000, 0x2070)),
@@ -560,7 +561,18 @@ def write_unicode(path, trained):
                and not unicodedata.decomposition(chr(c)).startswith("<")]
     inputs += ["o\u0302\u0323", "a\u0301\u0328\u0300b", "\u1100\u1161\u11a8\u11a8",
                "e\u0301\u0301", "\u0f73\u0f73", "\u05d0\u05b8\u05b7"]
+    # Every combining mark: is it reordered after U+0345 (class 240), does
+    # it block a + U+0323?  HF's tables are older than Python's.
+    marks = [c for c in assigned if unicodedata.combining(chr(c))]
+    inputs += ["$\u0345" + chr(c) for c in marks]
+    inputs += ["a" + chr(c) + "\u0323" for c in marks]
+    inputs += ["a\U00016ff0\u0301", "a\u1df6\u0323x", "e\u0301\u1df6\u0301"]
     outputs = nfc_norm.normalize_str("\n".join(inputs)).split("\n")
+    # The marks HF's tables know, over all code points: "$" U+0345 c
+    # becomes "$" c U+0345.
+    probe = [c for c in cps if c != 10]
+    reordered = nfc_norm.normalize_str("\n".join("$\u0345" + chr(c) for c in probe)).split("\n")
+    hf_marks = [c for c, o in zip(probe, reordered) if o == "$" + chr(c) + "\u0345"]
     assert len(outputs) == len(inputs)
     nfc = [[i, o] for i, o in zip(inputs, outputs) if i != o or len(i) > 1]
     data = {
@@ -569,6 +581,7 @@ def write_unicode(path, trained):
         "classes": classes,
         "rust_word": to_ranges(word),
         "nfc": nfc,
+        "hf_marks": to_ranges(hf_marks),
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, ensure_ascii=False, separators=(",", ":"))

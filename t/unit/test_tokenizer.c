@@ -296,6 +296,38 @@ check_regex(const char *path)
     json_decref(arr);
 }
 
+static int
+count_piece(void *ctx, const char *s, size_t n)
+{
+    (void) s;
+    (void) n;
+    ++*(size_t *) ctx;
+    return 0;
+}
+
+/* A backtracking pattern over a long subject outgrows PCRE2's default
+ * 32 KiB JIT stack: the per-thread stack grows and the match completes. */
+static void
+check_regex_deep(void)
+{
+    tk_regex     re;
+    clef_error   err;
+    size_t       n = 300000, i, pieces = 0;
+    char        *s = malloc(n);
+    int          rc = -1;
+
+    for (i = 0; i < n; i++) {
+        s[i] = "abc"[i % 3];
+    }
+    if (tk_regex_compile(&re, "(?:a|bc)+", 9, 0, "test", &err) == 0) {
+        rc = tk_regex_split(&re, tk_thread_get(), s, n, count_piece, &pieces);
+        tk_regex_free(&re);
+    }
+    CHECK(rc == 0 && pieces == 1, "regex: a 300000-byte match of (?:a|bc)+ (%zu piece)",
+          pieces);
+    free(s);
+}
+
 static void
 check_refused(void)
 {
@@ -563,14 +595,17 @@ check_nfc_chunks(void)
     tk_nfc_scratch   sc = { 0 };
     uint64_t         rng = 0x9e3779b97f4a7c15ULL;
     size_t           i, k, len, bad = 0;
-    char             s[64];
+    char             s[1024];
     utf8proc_uint8_t *want;
 
     for (i = 0; i < 20000; i++) {
         len = 0;
-        for (k = 1 + (i % 12); k > 0; k--) {
+        /* every 100th string is one long run of marks (pool[6..12]): those
+         * are merge-sorted */
+        for (k = i % 100 == 0 ? 200 : 1 + (i % 12); k > 0; k--) {
             rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-            len += put_utf8(pool[(rng >> 33) % n_pool], s + len);
+            len += put_utf8(i % 100 == 0 ? pool[6 + (rng >> 33) % 7]
+                                         : pool[(rng >> 33) % n_pool], s + len);
         }
         s[len] = '\0';
         out.len = 0;
@@ -582,8 +617,52 @@ check_nfc_chunks(void)
         }
         free(want);
     }
-    CHECK(bad == 0, "NFC: chunks and quick check agree with utf8proc on 20000 random"
+    CHECK(bad == 0, "NFC: chunks, quick check and ordering agree with utf8proc on 20000 random"
           " strings (%zu differ)", bad);
+    clef_buf_free(&out);
+    tk_nfc_scratch_free(&sc);
+}
+
+/* Every combining mark of the installed utf8proc (other than class 240,
+ * U+0345 itself): reordered before U+0345 exactly when HF's tables know it. */
+static void
+check_hf_marks(json_t *uni)
+{
+    uint8_t                    *known = range_bits(json_object_get(uni, "hf_marks"));
+    const utf8proc_property_t  *pr;
+    clef_buf                    out = { 0 };
+    tk_nfc_scratch              sc = { 0 };
+    char                        in[16], want[16];
+    size_t                      n, bad = 0, marks = 0;
+    uint32_t                    c;
+    int                         reordered;
+
+    for (c = 0; c < 0x110000; c++) {
+        pr = utf8proc_get_property((utf8proc_int32_t) c);
+        if ((c >= 0xd800 && c <= 0xdfff) || pr->combining_class == 0
+            || pr->combining_class == 240 || pr->decomp_seqindex != UINT16_MAX)
+        {
+            continue;
+        }
+        marks++;
+        n = put_utf8(c, in + 3);
+        memcpy(in, "$\xcd\x85", 3);
+        want[0] = '$';
+        memcpy(want + 1, in + 3, n);
+        memcpy(want + 1 + n, "\xcd\x85", 2);
+        out.len = 0;
+        reordered = tk_nfc_append(in, n + 3, &out, &sc) == 0 && out.len == n + 3
+                    && memcmp(out.data, want, n + 3) == 0;
+        if (reordered != bit(known, c)) {
+            if (bad++ == 0) {
+                printf("# U+%04X: HF %s it after U+0345, we %s\n", c,
+                       bit(known, c) ? "moves" : "leaves", reordered ? "move" : "leave");
+            }
+        }
+    }
+    CHECK(bad == 0 && marks > 0, "NFC: %zu of utf8proc %s's %zu combining marks are"
+          " reordered as by HF", marks - bad, utf8proc_unicode_version(), marks);
+    free(known);
     clef_buf_free(&out);
     tk_nfc_scratch_free(&sc);
 }
@@ -608,6 +687,7 @@ check_unicode(const char *path)
     check_classes(uni, assigned, subject, len, offs);
     check_word_chars(uni, assigned);
     check_nfc(uni);
+    check_hf_marks(uni);
     check_nfc_chunks();
     free(subject);
     free(offs);
@@ -873,6 +953,7 @@ main(void)
 
     snprintf(path, sizeof(path), "%s/tokenizer/regex.jsonl", check_fixtures());
     check_regex(path);
+    check_regex_deep();
     check_refused();
     snprintf(path, sizeof(path), "%s/tokenizer/unicode.json", check_fixtures());
     check_unicode(path);
