@@ -84,14 +84,13 @@ test-asan: $(SAN_BIN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  prove --exec '' $(SAN_BIN)
 
+# unit tests first (fast, precise failures), then the sanitized run, then
+# the prove suites (mkmodel determinism and the nginx suites)
 test: deps
 	$(MAKE) -j$(JOBS) all $(UNIT_BIN) $(SAN_BIN)
 	$(MAKE) test-unit
 	$(MAKE) test-asan
-
-run: deps all
-	@echo "make run: the nginx server arrives with the module (issue 'The nginx module'); not yet."
-	@exit 1
+	$(MAKE) test-nginx
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/t $(BUILD)/libclef.a $(BUILD)/clef
@@ -178,3 +177,75 @@ clean: clean-cuda
 # ---- end of the CUDA section ---------------------------------------------
 
 -include $(OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+
+# ==== nginx module ========================================================
+# build/ngx_http_clef_module.so, built out of tree against Debian's nginx-dev
+# headers with the packaged binary's own configure flags (conf_flags), so
+# that /usr/sbin/nginx loads it (spec/nginx-module-recipe.md §0-§2); then
+# the t/*.t suites (prove) and `make run`.
+
+NGX_SRC      ?= /usr/share/nginx/src
+NGX_BIN      ?= /usr/sbin/nginx
+NGX_BUILD    := $(ABS_BUILD)/ngx
+NGX_MODULE   := $(BUILD)/ngx_http_clef_module.so
+NGX_MOD_SRC  := $(sort $(wildcard ngx_http_clef_module/*.c))
+NGX_MOD_DEP  := $(wildcard ngx_http_clef_module/*.h engine/*.h)
+NGX_SIG      := grep -E '^[0-9]+,[0-9]+,[0-9]+,[01]{30,}$$'
+# -z now, like the packaged nginx (recipe §2)
+export DEB_BUILD_MAINT_OPTIONS ?= hardening=+all
+
+.PHONY: module module-configure test-nginx clean-nginx FORCE
+all: $(NGX_MODULE)
+module: $(NGX_MODULE)
+# test-nginx runs from the test recipe, after the unit tests (see above)
+clean: clean-nginx
+
+# configure (the slow step, ~17 s) runs again only when `config` or the
+# list of module sources changes
+$(NGX_BUILD)/sources: FORCE
+	@mkdir -p $(NGX_BUILD)
+	@echo "$(NGX_MOD_SRC)" | cmp -s - $@ || echo "$(NGX_MOD_SRC)" > $@
+
+$(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef.a
+	@echo "configuring the nginx module against $(NGX_SRC) (Debian conf_flags)"
+	cd $(NGX_SRC) && CLEF_LIB=$(ABS_BUILD)/libclef.a CLEF_LIBS="$(LIBS)" \
+	  CLEF_INCS="$(patsubst -I%,%,$(filter -I%,$(PKG_CFLAGS)))" \
+	  bash -ec '. ./conf_flags; ./configure \
+	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS)" \
+	    --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC" \
+	    "$${NGX_CONF_FLAGS[@]}" \
+	    --add-dynamic-module=$(CURDIR) \
+	    --builddir=$(NGX_BUILD)' > $(ABS_BUILD)/ngx-configure.log 2>&1 \
+	  || { tail -30 $(ABS_BUILD)/ngx-configure.log; exit 1; }
+	@touch $@
+
+module-configure: $(NGX_BUILD)/Makefile
+
+# -f must be absolute (make changes into $(NGX_SRC) first); the module is
+# relinked whenever libclef.a changes; `install` gives the .so a new inode,
+# never overwriting one a running nginx has mapped (recipe §6.7)
+$(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) $(BUILD)/libclef.a
+	@rm -f $(NGX_BUILD)/ngx_http_clef_module.so
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	  $(MAKE) -f $(NGX_BUILD)/Makefile -C $(NGX_SRC) -j$(JOBS) modules
+	@test "$$(strings $(NGX_BUILD)/ngx_http_clef_module.so | $(NGX_SIG))" = \
+	      "$$(strings $(NGX_BIN) | $(NGX_SIG))" \
+	  || { echo "module signature differs from $(NGX_BIN)" >&2; exit 1; }
+	@echo "module signature matches $(NGX_BIN): $$(strings $(NGX_BIN) | $(NGX_SIG))"
+	install -m 0755 $(NGX_BUILD)/ngx_http_clef_module.so $@
+
+# t/*.t: Test::Base suites against the packaged nginx with the module
+test-nginx: all
+	CLEF_MODULE=$(abspath $(NGX_MODULE)) CLEF_BIN=$(ABS_BUILD)/clef prove t/
+
+# make run: install, build, make a demo checkpoint (random weights) unless
+# CLEF_MODEL=/path is given, serve on 127.0.0.1:8080 in the foreground
+run: deps
+	$(MAKE) -j$(JOBS) all
+	@auto/run-nginx
+
+clean-nginx:
+	rm -rf $(NGX_BUILD) $(NGX_MODULE) $(ABS_BUILD)/ngx-configure.log
+
+FORCE:
+# ==== end of nginx module =================================================

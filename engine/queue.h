@@ -1,0 +1,304 @@
+/*
+ * The shared-memory record queue between nginx workers and the engine
+ * process (DESIGN.md §1-§2).  Plain C: the nginx module hands it the memory
+ * of its shared zone; the engine process, forked from the nginx master,
+ * sees the same mapping at the same address.
+ *
+ * One zone holds:
+ *   - a header: ownership of the engine (keeper pid, engine pid,
+ *     configuration generation, start epoch, state), the futex the engine
+ *     sleeps on, and the counters clef_status reports;
+ *   - nslots record slots, a FIFO ring of slot indices and a free stack;
+ *   - a data area where each record owns one block: the request body as
+ *     received, then a clef_error, then one float per option for the
+ *     logits the engine writes back.
+ *
+ * Ownership of a slot moves with its state:
+ *   FILLING   the worker copies the body in (not yet in the ring)
+ *   QUEUED    in the ring, waiting for the engine
+ *   TAKEN     the engine parses, encodes and runs it
+ *   DONE      results written (status 0: logits; otherwise an error); the
+ *             worker reads them, then releases the slot
+ * CANCELLED is a flag added to QUEUED or TAKEN by the worker (client gone,
+ * deadline passed): the engine then frees the slot instead of answering.
+ *
+ * Every structural change happens under one robust process-shared mutex, so
+ * a process killed while holding it (kill -9 of a worker) does not wedge
+ * the others: the next locker sees EOWNERDEAD and carries on.  Critical
+ * sections are a few hundred instructions; bodies are copied outside.
+ */
+#ifndef CLEF_QUEUE_H
+#define CLEF_QUEUE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define CLEF_QUEUE_VERSION   1
+#define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
+
+enum {
+    CLEF_SLOT_FREE = 0,
+    CLEF_SLOT_FILLING,
+    CLEF_SLOT_QUEUED,
+    CLEF_SLOT_TAKEN,
+    CLEF_SLOT_DONE,
+    CLEF_SLOT_STATE_MASK = 0xff,
+    CLEF_SLOT_CANCELLED = 0x100
+};
+
+/* What the engine owning the queue is doing (clef_queue_hdr.state). */
+enum {
+    CLEF_ENGINE_NONE = 0,      /* no engine has started yet */
+    CLEF_ENGINE_LOADING,       /* first load: requests queue and wait */
+    CLEF_ENGINE_READY,
+    CLEF_ENGINE_DRAINING,      /* finishing what it took, then exits */
+    CLEF_ENGINE_RESTARTING,    /* crashed; the keeper starts a new one: 503 */
+    CLEF_ENGINE_FAILED,        /* the model could not be loaded: 503 */
+    CLEF_ENGINE_STOPPED        /* the keeper is gone: 503 */
+};
+
+const char *clef_engine_state_name(uint32_t state);
+
+/* Statuses counted per response, in clef_queue_stats.responses order. */
+#define CLEF_STATUS_SLOTS  17
+extern const int clef_stats_statuses[CLEF_STATUS_SLOTS];  /* 0 = other */
+int clef_stats_status_index(int status);
+
+/* Records per batch histogram bounds (le), the last bucket is +Inf. */
+#define CLEF_HIST_BATCH  9
+extern const int clef_hist_batch_le[CLEF_HIST_BATCH - 1];
+
+/* Latency histogram bounds in milliseconds (le), the last bucket is +Inf. */
+#define CLEF_HIST_LAT  15
+extern const double clef_hist_lat_le_ms[CLEF_HIST_LAT - 1];
+
+typedef struct {
+    _Atomic uint64_t  submitted;        /* records queued */
+    _Atomic uint64_t  rejected_full;    /* 429: queue or data area full */
+    _Atomic uint64_t  cancelled;        /* client gone or deadline passed */
+    _Atomic uint64_t  orphaned;         /* owner worker died */
+    _Atomic uint64_t  failed;           /* failed by an engine crash or a
+                                           failed model load */
+    _Atomic uint64_t  batches;
+    _Atomic uint64_t  batch_records;    /* sum of records over batches */
+    _Atomic uint64_t  batch_tokens;
+    _Atomic uint64_t  batch_records_max;
+    _Atomic uint64_t  batch_hist[CLEF_HIST_BATCH];
+    _Atomic uint64_t  busy_ns;          /* time spent in forward() */
+    _Atomic uint64_t  last_batch_tokens;
+    _Atomic uint64_t  last_batch_ns;
+    _Atomic uint64_t  encode_errors;    /* refused by the encoder (400) */
+    _Atomic uint64_t  lat_hist[CLEF_HIST_LAT];   /* end to end, in workers */
+    _Atomic uint64_t  lat_count;
+    _Atomic uint64_t  lat_sum_us;
+    _Atomic uint64_t  queue_wait_us;    /* submit -> taken, over answered */
+    _Atomic uint64_t  engine_us;        /* taken -> done, over answered */
+    _Atomic uint64_t  responses[CLEF_STATUS_SLOTS];
+    _Atomic uint64_t  engine_starts;
+    _Atomic uint64_t  engine_restarts;  /* starts after a crash */
+    _Atomic uint64_t  weight_loads;
+    _Atomic uint64_t  lock_recoveries;  /* EOWNERDEAD seen */
+} clef_queue_stats;
+
+typedef struct {
+    _Atomic uint32_t  state;        /* CLEF_SLOT_* | CLEF_SLOT_CANCELLED */
+    uint32_t          seq;          /* bumped on every allocation */
+    int32_t           owner_pid;    /* the worker waiting for it */
+    uint32_t          gen;          /* configuration generation it is for */
+    uint64_t          block;        /* offset of its data block */
+    uint32_t          body_len;
+    uint32_t          n_options;    /* logits the worker expects */
+    int32_t           max_length;   /* encoder limit for this record */
+    int32_t           truncate;     /* clef_truncate */
+    int64_t           submit_ns;    /* CLOCK_MONOTONIC */
+    int64_t           deadline_ns;
+    int64_t           taken_ns;
+    int64_t           done_ns;
+    /* results, written by the engine before the state becomes DONE */
+    int32_t           status;       /* 0: logits valid; else the HTTP status */
+    int32_t           n_tokens;
+    int32_t           state_tokens;
+    int32_t           state_kept;
+    uint32_t          batch_records;
+    uint32_t          reserved;
+} clef_slot;
+
+typedef struct {
+    uint64_t          magic;
+    uint32_t          version;
+    uint32_t          nslots;
+    uint64_t          zone_id;      /* random: names the wake sockets */
+    uint64_t          size;
+    pthread_mutex_t   lock;
+
+    /* the engine sleeps on futex; anyone who gives it work bumps it */
+    _Atomic uint32_t  futex;
+    _Atomic uint32_t  waiting;
+
+    /* ownership: who serves this queue now */
+    _Atomic int32_t   keeper_pid;
+    _Atomic int32_t   engine_pid;
+    _Atomic uint32_t  gen;          /* configuration generation it serves */
+    _Atomic uint32_t  epoch;        /* bumped at every engine start */
+    _Atomic uint32_t  state;        /* CLEF_ENGINE_* */
+    _Atomic uint32_t  want_gen;     /* newest generation the master started */
+    _Atomic int64_t   max_batch_tokens; /* set by the master on every
+                                           (re)load; read per batch */
+    char              message[256]; /* last progress or error line */
+
+    /* under lock */
+    uint32_t          q_head;
+    uint32_t          q_count;
+    uint32_t          free_count;
+    uint32_t          pad;
+    uint64_t          data_used;
+    uint64_t          rover;
+
+    /* layout, as offsets from the header */
+    uint64_t          ring_off;
+    uint64_t          free_off;
+    uint64_t          slots_off;
+    uint64_t          data_off;
+    uint64_t          data_size;
+
+    clef_queue_stats  stats;
+} clef_queue_hdr;
+
+typedef struct {
+    clef_queue_hdr  *h;
+    uint32_t        *ring;
+    uint32_t        *free;
+    clef_slot       *slots;
+    unsigned char   *data;
+} clef_queue;
+
+/* Lays a fresh queue out over mem[0..size) (nslots 0 = from the size). */
+int  clef_queue_init(clef_queue *q, void *mem, size_t size, uint32_t nslots,
+    uint64_t zone_id, clef_error *err);
+/* Attaches to a queue laid out by clef_queue_init (-1: not one). */
+int  clef_queue_attach(clef_queue *q, void *mem);
+/* Slots a zone of this size gets by default. */
+uint32_t clef_queue_default_slots(size_t size);
+
+int64_t clef_now_ns(void);        /* CLOCK_MONOTONIC, shared by processes */
+
+/* ---- worker side ------------------------------------------------------ */
+
+typedef struct {
+    const void  *body;
+    size_t       body_len;
+    uint32_t     n_options;
+    int32_t      max_length;
+    int32_t      truncate;
+    uint32_t     gen;
+    pid_t        owner_pid;
+    int64_t      deadline_ns;
+    uint32_t     max_queue;     /* refuse when this many are queued */
+} clef_submit;
+
+enum {
+    CLEF_Q_OK = 0,
+    CLEF_Q_FULL,                /* max_queue records wait already */
+    CLEF_Q_NOMEM,               /* no slot or no room in the data area */
+    CLEF_Q_TOO_BIG              /* could never fit in this zone */
+};
+
+/* Allocates a slot, copies the body in (outside the lock), queues it and
+ * wakes the engine.  *slot and *seq name the record from then on. */
+int  clef_queue_submit(clef_queue *q, const clef_submit *s, uint32_t *slot,
+    uint32_t *seq);
+
+/* 1 when the record is DONE (results readable), 0 while it waits, -1 when
+ * slot/seq no longer name a record of ours. */
+int  clef_queue_done(const clef_queue *q, uint32_t slot, uint32_t seq);
+const clef_slot  *clef_queue_slot(const clef_queue *q, uint32_t slot);
+const float      *clef_queue_logits(const clef_queue *q, uint32_t slot);
+const clef_error *clef_queue_error(const clef_queue *q, uint32_t slot);
+
+/* The worker is done with a DONE record: frees it. */
+void clef_queue_release(clef_queue *q, uint32_t slot, uint32_t seq);
+/* The worker gives up on a record: frees it, or flags it for the engine to
+ * free.  Returns 1 when a pending record was cancelled, 0 otherwise. */
+int  clef_queue_cancel(clef_queue *q, uint32_t slot, uint32_t seq);
+
+void clef_queue_wake_engine(clef_queue *q);
+uint32_t clef_queue_depth(clef_queue *q);
+
+typedef struct {
+    uint32_t  slots_used;
+    uint32_t  queued;
+    uint64_t  data_used;
+    uint64_t  data_size;
+    uint32_t  nslots;
+} clef_queue_usage;
+
+void clef_queue_get_usage(clef_queue *q, clef_queue_usage *u);
+
+/* ---- engine side ------------------------------------------------------ */
+
+enum {
+    CLEF_TAKE_EMPTY = 0,
+    CLEF_TAKE_OK,
+    CLEF_TAKE_OTHER_GEN         /* the head belongs to a newer configuration */
+};
+
+/* Pops the oldest record of generation gen: frees cancelled ones and those
+ * whose owner died on the way; fails older generations with 503.  Collects
+ * the pids to wake for records it answered in wake[] (*n_wake, up to
+ * max_wake).  Never blocks beyond the lock. */
+int  clef_queue_take(clef_queue *q, uint32_t gen, uint32_t *slot,
+    pid_t *wake, int *n_wake, int max_wake);
+const char *clef_queue_body(const clef_queue *q, uint32_t slot);
+clef_slot  *clef_queue_slot_w(clef_queue *q, uint32_t slot);
+float      *clef_queue_logits_w(clef_queue *q, uint32_t slot);
+clef_error *clef_queue_error_w(clef_queue *q, uint32_t slot);
+int  clef_queue_is_cancelled(const clef_queue *q, uint32_t slot);
+
+/* Marks a TAKEN record DONE (results written before).  Returns the pid to
+ * wake, or 0 when it had been cancelled and was freed instead. */
+pid_t clef_queue_complete(clef_queue *q, uint32_t slot);
+
+/* Sleeps until someone bumps the futex from `seen` or timeout_ms passes. */
+void clef_queue_engine_wait(clef_queue *q, uint32_t seen, int timeout_ms);
+uint32_t clef_queue_futex(clef_queue *q);
+
+/* Answers every QUEUED or TAKEN record (of any generation when gen is 0)
+ * with status and message, freeing cancelled ones; collects the owners to
+ * wake.  Used by the keeper when the engine died. Returns records failed. */
+int  clef_queue_fail_all(clef_queue *q, uint32_t gen, int status,
+    const char *type, const char *message, pid_t *wake, int *n_wake,
+    int max_wake);
+
+/* Frees records whose owner process is gone (kill -9 of a worker). */
+int  clef_queue_reap_orphans(clef_queue *q);
+
+void clef_queue_set_message(clef_queue *q, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Statistics helpers (atomic). */
+void clef_stats_batch(clef_queue *q, uint32_t records, uint64_t tokens,
+    uint64_t ns);
+void clef_stats_response(clef_queue *q, int status, int64_t latency_ns);
+
+/* ---- wake-ups towards workers: one abstract unix datagram socket per
+ * worker, named after the zone and the worker's pid ------------------- */
+
+/* Fills an abstract AF_UNIX address; returns its length. */
+int  clef_wake_addr(void *sockaddr_un, uint64_t zone_id, pid_t pid);
+/* A socket bound to this process's address (non-blocking, close-on-exec);
+ * -1 with errno. */
+int  clef_wake_listen(uint64_t zone_id, pid_t pid);
+/* Sends one wake-up datagram (never blocks; a full queue means the worker
+ * is going to wake anyway). */
+void clef_wake_send(int fd, uint64_t zone_id, pid_t pid);
+/* Reads every pending wake-up; returns how many. */
+int  clef_wake_drain(int fd);
+/* Sends one wake-up to each distinct pid in pids[0..n). */
+void clef_wake_all(int fd, uint64_t zone_id, const pid_t *pids, int n);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * GET /v1/models: {"models":[{"name","description","release_date"}]}
+ * (spec/systemone-protocol.md §6; the Python SDK wants all three strings).
+ */
+#include "ngx_http_clef_module.h"
+
+#include "buf.h"
+#include "render.h"
+
+
+ngx_int_t
+ngx_http_clef_models_handler(ngx_http_request_t *r)
+{
+    ngx_http_clef_main_conf_t  *mcf;
+    ngx_http_clef_loc_conf_t   *llcf;
+    ngx_http_clef_model_t      *m;
+    clef_buf                    b = { NULL, 0, 0 };
+    ngx_int_t                   rc;
+    u_char                     *body;
+    int                         ok;
+
+    if (ngx_http_clef_get_ctx(r) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        return ngx_http_clef_send_not_allowed(r, "GET, HEAD");
+    }
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
+    rc = ngx_http_clef_check_api_key(r, llcf);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
+    m = mcf->model;
+
+    ok = clef_buf_append(&b, "{\"models\":[{\"name\":", 19) == 0
+         && clef_render_string(&b, (char *) m->name.data, m->name.len) == 0
+         && clef_buf_append(&b, ",\"description\":", 15) == 0
+         && clef_render_string(&b, (char *) m->description.data,
+                               m->description.len) == 0
+         && clef_buf_append(&b, ",\"release_date\":", 16) == 0
+         && clef_render_string(&b, (char *) m->release_date.data,
+                               m->release_date.len) == 0
+         && clef_buf_append(&b, "}]}", 3) == 0;
+
+    body = ok ? ngx_pnalloc(r->pool, b.len) : NULL;
+    if (body == NULL) {
+        clef_buf_free(&b);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ngx_memcpy(body, b.data, b.len);
+    rc = ngx_http_clef_send(r, NGX_HTTP_OK, NULL, body, b.len);
+    clef_buf_free(&b);
+    return rc;
+}

@@ -1,0 +1,843 @@
+/*
+ * Directives, configuration, the shared zone, and the module's process
+ * hooks.
+ *
+ *   http:     clef_model NAME PATH [backend=cpu|cuda] [threads=N]
+ *                        [devices=N] [max_length=N] [truncate=reject|state];
+ *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
+ *                         [max_queue=N] [timeout=TIME];
+ *   location: clef_systemone; clef_models; clef_status;
+ *   http, server, location:
+ *             clef_max_questions N; clef_max_images N; clef_max_tokens N;
+ *             clef_api_key KEY... | off;
+ */
+#include "ngx_http_clef_module.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "model.h"
+
+static void *ngx_http_clef_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_clef_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_clef_postconfiguration(ngx_conf_t *cf);
+static char *ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_clef_engine(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_clef_location(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_clef_api_key(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_clef_add_zone(ngx_conf_t *cf,
+    ngx_http_clef_main_conf_t *mcf, ngx_str_t *name, ssize_t size);
+static ngx_int_t ngx_http_clef_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_int_t ngx_http_clef_log_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_clef_init_module(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_clef_init_process(ngx_cycle_t *cycle);
+static void ngx_http_clef_exit_process(ngx_cycle_t *cycle);
+
+
+static ngx_command_t  ngx_http_clef_commands[] = {
+
+    { ngx_string("clef_model"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_clef_model,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("clef_engine"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_clef_engine,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("clef_systemone"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_clef_location,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      NGX_HTTP_CLEF_SYSTEMONE,
+      NULL },
+
+    { ngx_string("clef_models"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_clef_location,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      NGX_HTTP_CLEF_MODELS,
+      NULL },
+
+    { ngx_string("clef_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_clef_location,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      NGX_HTTP_CLEF_STATUS,
+      NULL },
+
+    { ngx_string("clef_max_questions"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_clef_loc_conf_t, max_questions),
+      NULL },
+
+    { ngx_string("clef_max_images"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_clef_loc_conf_t, max_images),
+      NULL },
+
+    { ngx_string("clef_max_tokens"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_clef_loc_conf_t, max_tokens),
+      NULL },
+
+    { ngx_string("clef_api_key"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_clef_api_key,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_clef_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    ngx_http_clef_postconfiguration,       /* postconfiguration */
+
+    ngx_http_clef_create_main_conf,        /* create main configuration */
+    ngx_http_clef_init_main_conf,          /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_clef_create_loc_conf,         /* create location configuration */
+    ngx_http_clef_merge_loc_conf           /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_clef_module = {
+    NGX_MODULE_V1,
+    &ngx_http_clef_module_ctx,             /* module context */
+    ngx_http_clef_commands,                /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    ngx_http_clef_init_module,             /* init module */
+    ngx_http_clef_init_process,            /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_clef_exit_process,            /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_http_clef_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_clef_main_conf_t  *mcf;
+
+    mcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_clef_main_conf_t));
+    if (mcf == NULL) {
+        return NULL;
+    }
+
+    mcf->max_batch_tokens = NGX_CONF_UNSET;
+    mcf->max_queue = NGX_CONF_UNSET_UINT;
+    mcf->timeout = NGX_CONF_UNSET_MSEC;
+    mcf->request_id_index = NGX_ERROR;
+
+    return mcf;
+}
+
+
+static char *
+ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_clef_main_conf_t *mcf = conf;
+    ngx_str_t                  name = ngx_string("clef");
+
+    ngx_conf_init_value(mcf->max_batch_tokens, 16384);
+    ngx_conf_init_uint_value(mcf->max_queue, 1024);
+    ngx_conf_init_msec_value(mcf->timeout, 30000);
+
+    if (mcf->model != NULL && mcf->zone == NULL) {
+        /* clef_model without clef_engine: a default zone */
+        if (ngx_http_clef_add_zone(cf, mcf, &name,
+                                   NGX_HTTP_CLEF_DEFAULT_ZONE_SIZE)
+            != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (mcf->zone != NULL && mcf->model == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"clef_engine\" needs a \"clef_model\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (mcf->zone != NULL
+        && mcf->max_queue > clef_queue_default_slots(mcf->zone->shm.size))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_engine max_queue=%ui needs more slots than a "
+                           "zone of %uz bytes has (%ui); make the zone bigger",
+                           mcf->max_queue, mcf->zone->shm.size,
+                           (ngx_uint_t) clef_queue_default_slots(
+                                                      mcf->zone->shm.size));
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_clef_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_clef_loc_conf_t  *llcf;
+
+    llcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_clef_loc_conf_t));
+    if (llcf == NULL) {
+        return NULL;
+    }
+
+    llcf->max_questions = NGX_CONF_UNSET;
+    llcf->max_images = NGX_CONF_UNSET;
+    llcf->max_tokens = NGX_CONF_UNSET;
+    llcf->api_keys = NGX_CONF_UNSET_PTR;
+
+    return llcf;
+}
+
+
+static char *
+ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_clef_loc_conf_t  *prev = parent;
+    ngx_http_clef_loc_conf_t  *conf = child;
+    ngx_http_clef_main_conf_t *mcf;
+
+    ngx_conf_merge_value(conf->max_questions, prev->max_questions, 64);
+    ngx_conf_merge_value(conf->max_images, prev->max_images, 4);
+    ngx_conf_merge_value(conf->max_tokens, prev->max_tokens,
+                         CLEF_DEFAULT_MAX_LENGTH);
+    ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
+
+    if (conf->max_questions < 1 || conf->max_images < 0
+        || conf->max_tokens < 1)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_max_questions and clef_max_tokens must be "
+                           "at least 1, clef_max_images at least 0");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->handler == NGX_HTTP_CLEF_SYSTEMONE
+        || conf->handler == NGX_HTTP_CLEF_MODELS)
+    {
+        mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_clef_module);
+        if (mcf->model == NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"clef_systemone\" and \"clef_models\" need "
+                               "a \"clef_model\" at the http level");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_clef_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_clef_main_conf_t  *mcf;
+    ngx_str_t                   request_id = ngx_string("request_id");
+
+    if (ngx_http_clef_add_variables(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_clef_module);
+    mcf->request_id_index = ngx_http_get_variable_index(cf, &request_id);
+    if (mcf->request_id_index == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+    *h = ngx_http_clef_log_handler;
+
+    return ngx_http_clef_filter_init(cf);
+}
+
+
+/* ---- clef_model ---------------------------------------------------------- */
+
+static ngx_int_t
+ngx_http_clef_param_int(ngx_conf_t *cf, ngx_str_t *v, size_t skip,
+    ngx_int_t min, ngx_int_t *out)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(v->data + skip, v->len - skip);
+    if (n == NGX_ERROR || n < min) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                           v);
+        return NGX_ERROR;
+    }
+    *out = n;
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_clef_main_conf_t *mcf = conf;
+
+    ngx_str_t               *value, path;
+    ngx_uint_t               i;
+    ngx_http_clef_model_t   *m;
+    clef_model              *cm;
+    const clef_text_config  *tc;
+    clef_error               err;
+    char                    *real;
+    ngx_file_info_t          fi;
+    u_char                  *p;
+    struct tm                tm;
+    time_t                   mtime;
+    u_char                   cfg[NGX_MAX_PATH];
+
+    if (mcf->model != NULL) {
+        return "is duplicate: one model per http block";
+    }
+
+    value = cf->args->elts;
+
+    m = ngx_pcalloc(cf->pool, sizeof(ngx_http_clef_model_t));
+    if (m == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    m->name = value[1];
+    ngx_str_set(&m->backend, "cpu");
+    m->max_length = CLEF_DEFAULT_MAX_LENGTH;
+    m->truncate = CLEF_TRUNCATE_REJECT;
+
+    for (i = 3; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "backend=", 8) == 0) {
+            m->backend.data = value[i].data + 8;
+            m->backend.len = value[i].len - 8;
+            if ((m->backend.len == 3
+                 && ngx_strncmp(m->backend.data, "cpu", 3) == 0)
+                || (m->backend.len == 4
+                    && ngx_strncmp(m->backend.data, "cuda", 4) == 0))
+            {
+                continue;
+            }
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "unknown backend \"%V\": cpu or cuda",
+                               &m->backend);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 8, 0, &m->threads)
+                != NGX_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "devices=", 8) == 0) {
+            /* one engine drives one device in this version */
+            if (ngx_strlchr(value[i].data + 8, value[i].data + value[i].len,
+                            ',')
+                != NULL)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"%V\": one device per engine is "
+                                   "supported", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            if (ngx_http_clef_param_int(cf, &value[i], 8, 0, &m->device)
+                != NGX_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_length=", 11) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 11, 1, &m->max_length)
+                != NGX_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "truncate=reject") == 0) {
+            m->truncate = CLEF_TRUNCATE_REJECT;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "truncate=state") == 0) {
+            m->truncate = CLEF_TRUNCATE_STATE;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                           &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    /* the path: relative to the prefix, must exist, must be a directory */
+    path = value[2];
+    if (ngx_conf_full_name(cf->cycle, &path, 0) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+    real = realpath((char *) path.data, NULL);
+    if (real == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "clef_model \"%V\": cannot open \"%V\"",
+                           &m->name, &path);
+        return NGX_CONF_ERROR;
+    }
+    m->path.len = ngx_strlen(real);
+    m->path.data = ngx_pnalloc(cf->pool, m->path.len + 1);
+    if (m->path.data == NULL) {
+        free(real);
+        return NGX_CONF_ERROR;
+    }
+    ngx_memcpy(m->path.data, real, m->path.len + 1);
+    free(real);
+
+    if (ngx_file_info(m->path.data, &fi) == NGX_FILE_ERROR
+        || !ngx_is_dir(&fi))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_model \"%V\": \"%V\" is not a directory",
+                           &m->name, &m->path);
+        return NGX_CONF_ERROR;
+    }
+
+    /* validate the release without loading a weight (nginx -t does this) */
+    clef_error_clear(&err);
+    cm = clef_model_open((char *) m->path.data, CLEF_MODEL_HEADERS_ONLY, &err);
+    if (cm == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_model \"%V\" in \"%V\": %s", &m->name,
+                           &m->path, err.message);
+        return NGX_CONF_ERROR;
+    }
+    tc = clef_model_text_config(cm);
+
+    m->description.data = ngx_pnalloc(cf->pool, 256);
+    if (m->description.data == NULL) {
+        clef_model_close(cm);
+        return NGX_CONF_ERROR;
+    }
+    p = ngx_snprintf(m->description.data, 256,
+                     "Clef decision model %V: %d layers, hidden size %d, "
+                     "%V backend", &m->name, tc->num_hidden_layers,
+                     tc->hidden_size, &m->backend);
+    m->description.len = p - m->description.data;
+    clef_model_close(cm);
+
+    /* checking the release read its tokenizer: give that memory back
+     * before the master forks workers that would all carry it */
+    (void) malloc_trim(0);
+
+    /* the release date of a checkpoint directory: its config.json's date */
+    p = ngx_snprintf(cfg, sizeof(cfg) - 1, "%V/config.json%Z", &m->path);
+    mtime = ngx_file_info((char *) cfg, &fi) == NGX_FILE_ERROR
+            ? ngx_time() : ngx_file_mtime(&fi);
+    gmtime_r(&mtime, &tm);
+    m->release_date.data = ngx_pnalloc(cf->pool, sizeof("YYYY-MM-DD"));
+    if (m->release_date.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    m->release_date.len = strftime((char *) m->release_date.data,
+                                   sizeof("YYYY-MM-DD"), "%Y-%m-%d", &tm);
+
+    /* an engine keeps running across reloads while this stays the same */
+    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len + 128);
+    if (m->fingerprint.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%i|%i|%i|%i", &m->path,
+                    &m->backend, m->threads, m->device, m->max_length,
+                    m->truncate);
+    m->fingerprint.len = p - m->fingerprint.data;
+
+    mcf->model = m;
+
+    return NGX_CONF_OK;
+}
+
+
+/* ---- clef_engine ----------------------------------------------------------- */
+
+static char *
+ngx_http_clef_engine(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_clef_main_conf_t *mcf = conf;
+
+    ngx_str_t   *value, name, s;
+    ngx_uint_t   i;
+    ssize_t      size;
+    u_char      *p;
+    ngx_int_t    n;
+
+    if (mcf->zone != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    name.len = 0;
+    size = 0;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+            name.data = value[i].data + 5;
+            p = (u_char *) ngx_strchr(name.data, ':');
+            if (p == NULL) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone size \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            name.len = p - name.data;
+            s.data = p + 1;
+            s.len = value[i].data + value[i].len - s.data;
+            size = ngx_parse_size(&s);
+            if (size == NGX_ERROR || name.len == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            if (size < CLEF_QUEUE_MIN_SIZE) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "zone \"%V\" is too small: at least 1m",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_batch_tokens=", 17) == 0) {
+            n = ngx_atoi(value[i].data + 17, value[i].len - 17);
+            if (n == NGX_ERROR || n < 1) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            mcf->max_batch_tokens = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_queue=", 10) == 0) {
+            n = ngx_atoi(value[i].data + 10, value[i].len - 10);
+            if (n == NGX_ERROR || n < 1) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            mcf->max_queue = (ngx_uint_t) n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "timeout=", 8) == 0) {
+            s.data = value[i].data + 8;
+            s.len = value[i].len - 8;
+            mcf->timeout = ngx_parse_time(&s, 0);
+            if (mcf->timeout == (ngx_msec_t) NGX_ERROR || mcf->timeout == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                           &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must have \"zone=NAME:SIZE\"", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_clef_add_zone(cf, mcf, &name, size) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_clef_add_zone(ngx_conf_t *cf, ngx_http_clef_main_conf_t *mcf,
+    ngx_str_t *name, ssize_t size)
+{
+    ngx_shm_zone_t  *zone;
+
+    zone = ngx_shared_memory_add(cf, name, size, &ngx_http_clef_module);
+    if (zone == NULL) {
+        return NGX_ERROR;
+    }
+    if (zone->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_engine zone \"%V\" is already used", name);
+        return NGX_ERROR;
+    }
+    zone->init = ngx_http_clef_init_zone;
+    zone->data = mcf;
+    mcf->zone = zone;
+
+    return NGX_OK;
+}
+
+
+/* A reload with the same zone name and size keeps the mapping, so the
+ * queue, its records in flight and its counters survive (as limit_req's
+ * zones do); a fresh zone gets a fresh queue. */
+static ngx_int_t
+ngx_http_clef_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_clef_main_conf_t  *mcf = shm_zone->data;
+    ngx_slab_pool_t            *shpool;
+    void                       *mem;
+    size_t                      size;
+    uint64_t                    zone_id;
+    clef_error                  err;
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (data != NULL || shm_zone->shm.exists) {
+        if (shpool->data == NULL
+            || clef_queue_attach(&mcf->queue, shpool->data) != 0)
+        {
+            ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                          "clef_engine zone \"%V\" holds no clef queue",
+                          &shm_zone->shm.name);
+            return NGX_ERROR;
+        }
+        mcf->queue_ready = 1;
+        return NGX_OK;
+    }
+
+    /* the queue takes every free page of the slab pool, in one piece */
+    size = shpool->pfree * ngx_pagesize;
+    mem = ngx_slab_alloc(shpool, size);
+    if (mem == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "clef_engine zone \"%V\": cannot allocate %uz bytes",
+                      &shm_zone->shm.name, size);
+        return NGX_ERROR;
+    }
+
+    if (getrandom(&zone_id, sizeof(zone_id), 0) != sizeof(zone_id)) {
+        zone_id = ((uint64_t) ngx_pid << 32) ^ (uint64_t) ngx_time()
+                  ^ (uint64_t) (uintptr_t) mem;
+    }
+
+    clef_error_clear(&err);
+    if (clef_queue_init(&mcf->queue, mem, size,
+                        clef_queue_default_slots(shm_zone->shm.size),
+                        zone_id, &err)
+        != 0)
+    {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "clef_engine zone \"%V\": %s", &shm_zone->shm.name,
+                      err.message);
+        return NGX_ERROR;
+    }
+    shpool->data = mem;
+    mcf->queue_ready = 1;
+
+    return NGX_OK;
+}
+
+
+/* ---- location directives ------------------------------------------------------- */
+
+static char *
+ngx_http_clef_location(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_clef_loc_conf_t *llcf = conf;
+
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (llcf->handler != NGX_HTTP_CLEF_NONE) {
+        return "is duplicate";
+    }
+    llcf->handler = cmd->offset;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    switch (cmd->offset) {
+    case NGX_HTTP_CLEF_SYSTEMONE:
+        clcf->handler = ngx_http_clef_systemone_handler;
+        break;
+    case NGX_HTTP_CLEF_MODELS:
+        clcf->handler = ngx_http_clef_models_handler;
+        break;
+    default:
+        clcf->handler = ngx_http_clef_status_handler;
+        break;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_clef_api_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_clef_loc_conf_t *llcf = conf;
+
+    ngx_str_t   *value, *key;
+    ngx_uint_t   i;
+
+    if (llcf->api_keys != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    llcf->api_keys = ngx_array_create(cf->pool, cf->args->nelts, sizeof(ngx_str_t));
+    if (llcf->api_keys == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        /* an empty list: no check here, whatever the outer level says */
+        return NGX_CONF_OK;
+    }
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        if (value[i].len == 0) {
+            return "has an empty key";
+        }
+        key = ngx_array_push(llcf->api_keys);
+        if (key == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        *key = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* ---- counting every response of a clef location -------------------------------- */
+
+static ngx_int_t
+ngx_http_clef_log_handler(ngx_http_request_t *r)
+{
+    ngx_http_clef_loc_conf_t   *llcf;
+    ngx_http_clef_main_conf_t  *mcf;
+    ngx_http_clef_ctx_t        *ctx;
+    ngx_uint_t                  status;
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
+    if (llcf->handler != NGX_HTTP_CLEF_SYSTEMONE) {
+        return NGX_OK;
+    }
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
+    if (!mcf->queue_ready) {
+        return NGX_OK;
+    }
+
+    status = r->err_status ? r->err_status : r->headers_out.status;
+    if (r->connection->error || status == 0) {
+        status = NGX_HTTP_CLIENT_CLOSED_REQUEST;
+    }
+    ctx = ngx_http_get_module_ctx(r, ngx_http_clef_module);
+    clef_stats_response(&mcf->queue, (int) status,
+                        ctx ? clef_now_ns() - ctx->start_ns : -1);
+
+    return NGX_OK;
+}
+
+
+/* ---- processes ---------------------------------------------------------------- */
+
+static ngx_int_t
+ngx_http_clef_init_module(ngx_cycle_t *cycle)
+{
+    ngx_http_clef_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_clef_module);
+    if (mcf == NULL || mcf->model == NULL) {
+        /* no model any more: the previous engine, if any, drains when the
+         * old cycle goes */
+        return NGX_OK;
+    }
+
+    if (!mcf->queue_ready) {
+        return NGX_ERROR;
+    }
+    atomic_store(&mcf->queue.h->max_batch_tokens, mcf->max_batch_tokens);
+
+    if (ngx_test_config) {
+        /* nginx -t validated the model (headers only); start nothing */
+        return NGX_OK;
+    }
+
+    return ngx_http_clef_engine_start(cycle, mcf);
+}
+
+
+static ngx_int_t
+ngx_http_clef_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_clef_main_conf_t  *mcf;
+
+    if (ngx_process != NGX_PROCESS_SINGLE) {
+        /* only the master may hold the keeper's control pipe open */
+        ngx_http_clef_engine_forget();
+    }
+
+    if (ngx_process != NGX_PROCESS_WORKER && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_clef_module);
+    if (mcf == NULL || mcf->model == NULL || !mcf->queue_ready) {
+        return NGX_OK;
+    }
+
+    return ngx_http_clef_wake_init(cycle, mcf);
+}
+
+
+static void
+ngx_http_clef_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_clef_wake_close(cycle);
+}

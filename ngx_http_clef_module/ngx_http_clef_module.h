@@ -1,0 +1,135 @@
+/*
+ * ngx_http_clef_module: serves Clef decision models over the System One
+ * protocol from a shared-memory batching engine process.
+ *
+ * Only nginx glue lives here (directives, body reading, validation, submit
+ * and wake-up, answers, /v1/models, status, variables); the queue, the
+ * scheduler and the engine process are plain C in engine/.
+ */
+#ifndef NGX_HTTP_CLEF_MODULE_H
+#define NGX_HTTP_CLEF_MODULE_H
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "encode.h"
+#include "engine_proc.h"
+#include "queue.h"
+#include "request.h"
+
+#ifndef NGX_HTTP_UNPROCESSABLE_ENTITY
+#define NGX_HTTP_UNPROCESSABLE_ENTITY     422
+#endif
+
+#define NGX_HTTP_CLEF_DEFAULT_ZONE_SIZE   (64 * 1024 * 1024)
+#define NGX_HTTP_CLEF_MAX_BATCH_RECORDS   256
+
+enum {
+    NGX_HTTP_CLEF_NONE = 0,
+    NGX_HTTP_CLEF_SYSTEMONE,
+    NGX_HTTP_CLEF_MODELS,
+    NGX_HTTP_CLEF_STATUS
+};
+
+typedef struct {
+    ngx_str_t                  name;          /* clef_model NAME */
+    ngx_str_t                  path;          /* absolute, NUL-terminated */
+    ngx_str_t                  backend;       /* "cpu" or "cuda" */
+    ngx_int_t                  threads;
+    ngx_int_t                  device;
+    ngx_int_t                  max_length;
+    ngx_int_t                  truncate;      /* clef_truncate */
+    ngx_str_t                  description;
+    ngx_str_t                  release_date;  /* YYYY-MM-DD */
+    ngx_str_t                  fingerprint;   /* what an engine restart
+                                                 depends on */
+} ngx_http_clef_model_t;
+
+typedef struct {
+    ngx_http_clef_model_t     *model;         /* NULL: no clef_model */
+    ngx_shm_zone_t            *zone;
+    ngx_int_t                  max_batch_tokens;
+    ngx_uint_t                 max_queue;
+    ngx_msec_t                 timeout;
+    clef_queue                 queue;         /* set by the zone init */
+    ngx_flag_t                 queue_ready;
+    uint32_t                   gen;           /* configuration generation */
+    ngx_int_t                  request_id_index;
+    ngx_int_t                  engine_line;   /* "clef_engine" line, for
+                                                 error messages */
+} ngx_http_clef_main_conf_t;
+
+typedef struct {
+    ngx_uint_t                 handler;       /* NGX_HTTP_CLEF_* */
+    ngx_int_t                  max_questions;
+    ngx_int_t                  max_images;
+    ngx_int_t                  max_tokens;
+    ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
+                                                 empty: off */
+} ngx_http_clef_loc_conf_t;
+
+typedef struct {
+    ngx_http_request_t        *request;
+    ngx_queue_t                link;          /* in the worker's pending list */
+    clef_request               req;
+    ngx_event_t                deadline;
+    uint32_t                   slot;
+    uint32_t                   seq;
+    int64_t                    start_ns;
+    int64_t                    queue_ns;      /* -1 until known */
+    int64_t                    engine_ns;
+    ngx_int_t                  input_tokens;  /* -1 until known */
+    ngx_str_t                  error_body;    /* for the error filter */
+
+    unsigned                   parsed:1;
+    unsigned                   submitted:1;
+    unsigned                   pending:1;
+    unsigned                   finished:1;
+    unsigned                   own_response:1;
+    unsigned                   replace_body:1;
+    unsigned                   body_sent:1;
+} ngx_http_clef_ctx_t;
+
+extern ngx_module_t  ngx_http_clef_module;
+
+/* ngx_http_clef_systemone.c */
+ngx_int_t ngx_http_clef_systemone_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_clef_wake_init(ngx_cycle_t *cycle,
+    ngx_http_clef_main_conf_t *mcf);
+void ngx_http_clef_wake_close(ngx_cycle_t *cycle);
+
+/* ngx_http_clef_reply.c */
+ngx_http_clef_ctx_t *ngx_http_clef_get_ctx(ngx_http_request_t *r);
+ngx_int_t ngx_http_clef_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *content_type, u_char *body, size_t len);
+ngx_int_t ngx_http_clef_send_detail(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message);
+ngx_int_t ngx_http_clef_send_typed(ngx_http_request_t *r, ngx_uint_t status,
+    const char *error_type, const char *message);
+ngx_int_t ngx_http_clef_send_error(ngx_http_request_t *r,
+    const clef_error *err, const u_char *body, size_t len);
+ngx_int_t ngx_http_clef_send_not_allowed(ngx_http_request_t *r,
+    const char *allow);
+/* NGX_DECLINED: go on; anything else: a 401/403 was sent, return it */
+ngx_int_t ngx_http_clef_check_api_key(ngx_http_request_t *r,
+    ngx_http_clef_loc_conf_t *llcf);
+ngx_int_t ngx_http_clef_set_retry_after(ngx_http_request_t *r,
+    ngx_msec_t ms);
+ngx_int_t ngx_http_clef_filter_init(ngx_conf_t *cf);
+
+/* ngx_http_clef_models.c, ngx_http_clef_status.c */
+ngx_int_t ngx_http_clef_models_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_clef_status_handler(ngx_http_request_t *r);
+
+/* ngx_http_clef_variables.c */
+ngx_int_t ngx_http_clef_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_clef_server_timing(ngx_http_request_t *r,
+    ngx_http_clef_ctx_t *ctx);
+
+/* ngx_http_clef_engine.c (master side) */
+ngx_int_t ngx_http_clef_engine_start(ngx_cycle_t *cycle,
+    ngx_http_clef_main_conf_t *mcf);
+void ngx_http_clef_engine_forget(void);
+
+#endif

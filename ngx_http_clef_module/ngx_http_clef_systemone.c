@@ -1,0 +1,787 @@
+/*
+ * POST /v1/systemone in a worker (DESIGN.md §1):
+ *
+ *   method, API key, content type -> read the body -> clef_request_parse
+ *   with the location's limits (4xx here, nothing reaches the engine) ->
+ *   copy into a shared-memory slot, futex-wake the engine -> NGX_DONE.
+ *
+ * The engine wakes this worker through the worker's own abstract unix
+ * datagram socket, registered in the worker's epoll loop (not ngx_notify,
+ * which belongs to thread pools).  The wake handler finishes every pending
+ * request whose record is DONE: clef_answer_json() over the logits the
+ * engine wrote.  A client that goes away cancels its record; a request
+ * past its deadline is answered 504.  Nothing here blocks or polls.
+ */
+#include "ngx_http_clef_module.h"
+
+#include <stdlib.h>
+#include <zstd.h>
+
+#include "answer.h"
+#include "buf.h"
+
+/* this worker's wake socket and its requests waiting for the engine */
+static ngx_connection_t  *ngx_http_clef_wake_conn;
+static ngx_queue_t        ngx_http_clef_pending;
+
+static void ngx_http_clef_body_handler(ngx_http_request_t *r);
+static void ngx_http_clef_wake_handler(ngx_event_t *rev);
+static void ngx_http_clef_deadline_handler(ngx_event_t *ev);
+static void ngx_http_clef_cleanup(void *data);
+static void ngx_http_clef_finish(ngx_http_clef_ctx_t *ctx);
+
+
+static ngx_int_t
+ngx_http_clef_is_json(ngx_http_request_t *r)
+{
+    ngx_table_elt_t  *h = r->headers_in.content_type;
+    u_char           *p, *last;
+
+    if (h == NULL) {
+        /* FastAPI reads a body without a type as JSON as well */
+        return 1;
+    }
+    p = h->value.data;
+    last = p + h->value.len;
+    while (p < last && *p == ' ') {
+        p++;
+    }
+    last = ngx_strlchr(p, last, ';') ? ngx_strlchr(p, last, ';') : last;
+    while (last > p && last[-1] == ' ') {
+        last--;
+    }
+    if (last - p == 16 && ngx_strncasecmp(p, (u_char *) "application/json", 16)
+                          == 0)
+    {
+        return 1;
+    }
+    /* application/<anything>+json */
+    return last - p > 17 && ngx_strncasecmp(p, (u_char *) "application/", 12) == 0
+           && ngx_strncasecmp(last - 5, (u_char *) "+json", 5) == 0;
+}
+
+
+/* Content-Encoding of the request: 0 none (or identity), 1 zstd (the
+ * Python SDK compresses bodies of 1 KiB and more when it can), -1 other. */
+static ngx_int_t
+ngx_http_clef_content_encoding(ngx_http_request_t *r, ngx_str_t *value)
+{
+    ngx_list_part_t  *part = &r->headers_in.headers.part;
+    ngx_table_elt_t  *h = part->elts;
+    ngx_uint_t        i;
+
+    for (i = 0; /* void */ ; i++) {
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+        if (h[i].key.len != sizeof("Content-Encoding") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "Content-Encoding",
+                               h[i].key.len) != 0)
+        {
+            continue;
+        }
+        *value = h[i].value;
+        if (value->len == 4
+            && ngx_strncasecmp(value->data, (u_char *) "zstd", 4) == 0)
+        {
+            return 1;
+        }
+        if (value->len == 8
+            && ngx_strncasecmp(value->data, (u_char *) "identity", 8) == 0)
+        {
+            return 0;
+        }
+        return -1;
+    }
+}
+
+
+static void
+ngx_http_clef_free(void *data)
+{
+    free(data);
+}
+
+
+/* A zstd body, decompressed into memory the request's pool frees; at most
+ * limit bytes (*status 413 beyond, 400 for a broken stream). */
+static u_char *
+ngx_http_clef_unzstd(ngx_http_request_t *r, u_char *in, size_t in_len,
+    size_t limit, size_t *out_len, ngx_uint_t *status, const char **why)
+{
+    ZSTD_DStream        *ds;
+    ZSTD_inBuffer        ib;
+    ZSTD_outBuffer       ob;
+    ngx_pool_cleanup_t  *cln;
+    unsigned long long   known;
+    u_char              *buf, *nbuf;
+    size_t               cap, rc;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    ds = ZSTD_createDStream();
+    if (cln == NULL || ds == NULL) {
+        if (ds != NULL) {
+            ZSTD_freeDStream(ds);
+        }
+        *status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        *why = "out of memory";
+        return NULL;
+    }
+
+    known = ZSTD_getFrameContentSize(in, in_len);
+    cap = (known != ZSTD_CONTENTSIZE_UNKNOWN && known != ZSTD_CONTENTSIZE_ERROR
+           && known <= limit) ? (size_t) known + 1 : in_len * 4 + 4096;
+    if (cap > limit + 1) {
+        cap = limit + 1;
+    }
+    buf = malloc(cap);
+    cln->handler = ngx_http_clef_free;
+    cln->data = buf;
+
+    ib.src = in;
+    ib.size = in_len;
+    ib.pos = 0;
+    ob.pos = 0;
+    *status = 0;
+
+    while (buf != NULL) {
+        ob.dst = buf;
+        ob.size = cap;
+        rc = ZSTD_decompressStream(ds, &ob, &ib);
+        if (ZSTD_isError(rc)) {
+            *status = NGX_HTTP_BAD_REQUEST;
+            *why = ZSTD_getErrorName(rc);
+            break;
+        }
+        if (ob.pos > limit) {
+            *status = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+            break;
+        }
+        if (ib.pos == ib.size && ob.pos < ob.size) {
+            if (rc != 0) {
+                *status = NGX_HTTP_BAD_REQUEST;
+                *why = "the zstd stream is truncated";
+            }
+            break;
+        }
+        if (ob.pos == ob.size) {
+            cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+            nbuf = realloc(buf, cap);
+            if (nbuf == NULL) {
+                break;
+            }
+            buf = nbuf;
+            cln->data = buf;
+        }
+    }
+    ZSTD_freeDStream(ds);
+
+    if (buf == NULL && *status == 0) {
+        *status = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        *why = "out of memory";
+    }
+    if (*status != 0) {
+        return NULL;
+    }
+    *out_len = ob.pos;
+    return buf;
+}
+
+
+ngx_int_t
+ngx_http_clef_systemone_handler(ngx_http_request_t *r)
+{
+    ngx_http_clef_loc_conf_t  *llcf;
+    ngx_http_clef_ctx_t       *ctx;
+    ngx_int_t                  rc;
+    ngx_str_t                  enc;
+    u_char                     msg[256];
+
+    ctx = ngx_http_clef_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (!(r->method & NGX_HTTP_POST)) {
+        return ngx_http_clef_send_not_allowed(r, "POST");
+    }
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
+    rc = ngx_http_clef_check_api_key(r, llcf);
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    if (ngx_http_clef_content_encoding(r, &enc) < 0) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_snprintf(msg, sizeof(msg), "Unsupported Content-Encoding: "
+                     "\"%V\"; send zstd or no encoding%Z", &enc);
+        return ngx_http_clef_send_detail(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                         (char *) msg);
+    }
+
+    if (!ngx_http_clef_is_json(r)) {
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        ngx_snprintf(msg, sizeof(msg), "Unsupported Media Type: \"%V\"; send "
+                     "the body as application/json%Z",
+                     &r->headers_in.content_type->value);
+        return ngx_http_clef_send_detail(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                         (char *) msg);
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_clef_body_handler);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+    return NGX_DONE;
+}
+
+
+/* The body in one piece: in memory as nginx read it, or read back from the
+ * temporary file a large body was spooled to. */
+static u_char *
+ngx_http_clef_collect_body(ngx_http_request_t *r, size_t *len)
+{
+    ngx_chain_t  *cl;
+    ngx_buf_t    *b;
+    size_t        n = 0;
+    ssize_t       got;
+    u_char       *body, *p;
+
+    if (r->request_body == NULL || r->request_body->bufs == NULL) {
+        *len = 0;
+        return (u_char *) "";
+    }
+
+    cl = r->request_body->bufs;
+    if (cl->next == NULL && !cl->buf->in_file) {
+        /* an empty body comes as one buffer with no memory at all */
+        *len = cl->buf->last - cl->buf->pos;
+        return *len ? cl->buf->pos : (u_char *) "";
+    }
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+        n += b->in_file ? (size_t) (b->file_last - b->file_pos)
+                        : (size_t) (b->last - b->pos);
+    }
+    body = ngx_pnalloc(r->pool, n + 1);
+    if (body == NULL) {
+        return NULL;
+    }
+    p = body;
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+        if (b->in_file) {
+            got = ngx_read_file(b->file, p, b->file_last - b->file_pos,
+                                b->file_pos);
+            if (got != b->file_last - b->file_pos) {
+                return NULL;
+            }
+            p += got;
+        } else {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+        }
+    }
+    *len = p - body;
+    return body;
+}
+
+
+/* Whether the engine serving this worker's configuration can take work:
+ * NULL when it can (or is loading: requests wait within their deadline),
+ * else why not. */
+static ngx_int_t
+ngx_http_clef_pid_gone(int32_t pid)
+{
+    return pid > 0 && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH;
+}
+
+
+static const char *
+ngx_http_clef_engine_refuses(ngx_http_clef_main_conf_t *mcf)
+{
+    clef_queue_hdr  *h = mcf->queue.h;
+    uint32_t         st = atomic_load(&h->state);
+    uint32_t         gen = atomic_load(&h->gen);
+
+    /* stale ownership: the shared state names an engine that is gone
+     * (the keeper notices its engine's death within milliseconds; a dead
+     * keeper takes its engine with it and only a reload starts a new one) */
+    if ((st == CLEF_ENGINE_LOADING || st == CLEF_ENGINE_READY)
+        && gen == mcf->gen && ngx_http_clef_pid_gone(atomic_load(&h->engine_pid)))
+    {
+        if (ngx_http_clef_pid_gone(atomic_load(&h->keeper_pid))) {
+            return "the inference engine and its keeper are gone; "
+                   "nginx -s reload starts them again";
+        }
+        return "the inference engine is restarting; retry";
+    }
+
+    if (gen > mcf->gen) {
+        return "the model configuration was replaced; retry";
+    }
+    if (gen < mcf->gen) {
+        /* the engine of this configuration has not claimed the queue yet */
+        return NULL;
+    }
+    switch (st) {
+    case CLEF_ENGINE_RESTARTING:
+        return "the inference engine is restarting; retry";
+    case CLEF_ENGINE_FAILED:
+        return "the inference engine could not load the model";
+    case CLEF_ENGINE_STOPPED:
+        return "the inference engine is stopped";
+    default:
+        return NULL;
+    }
+}
+
+
+/* retry-after-ms for a 429: the time the engine needs for the queue at
+ * the rate it has been running (one second before any batch ran). */
+static ngx_msec_t
+ngx_http_clef_retry_ms(ngx_http_clef_main_conf_t *mcf)
+{
+    clef_queue_stats  *st = &mcf->queue.h->stats;
+    uint64_t           busy = atomic_load(&st->busy_ns);
+    uint64_t           records = atomic_load(&st->batch_records);
+    double             ms;
+
+    if (busy == 0 || records == 0) {
+        return 1000;
+    }
+    ms = (double) clef_queue_depth(&mcf->queue) * ((double) busy / 1e6)
+         / (double) records;
+    if (ms < 100) {
+        ms = 100;
+    }
+    if (ms > 60000) {
+        ms = 60000;
+    }
+    return (ngx_msec_t) ms;
+}
+
+
+static void
+ngx_http_clef_body_handler(ngx_http_request_t *r)
+{
+    ngx_http_clef_main_conf_t  *mcf;
+    ngx_http_clef_loc_conf_t   *llcf;
+    ngx_http_core_loc_conf_t   *clcf;
+    ngx_http_clef_ctx_t        *ctx;
+    ngx_pool_cleanup_t         *cln;
+    ngx_str_t                   enc;
+    ngx_uint_t                  status;
+    size_t                      limit;
+    clef_limits                 lim;
+    clef_error                  err;
+    clef_submit                 sub;
+    const char                 *why;
+    u_char                     *body, msg[256];
+    size_t                      len;
+    int                         i, rc, n_options;
+    ngx_msec_t                  ms;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
+    ctx = ngx_http_clef_get_ctx(r);
+    if (ctx == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    body = ngx_http_clef_collect_body(r, &len);
+    if (body == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (ngx_http_clef_content_encoding(r, &enc) == 1) {
+        /* the decoded body obeys client_max_body_size too */
+        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+        limit = clcf->client_max_body_size > 0
+                ? (size_t) clcf->client_max_body_size
+                : (size_t) mcf->queue.h->data_size;
+        body = ngx_http_clef_unzstd(r, body, len, limit, &len, &status, &why);
+        if (body == NULL) {
+            if (status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+                ngx_snprintf(msg, sizeof(msg), "Request body too large: the "
+                             "limit is %uz bytes once decompressed%Z", limit);
+            } else {
+                ngx_snprintf(msg, sizeof(msg), "Cannot decompress the zstd "
+                             "body: %s%Z", why);
+            }
+            ngx_http_finalize_request(r,
+                ngx_http_clef_send_detail(r, status, (char *) msg));
+            return;
+        }
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    cln->handler = ngx_http_clef_cleanup;
+    cln->data = ctx;
+
+    /* validation happens here, in the worker: a bad request never costs
+     * the engine anything */
+    clef_limits_default(&lim);
+    lim.max_questions = (int) llcf->max_questions;
+    lim.max_images = (int) llcf->max_images;
+    clef_error_clear(&err);
+    if (clef_request_parse(&ctx->req, (const char *) body, len, &lim, &err)
+        != 0)
+    {
+        ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, body,
+                                                              len));
+        return;
+    }
+    ctx->parsed = 1;
+
+    why = ngx_http_clef_engine_refuses(mcf);
+    if (why != NULL) {
+        if (ngx_http_clef_set_retry_after(r, 1000) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+        ngx_http_finalize_request(r,
+            ngx_http_clef_send_typed(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                     "engine_unavailable", why));
+        return;
+    }
+
+    n_options = 0;
+    for (i = 0; i < ctx->req.n_questions; i++) {
+        n_options += ctx->req.questions[i].n_options;
+    }
+
+    ngx_memzero(&sub, sizeof(sub));
+    sub.body = body;
+    sub.body_len = len;
+    sub.n_options = (uint32_t) n_options;
+    sub.max_length = (int32_t) ngx_min(llcf->max_tokens,
+                                       mcf->model->max_length);
+    sub.truncate = (int32_t) mcf->model->truncate;
+    sub.gen = mcf->gen;
+    sub.owner_pid = ngx_pid;
+    sub.deadline_ns = ctx->start_ns + (int64_t) mcf->timeout * 1000000;
+    sub.max_queue = (uint32_t) mcf->max_queue;
+
+    rc = clef_queue_submit(&mcf->queue, &sub, &ctx->slot, &ctx->seq);
+    switch (rc) {
+
+    case CLEF_Q_OK:
+        break;
+
+    case CLEF_Q_TOO_BIG:
+        ngx_snprintf(msg, sizeof(msg), "Request body too large for the "
+                     "clef_engine zone (%uz bytes)%Z", len);
+        ngx_http_finalize_request(r,
+            ngx_http_clef_send_detail(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                      (char *) msg));
+        return;
+
+    default:
+        ms = ngx_http_clef_retry_ms(mcf);
+        if (ngx_http_clef_set_retry_after(r, ms) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+        ngx_snprintf(msg, sizeof(msg), "the queue is full; retry after "
+                     "%M ms%Z", ms);
+        ngx_http_finalize_request(r,
+            ngx_http_clef_send_typed(r, NGX_HTTP_TOO_MANY_REQUESTS,
+                                     "rate_limit_error", (char *) msg));
+        return;
+    }
+
+    ctx->submitted = 1;
+    ctx->pending = 1;
+    ngx_queue_insert_tail(&ngx_http_clef_pending, &ctx->link);
+
+    /* not cancelable: a worker that shuts down gracefully after a reload
+     * keeps its requests in flight until they are answered */
+    ctx->deadline.handler = ngx_http_clef_deadline_handler;
+    ctx->deadline.data = ctx;
+    ctx->deadline.log = r->connection->log;
+    ngx_add_timer(&ctx->deadline, mcf->timeout);
+
+    /* a client that closes its connection cancels its record */
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_request_empty_handler;
+
+    /* the record may have been answered between submit and here (an
+     * engine error), but then a wake-up is on its way: nothing to do */
+}
+
+
+/* ---- the engine's answer -------------------------------------------------------- */
+
+static ngx_int_t
+ngx_http_clef_answer(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
+    ngx_http_clef_main_conf_t *mcf, const clef_slot *s, const float *logits)
+{
+    clef_request       *req = &ctx->req;
+    clef_record         rec;
+    clef_answer_opts    opts;
+    clef_buf            out = { NULL, 0, 0 };
+    clef_qtype         *types;
+    int                *offsets;
+    int                 q, off;
+    u_char             *body, name[256];
+    size_t              len;
+
+    /* the record as the answer needs it: question types and option
+     * offsets from the request, token counts from the engine */
+    types = ngx_palloc(r->pool, (req->n_questions + 1) * sizeof(clef_qtype));
+    offsets = ngx_palloc(r->pool, (req->n_questions + 1) * sizeof(int));
+    if (types == NULL || offsets == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    off = 0;
+    for (q = 0; q < req->n_questions; q++) {
+        types[q] = req->questions[q].type;
+        offsets[q] = off;
+        off += req->questions[q].n_options;
+    }
+    offsets[q] = off;
+
+    ngx_memzero(&rec, sizeof(rec));
+    rec.ids.n = (size_t) s->n_tokens;
+    rec.n_questions = req->n_questions;
+    rec.question_types = types;
+    rec.option_offset = offsets;
+    rec.n_options = off;
+    rec.state_tokens = (size_t) s->state_tokens;
+    rec.state_kept = (size_t) s->state_kept;
+
+    ngx_memzero(&opts, sizeof(opts));
+    len = ngx_min(mcf->model->name.len, sizeof(name) - 1);
+    ngx_memcpy(name, mcf->model->name.data, len);
+    name[len] = '\0';
+    opts.model = (const char *) name;
+
+    if (clef_answer_json(&out, req, &rec, logits, &opts) != 0) {
+        clef_buf_free(&out);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    body = ngx_pnalloc(r->pool, out.len);
+    if (body == NULL) {
+        clef_buf_free(&out);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ngx_memcpy(body, out.data, out.len);
+    len = out.len;
+    clef_buf_free(&out);
+
+    return ngx_http_clef_send(r, NGX_HTTP_OK, NULL, body, len);
+}
+
+
+static void
+ngx_http_clef_finish(ngx_http_clef_ctx_t *ctx)
+{
+    ngx_http_request_t         *r = ctx->request;
+    ngx_connection_t           *c = r->connection;
+    ngx_http_clef_main_conf_t  *mcf;
+    const clef_slot            *s;
+    clef_error                  err;
+    ngx_int_t                   rc;
+    int                         done;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
+
+    ngx_queue_remove(&ctx->link);
+    ctx->pending = 0;
+    ctx->finished = 1;
+    if (ctx->deadline.timer_set) {
+        ngx_del_timer(&ctx->deadline);
+    }
+
+    done = clef_queue_done(&mcf->queue, ctx->slot, ctx->seq);
+    if (done != 1) {
+        clef_error_set(&err, 500, "internal_error", NULL,
+                       "the engine lost this request");
+        rc = ngx_http_clef_send_error(r, &err, NULL, 0);
+        goto finalize;
+    }
+
+    s = clef_queue_slot(&mcf->queue, ctx->slot);
+    if (s->taken_ns > 0) {
+        ctx->queue_ns = s->taken_ns - s->submit_ns;
+        ctx->engine_ns = s->done_ns - s->taken_ns;
+    }
+
+    if (s->status == 0) {
+        ctx->input_tokens = s->n_tokens;
+        atomic_fetch_add(&mcf->queue.h->stats.queue_wait_us,
+                         (uint64_t) (ctx->queue_ns / 1000));
+        atomic_fetch_add(&mcf->queue.h->stats.engine_us,
+                         (uint64_t) (ctx->engine_ns / 1000));
+        rc = ngx_http_clef_answer(r, ctx, mcf, s,
+                                  clef_queue_logits(&mcf->queue, ctx->slot));
+    } else {
+        err = *clef_queue_error(&mcf->queue, ctx->slot);
+        err.status = s->status;
+        rc = ngx_http_clef_send_error(r, &err, NULL, 0);
+    }
+
+finalize:
+    /* the answer is in the request's pool now: the slot can go */
+    clef_queue_release(&mcf->queue, ctx->slot, ctx->seq);
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_clef_wake_handler(ngx_event_t *rev)
+{
+    ngx_connection_t           *c = rev->data;
+    ngx_http_clef_main_conf_t  *mcf = c->data;
+    ngx_queue_t                *q, *next;
+    ngx_http_clef_ctx_t        *ctx;
+
+    /* drain first: a record finished after the scan below comes with a
+     * datagram of its own (or the socket was full, which wakes us again) */
+    (void) clef_wake_drain(c->fd);
+
+    for (q = ngx_queue_head(&ngx_http_clef_pending);
+         q != ngx_queue_sentinel(&ngx_http_clef_pending);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        ctx = ngx_queue_data(q, ngx_http_clef_ctx_t, link);
+        if (clef_queue_done(&mcf->queue, ctx->slot, ctx->seq) != 0) {
+            ngx_http_clef_finish(ctx);
+        }
+    }
+}
+
+
+static void
+ngx_http_clef_deadline_handler(ngx_event_t *ev)
+{
+    ngx_http_clef_ctx_t        *ctx = ev->data;
+    ngx_http_request_t         *r = ctx->request;
+    ngx_connection_t           *c = r->connection;
+    ngx_http_clef_main_conf_t  *mcf;
+    u_char                      msg[128];
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
+
+    if (clef_queue_done(&mcf->queue, ctx->slot, ctx->seq) == 1) {
+        /* answered in time after all; its wake-up is still on its way */
+        ngx_http_clef_finish(ctx);
+        return;
+    }
+
+    ngx_queue_remove(&ctx->link);
+    ctx->pending = 0;
+    ctx->finished = 1;
+    clef_queue_cancel(&mcf->queue, ctx->slot, ctx->seq);
+
+    ngx_log_error(NGX_LOG_WARN, c->log, 0,
+                  "clef: no answer from the engine within %M ms",
+                  mcf->timeout);
+    ngx_snprintf(msg, sizeof(msg), "the engine did not answer within %M ms%Z",
+                 mcf->timeout);
+    ngx_http_finalize_request(r,
+        ngx_http_clef_send_typed(r, NGX_HTTP_GATEWAY_TIME_OUT,
+                                 "timeout_error", (char *) msg));
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* The request is going (answered, or the client left): give the record
+ * back, cancel it if it still waits, free the parsed request. */
+static void
+ngx_http_clef_cleanup(void *data)
+{
+    ngx_http_clef_ctx_t        *ctx = data;
+    ngx_http_clef_main_conf_t  *mcf;
+
+    mcf = ngx_http_get_module_main_conf(ctx->request, ngx_http_clef_module);
+
+    if (ctx->deadline.timer_set) {
+        ngx_del_timer(&ctx->deadline);
+    }
+    if (ctx->pending) {
+        ngx_queue_remove(&ctx->link);
+        ctx->pending = 0;
+    }
+    if (ctx->submitted && !ctx->finished) {
+        ctx->finished = 1;
+        if (clef_queue_cancel(&mcf->queue, ctx->slot, ctx->seq)) {
+            ngx_log_error(NGX_LOG_INFO, ctx->request->connection->log, 0,
+                          "clef: client went away, record cancelled");
+        }
+    }
+    if (ctx->parsed) {
+        clef_request_free(&ctx->req);
+        ctx->parsed = 0;
+    }
+}
+
+
+/* ---- the worker's wake socket ----------------------------------------------------- */
+
+ngx_int_t
+ngx_http_clef_wake_init(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf)
+{
+    ngx_connection_t  *c;
+    int                fd;
+
+    ngx_queue_init(&ngx_http_clef_pending);
+
+    fd = clef_wake_listen(mcf->queue.h->zone_id, ngx_pid);
+    if (fd == -1) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_socket_errno,
+                      "clef: cannot bind the wake-up socket");
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(fd, cycle->log);
+    if (c == NULL) {
+        (void) close(fd);
+        return NGX_ERROR;
+    }
+    c->data = mcf;
+    c->log = cycle->log;
+    c->read->log = cycle->log;
+    c->write->log = cycle->log;
+    c->read->handler = ngx_http_clef_wake_handler;
+
+    /* level-triggered: a datagram left unread wakes us again */
+    if (ngx_add_event(c->read, NGX_READ_EVENT, 0) != NGX_OK) {
+        ngx_free_connection(c);
+        (void) close(fd);
+        return NGX_ERROR;
+    }
+
+    ngx_http_clef_wake_conn = c;
+    return NGX_OK;
+}
+
+
+void
+ngx_http_clef_wake_close(ngx_cycle_t *cycle)
+{
+    if (ngx_http_clef_wake_conn != NULL) {
+        /* registered with ngx_get_connection: closed with it (recipe 6.5) */
+        ngx_close_connection(ngx_http_clef_wake_conn);
+        ngx_http_clef_wake_conn = NULL;
+    }
+}

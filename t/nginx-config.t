@@ -1,0 +1,179 @@
+# nginx -t and the directives: the packaged nginx loads the module, a good
+# model validates (headers only, nothing started), a bad path or a
+# directory that is not a decision model fails with a clear message, and
+# misused directives are refused.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::Base;
+use ClefNginx;
+
+filters { http => 'chomp', server => 'chomp', error => 'chomp' };
+
+my $model = ClefNginx->model_dir(1);
+my $notmodel = ClefNginx->new->prefix . '/not-a-model';
+mkdir $notmodel;
+open my $fh, '>', "$notmodel/config.json";
+print $fh "{}\n";
+close $fh;
+
+plan tests => 2 * blocks() + 5;
+
+# the module alone loads into the packaged binary
+{
+    my $srv = ClefNginx->new;
+    $srv->write_config;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'load_module: the packaged nginx accepts the module'
+        or diag $out;
+}
+
+# a valid configuration: -t succeeds and starts no keeper or engine
+{
+    my $srv = ClefNginx->new(model => $model, workers => 2);
+    $srv->write_config;
+    my @before = ClefNginx->children_of($$);
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'nginx -t with a tiny model succeeds' or diag $out;
+    my @procs = grep { ClefNginx->cmdline($_) =~ /clef (keeper|engine)/ }
+                map { ClefNginx->children_of($_) } 1, $$;
+    is_deeply \@procs, [], 'nginx -t starts no keeper and no engine';
+    unlike $out, qr/clef: started keeper/, 'and says so in no log line';
+}
+
+# conf/edge.conf (TLS, HTTP/2, limit_req, API keys) is a valid config once
+# its paths point at this machine
+{
+    my $srv = ClefNginx->new;
+    my $p = $srv->prefix;
+    system("openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost "
+         . "-keyout $p/conf/key.pem -out $p/conf/cert.pem -days 1 "
+         . ">/dev/null 2>&1") == 0 or die "openssl failed";
+    my $conf = ClefNginx::slurp("$ClefNginx::ROOT/conf/edge.conf");
+    my ($tls, $metrics) = (ClefNginx::free_port(), ClefNginx::free_port());
+    my $module = ClefNginx::module_path();
+    $conf =~ s{/usr/lib/nginx/modules/ngx_http_clef_module\.so}{$module};
+    $conf =~ s{/srv/models/clef-flash}{$model};
+    $conf =~ s{/etc/ssl/clef/fullchain\.pem}{$p/conf/cert.pem};
+    $conf =~ s{/etc/ssl/clef/privkey\.pem}{$p/conf/key.pem};
+    $conf =~ s{/run/nginx-clef\.pid}{$p/logs/nginx.pid};
+    $conf =~ s{/var/log/nginx/}{$p/logs/}g;
+    $conf =~ s{listen 443 }{listen 127.0.0.1:$tls };
+    $conf =~ s{127\.0\.0\.1:9145}{127.0.0.1:$metrics};
+    $conf =~ s{\n(events)}{\nuser nobody nogroup;\n$1} if $> == 0;
+    open my $fh, '>', "$p/conf/nginx.conf" or die $!;
+    print $fh $conf;
+    close $fh;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'conf/edge.conf passes nginx -t' or diag $out;
+}
+
+run {
+    my $b = shift;
+    my $http = $b->http // '';
+    my $server = $b->server // '';
+    $http =~ s/NOTMODEL/$notmodel/g;
+    $http =~ s/\bMODEL\b/$model/g;
+    my $srv = ClefNginx->new(http_config => $http, server_config => $server);
+    $srv->write_config;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    isnt $rc, 0, $b->name . ': nginx -t fails';
+    my $want = $b->error;
+    $want =~ s/NOTMODEL/$notmodel/g;
+    like $out, qr/\Q$want\E/, $b->name . ': with a clear message';
+};
+
+__DATA__
+
+=== TEST 1: a model path that does not exist
+--- http
+clef_model tiny /nonexistent/model/dir;
+--- error
+clef_model "tiny": cannot open "/nonexistent/model/dir" (2: No such file or directory)
+
+=== TEST 2: a directory that is not a decision model
+--- http
+clef_model tiny NOTMODEL;
+--- error
+clef_model "tiny" in "NOTMODEL": 
+
+=== TEST 3: a file instead of a directory
+--- http
+clef_model tiny /etc/hostname;
+--- error
+is not a directory
+
+=== TEST 4: unknown backend
+--- http
+clef_model tiny MODEL backend=tpu;
+--- error
+unknown backend "tpu": cpu or cuda
+
+=== TEST 5: unknown clef_model parameter
+--- http
+clef_model tiny MODEL speed=fast;
+--- error
+invalid parameter "speed=fast"
+
+=== TEST 6: more than one device
+--- http
+clef_model tiny MODEL backend=cuda devices=0,1;
+--- error
+"devices=0,1": one device per engine is supported
+
+=== TEST 7: two models in one http block
+--- http
+clef_model a MODEL;
+clef_model b MODEL;
+--- error
+"clef_model" directive is duplicate: one model per http block
+
+=== TEST 8: clef_engine without a zone
+--- http
+clef_model tiny MODEL;
+clef_engine max_queue=10;
+--- error
+"clef_engine" must have "zone=NAME:SIZE"
+
+=== TEST 9: a zone below 1m
+--- http
+clef_model tiny MODEL;
+clef_engine zone=clef:64k;
+--- error
+zone "zone=clef:64k" is too small: at least 1m
+
+=== TEST 10: max_queue beyond the zone's slots
+--- http
+clef_model tiny MODEL;
+clef_engine zone=clef:1m max_queue=100000;
+--- error
+clef_engine max_queue=100000 needs more slots than a zone of 1048576 bytes has (64)
+
+=== TEST 11: clef_engine without a model
+--- http
+clef_engine zone=clef:8m;
+--- error
+"clef_engine" needs a "clef_model"
+
+=== TEST 12: clef_systemone without a model
+--- server
+location = /v1/systemone { clef_systemone; }
+--- error
+"clef_systemone" and "clef_models" need a "clef_model" at the http level
+
+=== TEST 13: bad timeout
+--- http
+clef_model tiny MODEL;
+clef_engine zone=clef:8m timeout=soon;
+--- error
+invalid parameter "timeout=soon"
+
+=== TEST 14: clef_max_questions below 1
+--- http
+clef_model tiny MODEL;
+clef_max_questions 0;
+--- server
+location = /v1/systemone { clef_systemone; }
+--- error
+clef_max_questions and clef_max_tokens must be at least 1
