@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "buf.h"
+#include "clock.h"
 #include "commands.h"
 #include "cpu/backend_cpu.h"
 #include "cpu/pool.h"
@@ -55,15 +55,6 @@ usage(FILE *f)
         "  --max-scaling N   longest record of the scaling table (default 16384,\n"
         "                    0 = no table)\n"
         "  --profile         the CPU backbone's time per op\n");
-}
-
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
 /* splitmix64: reproducible ids without depending on the libc's rand() */
@@ -242,15 +233,15 @@ run_once(bench_ctx *c, const clef_batch *batch, float *hidden, float *logits,
         clef_cpu_backend_last_times(c->be, backbone_s, head_s);
         return 0;
     }
-    t0 = now();
+    t0 = clef_clock_seconds();
     if (c->ops->hidden(c->be, batch, hidden, err) != 0) {
         return -1;
     }
-    t1 = now();
+    t1 = clef_clock_seconds();
     if (c->ops->forward(c->be, batch, logits, err) != 0) {
         return -1;
     }
-    t2 = now();
+    t2 = clef_clock_seconds();
     *backbone_s = t1 - t0;
     *head_s = (t2 - t1) - (t1 - t0);
     if (*head_s < 0) {
