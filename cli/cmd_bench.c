@@ -26,6 +26,7 @@
 #include "cpu/pool.h"
 #include "encode.h"
 #include "model.h"
+#include "splitmix64.h"
 
 #define MIN_RECORD  24
 
@@ -57,17 +58,6 @@ usage(FILE *f)
         "  --profile         the CPU backbone's time per op\n");
 }
 
-/* splitmix64: reproducible ids without depending on the libc's rand() */
-static uint64_t
-next_random(uint64_t *s)
-{
-    uint64_t  z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void
 record_free(clef_record *r)
 {
@@ -97,7 +87,7 @@ record_make(clef_record *r, int64_t len, int vocab, uint64_t *seed)
         return -1;
     }
     for (i = 0; i < len; i++) {
-        r->ids.v[i] = (int32_t) (next_random(seed) % (uint64_t) vocab);
+        r->ids.v[i] = (int32_t) (clef_splitmix64(seed) % (uint64_t) vocab);
     }
     r->ids.n = (size_t) len;
 

@@ -27,6 +27,7 @@
 
 #include "clef_cuda.h"
 #include "clock.h"
+#include "splitmix64.h"
 
 #define GFLOP_PER_TOKEN  13.84
 #define PEAK_TFLOPS      790.0
@@ -40,11 +41,7 @@ static uint64_t  rng = 12345;
 static uint64_t
 rnd(void)
 {
-    uint64_t  z = (rng += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return clef_splitmix64(&rng);
 }
 
 static int

@@ -25,6 +25,7 @@
 #include "cpu/backbone.h"
 #include "cpu/pool.h"
 #include "model.h"
+#include "splitmix64.h"
 
 #define ALONE_TOL    1e-6
 #define THREADS_TOL  1e-5
@@ -51,16 +52,6 @@ rel_err(const float *a, const float *b, int64_t n)
         }
     }
     return e / scale;
-}
-
-static uint64_t
-next_random(uint64_t *s)
-{
-    uint64_t  z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 static int
@@ -240,7 +231,7 @@ main(void)
     alone = malloc(sizeof(float) * T * H);
     threads1 = malloc(sizeof(float) * T * H);
     for (i = 0; i < T; i++) {
-        ids[i] = (int32_t) (next_random(&seed) % (uint64_t) tc->vocab_size);
+        ids[i] = (int32_t) (clef_splitmix64(&seed) % (uint64_t) tc->vocab_size);
     }
 
     rc = clef_cpu_backbone_forward(b2, ids, cu, N_RECORDS, packed, &err);
