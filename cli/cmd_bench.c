@@ -17,15 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "buf.h"
+#include "clock.h"
 #include "commands.h"
 #include "cpu/backend_cpu.h"
 #include "cpu/pool.h"
 #include "encode.h"
 #include "model.h"
+#include "splitmix64.h"
 
 #define MIN_RECORD  24
 
@@ -57,26 +58,6 @@ usage(FILE *f)
         "  --profile         the CPU backbone's time per op\n");
 }
 
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
-/* splitmix64: reproducible ids without depending on the libc's rand() */
-static uint64_t
-next_random(uint64_t *s)
-{
-    uint64_t  z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void
 record_free(clef_record *r)
 {
@@ -106,7 +87,7 @@ record_make(clef_record *r, int64_t len, int vocab, uint64_t *seed)
         return -1;
     }
     for (i = 0; i < len; i++) {
-        r->ids.v[i] = (int32_t) (next_random(seed) % (uint64_t) vocab);
+        r->ids.v[i] = (int32_t) (clef_splitmix64(seed) % (uint64_t) vocab);
     }
     r->ids.n = (size_t) len;
 
@@ -242,15 +223,15 @@ run_once(bench_ctx *c, const clef_batch *batch, float *hidden, float *logits,
         clef_cpu_backend_last_times(c->be, backbone_s, head_s);
         return 0;
     }
-    t0 = now();
+    t0 = clef_clock_seconds();
     if (c->ops->hidden(c->be, batch, hidden, err) != 0) {
         return -1;
     }
-    t1 = now();
+    t1 = clef_clock_seconds();
     if (c->ops->forward(c->be, batch, logits, err) != 0) {
         return -1;
     }
-    t2 = now();
+    t2 = clef_clock_seconds();
     *backbone_s = t1 - t0;
     *head_s = (t2 - t1) - (t1 - t0);
     if (*head_s < 0) {

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "tokenizer.h"
 
@@ -135,15 +135,6 @@ run_lines(const clef_tokenizer *tk)
     return rc;
 }
 
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 static char *
 read_file(const char *path, size_t *len)
 {
@@ -197,13 +188,13 @@ run_bench(const clef_tokenizer *tk, const char *path)
         return 1;
     }
     /* The first pass meets an empty word cache; later ones mostly hits. */
-    t0 = now();
+    t0 = clef_clock_seconds();
     if (clef_tokenizer_encode(tk, text, len, &ids) != 0) {
         fprintf(stderr, "clef tokenize: out of memory\n");
         free(text);
         return 1;
     }
-    t1 = now();
+    t1 = clef_clock_seconds();
     cold = t1 - t0;
     first_ids = ids.n;
     start = t1;
@@ -216,7 +207,7 @@ run_bench(const clef_tokenizer *tk, const char *path)
             return 1;
         }
         passes++;
-        t1 = now();
+        t1 = clef_clock_seconds();
     } while (t1 - start < 2.0);
 
     printf("bytes %zu\n", len);

@@ -20,20 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "splitmix64.h"
+
 #define CHUNK  (1 << 20)                   /* elements per write */
 
 /* ln 16: A_log = log(A) with A in [1, 16], drawn uniform in log space. */
 #define LN16  2.7725887f
-
-static uint64_t
-splitmix64(uint64_t *s)
-{
-    uint64_t  z = (*s += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static uint64_t
 stream_seed(uint64_t seed, const char *name)
@@ -43,7 +35,7 @@ stream_seed(uint64_t seed, const char *name)
     while (*name != '\0') {
         h = (h ^ (unsigned char) *name++) * 0x100000001b3ULL;
     }
-    return splitmix64(&s) ^ h;
+    return clef_splitmix64(&s) ^ h;
 }
 
 static int
@@ -125,7 +117,7 @@ write_data(FILE *f, const mkmodel_tensor *t, uint64_t seed, void *buf)
     for (done = 0; done < numel; done += n) {
         n = numel - done < CHUNK ? numel - done : CHUNK;
         for (i = 0; i < n; i++) {
-            u = (double) (splitmix64(&state) >> 40) * 0x1p-24;
+            u = (double) (clef_splitmix64(&state) >> 40) * 0x1p-24;
             v = (float) ((double) center + (double) amp * (2.0 * u - 1.0));
             if (t->dtype == CLEF_DTYPE_F32) {
                 f32[i] = v;

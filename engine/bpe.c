@@ -7,8 +7,6 @@
  */
 #include "tokenizer_impl.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,18 +50,6 @@ pair_put(tk_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t id)
     }
     b->pairs[j].key = key;
     b->pairs[j].val = ((uint64_t) rank << 32) | (uint32_t) id;
-}
-
-static int __attribute__((format(printf, 4, 5)))
-fail(clef_error *err, const char *type, const char *what, const char *fmt, ...)
-{
-    char     msg[400];
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return clef_error_set(err, 500, type, NULL, "%s: %s", what, msg);
 }
 
 /* A merge as two strings: "a b" (exactly one space) or ["a", "b"]. */
@@ -110,21 +96,21 @@ load_options(tk_bpe *b, json_t *model, const char *what, clef_error *err)
 
     v = json_object_get(model, "type");
     if (v != NULL && !(json_is_string(v) && strcmp(json_string_value(v), "BPE") == 0)) {
-        return fail(err, "tokenizer_unsupported", what,
-                    "unsupported model type \"%s\" (only BPE is supported)",
-                    json_is_string(v) ? json_string_value(v) : "?");
+        return tk_fail(err, "tokenizer_unsupported", what,
+                       "unsupported model type \"%s\" (only BPE is supported)",
+                       json_is_string(v) ? json_string_value(v) : "?");
     }
     v = json_object_get(model, "dropout");
     if (v != NULL && !json_is_null(v)
         && !(json_is_number(v) && json_number_value(v) == 0))
     {
-        return fail(err, "tokenizer_unsupported", what,
-                    "BPE dropout is not supported");
+        return tk_fail(err, "tokenizer_unsupported", what,
+                       "BPE dropout is not supported");
     }
     v = json_object_get(model, "byte_fallback");
     if (json_is_true(v)) {
-        return fail(err, "tokenizer_unsupported", what,
-                    "BPE byte_fallback is not supported");
+        return tk_fail(err, "tokenizer_unsupported", what,
+                       "BPE byte_fallback is not supported");
     }
     for (i = 0; i < 2; i++) {
         key = affixes[i];
@@ -132,8 +118,8 @@ load_options(tk_bpe *b, json_t *model, const char *what, clef_error *err)
         if (v != NULL && !json_is_null(v)
             && !(json_is_string(v) && json_string_length(v) == 0))
         {
-            return fail(err, "tokenizer_unsupported", what,
-                        "BPE %s is not supported", key);
+            return tk_fail(err, "tokenizer_unsupported", what,
+                           "BPE %s is not supported", key);
         }
     }
     b->fuse_unk = json_is_true(json_object_get(model, "fuse_unk"));
@@ -144,13 +130,13 @@ load_options(tk_bpe *b, json_t *model, const char *what, clef_error *err)
         b->unk_id = tk_strmap_get(&b->vocab, json_string_value(v),
                                   json_string_length(v));
         if (b->unk_id < 0) {
-            return fail(err, "tokenizer_invalid", what,
-                        "the BPE unk_token \"%s\" is not in the vocab",
-                        json_string_value(v));
+            return tk_fail(err, "tokenizer_invalid", what,
+                           "the BPE unk_token \"%s\" is not in the vocab",
+                           json_string_value(v));
         }
     } else if (v != NULL && !json_is_null(v)) {
-        return fail(err, "tokenizer_invalid", what,
-                    "the BPE unk_token must be a string or null");
+        return tk_fail(err, "tokenizer_invalid", what,
+                       "the BPE unk_token must be a string or null");
     }
     return 0;
 }
@@ -168,7 +154,7 @@ load_merges(tk_bpe *b, json_t *merges, const char *what, clef_error *err)
     }
     b->pairs = malloc(cap * sizeof(*b->pairs));
     if (b->pairs == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return tk_oom(err);
     }
     memset(b->pairs, 0xff, cap * sizeof(*b->pairs));
     b->pair_mask = cap - 1;
@@ -176,21 +162,21 @@ load_merges(tk_bpe *b, json_t *merges, const char *what, clef_error *err)
     for (i = 0; i < n; i++) {
         if (merge_parts(json_array_get(merges, i), &a, &an, &c, &cn) != 0) {
             clef_buf_free(&cat);
-            return fail(err, "tokenizer_invalid", what,
-                        "model.merges[%zu] is neither \"a b\" nor [\"a\", \"b\"]", i);
+            return tk_fail(err, "tokenizer_invalid", what,
+                           "model.merges[%zu] is neither \"a b\" nor [\"a\", \"b\"]", i);
         }
         ia = tk_strmap_get(&b->vocab, a, an);
         ic = tk_strmap_get(&b->vocab, c, cn);
         cat.len = 0;
         if (clef_buf_append(&cat, a, an) != 0 || clef_buf_append(&cat, c, cn) != 0) {
             clef_buf_free(&cat);
-            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+            return tk_oom(err);
         }
         im = tk_strmap_get(&b->vocab, cat.data, cat.len);
         if (ia < 0 || ic < 0 || im < 0) {
             clef_buf_free(&cat);
-            return fail(err, "tokenizer_invalid", what,
-                        "model.merges[%zu] uses a token that is not in the vocab", i);
+            return tk_fail(err, "tokenizer_invalid", what,
+                           "model.merges[%zu] uses a token that is not in the vocab", i);
         }
         pair_put(b, ia, ic, (uint32_t) i, im);
     }
@@ -212,19 +198,19 @@ tk_bpe_load(tk_bpe *b, json_t *model, const char *what, clef_error *err)
     vocab = json_object_get(model, "vocab");
     merges = json_object_get(model, "merges");
     if (!json_is_object(vocab)) {
-        return fail(err, "tokenizer_invalid", what, "model.vocab is not an object");
+        return tk_fail(err, "tokenizer_invalid", what, "model.vocab is not an object");
     }
     if (merges != NULL && !json_is_array(merges)) {
-        return fail(err, "tokenizer_invalid", what, "model.merges is not an array");
+        return tk_fail(err, "tokenizer_invalid", what, "model.merges is not an array");
     }
     json_object_foreach(vocab, key, v) {
         id = json_is_integer(v) ? json_integer_value(v) : -1;
         if (id < 0 || id > INT32_MAX) {
-            return fail(err, "tokenizer_invalid", what,
-                        "model.vocab[\"%s\"] is not a valid id", key);
+            return tk_fail(err, "tokenizer_invalid", what,
+                           "model.vocab[\"%s\"] is not a valid id", key);
         }
         if (tk_strmap_put(&b->vocab, key, strlen(key), (int32_t) id) != 0) {
-            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+            return tk_oom(err);
         }
         if ((int32_t) id > b->max_id) {
             b->max_id = (int32_t) id;
@@ -242,7 +228,7 @@ tk_bpe_load(tk_bpe *b, json_t *model, const char *what, clef_error *err)
         return -1;
     }
     if (tk_cache_init(&b->cache) != 0) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return tk_oom(err);
     }
     return 0;
 }

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int
-grow(void **p, size_t *cap, size_t need, size_t elem)
+#include "grow.h"
+
+int
+clef_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     size_t  n;
     void   *q;
@@ -36,7 +38,7 @@ clef_buf_reserve(clef_buf *b, size_t extra)
     if (b->len + extra + 1 < b->len) {
         return -1;
     }
-    return grow((void **) &b->data, &b->cap, b->len + extra + 1, 1);
+    return clef_grow((void **) &b->data, &b->cap, b->len + extra + 1, 1);
 }
 
 int
@@ -89,7 +91,8 @@ clef_buf_free(clef_buf *b)
 int
 clef_ids_reserve(clef_ids *ids, size_t extra)
 {
-    return grow((void **) &ids->v, &ids->cap, ids->n + extra, sizeof(int32_t));
+    return clef_grow((void **) &ids->v, &ids->cap, ids->n + extra,
+                     sizeof(int32_t));
 }
 
 int

@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "json.h"
 #include "render.h"
 
@@ -232,36 +233,10 @@ json_check_utf8(json_parser *ps)
 /* ---- scratch stacks ---------------------------------------------------- */
 
 static int
-json_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    size_t  n;
-    void   *q;
-
-    if (need <= *cap) {
-        return 0;
-    }
-    n = *cap ? *cap : 64;
-    while (n < need) {
-        if (n > ((size_t) -1) / 4 / elem) {
-            return -1;
-        }
-        n *= 2;
-    }
-    q = realloc(*p, n * elem);
-    if (q == NULL) {
-        return -1;
-    }
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
-
-static int
 json_push_val(json_parser *ps, clef_json *v)
 {
     if (ps->nvals == ps->capvals
-        && json_grow((void **) &ps->vals, &ps->capvals, ps->nvals + 1,
+        && clef_grow((void **) &ps->vals, &ps->capvals, ps->nvals + 1,
                      sizeof(clef_json *)) != 0)
     {
         return json_oom(ps);
@@ -331,7 +306,7 @@ static int
 json_sbuf_put(json_parser *ps, size_t *len, const void *src, size_t n)
 {
     if (*len + n + 1 > ps->capsbuf
-        && json_grow((void **) &ps->sbuf, &ps->capsbuf, *len + n + 1, 1) != 0)
+        && clef_grow((void **) &ps->sbuf, &ps->capsbuf, *len + n + 1, 1) != 0)
     {
         return json_oom(ps);
     }
@@ -823,7 +798,7 @@ json_object(json_parser *ps, int depth, clef_json **out)
                                                        : "a string key");
         }
         if (ps->nkeys == ps->capkeys
-            && json_grow((void **) &ps->keys, &ps->capkeys, ps->nkeys + 1,
+            && clef_grow((void **) &ps->keys, &ps->capkeys, ps->nkeys + 1,
                          sizeof(json_key)) != 0)
         {
             return json_oom(ps);

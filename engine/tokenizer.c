@@ -40,8 +40,9 @@ static const char  gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+"
     "|\\s+(?!\\S)|\\s+";
 
-static int __attribute__((format(printf, 4, 5)))
-fail(clef_error *err, const char *type, const char *what, const char *fmt, ...)
+int
+tk_fail(clef_error *err, const char *type, const char *what,
+    const char *fmt, ...)
 {
     char     msg[400];
     va_list  ap;
@@ -52,8 +53,8 @@ fail(clef_error *err, const char *type, const char *what, const char *fmt, ...)
     return clef_error_set(err, 500, type, NULL, "%s: %s", what, msg);
 }
 
-static int
-oom(clef_error *err)
+int
+tk_oom(clef_error *err)
 {
     return clef_error_set(err, 500, "internal", NULL, "out of memory");
 }
@@ -87,8 +88,8 @@ load_normalizer(clef_tokenizer *tk, json_t *n, const char *what,
     if (type != NULL && strcmp(type, "Sequence") == 0) {
         seq = json_object_get(n, "normalizers");
         if (!json_is_array(seq)) {
-            return fail(err, "tokenizer_invalid", what,
-                        "normalizer Sequence has no normalizers array");
+            return tk_fail(err, "tokenizer_invalid", what,
+                           "normalizer Sequence has no normalizers array");
         }
         /* NFC is idempotent: any number of them is one NFC. */
         json_array_foreach(seq, i, v) {
@@ -98,9 +99,9 @@ load_normalizer(clef_tokenizer *tk, json_t *n, const char *what,
         }
         return 0;
     }
-    return fail(err, "tokenizer_unsupported", what,
-                "unsupported normalizer \"%s\" (only NFC, or a Sequence of NFC,"
-                " is supported)", type ? type : "?");
+    return tk_fail(err, "tokenizer_unsupported", what,
+                   "unsupported normalizer \"%s\" (only NFC, or a Sequence of NFC,"
+                   " is supported)", type ? type : "?");
 }
 
 /* ---- pre-tokenizer --------------------------------------------------- */
@@ -114,18 +115,18 @@ load_split(clef_tokenizer *tk, json_t *p, const char *what, clef_error *err)
     char         name[600];
 
     if (tk->have_byte_level) {
-        return fail(err, "tokenizer_unsupported", what,
-                    "a Split pre_tokenizer after ByteLevel is not supported");
+        return tk_fail(err, "tokenizer_unsupported", what,
+                       "a Split pre_tokenizer after ByteLevel is not supported");
     }
     beh = json_object_get(p, "behavior");
     if (!json_is_string(beh) || strcmp(json_string_value(beh), "Isolated") != 0) {
-        return fail(err, "tokenizer_unsupported", what,
-                    "unsupported Split behavior \"%s\" (only Isolated is supported)",
-                    json_is_string(beh) ? json_string_value(beh) : "?");
+        return tk_fail(err, "tokenizer_unsupported", what,
+                       "unsupported Split behavior \"%s\" (only Isolated is supported)",
+                       json_is_string(beh) ? json_string_value(beh) : "?");
     }
     if (!json_is_false(json_object_get(p, "invert"))) {
-        return fail(err, "tokenizer_unsupported", what,
-                    "a Split with invert other than false is not supported");
+        return tk_fail(err, "tokenizer_unsupported", what,
+                       "a Split with invert other than false is not supported");
     }
     pat = json_object_get(p, "pattern");
     literal = 0;
@@ -135,12 +136,12 @@ load_split(clef_tokenizer *tk, json_t *p, const char *what, clef_error *err)
         literal = 1;
     }
     if (!json_is_string(s)) {
-        return fail(err, "tokenizer_invalid", what,
-                    "a Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
+        return tk_fail(err, "tokenizer_invalid", what,
+                       "a Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
     }
     re = realloc(tk->splits, (tk->n_splits + 1) * sizeof(*re));
     if (re == NULL) {
-        return oom(err);
+        return tk_oom(err);
     }
     tk->splits = re;
     snprintf(name, sizeof(name), "%s: Split pre_tokenizer", what);
@@ -160,8 +161,8 @@ load_byte_level(clef_tokenizer *tk, json_t *p, const char *what,
     json_t  *v;
 
     if (tk->have_byte_level) {
-        return fail(err, "tokenizer_unsupported", what,
-                    "more than one ByteLevel pre_tokenizer is not supported");
+        return tk_fail(err, "tokenizer_unsupported", what,
+                       "more than one ByteLevel pre_tokenizer is not supported");
     }
     tk->have_byte_level = 1;
     v = json_object_get(p, "add_prefix_space");
@@ -192,8 +193,8 @@ load_pre_tokenizer(clef_tokenizer *tk, json_t *p, const char *what,
     if (type != NULL && strcmp(type, "Sequence") == 0) {
         seq = json_object_get(p, "pretokenizers");
         if (!json_is_array(seq)) {
-            return fail(err, "tokenizer_invalid", what,
-                        "pre_tokenizer Sequence has no pretokenizers array");
+            return tk_fail(err, "tokenizer_invalid", what,
+                           "pre_tokenizer Sequence has no pretokenizers array");
         }
         json_array_foreach(seq, i, v) {
             if (load_pre_tokenizer(tk, v, what, err) != 0) {
@@ -202,9 +203,9 @@ load_pre_tokenizer(clef_tokenizer *tk, json_t *p, const char *what,
         }
         return 0;
     }
-    return fail(err, "tokenizer_unsupported", what,
-                "unsupported pre_tokenizer \"%s\" (only ByteLevel, and Split"
-                " before it, are supported)", type ? type : "null");
+    return tk_fail(err, "tokenizer_unsupported", what,
+                   "unsupported pre_tokenizer \"%s\" (only ByteLevel, and Split"
+                   " before it, are supported)", type ? type : "null");
 }
 
 /* ---- added tokens ---------------------------------------------------- */
@@ -265,22 +266,22 @@ load_added(clef_tokenizer *tk, json_t *list, const char *what,
         return 0;
     }
     if (!json_is_array(list)) {
-        return fail(err, "tokenizer_invalid", what, "added_tokens is not an array");
+        return tk_fail(err, "tokenizer_invalid", what, "added_tokens is not an array");
     }
     n = json_array_size(list);
     toks = calloc(n + 1, sizeof(*toks));
     order = calloc(2 * n + 1, sizeof(*order));
     rev = calloc(n + 1, sizeof(*rev));
     if (toks == NULL || order == NULL || rev == NULL) {
-        oom(err);
+        tk_oom(err);
         goto done;
     }
     for (i = 0; i < n; i++) {
         o = json_array_get(list, i);
         c = json_object_get(o, "content");
         if (!json_is_string(c)) {
-            fail(err, "tokenizer_invalid", what,
-                 "added_tokens[%zu] has no string content", i);
+            tk_fail(err, "tokenizer_invalid", what,
+                    "added_tokens[%zu] has no string content", i);
             goto done;
         }
         toks[i].content = json_string_value(c);
@@ -299,7 +300,7 @@ load_added(clef_tokenizer *tk, json_t *list, const char *what,
             && tk_strmap_get(&special, t->content, t->len) < 0)
         {
             if (tk_strmap_put(&special, t->content, t->len, (int32_t) n_order) != 0) {
-                oom(err);
+                tk_oom(err);
                 goto done;
             }
             order[n_order++] = i;
@@ -328,7 +329,7 @@ load_added(clef_tokenizer *tk, json_t *list, const char *what,
             }
         }
         if (tk_strmap_put(&tk->added, t->content, t->len, id) != 0) {
-            oom(err);
+            tk_oom(err);
             goto done;
         }
         amax = id > amax ? id : amax;
@@ -378,7 +379,7 @@ load_added(clef_tokenizer *tk, json_t *list, const char *what,
             rc = tk_trie_add(&tk->norm_trie, t->content, t->len, id, fl);
         }
         if (rc != 0) {
-            oom(err);
+            tk_oom(err);
             goto done;
         }
     }
@@ -418,7 +419,7 @@ load_json(const char *path, const char *what, clef_error *err)
         return NULL;
     }
     if (!json_is_object(root)) {
-        fail(err, "tokenizer_invalid", what, "the top level is not an object");
+        tk_fail(err, "tokenizer_invalid", what, "the top level is not an object");
         json_decref(root);
         return NULL;
     }
@@ -442,7 +443,7 @@ clef_tokenizer_load(const char *path, clef_error *err)
 
     tk = calloc(1, sizeof(*tk));
     if (tk == NULL) {
-        oom(err);
+        tk_oom(err);
         return NULL;
     }
     tk->max_id = -1;
@@ -452,7 +453,7 @@ clef_tokenizer_load(const char *path, clef_error *err)
     }
     model = json_object_get(root, "model");
     if (!json_is_object(model)) {
-        fail(err, "tokenizer_invalid", what, "there is no model object");
+        tk_fail(err, "tokenizer_invalid", what, "there is no model object");
         goto fail;
     }
     if (tk_bpe_load(&tk->bpe, model, what, err) != 0) {
@@ -468,8 +469,8 @@ clef_tokenizer_load(const char *path, clef_error *err)
         goto fail;
     }
     if (!tk->have_byte_level) {
-        fail(err, "tokenizer_unsupported", what,
-             "the pre_tokenizer has no ByteLevel step: not a byte-level BPE");
+        tk_fail(err, "tokenizer_unsupported", what,
+                "the pre_tokenizer has no ByteLevel step: not a byte-level BPE");
         goto fail;
     }
     if (load_added(tk, json_object_get(root, "added_tokens"), what, err) != 0) {

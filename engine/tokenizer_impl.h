@@ -28,6 +28,17 @@
 #include "tokenizer.h"
 
 
+/* ---- tokenizer.c ----------------------------------------------------- */
+
+/* A 500 error of the given type, its message "what: fmt...", what naming
+ * the file. */
+int tk_fail(clef_error *err, const char *type, const char *what,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The 500 "internal" error for a failed allocation. */
+int tk_oom(clef_error *err);
+
+
 /* ---- tokenizer_map.c ------------------------------------------------- */
 
 uint64_t tk_hash(const void *p, size_t n);

@@ -325,7 +325,7 @@ tk_regex_compile(tk_regex *re, const char *pat, size_t n, int literal,
     }
     if (rc < 0 || (rc == 0 && src.data == NULL && clef_buf_reserve(&src, 0) != 0)) {
         clef_buf_free(&src);
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return tk_oom(err);
     }
     if (rc > 0) {
         clef_buf_free(&src);
@@ -337,7 +337,7 @@ tk_regex_compile(tk_regex *re, const char *pat, size_t n, int literal,
     cc = pcre2_compile_context_create(NULL);
     if (cc == NULL) {
         clef_buf_free(&src);
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return tk_oom(err);
     }
     pcre2_set_newline(cc, PCRE2_NEWLINE_LF);
     pcre2_set_bsr(cc, PCRE2_BSR_UNICODE);

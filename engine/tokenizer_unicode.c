@@ -9,6 +9,8 @@
 
 #include <utf8proc.h>
 
+#include "grow.h"
+
 /* Length of the well-formed sequence at s[0..n), or 0 when ill-formed;
  * *bad then tells how many bytes its maximal subpart spans (>= 1). */
 static size_t
@@ -144,27 +146,6 @@ tk_is_white_space(uint32_t cp)
            || cp == 0x3000;
 }
 
-static int
-scratch_reserve(int32_t **v, size_t *cap, size_t need)
-{
-    int32_t  *p;
-    size_t    n;
-
-    if (*cap >= need) {
-        return 0;
-    }
-    for (n = *cap ? *cap : 256; n < need; n *= 2) {
-        /* void */
-    }
-    p = realloc(*v, n * sizeof(*p));
-    if (p == NULL) {
-        return -1;
-    }
-    *v = p;
-    *cap = n;
-    return 0;
-}
-
 /*
  * HF's normalizer (the unicode-normalization-alignments crate) has the
  * Unicode 9.0 tables.  Two differences from utf8proc's newer ones show:
@@ -278,7 +259,7 @@ nfc_chunk(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
     for (i = 0; i < n; i += len) {
         cp = tk_utf8_decode(s + i, n - i, &len);
         /* a canonical decomposition is at most 4 code points long */
-        if (scratch_reserve(&sc->v, &sc->cap, m + 8) != 0) {
+        if (clef_grow((void **) &sc->v, &sc->cap, m + 8, sizeof(*sc->v)) != 0) {
             return -1;
         }
         r = utf8proc_decompose_char((utf8proc_int32_t) cp, sc->v + m, 8, opt,
@@ -293,7 +274,8 @@ nfc_chunk(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
             /* void */
         }
         if (run > 1) {
-            if (run > 32 && scratch_reserve(&sc->tmp, &sc->tmp_cap, run) != 0) {
+            if (run > 32 && clef_grow((void **) &sc->tmp, &sc->tmp_cap, run,
+                                     sizeof(*sc->tmp)) != 0) {
                 return -1;
             }
             order_run(sc->v + i, run, sc->tmp);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "norm.h"
+#include "records.h"
 #include "rope.h"
 #include "vec.h"
 
@@ -22,22 +23,6 @@ typedef struct {
     int                    n_records;
 } prepare_job;
 
-static int
-record_of(const int32_t *cu, int n_records, int64_t t)
-{
-    int  lo = 0, hi = n_records - 1, mid;
-
-    while (lo < hi) {
-        mid = (lo + hi + 1) / 2;
-        if (cu[mid] <= t) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    return lo;
-}
-
 static void
 prepare_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
@@ -48,7 +33,7 @@ prepare_task(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t                t, pos;
     int                    r, h, half = j->rot / 2;
 
-    r = record_of(j->cu, j->n_records, begin);
+    r = clef_cpu_record_of(j->cu, j->n_records, begin);
     for (t = begin; t < end; t++) {
         while (t >= j->cu[r + 1]) {
             r++;

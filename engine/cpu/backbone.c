@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attention.h"
+#include "clock.h"
 #include "conv.h"
 #include "embed.h"
 #include "gdn.h"
@@ -56,20 +56,11 @@ clef_cpu_prof_name(int op)
     return op >= 0 && op < CLEF_PROF_COUNT ? prof_names[op] : "?";
 }
 
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
-
 #define TIMED(b, op, stmt)                                                   \
     do {                                                                     \
-        double t_ = now();                                                   \
+        double t_ = clef_clock_seconds();                                    \
         stmt;                                                                \
-        (b)->prof[op] += now() - t_;                                         \
+        (b)->prof[op] += clef_clock_seconds() - t_;                          \
     } while (0)
 
 int

@@ -3,8 +3,8 @@
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "cpu/head.h"
 #include "cpu/pool.h"
 
@@ -15,15 +15,6 @@ struct clef_backend {
     int                 hidden_size;
     double              backbone_s, head_s;
 };
-
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
-}
 
 static void
 cpu_close(clef_backend *b)
@@ -71,7 +62,7 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
     int64_t   T = clef_batch_tokens(batch);
     int32_t  *ids;
     int       r, rc;
-    double    t0 = now();
+    double    t0 = clef_clock_seconds();
 
     if (T == 0) {
         b->backbone_s = 0;
@@ -89,7 +80,7 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
     rc = clef_cpu_backbone_forward(b->backbone, ids, batch->cu_seqlens,
                                    batch->n_records, hidden, err);
     free(ids);
-    b->backbone_s = now() - t0;
+    b->backbone_s = clef_clock_seconds() - t0;
     return rc;
 }
 
@@ -110,7 +101,7 @@ cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error 
         return -1;
     }
 
-    t0 = now();
+    t0 = clef_clock_seconds();
     openblas_set_num_threads(clef_cpu_pool_size(b->pool));
     for (r = 0; r < batch->n_records && rc == 0; r++) {
         rc = clef_cpu_head_forward(b->head,
@@ -119,7 +110,7 @@ cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error 
         off += batch->records[r]->n_options;
     }
     openblas_set_num_threads(1);
-    b->head_s = now() - t0;
+    b->head_s = clef_clock_seconds() - t0;
 
     free(hidden);
     return rc;

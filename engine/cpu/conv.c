@@ -1,5 +1,6 @@
 #include "conv.h"
 
+#include "records.h"
 #include "vec.h"
 
 typedef struct {
@@ -11,23 +12,6 @@ typedef struct {
     int             n_records;
 } conv_job;
 
-/* The record holding token t: the last r with cu[r] <= t. */
-static int
-record_of(const int32_t *cu, int n_records, int64_t t)
-{
-    int  lo = 0, hi = n_records - 1, mid;
-
-    while (lo < hi) {
-        mid = (lo + hi + 1) / 2;
-        if (cu[mid] <= t) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    return lo;
-}
-
 static void
 conv_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
@@ -37,7 +21,7 @@ conv_task(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t          t, start;
     int              r, i, c, K = j->kernel, C = j->channels;
 
-    r = record_of(j->cu, j->n_records, begin);
+    r = clef_cpu_record_of(j->cu, j->n_records, begin);
     for (t = begin; t < end; t++) {
         while (t >= j->cu[r + 1]) {
             r++;

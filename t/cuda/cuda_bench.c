@@ -22,11 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_runtime_api.h>
 
 #include "clef_cuda.h"
+#include "clock.h"
+#include "splitmix64.h"
 
 #define GFLOP_PER_TOKEN  13.84
 #define PEAK_TFLOPS      790.0
@@ -40,20 +41,7 @@ static uint64_t  rng = 12345;
 static uint64_t
 rnd(void)
 {
-    uint64_t  z = (rng += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double
-now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+    return clef_splitmix64(&rng);
 }
 
 static int
@@ -174,7 +162,7 @@ time_forward(clef_backend *g, bench_batch *b, int warm, int runs, double *out,
 
     memset(&err, 0, sizeof(err));
     for (i = 0; i < warm + runs; i++) {
-        double  t0 = now();
+        double  t0 = clef_clock_seconds();
 
         if (clef_cuda_forward_probs(g, &b->batch, NULL, probs, &err) != 0) {
             fprintf(stderr, "cuda_bench: forward of %ld tokens: %s\n", b->tokens,
@@ -186,7 +174,7 @@ time_forward(clef_backend *g, bench_batch *b, int warm, int runs, double *out,
             return -1;
         }
         if (i >= warm) {
-            t[i - warm] = now() - t0;
+            t[i - warm] = clef_clock_seconds() - t0;
         }
     }
     qsort(t, (size_t) runs, sizeof(double), cmp_double);
@@ -291,13 +279,13 @@ main(int argc, char **argv)
     }
 
     memset(&err, 0, sizeof(err));
-    t_open = now();
+    t_open = clef_clock_seconds();
     m = clef_model_open(dir, 0, &err);
     if (m == NULL || clef_cuda_backend_ops.open(m, &o, &g, &err) != 0) {
         fprintf(stderr, "cuda_bench: %s\n", err.message);
         return 1;
     }
-    t_open = now() - t_open;
+    t_open = clef_clock_seconds() - t_open;
     cudaGetDeviceProperties(&prop, 0);
     vocab = clef_model_text_config(m)->vocab_size;
 

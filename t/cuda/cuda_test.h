@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "check.h"
+#include "splitmix64.h"
 #include "tensor.h"
 
 /* Prints the TAP skip plan and returns 1 when no Hopper-class device can
@@ -43,11 +44,7 @@ static uint64_t  test_rng = 0x9e3779b97f4a7c15ull;
 static __attribute__((unused)) uint64_t
 rnd_u64(void)
 {
-    uint64_t  z = (test_rng += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return clef_splitmix64(&test_rng);
 }
 
 /* Uniform in [-a, a), rounded to bf16 so that host and device see the same

@@ -68,6 +68,27 @@ check_done(void)
     return check_failures ? 1 : 0;
 }
 
+/* max |got - want| / max(1, max |want|) over n floats. */
+static __attribute__((unused)) double
+check_rel_err(const float *got, const float *want, int64_t n)
+{
+    double   e = 0, scale = 1, d;
+    int64_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (fabs(want[i]) > scale) {
+            scale = fabs(want[i]);
+        }
+    }
+    for (i = 0; i < n; i++) {
+        d = fabs((double) got[i] - want[i]);
+        if (!(d <= e)) {
+            e = d;
+        }
+    }
+    return e / scale;
+}
+
 /* Paths the tests read: the repository's fixtures and ../shared. */
 static __attribute__((unused)) const char *
 check_fixtures(void)

@@ -25,43 +25,13 @@
 #include "cpu/backbone.h"
 #include "cpu/pool.h"
 #include "model.h"
+#include "splitmix64.h"
 
 #define ALONE_TOL    1e-6
 #define THREADS_TOL  1e-5
 
 static const int  lens[] = { 1, 37, 64, 65, 130, 600 };
 #define N_RECORDS  ((int) (sizeof(lens) / sizeof(lens[0])))
-
-/* max |a - b| / max(1, max |b|) */
-static double
-rel_err(const float *a, const float *b, int64_t n)
-{
-    double   e = 0, scale = 1, d;
-    int64_t  i;
-
-    for (i = 0; i < n; i++) {
-        if (fabs(b[i]) > scale) {
-            scale = fabs(b[i]);
-        }
-    }
-    for (i = 0; i < n; i++) {
-        d = fabs((double) a[i] - b[i]);
-        if (!(d <= e)) {
-            e = d;
-        }
-    }
-    return e / scale;
-}
-
-static uint64_t
-next_random(uint64_t *s)
-{
-    uint64_t  z = (*s += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static int
 make_model(char *dir, size_t size)
@@ -163,7 +133,7 @@ test_backend(const clef_model *m, const int32_t *ids, const float *hidden_want)
 
     hidden = malloc(sizeof(float) * 129 * H);
     rc = ops->hidden(be, &batch, hidden, &err);
-    CHECK(rc == 0 && rel_err(hidden, hidden_want, 129 * H) <= ALONE_TOL,
+    CHECK(rc == 0 && check_rel_err(hidden, hidden_want, 129 * H) <= ALONE_TOL,
           "backend hidden() = the backbone's hidden states");
 
     rc = ops->forward(be, &batch, logits, &err);
@@ -177,7 +147,7 @@ test_backend(const clef_model *m, const int32_t *ids, const float *hidden_want)
         clef_batch_init(&one, &ptrs[i], 1, c1);
         rc = ops->forward(be, &one, alone + 3 * i, &err);
     }
-    CHECK(rc == 0 && rel_err(logits, alone, 6) <= ALONE_TOL,
+    CHECK(rc == 0 && check_rel_err(logits, alone, 6) <= ALONE_TOL,
           "forward() packed = record by record, in record order");
 
     free(hidden);
@@ -240,7 +210,7 @@ main(void)
     alone = malloc(sizeof(float) * T * H);
     threads1 = malloc(sizeof(float) * T * H);
     for (i = 0; i < T; i++) {
-        ids[i] = (int32_t) (next_random(&seed) % (uint64_t) tc->vocab_size);
+        ids[i] = (int32_t) (clef_splitmix64(&seed) % (uint64_t) tc->vocab_size);
     }
 
     rc = clef_cpu_backbone_forward(b2, ids, cu, N_RECORDS, packed, &err);
@@ -267,8 +237,8 @@ main(void)
         one[1] = lens[r];
         rc = clef_cpu_backbone_forward(b2, ids + cu[r], one, 1, alone + (int64_t) cu[r] * H,
                                        &err);
-        e = rel_err(packed + (int64_t) cu[r] * H, alone + (int64_t) cu[r] * H,
-                    (int64_t) lens[r] * H);
+        e = check_rel_err(packed + (int64_t) cu[r] * H, alone + (int64_t) cu[r] * H,
+                          (int64_t) lens[r] * H);
         CHECK(rc == 0 && e <= ALONE_TOL,
               "record of %d tokens: packed = alone (max error %.3g, tolerance %g)",
               lens[r], e, ALONE_TOL);
@@ -278,7 +248,7 @@ main(void)
 
     rc = clef_cpu_backbone_forward(b1, ids, cu, N_RECORDS, threads1, &err);
     {
-        double  e = rel_err(threads1, packed, T * H);
+        double  e = check_rel_err(threads1, packed, T * H);
 
         CHECK(rc == 0 && e <= THREADS_TOL,
               "1 thread = 2 threads (max error %.3g, tolerance %g)", e, THREADS_TOL);
@@ -288,13 +258,15 @@ main(void)
      * of record 2 leaves records 0, 1 and 3.. as they were and changes 2 */
     ids[cu[2] + 10] = (ids[cu[2] + 10] + 1) % tc->vocab_size;
     rc = clef_cpu_backbone_forward(b2, ids, cu, N_RECORDS, alone, &err);
-    CHECK(rc == 0 && rel_err(alone, packed, (int64_t) cu[2] * H) == 0
-          && rel_err(alone + (int64_t) cu[3] * H, packed + (int64_t) cu[3] * H,
-                     (T - cu[3]) * H) == 0,
+    CHECK(rc == 0 && check_rel_err(alone, packed, (int64_t) cu[2] * H) == 0
+          && check_rel_err(alone + (int64_t) cu[3] * H, packed + (int64_t) cu[3] * H,
+                           (T - cu[3]) * H) == 0,
           "a changed token in record 2 leaves the other records bit for bit");
-    CHECK(rel_err(alone + (int64_t) (cu[2] + 10) * H, packed + (int64_t) (cu[2] + 10) * H,
-                  (int64_t) (lens[2] - 10) * H) > 1e-3
-          && rel_err(alone + (int64_t) cu[2] * H, packed + (int64_t) cu[2] * H, 10 * H) == 0,
+    CHECK(check_rel_err(alone + (int64_t) (cu[2] + 10) * H,
+                        packed + (int64_t) (cu[2] + 10) * H,
+                        (int64_t) (lens[2] - 10) * H) > 1e-3
+          && check_rel_err(alone + (int64_t) cu[2] * H, packed + (int64_t) cu[2] * H,
+                           10 * H) == 0,
           "and changes record 2 from that token on, causally");
 
     /* errors are data */

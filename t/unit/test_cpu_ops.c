@@ -104,30 +104,9 @@ fget(const fixture *f, const char *name, int64_t *shape, int64_t *numel)
     return fixture_get(f, name, shape, numel);
 }
 
-/* max |got - want| / max(1, max |want|) */
-static double
-rel_err(const float *got, const float *want, int64_t n)
-{
-    double  e = 0, scale = 1, d;
-    int64_t i;
-
-    for (i = 0; i < n; i++) {
-        if (fabs(want[i]) > scale) {
-            scale = fabs(want[i]);
-        }
-    }
-    for (i = 0; i < n; i++) {
-        d = fabs((double) got[i] - want[i]);
-        if (!(d <= e)) {            /* NaN counts as an error */
-            e = d;
-        }
-    }
-    return e / scale;
-}
-
 #define CHECK_CLOSE(got, want, n, tol, ...)                                  \
     do {                                                                     \
-        double e_ = rel_err(got, want, n);                                   \
+        double e_ = check_rel_err(got, want, n);                             \
         CHECK(e_ <= (tol), __VA_ARGS__);                                     \
         printf("#   max error %.3g (tolerance %g)\n", e_, (double) (tol));   \
     } while (0)
