@@ -71,11 +71,11 @@ $(BUILD)/clef: $(CLI_OBJ) $(BUILD)/libclef.a
 
 $(BUILD)/t/%: t/unit/%.c t/unit/check.h $(BUILD)/libclef.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -It/unit -o $@ $< $(BUILD)/libclef.a $(LIBS)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -It/unit -MMD -MP -o $@ $< $(BUILD)/libclef.a $(LIBS)
 
 $(BUILD)/asan/t/%: t/unit/%.c t/unit/check.h $(BUILD)/asan/libclef.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(SAN_FLAGS) -It/unit -o $@ $< $(BUILD)/asan/libclef.a $(LIBS)
+	$(CC) $(CFLAGS_BASE) $(SAN_FLAGS) -It/unit -MMD -MP -o $@ $< $(BUILD)/asan/libclef.a $(LIBS)
 
 test-unit: $(UNIT_BIN) $(BUILD)/clef
 	prove --exec '' $(UNIT_BIN)
@@ -150,7 +150,7 @@ $(CUDA_LIB): $(CUDA_OBJ) $(BUILD)/libclef.a cuda/exports.map
 
 $(BUILD)/t/cuda/%: t/cuda/%.c t/unit/check.h $(BUILD)/libclef.a $(CUDA_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -It/unit $(CUDA_INC) -o $@ $< $(BUILD)/libclef.a \
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -It/unit $(CUDA_INC) -MMD -MP -o $@ $< $(BUILD)/libclef.a \
 	  $(CUDA_LINK) $(LIBS)
 
 test-cuda: cuda $(BUILD)/clef
@@ -176,7 +176,7 @@ clean: clean-cuda
 
 # ---- end of the CUDA section ---------------------------------------------
 
--include $(OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d) $(SAN_BIN:=.d) $(wildcard $(BUILD)/t/cuda/*.d)
 
 # ==== nginx module ========================================================
 # build/ngx_http_clef_module.so, built out of tree against Debian's nginx-dev

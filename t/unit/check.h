@@ -82,7 +82,10 @@ check_rel_err(const float *got, const float *want, int64_t n)
     }
     for (i = 0; i < n; i++) {
         d = fabs((double) got[i] - want[i]);
-        if (!(d <= e)) {
+        if (isnan(d)) {
+            return NAN;         /* fails every "err <= tol" check */
+        }
+        if (d > e) {
             e = d;
         }
     }
