@@ -1,0 +1,77 @@
+#!/bin/sh
+# Builds the libFuzzer harnesses of the untrusted-input path (engine sources
+# with clang, libFuzzer, ASan and UBSan) into build/fuzz/, seeds a corpus
+# from the committed fixtures into build/fuzz-corpus/, and runs each
+# harness in turn for SECONDS seconds (default 180), one worker.
+#
+#   t/fuzz/run.sh [SECONDS [HARNESS...]]      from the repository root
+#   t/fuzz/run.sh build                       only build
+#
+# HARNESS is json, tokenizer or request (default: all three).  Crashes,
+# leaks, timeouts (more than FUZZ_TIMEOUT seconds, default 1, on one input)
+# are written to build/fuzz/artifacts/.  FUZZ_FLAGS adds libFuzzer flags
+# (e.g. FUZZ_FLAGS=-len_control=0 to try long inputs from the start).
+# The Qwen3 tokenizer is read from $CLEF_SHARED/tokenizers/qwen3 (default
+# ../shared).  The json and request harnesses get the words of
+# t/fuzz/request.dict.
+set -eu
+
+CC=${FUZZ_CC:-clang}
+OUT=build/fuzz
+CORPUS=build/fuzz-corpus
+SECONDS_EACH=${1:-180}
+[ $# -gt 0 ] && shift
+HARNESSES=${*:-json tokenizer request}
+TIMEOUT=${FUZZ_TIMEOUT:-1}
+
+if [ -z "${CLEF_SHARED:-}" ]; then
+    CLEF_SHARED=../shared
+    [ -d "$CLEF_SHARED" ] || CLEF_SHARED=/work/shared
+fi
+export CLEF_SHARED
+
+PKGS="libpcre2-8 libutf8proc jansson"
+CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -march=x86-64-v3
+        -Wall -Wextra -Werror -Wno-unused-parameter -Iengine
+        -fsanitize=address,undefined -fno-sanitize-recover=undefined
+        $(pkg-config --cflags $PKGS)"
+LIBS="$(pkg-config --libs $PKGS) -lm -lpthread"
+
+# the engine files the untrusted path goes through
+SRC="arena buf error json pyfloat render request encode answer
+     tokenizer tokenizer_added tokenizer_map tokenizer_regex tokenizer_unicode
+     bpe bpe_cache"
+
+mkdir -p $OUT/obj $OUT/artifacts
+objs=
+for s in $SRC; do
+    o=$OUT/obj/$s.o
+    if [ ! -f $o ] || [ engine/$s.c -nt $o ] \
+       || [ -n "$(find engine -name '*.h' -newer $o)" ]; then
+        echo "cc engine/$s.c"
+        $CC $CFLAGS -fsanitize=fuzzer-no-link -c -o $o engine/$s.c
+    fi
+    objs="$objs $o"
+done
+for h in json tokenizer request; do
+    echo "cc t/fuzz/fuzz_$h.c"
+    $CC $CFLAGS -fsanitize=fuzzer -It/fuzz -o $OUT/fuzz_$h t/fuzz/fuzz_$h.c $objs $LIBS
+done
+
+python3 t/fuzz/seed-corpus.py $CORPUS
+
+[ "$SECONDS_EACH" = build ] && exit 0
+
+status=0
+for h in $HARNESSES; do
+    echo "== fuzz_$h: $SECONDS_EACH s"
+    ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    dict=
+    [ "$h" = tokenizer ] || dict=-dict=t/fuzz/request.dict
+    $OUT/fuzz_$h $dict -max_len=65536 -rss_limit_mb=2048 -timeout="$TIMEOUT" \
+        -max_total_time="$SECONDS_EACH" -workers=1 -print_final_stats=1 \
+        -artifact_prefix=$OUT/artifacts/$h- ${FUZZ_FLAGS:-} \
+        $CORPUS/$h || status=1
+done
+exit $status
