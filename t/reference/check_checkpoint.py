@@ -17,18 +17,16 @@ Exits non-zero when a check fails.  The reference module is imported by path
 from build/reference (t/reference/fetch-reference.sh sets it up).
 """
 
-import importlib.util
 import json
-import math
 import pathlib
 import sys
 
 import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, Qwen3_5ForConditionalGeneration
+from reference import load_joint_schema_model as load_reference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "build/reference/unsloth/_vendor/clef/joint_schema_model.py"
 
 RECORD = {
     "model": "check",
@@ -43,14 +41,6 @@ RECORD = {
                   "criteria": ["calm", "annoyed", "angry"]},
     },
 }
-
-
-def load_reference():
-    spec = importlib.util.spec_from_file_location("joint_schema_model", REFERENCE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def check(directory, ref):

@@ -21,25 +21,16 @@ Usage:
 Deterministic: the random cases come from a fixed seed.
 """
 
-import importlib.util
 import json
 import random
 import re
 import sys
 from pathlib import Path
+from reference import load_joint_schema_model as load_reference
 
 REPO = Path(__file__).resolve().parents[2]
-REF = REPO / "build/reference/unsloth/_vendor/clef/joint_schema_model.py"
 SEED = 20261202
 TYPE_NAMES = {0: "noul", 1: "choice", 2: "score"}
-
-
-def load_reference():
-    spec = importlib.util.spec_from_file_location("clef_reference", REF)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod     # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def body(model="clef-flash", state="", questions=None, **extra):

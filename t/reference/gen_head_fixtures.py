@@ -12,31 +12,21 @@ nn.MultiheadAttention alone, with and without a LayerNorm on its memory.
 The reference is imported by path from build/reference (fetch-reference.sh).
 """
 
-import importlib.util
 import json
 import math
 import pathlib
-import sys
 
 import torch
 from safetensors.torch import save_file
+from reference import load_joint_schema_model as load_reference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-REF = ROOT / "build/reference/unsloth/_vendor/clef/joint_schema_model.py"
 OUT = ROOT / "t/fixtures/head"
 
 CONFIG = dict(hidden_size=40, width=32, routing_layers=2, layers=2, heads=4,
               feedforward=48)
 VOCAB = 97
 SCALARS = dict(prior_logit_scale=4.8, joint_logit_scale=1.2, residual_gate=-0.3)
-
-
-def load_reference():
-    spec = importlib.util.spec_from_file_location("joint_schema_model", REF)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["joint_schema_model"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def bf16(t):

@@ -27,36 +27,26 @@ The reference is imported by path from build/reference (fetch-reference.sh).
 """
 
 import hashlib
-import importlib.util
 import json
 import pathlib
 import random
 import subprocess
-import sys
 import tempfile
 import types
 
 import torch
+from reference import SHARED, load_joint_schema_model as load_reference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-REF = ROOT / "build/reference/unsloth/_vendor/clef/joint_schema_model.py"
 CLEF = ROOT / "build/clef"
 MODELS = ROOT / "t/fixtures/models"
 OUT = ROOT / "t/fixtures/e2e"
-TOKENIZER = pathlib.Path("/work/shared/tokenizers/qwen3")
+TOKENIZER = SHARED / "tokenizers/qwen3"
 SEED = 20261202
 # mkmodel's seed and shard count of each committed config (t/fixtures/models/
 # README.md): the files then match t/fixtures/models/<name>.sha256
 CHECKPOINTS = {"r2": {"seed": 2, "shards": 2}, "r3": {"seed": 3, "shards": 1}}
 C_MAX_LENGTH = 65536      # ngx_clef's default (CLEF_DEFAULT_MAX_LENGTH)
-
-
-def load_reference():
-    spec = importlib.util.spec_from_file_location("joint_schema_model", REF)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["joint_schema_model"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # ---- requests ----------------------------------------------------------

@@ -1,0 +1,22 @@
+"""Where the reference lives, shared by the fixture generators.
+
+t/reference/fetch-reference.sh puts Cloudflare's joint_schema_model.py (as
+vendored, byte-identical, in the unsloth wheel) under build/reference/; the
+generators import it from there by path and never copy it.
+"""
+
+import importlib.util
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "build/reference/unsloth/_vendor/clef/joint_schema_model.py"
+SHARED = ROOT.parent / "shared"          # as CI and the sessions lay it out
+
+
+def load_joint_schema_model():
+    spec = importlib.util.spec_from_file_location("joint_schema_model", REFERENCE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module      # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
