@@ -1,11 +1,15 @@
 /*
  * The record encoder: encode_record of the reference, piece by piece
- * (spec/clef-encoder-and-head.md §3.3-§3.4).
+ * (spec/clef-encoder-and-head.md §3.3-§3.4), over a rendered plan
+ * (plan.h).
  *
  * Every piece is tokenized on its own, so a piece that occurs many times
  * ("\n", "OPTION 7: ", "END FIELD\n", ...) has the same ids every time: those
- * are tokenized once per request and copied.  Everything else is linear in
- * the size of the request.
+ * are tokenized once per record and copied.  Everything else is linear in
+ * the size of the request, and bounded by the token limit: the schema and
+ * the state are counted up to COUNT_CAP(max_length) ids (so that a refusal
+ * says exactly how far over a record is in all but absurd cases) and
+ * tokenization stops there.
  */
 #include "encode.h"
 
@@ -13,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render.h"
+#include "plan.h"
 
 #define PREFIX                                                              \
     "<|im_start|>system\nRead the complete state and schema. Decide every " \
@@ -22,12 +26,16 @@
 #define SUFFIX                                                              \
     "\n<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"          \
     "JOINT SCHEMA DECISIONS:"
+/* ids counted at most before a record is known not to fit: a 64 x 255
+ * option schema (282k ids, the largest a valid request makes) still gets
+ * an exact count at the default limit, and the work stays a few times
+ * that of the largest record that fits */
+#define COUNT_CAP(max_length)  (4 * (size_t) (max_length) + 65536)
+
 #define SCHEMA_HEAD   "\n\nSCHEMA FIELDS:\n"
 #define OPTIONS_HEAD  "\nALLOWED OPTIONS:\n"
 #define OPTION_END    "\n"
 #define FIELD_END     "END FIELD\n"
-
-static const char *const  qtype_names[] = { "noul", "choice", "score" };
 
 /* A span of a shared id vector: the ids of one repeated piece. */
 typedef struct {
@@ -37,8 +45,11 @@ typedef struct {
 
 typedef struct {
     const clef_tokenizer  *tk;
-    clef_buf               text;      /* the piece being built */
     clef_ids               pool;      /* ids of the repeated pieces */
+    size_t                 cap;       /* counting stops beyond this many
+                                         ids of one piece list */
+    size_t                 fit;       /* more than this many cannot fit */
+    int                    over;      /* a tokenization stopped */
     piece                  options_head;
     piece                  option_end;
     piece                  field_end;
@@ -62,18 +73,26 @@ tokenize(const encoder *e, const char *s, size_t len, clef_ids *out)
 }
 
 
+/* Tokenizes t into out unless out holds more than cap ids already; stops
+ * there (e->over) without needing exact ids. */
 static int
-tokenize_text(const encoder *e, clef_ids *out)
+tokenize_capped(encoder *e, clef_text t, clef_ids *out)
 {
-    return tokenize(e, e->text.data, e->text.len, out);
-}
+    clef_tk_limit  lim;
+    int            rc;
 
-
-static int
-set_text(encoder *e, const char *s, size_t len)
-{
-    e->text.len = 0;
-    return clef_buf_append(&e->text, s, len);
+    if (out->n > e->cap) {
+        e->over = 1;
+        return 0;
+    }
+    if (t.len == 0) {
+        return 0;
+    }
+    lim.max_ids = e->cap - out->n;
+    lim.hopeless_ids = e->fit > out->n ? e->fit - out->n : 0;
+    rc = clef_tokenizer_encode_max(e->tk, t.s, t.len, &lim, out);
+    e->over |= rc == 1;
+    return rc < 0 ? -1 : 0;
 }
 
 
@@ -123,77 +142,29 @@ make_pieces(encoder *e, int max_options)
 }
 
 
-/* render({"option_id": id, "description": d}), d left out when NULL. */
+/* The schema ids with spans relative to its start; stops early (e->over)
+ * once it holds more than e->cap ids. */
 static int
-render_option(clef_buf *out, const clef_option *o)
-{
-    clef_json    obj, id;
-    clef_json   *items[2];
-    clef_str     keys[2];
-
-    memset(&id, 0, sizeof(id));
-    id.type = CLEF_JSON_STRING;
-    id.str = o->id.s;
-    id.len = o->id.len;
-
-    memset(&obj, 0, sizeof(obj));
-    obj.type = CLEF_JSON_OBJECT;
-    obj.items = items;
-    obj.keys = keys;
-
-    if (o->description != NULL) {
-        keys[obj.len] = (clef_str) { "description", 11 };
-        items[obj.len++] = (clef_json *) o->description;
-    }
-    keys[obj.len] = (clef_str) { "option_id", 9 };
-    items[obj.len++] = &id;
-
-    return clef_render(out, &obj);
-}
-
-
-/* The schema ids with spans relative to its start. */
-static int
-encode_schema(encoder *e, const clef_request *req, clef_record *rec,
+encode_schema(encoder *e, const clef_plan *plan, clef_record *rec,
     clef_ids *schema)
 {
-    const clef_question  *q;
-    const clef_json      *ins;
-    clef_span            *os;
-    int                   i, k;
+    const clef_plan_question  *q;
+    clef_span                 *os;
+    int                        i, k;
 
-    if (set_text(e, SCHEMA_HEAD, sizeof(SCHEMA_HEAD) - 1) != 0
-        || tokenize_text(e, schema) != 0)
-    {
+    if (tokenize(e, SCHEMA_HEAD, sizeof(SCHEMA_HEAD) - 1, schema) != 0) {
         return -1;
     }
 
     os = rec->option_spans;
-    for (i = 0; i < req->n_questions; i++) {
-        q = &req->questions[i];
+    for (i = 0; i < plan->n_questions && !e->over; i++) {
+        q = &plan->questions[i];
 
-        e->text.len = 0;
-        if (clef_buf_printf(&e->text, "\nFIELD %d\nID: ", i + 1) != 0
-            || clef_buf_append(&e->text, q->id.s, q->id.len) != 0
-            || clef_buf_printf(&e->text, "\nTYPE: %s\nINSTRUCTION: ",
-                               qtype_names[q->type]) != 0
-            || tokenize_text(e, schema) != 0)
-        {
-            return -1;
-        }
-
-        /* None and "" become the id; 0 and false stay what they are */
-        ins = q->instructions;
-        e->text.len = 0;
-        if (ins == NULL || (ins->type == CLEF_JSON_STRING && ins->len == 0)) {
-            if (clef_buf_append(&e->text, q->id.s, q->id.len) != 0) {
-                return -1;
-            }
-        } else if (clef_render(&e->text, ins) != 0) {
+        if (tokenize_capped(e, q->header, schema) != 0) {
             return -1;
         }
         rec->question_spans[i].start = (int32_t) schema->n;
-        if (tokenize_text(e, schema) != 0) {
+        if (tokenize_capped(e, q->instruction, schema) != 0) {
             return -1;
         }
         rec->question_spans[i].end = (int32_t) schema->n;
@@ -203,15 +174,12 @@ encode_schema(encoder *e, const clef_request *req, clef_record *rec,
             return -1;
         }
 
-        for (k = 0; k < q->n_options; k++) {
-            e->text.len = 0;
-            if (put_piece(e, &e->option_label[k + 1], schema) != 0
-                || render_option(&e->text, &q->options[k]) != 0)
-            {
+        for (k = 0; k < q->n_options && !e->over; k++) {
+            if (put_piece(e, &e->option_label[k + 1], schema) != 0) {
                 return -1;
             }
             os->start = (int32_t) schema->n;
-            if (tokenize_text(e, schema) != 0) {
+            if (tokenize_capped(e, q->options[k], schema) != 0) {
                 return -1;
             }
             os->end = (int32_t) schema->n;
@@ -225,31 +193,29 @@ encode_schema(encoder *e, const clef_request *req, clef_record *rec,
             return -1;
         }
     }
-
+    e->over |= schema->n > e->cap;
     return 0;
 }
 
 
 static int
-alloc_record(const clef_request *req, clef_record *rec, int *max_options)
+alloc_record(const clef_plan *plan, clef_record *rec, int *max_options)
 {
     int  i, n;
 
-    n = 0;
     *max_options = 0;
-    for (i = 0; i < req->n_questions; i++) {
-        n += req->questions[i].n_options;
-        if (req->questions[i].n_options > *max_options) {
-            *max_options = req->questions[i].n_options;
+    for (i = 0; i < plan->n_questions; i++) {
+        if (plan->questions[i].n_options > *max_options) {
+            *max_options = plan->questions[i].n_options;
         }
     }
 
-    rec->n_questions = req->n_questions;
-    rec->n_options = n;
-    rec->question_spans = calloc((size_t) req->n_questions + 1, sizeof(clef_span));
-    rec->question_types = calloc((size_t) req->n_questions + 1, sizeof(clef_qtype));
-    rec->option_offset = calloc((size_t) req->n_questions + 1, sizeof(int));
-    rec->option_spans = calloc((size_t) n + 1, sizeof(clef_span));
+    rec->n_questions = plan->n_questions;
+    rec->n_options = plan->n_options;
+    rec->question_spans = calloc((size_t) plan->n_questions + 1, sizeof(clef_span));
+    rec->question_types = calloc((size_t) plan->n_questions + 1, sizeof(clef_qtype));
+    rec->option_offset = calloc((size_t) plan->n_questions + 1, sizeof(int));
+    rec->option_spans = calloc((size_t) plan->n_options + 1, sizeof(clef_span));
     if (rec->question_spans == NULL || rec->question_types == NULL
         || rec->option_offset == NULL || rec->option_spans == NULL)
     {
@@ -257,9 +223,9 @@ alloc_record(const clef_request *req, clef_record *rec, int *max_options)
     }
 
     n = 0;
-    for (i = 0; i < req->n_questions; i++) {
+    for (i = 0; i < plan->n_questions; i++) {
         rec->option_offset[i] = n;
-        n += req->questions[i].n_options;
+        n += plan->questions[i].n_options;
     }
     rec->option_offset[i] = n;
     return 0;
@@ -267,7 +233,7 @@ alloc_record(const clef_request *req, clef_record *rec, int *max_options)
 
 
 int
-clef_encode(const clef_tokenizer *tk, const clef_request *req,
+clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     const clef_encode_opts *opts, clef_record *rec, clef_error *err)
 {
     clef_encode_opts  defaults;
@@ -275,7 +241,8 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
     clef_ids          prefix = { 0 }, suffix = { 0 }, state = { 0 },
                       schema = { 0 };
     size_t            fixed, total, kept, shift, max_length, n_media;
-    int               i, max_options, rc;
+    clef_tk_limit     lim;
+    int               i, max_options, rc, stop;
 
     if (opts == NULL) {
         clef_encode_opts_default(&defaults);
@@ -292,22 +259,33 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
     e.tk = tk;
     rc = -1;
 
-    if (req->n_images > 0 && opts->media_ids == NULL) {
+    if (plan->n_images > 0 && opts->media_ids == NULL) {
         clef_error_set(err, 400, "images_unsupported", "",
             "This model does not accept images.");
         goto done;
     }
 
-    if (alloc_record(req, rec, &max_options) != 0
+    if (alloc_record(plan, rec, &max_options) != 0
         || make_pieces(&e, max_options) != 0
-        || encode_schema(&e, req, rec, &schema) != 0
         || tokenize(&e, PREFIX, sizeof(PREFIX) - 1, &prefix) != 0
         || tokenize(&e, SUFFIX, sizeof(SUFFIX) - 1, &suffix) != 0)
     {
         goto nomem;
     }
 
-    fixed = prefix.n + n_media + schema.n + suffix.n;
+    fixed = prefix.n + n_media + suffix.n;
+    e.cap = COUNT_CAP(max_length) - fixed;
+    e.fit = max_length > fixed ? max_length - fixed : 0;
+    if (encode_schema(&e, plan, rec, &schema) != 0) {
+        goto nomem;
+    }
+    fixed += schema.n;
+    if (e.over) {
+        clef_error_set(err, 400, "max_tokens_exceeded", "",
+            "Schema needs more than %zu tokens before the state; the limit "
+            "is %zu.", schema.n > e.fit ? fixed - 1 : max_length, max_length);
+        goto done;
+    }
     if (fixed > max_length) {
         clef_error_set(err, 400, "max_tokens_exceeded", "",
             "Schema needs %zu tokens before the state; the limit is %zu.",
@@ -315,18 +293,37 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
         goto done;
     }
 
-    e.text.len = 0;
-    if (clef_render(&e.text, req->state) != 0 || tokenize_text(&e, &state) != 0) {
+    /* truncation needs the state's first ids exactly, a refusal only
+     * needs to know that they do not fit */
+    /* a refusal needs no more than the proof; truncation needs the
+     * state's first ids exactly */
+    lim.max_ids = COUNT_CAP(max_length) - fixed;
+    lim.hopeless_ids = opts->truncate == CLEF_TRUNCATE_REJECT
+                       ? max_length - fixed : SIZE_MAX;
+    stop = clef_tokenizer_encode_max(tk, plan->state.s, plan->state.len, &lim,
+                                     &state);
+    if (stop < 0) {
         goto nomem;
     }
 
     total = fixed + state.n;
     kept = state.n;
-    if (total > max_length) {
+    if (total > max_length || stop) {
         if (opts->truncate == CLEF_TRUNCATE_REJECT) {
-            clef_error_set(err, 400, "max_tokens_exceeded", "",
-                "Request needs %zu tokens (state %zu, prompt and schema %zu); "
-                "the limit is %zu.", total, state.n, fixed, max_length);
+            if (stop) {
+                /* counted up to the cap, or proven hopeless earlier */
+                kept = state.n > lim.hopeless_ids ? state.n - 1
+                                                  : lim.hopeless_ids;
+                clef_error_set(err, 400, "max_tokens_exceeded", "",
+                    "Request needs more than %zu tokens (state more than "
+                    "%zu, prompt and schema %zu); the limit is %zu.",
+                    fixed + kept, kept, fixed, max_length);
+            } else {
+                clef_error_set(err, 400, "max_tokens_exceeded", "",
+                    "Request needs %zu tokens (state %zu, prompt and schema "
+                    "%zu); the limit is %zu.", total, state.n, fixed,
+                    max_length);
+            }
             goto done;
         }
         /* the reference keeps the state's first tokens */
@@ -364,13 +361,34 @@ done:
     if (rc != 0) {
         clef_record_free(rec);
     }
-    clef_buf_free(&e.text);
     clef_ids_free(&e.pool);
     free(e.option_label);
     clef_ids_free(&prefix);
     clef_ids_free(&suffix);
     clef_ids_free(&state);
     clef_ids_free(&schema);
+    return rc;
+}
+
+
+int
+clef_encode(const clef_tokenizer *tk, const clef_request *req,
+    const clef_encode_opts *opts, clef_record *rec, clef_error *err)
+{
+    clef_buf   blob = { NULL, 0, 0 };
+    clef_plan  plan;
+    int        rc;
+
+    memset(rec, 0, sizeof(*rec));
+    if (clef_plan_build(req, &blob, err) != 0
+        || clef_plan_view(&plan, blob.data, blob.len, err) != 0)
+    {
+        clef_buf_free(&blob);
+        return -1;
+    }
+    rc = clef_encode_plan(tk, &plan, opts, rec, err);
+    clef_plan_free(&plan);
+    clef_buf_free(&blob);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "plan.h"
 #include "request.h"
 #include "tokenizer.h"
 
@@ -46,10 +47,20 @@ typedef struct {
                                     option_offset[q] .. option_offset[q+1]-1 */
     int         n_options;
     clef_span  *option_spans;    /* [n_options], question order then encoder order */
-    size_t      state_tokens;    /* state tokens before truncation */
+    size_t      state_tokens;    /* state tokens before truncation (counted
+                                    up to 4 x max_length + 65536) */
     size_t      state_kept;      /* state tokens kept */
 } clef_record;
 
+/* Tokenizes a plan (plan.h) into a record.  The work is bounded by the
+ * limit: the schema and the state are tokenized only until they are known
+ * not to fit (4 x max_length + 65536 ids counted at most, fewer when a
+ * word's length alone proves it).  400 max_tokens_exceeded when the record
+ * does not fit and may not be cut. */
+int  clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
+    const clef_encode_opts *opts, clef_record *rec, clef_error *err);
+
+/* clef_plan_build() then clef_encode_plan(). */
 int  clef_encode(const clef_tokenizer *tk, const clef_request *req,
     const clef_encode_opts *opts, clef_record *rec, clef_error *err);
 void clef_record_free(clef_record *rec);

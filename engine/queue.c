@@ -1,6 +1,6 @@
 /*
  * Shared-memory record queue: layout, slot life cycle, a first-fit block
- * allocator for the data area, the engine futex and worker wake sockets.
+ * allocator for the data area, and the engine futex.
  * See queue.h for the ownership rules.
  */
 #include "queue.h"
@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pid.h"
+
 #define CLEF_QUEUE_MAGIC  0x31455545514c4543ULL    /* "CLEQUEU1" */
 #define BLK_MAGIC         0x636c6566u              /* "clef" */
 #define BLK_HDR           ((uint64_t) sizeof(clef_blk))
@@ -31,21 +33,9 @@ typedef struct {
     uint64_t  pad;
 } clef_blk;
 
-const int clef_stats_statuses[CLEF_STATUS_SLOTS] = {
-    0, 200, 400, 401, 403, 404, 405, 408, 413, 415, 422, 429, 499, 500,
-    502, 503, 504
-};
-
-const int clef_hist_batch_le[CLEF_HIST_BATCH - 1] = {
-    1, 2, 4, 8, 16, 32, 64, 128
-};
-
-const double clef_hist_lat_le_ms[CLEF_HIST_LAT - 1] = {
-    1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000
-};
-
 static const char *engine_state_names[] = {
-    "none", "loading", "ready", "draining", "restarting", "failed", "stopped"
+    "none", "loading", "ready", "draining", "restarting", "failed", "stopped",
+    "stalled"
 };
 
 
@@ -56,30 +46,6 @@ clef_engine_state_name(uint32_t state)
         return engine_state_names[state];
     }
     return "unknown";
-}
-
-
-int
-clef_stats_status_index(int status)
-{
-    int  i;
-
-    for (i = 1; i < CLEF_STATUS_SLOTS; i++) {
-        if (clef_stats_statuses[i] == status) {
-            return i;
-        }
-    }
-    return 0;
-}
-
-
-int64_t
-clef_now_ns(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 
@@ -382,7 +348,7 @@ ring_pop_locked(clef_queue *q)
 /* ---- worker side ------------------------------------------------------------ */
 
 int
-clef_queue_submit(clef_queue *q, const clef_submit *sub, uint32_t *slot,
+clef_queue_submit(clef_queue *q, const clef_submission *sub, uint32_t *slot,
     uint32_t *seq)
 {
     clef_queue_hdr  *h = q->h;
@@ -428,6 +394,7 @@ clef_queue_submit(clef_queue *q, const clef_submit *sub, uint32_t *slot,
     s->state_tokens = 0;
     s->state_kept = 0;
     s->batch_records = 0;
+    atomic_store(&s->running, 0);
     atomic_store(&s->state, CLEF_SLOT_FILLING);
     q_unlock(q);
 
@@ -573,6 +540,30 @@ clef_queue_wake_engine(clef_queue *q)
 
 
 void
+clef_queue_progress(clef_queue *q)
+{
+    atomic_fetch_add_explicit(&q->h->progress, 1, memory_order_relaxed);
+}
+
+
+uint32_t
+clef_queue_engine_work(clef_queue *q)
+{
+    uint32_t  i, st, n = 0;
+
+    q_lock(q);
+    for (i = 0; i < q->h->nslots; i++) {
+        st = atomic_load(&q->slots[i].state);
+        if (st == CLEF_SLOT_QUEUED || st == CLEF_SLOT_TAKEN) {
+            n++;
+        }
+    }
+    q_unlock(q);
+    return n;
+}
+
+
+void
 clef_queue_engine_wait(clef_queue *q, uint32_t seen, int timeout_ms)
 {
     struct timespec  ts;
@@ -614,29 +605,25 @@ clef_queue_get_usage(clef_queue *q, clef_queue_usage *u)
 
 /* ---- engine side ------------------------------------------------------------ */
 
-static int
-pid_alive(pid_t pid)
-{
-    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
-
-
+/* Notes the owner of a record answered under the lock, or counts a lost
+ * wake-up when the caller's array is full (the worker rescans). */
 static void
-add_wake(pid_t pid, pid_t *wake, int *n_wake, int max_wake)
+add_wake(clef_queue *q, uint32_t idx, clef_wake_note *wake, int *n_wake,
+    int max_wake)
 {
-    int  i;
+    clef_slot  *s = &q->slots[idx];
 
-    if (wake == NULL || pid <= 0) {
+    if (s->owner_pid <= 0) {
         return;
     }
-    for (i = 0; i < *n_wake; i++) {
-        if (wake[i] == pid) {
-            return;
-        }
+    if (wake == NULL || *n_wake >= max_wake) {
+        atomic_fetch_add(&q->h->wake_lost, 1);
+        return;
     }
-    if (*n_wake < max_wake) {
-        wake[(*n_wake)++] = pid;
-    }
+    wake[*n_wake].pid = s->owner_pid;
+    wake[*n_wake].slot = idx;
+    wake[*n_wake].seq = s->seq;
+    (*n_wake)++;
 }
 
 
@@ -656,8 +643,8 @@ fail_locked(clef_queue *q, uint32_t idx, int status, const char *type,
 
 
 int
-clef_queue_take(clef_queue *q, uint32_t gen, uint32_t *slot, pid_t *wake,
-    int *n_wake, int max_wake)
+clef_queue_take(clef_queue *q, uint32_t gen, uint32_t *slot,
+    clef_wake_note *wake, int *n_wake, int max_wake)
 {
     clef_queue_hdr  *h = q->h;
     clef_slot       *s;
@@ -675,7 +662,7 @@ clef_queue_take(clef_queue *q, uint32_t gen, uint32_t *slot, pid_t *wake,
             slot_free_locked(q, idx);
             continue;
         }
-        if (!pid_alive(s->owner_pid)) {
+        if (!clef_pid_alive(s->owner_pid)) {
             ring_pop_locked(q);
             slot_free_locked(q, idx);
             atomic_fetch_add(&h->stats.orphaned, 1);
@@ -685,13 +672,17 @@ clef_queue_take(clef_queue *q, uint32_t gen, uint32_t *slot, pid_t *wake,
             rc = CLEF_TAKE_OTHER_GEN;
             break;
         }
+        if (s->gen < gen && wake != NULL && *n_wake >= max_wake) {
+            /* no room to note its owner: answer it on the next call */
+            break;
+        }
         ring_pop_locked(q);
         if (s->gen < gen) {
             /* submitted by a worker of a replaced configuration */
             fail_locked(q, idx, 503, "engine_unavailable",
                         "the model configuration changed; retry");
             atomic_fetch_add(&h->stats.failed, 1);
-            add_wake(s->owner_pid, wake, n_wake, max_wake);
+            add_wake(q, idx, wake, n_wake, max_wake);
             continue;
         }
         s->taken_ns = clef_now_ns();
@@ -740,28 +731,39 @@ clef_queue_is_cancelled(const clef_queue *q, uint32_t slot)
 }
 
 
-pid_t
+clef_wake_note
 clef_queue_complete(clef_queue *q, uint32_t slot)
 {
-    clef_slot  *s = &q->slots[slot];
-    uint32_t    expect = CLEF_SLOT_TAKEN;
-    pid_t       pid = s->owner_pid;
+    clef_slot       *s = &q->slots[slot];
+    uint32_t         expect = CLEF_SLOT_TAKEN;
+    clef_wake_note   note;
 
+    note.pid = s->owner_pid;
+    note.slot = slot;
+    note.seq = s->seq;
     s->done_ns = clef_now_ns();
     if (atomic_compare_exchange_strong(&s->state, &expect, CLEF_SLOT_DONE)) {
-        return pid;
+        return note;
     }
     /* cancelled while it ran */
     q_lock(q);
     slot_free_locked(q, slot);
     q_unlock(q);
-    return 0;
+    note.pid = 0;
+    return note;
+}
+
+
+void
+clef_queue_mark_running(clef_queue *q, uint32_t slot)
+{
+    atomic_store(&q->slots[slot].running, 1);
 }
 
 
 int
 clef_queue_fail_all(clef_queue *q, uint32_t gen, int status, const char *type,
-    const char *message, pid_t *wake, int *n_wake, int max_wake)
+    const char *message, clef_wake_note *wake, int *n_wake, int max_wake)
 {
     clef_queue_hdr  *h = q->h;
     uint32_t         i, st, kept = 0, head;
@@ -799,7 +801,7 @@ clef_queue_fail_all(clef_queue *q, uint32_t gen, int status, const char *type,
             continue;
         }
         fail_locked(q, i, status, type, message);
-        add_wake(s->owner_pid, wake, n_wake, max_wake);
+        add_wake(q, i, wake, n_wake, max_wake);
         n++;
     }
     h->q_count = kept;
@@ -822,7 +824,7 @@ clef_queue_reap_orphans(clef_queue *q)
         st = atomic_load(&s->state);
         /* QUEUED and TAKEN ones are the engine's to drop */
         if ((st == CLEF_SLOT_DONE || st == CLEF_SLOT_FILLING)
-            && !pid_alive(s->owner_pid))
+            && !clef_pid_alive(s->owner_pid))
         {
             slot_free_locked(q, i);
             n++;
@@ -851,129 +853,10 @@ clef_queue_set_message(clef_queue *q, const char *fmt, ...)
 }
 
 
-/* ---- statistics -------------------------------------------------------------- */
-
 void
-clef_stats_batch(clef_queue *q, uint32_t records, uint64_t tokens, uint64_t ns)
+clef_queue_get_message(clef_queue *q, char *buf, size_t size)
 {
-    clef_queue_stats  *st = &q->h->stats;
-    uint64_t           max;
-    int                i;
-
-    atomic_fetch_add(&st->batches, 1);
-    atomic_fetch_add(&st->batch_records, records);
-    atomic_fetch_add(&st->batch_tokens, tokens);
-    atomic_fetch_add(&st->busy_ns, ns);
-    atomic_store(&st->last_batch_tokens, tokens);
-    atomic_store(&st->last_batch_ns, ns);
-
-    max = atomic_load(&st->batch_records_max);
-    while (records > max
-           && !atomic_compare_exchange_weak(&st->batch_records_max, &max,
-                                            records))
-    { /* retry */ }
-
-    for (i = 0; i < CLEF_HIST_BATCH - 1; i++) {
-        if ((int) records <= clef_hist_batch_le[i]) {
-            break;
-        }
-    }
-    atomic_fetch_add(&st->batch_hist[i], 1);
-}
-
-
-void
-clef_stats_response(clef_queue *q, int status, int64_t latency_ns)
-{
-    clef_queue_stats  *st = &q->h->stats;
-    double             ms = (double) latency_ns / 1e6;
-    int                i;
-
-    atomic_fetch_add(&st->responses[clef_stats_status_index(status)], 1);
-    if (latency_ns < 0) {
-        return;
-    }
-    for (i = 0; i < CLEF_HIST_LAT - 1; i++) {
-        if (ms <= clef_hist_lat_le_ms[i]) {
-            break;
-        }
-    }
-    atomic_fetch_add(&st->lat_hist[i], 1);
-    atomic_fetch_add(&st->lat_count, 1);
-    atomic_fetch_add(&st->lat_sum_us, (uint64_t) (latency_ns / 1000));
-}
-
-
-/* ---- wake sockets ------------------------------------------------------------ */
-
-int
-clef_wake_addr(void *sockaddr_un, uint64_t zone_id, pid_t pid)
-{
-    struct sockaddr_un  *sa = sockaddr_un;
-    int                  n;
-
-    memset(sa, 0, sizeof(*sa));
-    sa->sun_family = AF_UNIX;
-    /* abstract namespace: sun_path[0] = 0, no file, gone with the socket */
-    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
-                 "clef-%016llx-%d", (unsigned long long) zone_id, (int) pid);
-    return (int) (offsetof(struct sockaddr_un, sun_path) + 1 + (size_t) n);
-}
-
-
-int
-clef_wake_listen(uint64_t zone_id, pid_t pid)
-{
-    struct sockaddr_un  sa;
-    int                 fd, len;
-
-    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd == -1) {
-        return -1;
-    }
-    len = clef_wake_addr(&sa, zone_id, pid);
-    if (bind(fd, (struct sockaddr *) &sa, (socklen_t) len) == -1) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
-}
-
-
-void
-clef_wake_send(int fd, uint64_t zone_id, pid_t pid)
-{
-    struct sockaddr_un  sa;
-    int                 len;
-    char                c = 1;
-
-    len = clef_wake_addr(&sa, zone_id, pid);
-    (void) sendto(fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-                  (struct sockaddr *) &sa, (socklen_t) len);
-}
-
-
-int
-clef_wake_drain(int fd)
-{
-    char  buf[64];
-    int   n = 0;
-
-    while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0) {
-        n++;
-    }
-    return n;
-}
-
-
-void
-clef_wake_all(int fd, uint64_t zone_id, const pid_t *pids, int n)
-{
-    int  i;
-
-    for (i = 0; i < n; i++) {
-        clef_wake_send(fd, zone_id, pids[i]);
-    }
+    q_lock(q);
+    snprintf(buf, size, "%s", q->h->message);
+    q_unlock(q);
 }

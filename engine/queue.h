@@ -36,9 +36,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "clock.h"
 #include "error.h"
+#include "stats.h"
+#include "wake.h"
 
-#define CLEF_QUEUE_VERSION   1
+#define CLEF_QUEUE_VERSION   2
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
 
 enum {
@@ -59,51 +62,12 @@ enum {
     CLEF_ENGINE_DRAINING,      /* finishing what it took, then exits */
     CLEF_ENGINE_RESTARTING,    /* crashed; the keeper starts a new one: 503 */
     CLEF_ENGINE_FAILED,        /* the model could not be loaded: 503 */
-    CLEF_ENGINE_STOPPED        /* the keeper is gone: 503 */
+    CLEF_ENGINE_STOPPED,       /* the keeper is gone: 503 */
+    CLEF_ENGINE_STALLED        /* queued work, no progress for the
+                                  watchdog's time: being killed, 503 */
 };
 
 const char *clef_engine_state_name(uint32_t state);
-
-/* Statuses counted per response, in clef_queue_stats.responses order. */
-#define CLEF_STATUS_SLOTS  17
-extern const int clef_stats_statuses[CLEF_STATUS_SLOTS];  /* 0 = other */
-int clef_stats_status_index(int status);
-
-/* Records per batch histogram bounds (le), the last bucket is +Inf. */
-#define CLEF_HIST_BATCH  9
-extern const int clef_hist_batch_le[CLEF_HIST_BATCH - 1];
-
-/* Latency histogram bounds in milliseconds (le), the last bucket is +Inf. */
-#define CLEF_HIST_LAT  15
-extern const double clef_hist_lat_le_ms[CLEF_HIST_LAT - 1];
-
-typedef struct {
-    _Atomic uint64_t  submitted;        /* records queued */
-    _Atomic uint64_t  rejected_full;    /* 429: queue or data area full */
-    _Atomic uint64_t  cancelled;        /* client gone or deadline passed */
-    _Atomic uint64_t  orphaned;         /* owner worker died */
-    _Atomic uint64_t  failed;           /* failed by an engine crash or a
-                                           failed model load */
-    _Atomic uint64_t  batches;
-    _Atomic uint64_t  batch_records;    /* sum of records over batches */
-    _Atomic uint64_t  batch_tokens;
-    _Atomic uint64_t  batch_records_max;
-    _Atomic uint64_t  batch_hist[CLEF_HIST_BATCH];
-    _Atomic uint64_t  busy_ns;          /* time spent in forward() */
-    _Atomic uint64_t  last_batch_tokens;
-    _Atomic uint64_t  last_batch_ns;
-    _Atomic uint64_t  encode_errors;    /* refused by the encoder (400) */
-    _Atomic uint64_t  lat_hist[CLEF_HIST_LAT];   /* end to end, in workers */
-    _Atomic uint64_t  lat_count;
-    _Atomic uint64_t  lat_sum_us;
-    _Atomic uint64_t  queue_wait_us;    /* submit -> taken, over answered */
-    _Atomic uint64_t  engine_us;        /* taken -> done, over answered */
-    _Atomic uint64_t  responses[CLEF_STATUS_SLOTS];
-    _Atomic uint64_t  engine_starts;
-    _Atomic uint64_t  engine_restarts;  /* starts after a crash */
-    _Atomic uint64_t  weight_loads;
-    _Atomic uint64_t  lock_recoveries;  /* EOWNERDEAD seen */
-} clef_queue_stats;
 
 typedef struct {
     _Atomic uint32_t  state;        /* CLEF_SLOT_* | CLEF_SLOT_CANCELLED */
@@ -125,7 +89,8 @@ typedef struct {
     int32_t           state_tokens;
     int32_t           state_kept;
     uint32_t          batch_records;
-    uint32_t          reserved;
+    _Atomic uint32_t  running;      /* its forward has started: the
+                                       deadline no longer applies */
 } clef_slot;
 
 typedef struct {
@@ -150,6 +115,14 @@ typedef struct {
     _Atomic int64_t   max_batch_tokens; /* set by the master on every
                                            (re)load; read per batch */
     char              message[256]; /* last progress or error line */
+
+    /* the watchdog: the engine bumps progress whenever a record or batch
+     * moves (and per layer inside a forward); the keeper publishes how
+     * long work has waited without any progress */
+    _Atomic uint64_t  progress;
+    _Atomic int64_t   stalled_ms;
+    _Atomic int64_t   watchdog_ms;  /* set by the master; 0: off */
+    _Atomic uint64_t  wake_lost;    /* wake-ups a worker could not take */
 
     /* under lock */
     uint32_t          q_head;
@@ -185,7 +158,6 @@ int  clef_queue_attach(clef_queue *q, void *mem);
 /* Slots a zone of this size gets by default. */
 uint32_t clef_queue_default_slots(size_t size);
 
-int64_t clef_now_ns(void);        /* CLOCK_MONOTONIC, shared by processes */
 
 /* ---- worker side ------------------------------------------------------ */
 
@@ -199,7 +171,7 @@ typedef struct {
     pid_t        owner_pid;
     int64_t      deadline_ns;
     uint32_t     max_queue;     /* refuse when this many are queued */
-} clef_submit;
+} clef_submission;
 
 enum {
     CLEF_Q_OK = 0,
@@ -210,7 +182,7 @@ enum {
 
 /* Allocates a slot, copies the body in (outside the lock), queues it and
  * wakes the engine.  *slot and *seq name the record from then on. */
-int  clef_queue_submit(clef_queue *q, const clef_submit *s, uint32_t *slot,
+int  clef_queue_submit(clef_queue *q, const clef_submission *s, uint32_t *slot,
     uint32_t *seq);
 
 /* 1 when the record is DONE (results readable), 0 while it waits, -1 when
@@ -248,57 +220,47 @@ enum {
 };
 
 /* Pops the oldest record of generation gen: frees cancelled ones and those
- * whose owner died on the way; fails older generations with 503.  Collects
- * the pids to wake for records it answered in wake[] (*n_wake, up to
- * max_wake).  Never blocks beyond the lock. */
+ * whose owner died on the way; fails older generations with 503 (at most
+ * max_wake of them per call, noted in wake[], *n_wake).  Never blocks
+ * beyond the lock. */
 int  clef_queue_take(clef_queue *q, uint32_t gen, uint32_t *slot,
-    pid_t *wake, int *n_wake, int max_wake);
+    clef_wake_note *wake, int *n_wake, int max_wake);
 const char *clef_queue_body(const clef_queue *q, uint32_t slot);
 clef_slot  *clef_queue_slot_w(clef_queue *q, uint32_t slot);
 float      *clef_queue_logits_w(clef_queue *q, uint32_t slot);
 clef_error *clef_queue_error_w(clef_queue *q, uint32_t slot);
 int  clef_queue_is_cancelled(const clef_queue *q, uint32_t slot);
 
-/* Marks a TAKEN record DONE (results written before).  Returns the pid to
- * wake, or 0 when it had been cancelled and was freed instead. */
-pid_t clef_queue_complete(clef_queue *q, uint32_t slot);
+/* Marks a TAKEN record DONE (results written before).  Returns the note to
+ * wake its owner with; its pid is 0 when it had been cancelled and was
+ * freed instead. */
+clef_wake_note clef_queue_complete(clef_queue *q, uint32_t slot);
+
+/* The record's forward starts now: its deadline no longer applies. */
+void clef_queue_mark_running(clef_queue *q, uint32_t slot);
+
+/* The engine made progress (a record or batch moved, a layer ran). */
+void clef_queue_progress(clef_queue *q);
+/* Records the engine owes an answer: queued or taken, not cancelled. */
+uint32_t clef_queue_engine_work(clef_queue *q);
 
 /* Sleeps until someone bumps the futex from `seen` or timeout_ms passes. */
 void clef_queue_engine_wait(clef_queue *q, uint32_t seen, int timeout_ms);
 uint32_t clef_queue_futex(clef_queue *q);
 
 /* Answers every QUEUED or TAKEN record (of any generation when gen is 0)
- * with status and message, freeing cancelled ones; collects the owners to
- * wake.  Used by the keeper when the engine died. Returns records failed. */
+ * with status and message, freeing cancelled ones; notes up to max_wake
+ * owners to wake (beyond, it counts wake_lost: the workers rescan).  Used
+ * by the keeper when the engine died.  Returns records failed. */
 int  clef_queue_fail_all(clef_queue *q, uint32_t gen, int status,
-    const char *type, const char *message, pid_t *wake, int *n_wake,
-    int max_wake);
+    const char *type, const char *message, clef_wake_note *wake,
+    int *n_wake, int max_wake);
 
 /* Frees records whose owner process is gone (kill -9 of a worker). */
 int  clef_queue_reap_orphans(clef_queue *q);
 
 void clef_queue_set_message(clef_queue *q, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-/* Statistics helpers (atomic). */
-void clef_stats_batch(clef_queue *q, uint32_t records, uint64_t tokens,
-    uint64_t ns);
-void clef_stats_response(clef_queue *q, int status, int64_t latency_ns);
-
-/* ---- wake-ups towards workers: one abstract unix datagram socket per
- * worker, named after the zone and the worker's pid ------------------- */
-
-/* Fills an abstract AF_UNIX address; returns its length. */
-int  clef_wake_addr(void *sockaddr_un, uint64_t zone_id, pid_t pid);
-/* A socket bound to this process's address (non-blocking, close-on-exec);
- * -1 with errno. */
-int  clef_wake_listen(uint64_t zone_id, pid_t pid);
-/* Sends one wake-up datagram (never blocks; a full queue means the worker
- * is going to wake anyway). */
-void clef_wake_send(int fd, uint64_t zone_id, pid_t pid);
-/* Reads every pending wake-up; returns how many. */
-int  clef_wake_drain(int fd);
-/* Sends one wake-up to each distinct pid in pids[0..n). */
-void clef_wake_all(int fd, uint64_t zone_id, const pid_t *pids, int n);
+void clef_queue_get_message(clef_queue *q, char *buf, size_t size);
 
 #endif

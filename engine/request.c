@@ -595,6 +595,57 @@ failed:
 }
 
 
+int
+clef_request_check_media(const clef_request *req, int images_ok,
+    clef_error *err)
+{
+    const clef_json  *assets, *part, *type;
+    char              loc[64];
+    size_t            i;
+
+    assets = clef_json_get(req->root, "assets");
+    if (assets != NULL && assets->type != CLEF_JSON_NULL
+        && !(assets->type == CLEF_JSON_OBJECT && assets->len == 0))
+    {
+        return clef_error_set(err, 400, "assets_unsupported",
+            "[\"body\",\"assets\"]",
+            "\"assets\" (images uploaded as multipart parts and referenced "
+            "from the request) are not supported by this server; send "
+            "application/json with a text or JSON state%s.",
+            images_ok ? " and images in a top-level \"images\" array of "
+                        "data URLs" : "");
+    }
+
+    if (req->n_images > 0 && !images_ok) {
+        return clef_error_set(err, 400, "images_unsupported",
+            "[\"body\",\"images\"]",
+            "This model does not accept images (%d given): remove "
+            "\"images\"; text and JSON states are supported.", req->n_images);
+    }
+
+    if (req->state != NULL && req->state->type == CLEF_JSON_ARRAY) {
+        for (i = 0; i < req->state->len; i++) {
+            part = req->state->items[i];
+            type = part->type == CLEF_JSON_OBJECT
+                   ? clef_json_get(part, "type") : NULL;
+            if (type != NULL && type->type == CLEF_JSON_STRING
+                && ((type->len == 9 && memcmp(type->str, "image_url", 9) == 0)
+                    || (type->len == 11
+                        && memcmp(type->str, "input_image", 11) == 0)))
+            {
+                snprintf(loc, sizeof(loc), "[\"body\",\"state\",%zu]", i);
+                return clef_error_set(err, 400, "images_unsupported", loc,
+                    "Image parts in the state (state[%zu] has type \"%s\") "
+                    "are not supported%s; this server reads the state as "
+                    "text or JSON.", i, type->str, images_ok
+                    ? ": send images in a top-level \"images\" array" : "");
+            }
+        }
+    }
+    return 0;
+}
+
+
 void
 clef_request_free(clef_request *req)
 {

@@ -74,6 +74,17 @@ int  clef_request_parse(clef_request *req, const char *body, size_t len,
     const clef_limits *lim, clef_error *err);
 void clef_request_free(clef_request *req);
 
+/* Refuses, with a precise 400, media the serving model cannot take:
+ *   images_unsupported  a non-empty "images" array (Cloudflare's form),
+ *                       unless images_ok; loc ["body","images"]
+ *   images_unsupported  OpenRouter-style {"type": "image_url"} parts in a
+ *                       state array; loc ["body","state",I]
+ *   assets_unsupported  an "assets" map (TypeSafe's experimental
+ *                       multipart images); loc ["body","assets"]
+ * so that no request is answered as if its media were not there. */
+int  clef_request_check_media(const clef_request *req, int images_ok,
+    clef_error *err);
+
 /* Encoder-order option index of the request-order criteria entry i. */
 int  clef_question_option_by_request_index(const clef_question *q, int i);
 

@@ -1,5 +1,6 @@
 /*
- * Token-budget batching over the shared queue (see scheduler.h).
+ * Token-budget batching over the shared queue and the ready FIFO (see
+ * scheduler.h).
  */
 #include "scheduler.h"
 
@@ -45,38 +46,119 @@ clef_sched_fits(const clef_sched_batch *b, int64_t tokens,
 }
 
 
-int
-clef_sched_full(const clef_sched *s, const clef_sched_batch *b)
+/* Notes a completed record's owner, sending the notes when full. */
+static void
+note_done(clef_sched *s, clef_wake_note *wake, int *n, clef_wake_note note)
 {
-    return s->has_carry
-           || b->n >= b->cap || b->n >= s->max_records
-           || (b->n > 0 && b->tokens >= s->max_batch_tokens);
+    if (note.pid <= 0) {
+        return;
+    }
+    wake[(*n)++] = note;
+    if (*n == CLEF_SCHED_MAX_WAKE) {
+        s->wake(s->ctx, wake, *n);
+        *n = 0;
+    }
 }
 
 
+/* ---- the ready FIFO ---------------------------------------------------------- */
+
 int
-clef_sched_has_carry(const clef_sched *s)
+clef_sched_init(clef_sched *s, int cap)
 {
-    return s->has_carry;
+    if (cap < s->max_records) {
+        cap = s->max_records;
+    }
+    s->ready = calloc((size_t) cap, sizeof(*s->ready));
+    if (s->ready == NULL) {
+        return -1;
+    }
+    s->ready_cap = cap;
+    s->ready_head = 0;
+    s->ready_n = 0;
+    s->ready_tokens = 0;
+    return 0;
+}
+
+
+static clef_sched_item *
+ready_at(clef_sched *s, int i)
+{
+    return &s->ready[(s->ready_head + i) % s->ready_cap];
 }
 
 
 static void
-add_pid(pid_t *wake, int *n, pid_t pid)
+ready_pop(clef_sched *s, clef_sched_item *it)
 {
-    int  i;
+    *it = *ready_at(s, 0);
+    s->ready_head = (s->ready_head + 1) % s->ready_cap;
+    s->ready_n--;
+    s->ready_tokens -= it->tokens;
+}
 
-    if (pid <= 0) {
-        return;
+
+void
+clef_sched_free(clef_sched *s)
+{
+    clef_sched_item  it;
+
+    while (s->ready_n > 0) {
+        ready_pop(s, &it);
+        s->drop(s->ctx, &it);
     }
-    for (i = 0; i < *n; i++) {
-        if (wake[i] == pid) {
-            return;
-        }
+    free(s->ready);
+    s->ready = NULL;
+    s->ready_cap = 0;
+}
+
+
+int
+clef_sched_ready_full(const clef_sched *s)
+{
+    if (s->ready_n == 0) {
+        /* invariant 2 of scheduler.h */
+        return 0;
     }
-    if (*n < CLEF_SCHED_MAX_WAKE) {
-        wake[(*n)++] = pid;
+    return s->ready_n >= s->ready_cap || s->ready_n >= s->max_records
+           || s->ready_tokens >= s->max_batch_tokens;
+}
+
+
+int
+clef_sched_take(clef_sched *s, clef_sched_item *it)
+{
+    clef_wake_note  wake[CLEF_SCHED_MAX_WAKE];
+    int             n_wake = 0, rc;
+    uint32_t  slot;
+
+    rc = clef_queue_take(s->q, s->gen, &slot, wake, &n_wake,
+                         CLEF_SCHED_MAX_WAKE);
+    if (n_wake) {
+        /* records of an older configuration, answered 503 on the way */
+        s->wake(s->ctx, wake, n_wake);
     }
+    if (rc == CLEF_TAKE_OTHER_GEN) {
+        return CLEF_SCHED_OTHER_GEN;
+    }
+    if (rc != CLEF_TAKE_OK) {
+        return CLEF_SCHED_EMPTY;
+    }
+    memset(it, 0, sizeof(*it));
+    it->slot = slot;
+    if (s->prepare(s->ctx, slot, it) != 0) {
+        return CLEF_SCHED_ANSWERED;
+    }
+    return CLEF_SCHED_PREPARED;
+}
+
+
+void
+clef_sched_ready_push(clef_sched *s, const clef_sched_item *it)
+{
+    *ready_at(s, s->ready_n) = *it;
+    s->ready_n++;
+    s->ready_tokens += it->tokens;
 }
 
 
@@ -89,73 +171,30 @@ batch_push(clef_sched_batch *b, const clef_sched_item *it)
 
 
 int
-clef_sched_fill(clef_sched *s, clef_sched_batch *b, int *other_gen)
+clef_sched_next_batch(clef_sched *s, clef_sched_batch *b)
 {
     clef_sched_item  it;
-    pid_t            wake[CLEF_SCHED_MAX_WAKE];
-    int              n_wake = 0, added = 0, rc;
-    uint32_t         slot;
+    int              moved = 0;
 
-    *other_gen = 0;
-
-    if (s->has_carry) {
-        if (!clef_sched_fits(b, s->carry.tokens, s->max_batch_tokens,
-                             s->max_records))
-        {
-            return 0;
-        }
-        batch_push(b, &s->carry);
-        s->has_carry = 0;
-        added++;
+    while (s->ready_n > 0
+           && clef_sched_fits(b, ready_at(s, 0)->tokens, s->max_batch_tokens,
+                              s->max_records))
+    {
+        ready_pop(s, &it);
+        batch_push(b, &it);
+        moved++;
     }
-
-    while (!clef_sched_full(s, b)) {
-        rc = clef_queue_take(s->q, s->gen, &slot, wake, &n_wake,
-                             CLEF_SCHED_MAX_WAKE);
-        if (n_wake == CLEF_SCHED_MAX_WAKE || rc != CLEF_TAKE_OK) {
-            if (n_wake) {
-                s->wake(s->ctx, wake, n_wake);
-                n_wake = 0;
-            }
-        }
-        if (rc == CLEF_TAKE_OTHER_GEN) {
-            *other_gen = 1;
-            break;
-        }
-        if (rc != CLEF_TAKE_OK) {
-            break;
-        }
-
-        memset(&it, 0, sizeof(it));
-        it.slot = slot;
-        if (s->prepare(s->ctx, slot, &it) != 0) {
-            continue;
-        }
-        if (clef_sched_fits(b, it.tokens, s->max_batch_tokens,
-                            s->max_records))
-        {
-            batch_push(b, &it);
-            added++;
-        } else {
-            s->carry = it;
-            s->has_carry = 1;
-        }
-    }
-    if (n_wake) {
-        s->wake(s->ctx, wake, n_wake);
-    }
-    return added;
+    return moved;
 }
 
 
 int
 clef_sched_prune(clef_sched *s, clef_sched_batch *b, int64_t now_ns)
 {
-    pid_t       wake[CLEF_SCHED_MAX_WAKE];
-    int         i, kept = 0, n_wake = 0;
-    clef_slot  *sl;
-    clef_error *e;
-    pid_t       pid;
+    clef_wake_note   wake[CLEF_SCHED_MAX_WAKE];
+    int              i, kept = 0, n_wake = 0;
+    clef_slot       *sl;
+    clef_error      *e;
 
     b->tokens = 0;
     for (i = 0; i < b->n; i++) {
@@ -170,11 +209,15 @@ clef_sched_prune(clef_sched *s, clef_sched_batch *b, int64_t now_ns)
         if (sl->deadline_ns != 0 && now_ns >= sl->deadline_ns) {
             s->drop(s->ctx, it);
             e = clef_queue_error_w(s->q, it->slot);
-            clef_error_set(e, 504, "timeout", NULL,
-                           "the request waited longer than its deadline");
+            clef_error_set(e, 504, "timeout_error", NULL,
+                           "the request waited %lld ms for the engine to "
+                           "start its forward (queue and preparation); "
+                           "the limit is %lld ms",
+                           (long long) ((now_ns - sl->submit_ns) / 1000000),
+                           (long long) ((sl->deadline_ns - sl->submit_ns)
+                                        / 1000000));
             sl->status = 504;
-            pid = clef_queue_complete(s->q, it->slot);
-            add_pid(wake, &n_wake, pid);
+            note_done(s, wake, &n_wake, clef_queue_complete(s->q, it->slot));
             continue;
         }
         b->items[kept++] = *it;
@@ -202,22 +245,23 @@ clef_sched_batch_clear(clef_sched *s, clef_sched_batch *b)
 
 
 void
-clef_sched_drop_carry(clef_sched *s, int status, const char *message)
+clef_sched_fail_ready(clef_sched *s, int status, const char *message)
 {
-    clef_slot  *sl;
-    pid_t       pid;
+    clef_sched_item  it;
+    clef_slot       *sl;
+    clef_wake_note   wake[CLEF_SCHED_MAX_WAKE];
+    int              n_wake = 0;
 
-    if (!s->has_carry) {
-        return;
+    while (s->ready_n > 0) {
+        ready_pop(s, &it);
+        s->drop(s->ctx, &it);
+        sl = clef_queue_slot_w(s->q, it.slot);
+        clef_error_set(clef_queue_error_w(s->q, it.slot), status,
+                       "engine_unavailable", NULL, "%s", message);
+        sl->status = status;
+        note_done(s, wake, &n_wake, clef_queue_complete(s->q, it.slot));
     }
-    s->drop(s->ctx, &s->carry);
-    s->has_carry = 0;
-    sl = clef_queue_slot_w(s->q, s->carry.slot);
-    clef_error_set(clef_queue_error_w(s->q, s->carry.slot), status,
-                   "engine_unavailable", NULL, "%s", message);
-    sl->status = status;
-    pid = clef_queue_complete(s->q, s->carry.slot);
-    if (pid > 0) {
-        s->wake(s->ctx, &pid, 1);
+    if (n_wake) {
+        s->wake(s->ctx, wake, n_wake);
     }
 }

@@ -1,15 +1,44 @@
 /*
  * Token-budget batching, in the manner of Hugging Face
- * text-embeddings-inference: records leave the shared queue in FIFO order
- * and are packed into one batch until the next one would push the batch
- * past max_batch_tokens.  A record longer than the budget runs alone: the
- * budget never refuses a record, it only decides where a batch ends.
- * Cancelled records are skipped when taken (clef_queue_take) and again
- * just before a batch runs (clef_sched_prune).
+ * text-embeddings-inference, split between two threads of the engine:
+ *
+ *   preparing thread   shared queue --clef_sched_take()--> prepare()
+ *                      --clef_sched_ready_push()--> ready FIFO
+ *   executor           ready FIFO --clef_sched_next_batch()--> batch,
+ *                      run, answer
+ *
+ * Records leave the shared queue in FIFO order, are prepared (encoded) one
+ * at a time and wait, prepared, in the ready FIFO.  An idle executor takes
+ * from the head of the ready FIFO as many records as fit max_batch_tokens
+ * and max_records; a record longer than the budget runs alone.  Because
+ * the executor only ever takes prepared records, preparing a record (a
+ * long one, or a hostile one) never delays the forward of records prepared
+ * before it.  The preparing thread stops taking from the shared queue once
+ * a full batch is ready, so cancellations and deadlines keep applying to
+ * records that wait, and memory stays bounded.  Cancelled and expired
+ * records are dropped when taken (clef_queue_take) and again just before a
+ * batch runs (clef_sched_prune).
  *
  * The scheduler does not know how a record is prepared: the engine passes
- * a prepare() that parses and encodes it (the tests pass a simpler one),
- * so one batch can be prepared while the previous one runs.
+ * a prepare() that encodes it (the tests pass a simpler one).  It does no
+ * locking: the engine calls the ready-FIFO functions under its own mutex,
+ * and clef_sched_take() (the slow part) outside it.
+ *
+ * Progress guarantee (test_scheduler checks it on fixed and randomized
+ * mixes, with the engine's own policy):
+ *   1. An empty batch takes the head of the ready FIFO whatever its size
+ *      (clef_sched_fits(empty, any) == 1), so every call of
+ *      clef_sched_next_batch() on a non-empty FIFO moves a record.
+ *   2. clef_sched_ready_full() is false on an empty FIFO, so the preparing
+ *      thread always refills it, and every record it takes ends in the
+ *      FIFO or is answered by prepare().
+ *   3. The executor takes a batch whenever it is idle and the FIFO is not
+ *      empty; the preparing thread takes records whenever the FIFO is not
+ *      full.  Each waits only for the other's progress or for new work.
+ * (The bug this replaced: a record that did not fit the batch being
+ * prepared was "carried", and a carry made the scheduler call every later
+ * batch full, even an empty one: two records that did not fit one batch
+ * stalled the engine for good.)
  */
 #ifndef CLEF_SCHEDULER_H
 #define CLEF_SCHEDULER_H
@@ -39,8 +68,9 @@ typedef int  (*clef_sched_prepare_fn)(void *ctx, uint32_t slot,
     clef_sched_item *it);
 /* Frees what prepare() made. */
 typedef void (*clef_sched_drop_fn)(void *ctx, clef_sched_item *it);
-/* Wakes the owners of records answered on the way (pids are distinct). */
-typedef void (*clef_sched_wake_fn)(void *ctx, const pid_t *pids, int n);
+/* Wakes the owners of records answered on the way. */
+typedef void (*clef_sched_wake_fn)(void *ctx, const clef_wake_note *notes,
+    int n);
 
 typedef struct {
     clef_queue             *q;
@@ -51,25 +81,55 @@ typedef struct {
     clef_sched_drop_fn      drop;
     clef_sched_wake_fn      wake;
     void                   *ctx;
-    clef_sched_item         carry;      /* prepared, did not fit last time */
-    int                     has_carry;
+
+    /* the ready FIFO: a ring of prepared records */
+    clef_sched_item        *ready;
+    int                     ready_head;
+    int                     ready_n;
+    int                     ready_cap;
+    int64_t                 ready_tokens;
 } clef_sched;
+
+/* The ready FIFO holds up to cap records (at least max_records). */
+int  clef_sched_init(clef_sched *s, int cap);
+/* Drops every ready record (drop()), then frees the FIFO. */
+void clef_sched_free(clef_sched *s);
 
 int  clef_sched_batch_init(clef_sched_batch *b, int cap);
 void clef_sched_batch_free(clef_sched_batch *b);
 
-/* 1 when a record of `tokens` may join batch b under the budget. */
+/* 1 when a record of `tokens` may join batch b under the budget; always 1
+ * for an empty batch. */
 int  clef_sched_fits(const clef_sched_batch *b, int64_t tokens,
     int64_t max_batch_tokens, int max_records);
 
-/* 1 when b takes no more records (budget met, or a record is waiting for
- * the next batch). */
-int  clef_sched_full(const clef_sched *s, const clef_sched_batch *b);
+/* ---- the preparing thread ------------------------------------------------ */
 
-/* Moves records from the queue into b while they fit.  Never blocks.
- * Returns the records added; *other_gen = 1 when the queue's head belongs
- * to a newer configuration (a draining engine stops there). */
-int  clef_sched_fill(clef_sched *s, clef_sched_batch *b, int *other_gen);
+/* 1 when a full batch is ready (its tokens or records), or the FIFO has
+ * no room: take nothing more for now.  Never 1 for an empty FIFO. */
+int  clef_sched_ready_full(const clef_sched *s);
+
+enum {
+    CLEF_SCHED_EMPTY = 0,       /* nothing queued for this generation */
+    CLEF_SCHED_PREPARED,        /* *it is prepared: push it */
+    CLEF_SCHED_ANSWERED,        /* taken and answered by prepare() */
+    CLEF_SCHED_OTHER_GEN        /* the head is a newer configuration's */
+};
+
+/* Takes the oldest queued record and prepares it.  Never blocks beyond
+ * prepare(). */
+int  clef_sched_take(clef_sched *s, clef_sched_item *it);
+
+/* Appends a prepared record to the ready FIFO (never full here: the caller
+ * checked clef_sched_ready_full() before taking it). */
+void clef_sched_ready_push(clef_sched *s, const clef_sched_item *it);
+
+/* ---- the executor ---------------------------------------------------------- */
+
+/* Moves records from the head of the ready FIFO into the empty batch b
+ * while they fit; returns the records moved (>= 1 unless the FIFO is
+ * empty). */
+int  clef_sched_next_batch(clef_sched *s, clef_sched_batch *b);
 
 /* Removes cancelled and expired records from b before it runs: cancelled
  * ones are freed, expired ones answered 504.  Returns records left. */
@@ -78,9 +138,8 @@ int  clef_sched_prune(clef_sched *s, clef_sched_batch *b, int64_t now_ns);
 /* Drops every record of b (drop() then clear); b stays allocated. */
 void clef_sched_batch_clear(clef_sched *s, clef_sched_batch *b);
 
-/* 1 when a prepared record is waiting for the next batch. */
-int  clef_sched_has_carry(const clef_sched *s);
-/* Answers the carried record, if any, with status and message. */
-void clef_sched_drop_carry(clef_sched *s, int status, const char *message);
+/* Answers every ready record with status and message (an engine that
+ * stops). */
+void clef_sched_fail_ready(clef_sched *s, int status, const char *message);
 
 #endif

@@ -33,12 +33,66 @@ struct clef_tokenizer {
     tk_trie     norm_trie;          /* added tokens, normalized: true */
     tk_strmap   added;              /* added token content -> id */
     int32_t     max_id;
+    size_t      max_token_bytes;    /* clef_tokenizer_max_token_bytes() */
 };
+
+/*
+ * A pre-tokenized word longer than this is cut into pieces of at most this
+ * many bytes (at UTF-8 character boundaries) before BPE.  BPE over one word
+ * costs O(n log n) with a large constant (about 2 MB/s here), so without a
+ * cap one 13 MB run of letters held the engine for seconds before it could
+ * even be refused.  No natural text has a 64 KiB word (runs of letters,
+ * digits one by one, punctuation or whitespace); the reference would merge
+ * across the cut, so ids inside such a word may differ from it.
+ */
+#define TK_MAX_WORD  65536
+
+/* Words up to this long are cheap to encode (mostly cached): they are
+ * always counted exactly; the length bound only spares longer ones. */
+#define TK_CHEAP_WORD  1024
+
+/* encoder callbacks return this to stop early (not an error) */
+#define TK_STOP      1
 
 /* The GPT-2 pattern of ByteLevel's use_regex. */
 static const char  gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+"
     "|\\s+(?!\\S)|\\s+";
+
+/* The longest vocab entry in raw bytes (a ByteLevel key has one character
+ * per byte) or added token; a fused unk token covers any number of bytes. */
+static size_t
+max_token_bytes(const clef_tokenizer *tk)
+{
+    const tk_strmap  *m;
+    size_t            i, j, n, max = 1;
+    const char       *k;
+    int               pass;
+
+    if (tk->bpe.unk_id >= 0 && tk->bpe.fuse_unk) {
+        return SIZE_MAX;
+    }
+    for (pass = 0; pass < 2; pass++) {
+        m = pass == 0 ? &tk->bpe.vocab : &tk->added;
+        for (i = 0; m->slots != NULL && i <= m->mask; i++) {
+            if (m->slots[i].val < 0) {
+                continue;
+            }
+            k = m->keys.data + m->slots[i].off;
+            n = m->slots[i].len;
+            if (pass == 0) {
+                /* characters, not bytes: count the UTF-8 lead bytes */
+                for (j = 0, n = 0; j < m->slots[i].len; j++) {
+                    n += ((unsigned char) k[j] & 0xc0) != 0x80;
+                }
+            }
+            if (n > max) {
+                max = n;
+            }
+        }
+    }
+    return max;
+}
 
 int
 tk_fail(clef_error *err, const char *type, const char *what,
@@ -476,6 +530,7 @@ clef_tokenizer_load(const char *path, clef_error *err)
     if (load_added(tk, json_object_get(root, "added_tokens"), what, err) != 0) {
         goto fail;
     }
+    tk->max_token_bytes = max_token_bytes(tk);
     json_decref(root);
     return tk;
 
@@ -511,6 +566,9 @@ typedef struct {
     const clef_tokenizer  *tk;
     tk_thread             *th;
     clef_ids              *out;
+    size_t                 base;        /* out->n when this text began */
+    size_t                 max_ids;     /* clef_tk_limit */
+    size_t                 hopeless_ids;
     clef_buf               norm;        /* one NFC'd piece */
     clef_buf               word;        /* a piece with its prefix space */
     tk_nfc_scratch         nfc;
@@ -521,12 +579,66 @@ typedef struct {
     size_t    level;                    /* the next Split to apply */
 } split_level;
 
+/* More ids than the caller allows for this text? */
+static int
+over(const encoder *e)
+{
+    return e->out->n - e->base > e->max_ids;
+}
+
+/* Where to cut a long word: at most TK_MAX_WORD bytes, on a character
+ * boundary when there is one nearby. */
+static size_t
+word_cut(const char *s, size_t n)
+{
+    size_t  cut = TK_MAX_WORD;
+
+    if (n <= cut) {
+        return n;
+    }
+    while (cut > TK_MAX_WORD - 4 && ((unsigned char) s[cut] & 0xc0) == 0x80) {
+        cut--;
+    }
+    return ((unsigned char) s[cut] & 0xc0) == 0x80 ? TK_MAX_WORD : cut;
+}
+
 static int
 on_word(void *ctx, const char *s, size_t n)
 {
     encoder  *e = ctx;
+    size_t    cut, bound;
 
-    return tk_bpe_word(&e->tk->bpe, s, n, e->out);
+    if (n > TK_CHEAP_WORD && e->hopeless_ids != SIZE_MAX
+        && e->tk->max_token_bytes != SIZE_MAX)
+    {
+        /* every id stands for max_token_bytes bytes at most */
+        bound = (n + e->tk->max_token_bytes - 1) / e->tk->max_token_bytes;
+        if (e->out->n - e->base + bound > e->hopeless_ids) {
+            return TK_STOP;
+        }
+    }
+    while (n > 0) {
+        cut = word_cut(s, n);
+        if (tk_bpe_word(&e->tk->bpe, s, cut, e->out) != 0) {
+            return -1;
+        }
+        if (over(e)) {
+            return TK_STOP;
+        }
+        s += cut;
+        n -= cut;
+    }
+    return 0;
+}
+
+/* An added token matched in the text. */
+static int
+push_added(encoder *e, int32_t id)
+{
+    if (clef_ids_push(e->out, id) != 0) {
+        return -1;
+    }
+    return over(e) ? TK_STOP : 0;
 }
 
 static int
@@ -571,7 +683,7 @@ on_normalized(void *ctx, int32_t id, const char *s, size_t n)
     split_level   l;
 
     if (id >= 0) {
-        return clef_ids_push(e->out, id);
+        return push_added(e, id);
     }
     l.e = e;
     l.level = 0;
@@ -584,7 +696,7 @@ on_raw(void *ctx, int32_t id, const char *s, size_t n)
     encoder  *e = ctx;
 
     if (id >= 0) {
-        return clef_ids_push(e->out, id);
+        return push_added(e, id);
     }
     if (e->tk->nfc) {
         e->norm.len = 0;
@@ -604,6 +716,15 @@ int
 clef_tokenizer_encode(const clef_tokenizer *tk, const char *text, size_t len,
     clef_ids *out)
 {
+    clef_tk_limit  none = { SIZE_MAX, SIZE_MAX };
+
+    return clef_tokenizer_encode_max(tk, text, len, &none, out) < 0 ? -1 : 0;
+}
+
+int
+clef_tokenizer_encode_max(const clef_tokenizer *tk, const char *text,
+    size_t len, const clef_tk_limit *limit, clef_ids *out)
+{
     encoder   e;
     clef_buf  fixed = { 0 };
     int       rc;
@@ -614,6 +735,9 @@ clef_tokenizer_encode(const clef_tokenizer *tk, const char *text, size_t len,
     memset(&e, 0, sizeof(e));
     e.tk = tk;
     e.out = out;
+    e.base = out->n;
+    e.max_ids = limit->max_ids;
+    e.hopeless_ids = limit->hopeless_ids;
     e.th = tk_thread_get();
     if (e.th == NULL) {
         return -1;
@@ -635,7 +759,13 @@ clef_tokenizer_encode(const clef_tokenizer *tk, const char *text, size_t len,
     clef_buf_free(&e.norm);
     clef_buf_free(&e.word);
     tk_nfc_scratch_free(&e.nfc);
-    return rc == 0 ? 0 : -1;
+    return rc == 0 ? 0 : rc == TK_STOP ? 1 : -1;
+}
+
+size_t
+clef_tokenizer_max_token_bytes(const clef_tokenizer *tk)
+{
+    return tk->max_token_bytes;
 }
 
 int32_t

@@ -29,6 +29,30 @@ void clef_tokenizer_free(clef_tokenizer *tk);
 int clef_tokenizer_encode(const clef_tokenizer *tk, const char *text, size_t len,
     clef_ids *out);
 
+/* Like clef_tokenizer_encode(), with the work bounded:
+ *   - stops as soon as more than max_ids ids have been appended for text;
+ *     the ids appended are then exactly the first ids of the whole text
+ *     (at least max_ids + 1 of them, as a truncating caller needs);
+ *   - stops before the BPE of a long word (over 1 KiB, where BPE gets
+ *     expensive) whose length alone proves that the text has more than
+ *     hopeless_ids ids (clef_tokenizer_max_token_bytes);
+ *     out then holds fewer ids than it would, and only the answer "more
+ *     than hopeless_ids" counts.  SIZE_MAX: never.
+ * Returns 0 when the whole text was encoded, 1 when it stopped, -1 on
+ * allocation failure. */
+typedef struct {
+    size_t  max_ids;
+    size_t  hopeless_ids;
+} clef_tk_limit;
+
+int clef_tokenizer_encode_max(const clef_tokenizer *tk, const char *text,
+    size_t len, const clef_tk_limit *limit, clef_ids *out);
+
+/* Most bytes of normalized text one id can stand for (the longest vocab
+ * entry or added token), so a text of n normalized bytes has at least
+ * n / this many ids; SIZE_MAX when nothing bounds it (a fused unk). */
+size_t clef_tokenizer_max_token_bytes(const clef_tokenizer *tk);
+
 /* Id of a token given by its content ("<|im_end|>", or a vocab entry in its
  * byte-level form); -1 when absent. */
 int32_t clef_tokenizer_token_id(const clef_tokenizer *tk, const char *content);

@@ -1,6 +1,6 @@
 /*
  * Master side of the engine (DESIGN.md §2): init_module forks a keeper
- * (engine/engine_proc.c), which forks the engine.  The master holds the
+ * (engine/keeper.c), which forks the engine (engine/engine.c).  The master holds the
  * write end of the keeper's control pipe; that end is the keeper's life
  * line:
  *   - a reload with the same zone and the same model configuration adopts
@@ -227,7 +227,7 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
 
     ngx_memzero(&ec, sizeof(ec));
     ec.model_path = (const char *) m->path.data;
-    ec.backend = (m->backend.len == 4) ? "cuda" : "cpu";
+    ec.backend = (const char *) m->backend.data;
     ec.threads = (int) m->threads;
     ec.device = (int) m->device;
     ec.max_length = (int) m->max_length;
@@ -250,18 +250,18 @@ ngx_int_t
 ngx_http_clef_engine_start(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf)
 {
     ngx_http_clef_keeper_t  *k, *old = ngx_http_clef_keeper;
-    clef_queue_hdr          *h = mcf->queue.h;
+    clef_queue              *q = &mcf->queue;
     ngx_str_t               *fp = &mcf->model->fingerprint;
     ngx_pid_t                pid, predecessor = 0, epid;
     uint32_t                 gen;
     int                      fds[2];
 
     /* same zone, same model configuration, keeper alive: keep it all */
-    if (old != NULL && old->control_fd != -1 && old->queue.h == h
+    if (old != NULL && old->control_fd != -1 && clef_zone_same(&old->queue, q)
         && old->fingerprint.len == fp->len
         && ngx_memcmp(old->fingerprint.data, fp->data, fp->len) == 0
         && kill(old->keeper_pid, 0) == 0
-        && atomic_load(&h->keeper_pid) == old->keeper_pid)
+        && clef_zone_keeper_pid(q) == old->keeper_pid)
     {
         if (ngx_http_clef_keeper_own(cycle, old) != NGX_OK) {
             return NGX_ERROR;
@@ -270,27 +270,23 @@ ngx_http_clef_engine_start(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf)
         ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                       "clef: model \"%V\" unchanged, engine %P (keeper %P) "
                       "keeps serving generation %uD", &mcf->model->name,
-                      (ngx_pid_t) atomic_load(&h->engine_pid), old->keeper_pid,
+                      (ngx_pid_t) clef_zone_engine_pid(q), old->keeper_pid,
                       old->gen);
         return NGX_OK;
     }
 
     /* a new engine must wait for whichever engine holds a model now */
-    epid = atomic_load(&h->engine_pid);
+    epid = clef_zone_engine_pid(q);
     if (epid > 0 && kill(epid, 0) == 0) {
         predecessor = epid;
-    } else if (old != NULL && old->queue.h != h) {
-        epid = atomic_load(&old->queue.h->engine_pid);
+    } else if (old != NULL && !clef_zone_same(&old->queue, q)) {
+        epid = clef_zone_engine_pid(&old->queue);
         if (epid > 0 && kill(epid, 0) == 0) {
             predecessor = epid;
         }
     }
 
-    gen = atomic_load(&h->want_gen) + 1;
-    if (atomic_load(&h->gen) >= gen) {
-        gen = atomic_load(&h->gen) + 1;
-    }
-    atomic_store(&h->want_gen, gen);
+    gen = clef_zone_next_gen(q);
     mcf->gen = gen;
 
     k = calloc(1, sizeof(ngx_http_clef_keeper_t));

@@ -5,7 +5,8 @@
  *   http:     clef_model NAME PATH [backend=cpu|cuda] [threads=N]
  *                        [devices=N] [max_length=N] [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
- *                         [max_queue=N] [timeout=TIME];
+ *                         [max_queue=N] [timeout=TIME]
+ *                         [watchdog=TIME|off];
  *   location: clef_systemone; clef_models; clef_status;
  *   http, server, location:
  *             clef_max_questions N; clef_max_images N; clef_max_tokens N;
@@ -157,6 +158,7 @@ ngx_http_clef_create_main_conf(ngx_conf_t *cf)
     mcf->max_batch_tokens = NGX_CONF_UNSET;
     mcf->max_queue = NGX_CONF_UNSET_UINT;
     mcf->timeout = NGX_CONF_UNSET_MSEC;
+    mcf->watchdog = NGX_CONF_UNSET_MSEC;
     mcf->request_id_index = NGX_ERROR;
 
     return mcf;
@@ -172,6 +174,7 @@ ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(mcf->max_batch_tokens, 16384);
     ngx_conf_init_uint_value(mcf->max_queue, 1024);
     ngx_conf_init_msec_value(mcf->timeout, 30000);
+    ngx_conf_init_msec_value(mcf->watchdog, 60000);
 
     if (mcf->model != NULL && mcf->zone == NULL) {
         /* clef_model without clef_engine: a default zone */
@@ -190,14 +193,13 @@ ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (mcf->zone != NULL
-        && mcf->max_queue > clef_queue_default_slots(mcf->zone->shm.size))
+        && mcf->max_queue > clef_zone_slots(mcf->zone->shm.size))
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "clef_engine max_queue=%ui needs more slots than a "
                            "zone of %uz bytes has (%ui); make the zone bigger",
                            mcf->max_queue, mcf->zone->shm.size,
-                           (ngx_uint_t) clef_queue_default_slots(
-                                                      mcf->zone->shm.size));
+                           (ngx_uint_t) clef_zone_slots(mcf->zone->shm.size));
         return NGX_CONF_ERROR;
     }
 
@@ -453,6 +455,8 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
     tc = clef_model_text_config(cm);
+    m->max_token_bytes = clef_tokenizer_max_token_bytes(
+                             clef_model_tokenizer(cm));
 
     m->description.data = ngx_pnalloc(cf->pool, 256);
     if (m->description.data == NULL) {
@@ -581,6 +585,22 @@ ngx_http_clef_engine(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "watchdog=", 9) == 0) {
+            s.data = value[i].data + 9;
+            s.len = value[i].len - 9;
+            if (s.len == 3 && ngx_strncmp(s.data, "off", 3) == 0) {
+                mcf->watchdog = 0;
+                continue;
+            }
+            mcf->watchdog = ngx_parse_time(&s, 0);
+            if (mcf->watchdog == (ngx_msec_t) NGX_ERROR || mcf->watchdog == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            continue;
+        }
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
                            &value[i]);
         return NGX_CONF_ERROR;
@@ -640,7 +660,7 @@ ngx_http_clef_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     if (data != NULL || shm_zone->shm.exists) {
         if (shpool->data == NULL
-            || clef_queue_attach(&mcf->queue, shpool->data) != 0)
+            || clef_zone_attach(&mcf->queue, shpool->data) != 0)
         {
             ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                           "clef_engine zone \"%V\" holds no clef queue",
@@ -667,9 +687,8 @@ ngx_http_clef_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     clef_error_clear(&err);
-    if (clef_queue_init(&mcf->queue, mem, size,
-                        clef_queue_default_slots(shm_zone->shm.size),
-                        zone_id, &err)
+    if (clef_zone_init(&mcf->queue, mem, size,
+                       clef_zone_slots(shm_zone->shm.size), zone_id, &err)
         != 0)
     {
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
@@ -777,7 +796,7 @@ ngx_http_clef_log_handler(ngx_http_request_t *r)
         status = NGX_HTTP_CLIENT_CLOSED_REQUEST;
     }
     ctx = ngx_http_get_module_ctx(r, ngx_http_clef_module);
-    clef_stats_response(&mcf->queue, (int) status,
+    clef_count_response(&mcf->queue, (int) status,
                         ctx ? clef_now_ns() - ctx->start_ns : -1);
 
     return NGX_OK;
@@ -801,12 +820,14 @@ ngx_http_clef_init_module(ngx_cycle_t *cycle)
     if (!mcf->queue_ready) {
         return NGX_ERROR;
     }
-    atomic_store(&mcf->queue.h->max_batch_tokens, mcf->max_batch_tokens);
-
     if (ngx_test_config) {
         /* nginx -t validated the model (headers only); start nothing */
         return NGX_OK;
     }
+
+    /* these apply to the running engine and keeper on every reload */
+    clef_zone_configure(&mcf->queue, mcf->max_batch_tokens,
+                        (int64_t) mcf->watchdog);
 
     return ngx_http_clef_engine_start(cycle, mcf);
 }

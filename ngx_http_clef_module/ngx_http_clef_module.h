@@ -13,10 +13,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "encode.h"
-#include "engine_proc.h"
-#include "queue.h"
-#include "request.h"
+#include "clef.h"
 
 #ifndef NGX_HTTP_UNPROCESSABLE_ENTITY
 #define NGX_HTTP_UNPROCESSABLE_ENTITY     422
@@ -44,6 +41,8 @@ typedef struct {
     ngx_str_t                  release_date;  /* YYYY-MM-DD */
     ngx_str_t                  fingerprint;   /* what an engine restart
                                                  depends on */
+    size_t                     max_token_bytes;  /* of its tokenizer: the
+                                                 worker's cheap bound */
 } ngx_http_clef_model_t;
 
 typedef struct {
@@ -52,6 +51,7 @@ typedef struct {
     ngx_int_t                  max_batch_tokens;
     ngx_uint_t                 max_queue;
     ngx_msec_t                 timeout;
+    ngx_msec_t                 watchdog;      /* 0: off */
     clef_queue                 queue;         /* set by the zone init */
     ngx_flag_t                 queue_ready;
     uint32_t                   gen;           /* configuration generation */
@@ -74,16 +74,17 @@ typedef struct {
     ngx_queue_t                link;          /* in the worker's pending list */
     clef_request               req;
     ngx_event_t                deadline;
-    uint32_t                   slot;
-    uint32_t                   seq;
+    clef_ticket                ticket;
     int64_t                    start_ns;
     int64_t                    queue_ns;      /* -1 until known */
     int64_t                    engine_ns;
     ngx_int_t                  input_tokens;  /* -1 until known */
+    int                        n_options;     /* logits the answer reads */
     ngx_str_t                  error_body;    /* for the error filter */
 
     unsigned                   parsed:1;
     unsigned                   submitted:1;
+    unsigned                   running_logged:1;
     unsigned                   pending:1;
     unsigned                   finished:1;
     unsigned                   own_response:1;

@@ -292,8 +292,11 @@ ngx_http_clef_send_error(ngx_http_request_t *r, const clef_error *err,
         return ngx_http_clef_send_buf(r, status, &b, ok);
     }
 
+    /* the limits of the protocol are plain details; what this server
+     * cannot serve says its type, as Workers AI's refusals do */
     if (status == NGX_HTTP_BAD_REQUEST
-        && ngx_strcmp(err->type, "max_tokens_exceeded") != 0)
+        && ngx_strcmp(err->type, "max_tokens_exceeded") != 0
+        && ngx_strstr(err->type, "_unsupported") == NULL)
     {
         return ngx_http_clef_send_detail(r, status, err->message);
     }

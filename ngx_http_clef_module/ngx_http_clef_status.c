@@ -37,7 +37,7 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
 {
     ngx_http_clef_main_conf_t  *mcf;
     clef_queue_stats           *st;
-    clef_queue_hdr             *h;
+    clef_status                 snap;
     clef_queue_usage            u;
     clef_buf                    b = { NULL, 0, 0 };
     uint64_t                    cum, busy, tokens, last_ns;
@@ -63,10 +63,10 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
                                         "engine_unavailable",
                                         "no clef_model is configured");
     }
-    h = mcf->queue.h;
-    st = &h->stats;
-    clef_queue_get_usage(&mcf->queue, &u);
-    state = atomic_load(&h->state);
+    clef_status_read(&mcf->queue, &snap);
+    st = &snap.stats;
+    u = snap.usage;
+    state = snap.state;
 
     ok &= metric(&b, "clef_queue_depth", "gauge",
                  "Records waiting for the engine.", "", u.queued) == 0;
@@ -85,30 +85,41 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
     ok &= clef_buf_printf(&b, "# HELP clef_engine_state The engine's state "
                           "(1 for the current one).\n"
                           "# TYPE clef_engine_state gauge\n") == 0;
-    for (i = CLEF_ENGINE_NONE; i <= CLEF_ENGINE_STOPPED; i++) {
+    for (i = CLEF_ENGINE_NONE; i <= CLEF_ENGINE_STALLED; i++) {
         ok &= clef_buf_printf(&b, "clef_engine_state{state=\"%s\"} %d\n",
                               clef_engine_state_name(i), i == state) == 0;
     }
     ok &= metric(&b, "clef_engine_pid", "gauge",
                  "Process id of the engine.", "",
-                 atomic_load(&h->engine_pid)) == 0;
+                 snap.engine_pid) == 0;
     ok &= metric(&b, "clef_keeper_pid", "gauge",
                  "Process id of the engine's keeper.", "",
-                 atomic_load(&h->keeper_pid)) == 0;
+                 snap.keeper_pid) == 0;
     ok &= metric(&b, "clef_engine_generation", "gauge",
                  "Model configuration generation the engine serves.", "",
-                 atomic_load(&h->gen)) == 0;
+                 snap.gen) == 0;
     ok &= metric(&b, "clef_worker_generation", "gauge",
                  "Model configuration generation of this worker.", "",
                  mcf->gen) == 0;
     ok &= metric(&b, "clef_engine_epoch", "gauge",
                  "Engine starts on this zone (ownership epoch).", "",
-                 atomic_load(&h->epoch)) == 0;
+                 snap.epoch) == 0;
 
     ok &= counter(&b, "clef_engine_starts_total", "Engine processes started.",
                   LOAD(engine_starts)) == 0;
     ok &= counter(&b, "clef_engine_restarts_total",
                   "Engine restarts after a crash.", LOAD(engine_restarts)) == 0;
+    ok &= counter(&b, "clef_engine_stalls_total",
+                  "Engines the watchdog killed for making no progress.",
+                  LOAD(engine_stalls)) == 0;
+    ok &= metric(&b, "clef_engine_stalled_seconds", "gauge",
+                 "How long records have waited without the engine making "
+                 "any progress (0 while it progresses or has no work).", "",
+                 (double) snap.stalled_ms / 1000) == 0;
+    ok &= counter(&b, "clef_engine_progress_total",
+                  "Progress steps of the engine (records and batches moved, "
+                  "layers run); the watchdog reads it.",
+                  snap.progress) == 0;
     ok &= counter(&b, "clef_weight_loads_total",
                   "Times the model weights were loaded.", LOAD(weight_loads))
           == 0;

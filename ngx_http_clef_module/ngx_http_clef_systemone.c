@@ -2,15 +2,21 @@
  * POST /v1/systemone in a worker (DESIGN.md §1):
  *
  *   method, API key, content type -> read the body -> clef_request_parse
- *   with the location's limits (4xx here, nothing reaches the engine) ->
- *   copy into a shared-memory slot, futex-wake the engine -> NGX_DONE.
+ *   with the location's limits, refuse what the engine cannot serve
+ *   (images, assets) and what cannot fit by length alone (4xx here,
+ *   nothing reaches the engine) -> render the record's texts
+ *   (clef_plan_build) into a shared-memory slot, wake the engine -> NGX_DONE.
+ *   The engine never parses a body: it tokenizes the plan.
  *
  * The engine wakes this worker through the worker's own abstract unix
  * datagram socket, registered in the worker's epoll loop (not ngx_notify,
- * which belongs to thread pools).  The wake handler finishes every pending
- * request whose record is DONE: clef_answer_json() over the logits the
- * engine wrote.  A client that goes away cancels its record; a request
- * past its deadline is answered 504.  Nothing here blocks or polls.
+ * which belongs to thread pools); each datagram names the finished record,
+ * found through a table indexed by slot.  The wake handler answers it with
+ * clef_answer_json() over the logits the engine wrote.  A client that goes
+ * away cancels its record.  The deadline (clef_engine timeout) bounds the
+ * wait until the engine starts the record's forward; a record whose
+ * forward runs is waited for (the keeper's watchdog bounds a forward that
+ * makes no progress).  Nothing here blocks or polls.
  */
 #include "ngx_http_clef_module.h"
 
@@ -20,9 +26,16 @@
 #include "answer.h"
 #include "buf.h"
 
-/* this worker's wake socket and its requests waiting for the engine */
-static ngx_connection_t  *ngx_http_clef_wake_conn;
-static ngx_queue_t        ngx_http_clef_pending;
+/* this worker's wake socket, its requests waiting for the engine, and
+ * those requests by slot (a slot is held by one record at a time) */
+static ngx_connection_t      *ngx_http_clef_wake_conn;
+static ngx_queue_t            ngx_http_clef_pending;
+static ngx_http_clef_ctx_t  **ngx_http_clef_by_slot;
+static uint32_t               ngx_http_clef_nslots;
+static uint64_t               ngx_http_clef_lost_seen;
+
+/* how often a deadline passed during a running forward looks again */
+#define NGX_HTTP_CLEF_RUNNING_RECHECK  1000
 
 static void ngx_http_clef_body_handler(ngx_http_request_t *r);
 static void ngx_http_clef_wake_handler(ngx_event_t *rev);
@@ -297,78 +310,66 @@ ngx_http_clef_collect_body(ngx_http_request_t *r, size_t *len)
 }
 
 
-/* Whether the engine serving this worker's configuration can take work:
- * NULL when it can (or is loading: requests wait within their deadline),
- * else why not. */
+/*
+ * The record's texts, rendered into the request's pool (plan.h), and the
+ * cheap refusal: when even a lower bound of its tokens (each token stands
+ * for max_token_bytes bytes at most) exceeds the limit, the request gets
+ * 400 max_tokens_exceeded here, without costing the engine anything.
+ * NGX_DECLINED with err set for a refusal.
+ */
 static ngx_int_t
-ngx_http_clef_pid_gone(int32_t pid)
+ngx_http_clef_make_plan(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
+    ngx_http_clef_main_conf_t *mcf, ngx_int_t max_length, ngx_str_t *out,
+    clef_error *err)
 {
-    return pid > 0 && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH;
-}
+    clef_buf    b = { NULL, 0, 0 };
+    clef_plan   plan;
+    size_t      min_all, min_schema;
+    ngx_int_t   rc = NGX_OK;
+    int         q;
 
-
-static const char *
-ngx_http_clef_engine_refuses(ngx_http_clef_main_conf_t *mcf)
-{
-    clef_queue_hdr  *h = mcf->queue.h;
-    uint32_t         st = atomic_load(&h->state);
-    uint32_t         gen = atomic_load(&h->gen);
-
-    /* stale ownership: the shared state names an engine that is gone
-     * (the keeper notices its engine's death within milliseconds; a dead
-     * keeper takes its engine with it and only a reload starts a new one) */
-    if ((st == CLEF_ENGINE_LOADING || st == CLEF_ENGINE_READY)
-        && gen == mcf->gen && ngx_http_clef_pid_gone(atomic_load(&h->engine_pid)))
+    if (clef_plan_build(&ctx->req, &b, err) != 0
+        || clef_plan_view(&plan, b.data, b.len, err) != 0)
     {
-        if (ngx_http_clef_pid_gone(atomic_load(&h->keeper_pid))) {
-            return "the inference engine and its keeper are gone; "
-                   "nginx -s reload starts them again";
+        clef_buf_free(&b);
+        return NGX_ERROR;
+    }
+
+    ctx->n_options = 0;
+    for (q = 0; q < ctx->req.n_questions; q++) {
+        ctx->n_options += ctx->req.questions[q].n_options;
+    }
+
+    min_all = clef_plan_min_ids(&plan, mcf->model->max_token_bytes, 0);
+    min_schema = min_all - clef_plan_min_ids(&plan,
+                                             mcf->model->max_token_bytes, 1);
+    if (min_schema > (size_t) max_length
+        || (mcf->model->truncate == CLEF_TRUNCATE_REJECT
+            && min_all > (size_t) max_length))
+    {
+        clef_error_set(err, 400, "max_tokens_exceeded", "",
+            "Request needs more than %zu tokens (%s alone is %zu bytes); "
+            "the limit is %d.", min_schema > (size_t) max_length
+            ? min_schema : min_all,
+            min_schema > (size_t) max_length ? "the schema" : "the state",
+            min_schema > (size_t) max_length ? b.len - plan.state.len
+                                             : plan.state.len,
+            (int) max_length);
+        rc = NGX_DECLINED;
+    }
+    clef_plan_free(&plan);
+
+    if (rc == NGX_OK) {
+        out->data = ngx_pnalloc(r->pool, b.len);
+        if (out->data == NULL) {
+            rc = NGX_ERROR;
+        } else {
+            ngx_memcpy(out->data, b.data, b.len);
+            out->len = b.len;
         }
-        return "the inference engine is restarting; retry";
     }
-
-    if (gen > mcf->gen) {
-        return "the model configuration was replaced; retry";
-    }
-    if (gen < mcf->gen) {
-        /* the engine of this configuration has not claimed the queue yet */
-        return NULL;
-    }
-    switch (st) {
-    case CLEF_ENGINE_RESTARTING:
-        return "the inference engine is restarting; retry";
-    case CLEF_ENGINE_FAILED:
-        return "the inference engine could not load the model";
-    case CLEF_ENGINE_STOPPED:
-        return "the inference engine is stopped";
-    default:
-        return NULL;
-    }
-}
-
-
-/* retry-after-ms for a 429: the time the engine needs for the queue at
- * the rate it has been running (one second before any batch ran). */
-static ngx_msec_t
-ngx_http_clef_retry_ms(ngx_http_clef_main_conf_t *mcf)
-{
-    clef_queue_stats  *st = &mcf->queue.h->stats;
-    uint64_t           busy = atomic_load(&st->busy_ns);
-    uint64_t           records = atomic_load(&st->batch_records);
-    double             ms;
-
-    if (busy == 0 || records == 0) {
-        return 1000;
-    }
-    ms = (double) clef_queue_depth(&mcf->queue) * ((double) busy / 1e6)
-         / (double) records;
-    if (ms < 100) {
-        ms = 100;
-    }
-    if (ms > 60000) {
-        ms = 60000;
-    }
-    return (ngx_msec_t) ms;
+    clef_buf_free(&b);
+    return rc;
 }
 
 
@@ -385,11 +386,13 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
     size_t                      limit;
     clef_limits                 lim;
     clef_error                  err;
-    clef_submit                 sub;
+    clef_submission             sub;
+    ngx_str_t                   plan;
     const char                 *why;
     u_char                     *body, msg[256];
     size_t                      len;
-    int                         i, rc, n_options;
+    ngx_int_t                   max_length;
+    int                         rc;
     ngx_msec_t                  ms;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
@@ -411,7 +414,7 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
         clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
         limit = clcf->client_max_body_size > 0
                 ? (size_t) clcf->client_max_body_size
-                : (size_t) mcf->queue.h->data_size;
+                : clef_zone_data_size(&mcf->queue);
         body = ngx_http_clef_unzstd(r, body, len, limit, &len, &status, &why);
         if (body == NULL) {
             if (status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
@@ -450,7 +453,13 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
     }
     ctx->parsed = 1;
 
-    why = ngx_http_clef_engine_refuses(mcf);
+    if (clef_request_check_media(&ctx->req, 0, &err) != 0) {
+        ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, NULL,
+                                                              0));
+        return;
+    }
+
+    why = clef_refusal(&mcf->queue, mcf->gen);
     if (why != NULL) {
         if (ngx_http_clef_set_retry_after(r, 1000) != NGX_OK) {
             ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
@@ -462,24 +471,27 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
         return;
     }
 
-    n_options = 0;
-    for (i = 0; i < ctx->req.n_questions; i++) {
-        n_options += ctx->req.questions[i].n_options;
+    max_length = ngx_min(llcf->max_tokens, mcf->model->max_length);
+    rc = ngx_http_clef_make_plan(r, ctx, mcf, max_length, &plan, &err);
+    if (rc != NGX_OK) {
+        ngx_http_finalize_request(r, rc == NGX_DECLINED
+                                     ? ngx_http_clef_send_error(r, &err, NULL, 0)
+                                     : NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
     }
 
     ngx_memzero(&sub, sizeof(sub));
-    sub.body = body;
-    sub.body_len = len;
-    sub.n_options = (uint32_t) n_options;
-    sub.max_length = (int32_t) ngx_min(llcf->max_tokens,
-                                       mcf->model->max_length);
+    sub.body = plan.data;
+    sub.body_len = plan.len;
+    sub.n_options = (uint32_t) ctx->n_options;
+    sub.max_length = (int32_t) max_length;
     sub.truncate = (int32_t) mcf->model->truncate;
     sub.gen = mcf->gen;
     sub.owner_pid = ngx_pid;
     sub.deadline_ns = ctx->start_ns + (int64_t) mcf->timeout * 1000000;
     sub.max_queue = (uint32_t) mcf->max_queue;
 
-    rc = clef_queue_submit(&mcf->queue, &sub, &ctx->slot, &ctx->seq);
+    rc = clef_submit(&mcf->queue, &sub, &ctx->ticket);
     switch (rc) {
 
     case CLEF_Q_OK:
@@ -494,7 +506,7 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
         return;
 
     default:
-        ms = ngx_http_clef_retry_ms(mcf);
+        ms = clef_retry_after_ms(&mcf->queue);
         if (ngx_http_clef_set_retry_after(r, ms) != NGX_OK) {
             ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
             return;
@@ -510,6 +522,9 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
     ctx->submitted = 1;
     ctx->pending = 1;
     ngx_queue_insert_tail(&ngx_http_clef_pending, &ctx->link);
+    if (ctx->ticket.slot < ngx_http_clef_nslots) {
+        ngx_http_clef_by_slot[ctx->ticket.slot] = ctx;
+    }
 
     /* not cancelable: a worker that shuts down gracefully after a reload
      * keeps its requests in flight until they are answered */
@@ -531,7 +546,7 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
 
 static ngx_int_t
 ngx_http_clef_answer(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
-    ngx_http_clef_main_conf_t *mcf, const clef_slot *s, const float *logits)
+    ngx_http_clef_main_conf_t *mcf, const clef_result *res)
 {
     clef_request       *req = &ctx->req;
     clef_record         rec;
@@ -559,13 +574,13 @@ ngx_http_clef_answer(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
     offsets[q] = off;
 
     ngx_memzero(&rec, sizeof(rec));
-    rec.ids.n = (size_t) s->n_tokens;
+    rec.ids.n = (size_t) res->n_tokens;
     rec.n_questions = req->n_questions;
     rec.question_types = types;
     rec.option_offset = offsets;
     rec.n_options = off;
-    rec.state_tokens = (size_t) s->state_tokens;
-    rec.state_kept = (size_t) s->state_kept;
+    rec.state_tokens = (size_t) res->state_tokens;
+    rec.state_kept = (size_t) res->state_kept;
 
     ngx_memzero(&opts, sizeof(opts));
     len = ngx_min(mcf->model->name.len, sizeof(name) - 1);
@@ -573,7 +588,7 @@ ngx_http_clef_answer(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
     name[len] = '\0';
     opts.model = (const char *) name;
 
-    if (clef_answer_json(&out, req, &rec, logits, &opts) != 0) {
+    if (clef_answer_json(&out, req, &rec, res->logits, &opts) != 0) {
         clef_buf_free(&out);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -590,59 +605,83 @@ ngx_http_clef_answer(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
 }
 
 
+/* The request leaves the worker's pending set. */
+static void
+ngx_http_clef_unlink(ngx_http_clef_ctx_t *ctx)
+{
+    if (ctx->pending) {
+        ngx_queue_remove(&ctx->link);
+        ctx->pending = 0;
+        if (ctx->ticket.slot < ngx_http_clef_nslots
+            && ngx_http_clef_by_slot[ctx->ticket.slot] == ctx)
+        {
+            ngx_http_clef_by_slot[ctx->ticket.slot] = NULL;
+        }
+    }
+}
+
+
 static void
 ngx_http_clef_finish(ngx_http_clef_ctx_t *ctx)
 {
     ngx_http_request_t         *r = ctx->request;
     ngx_connection_t           *c = r->connection;
     ngx_http_clef_main_conf_t  *mcf;
-    const clef_slot            *s;
+    clef_result                 res;
     clef_error                  err;
     ngx_int_t                   rc;
-    int                         done;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
 
-    ngx_queue_remove(&ctx->link);
-    ctx->pending = 0;
+    ngx_http_clef_unlink(ctx);
     ctx->finished = 1;
     if (ctx->deadline.timer_set) {
         ngx_del_timer(&ctx->deadline);
     }
 
-    done = clef_queue_done(&mcf->queue, ctx->slot, ctx->seq);
-    if (done != 1) {
+    if (clef_result_read(&mcf->queue, ctx->ticket, &res) != 0) {
         clef_error_set(&err, 500, "internal_error", NULL,
                        "the engine lost this request");
         rc = ngx_http_clef_send_error(r, &err, NULL, 0);
         goto finalize;
     }
 
-    s = clef_queue_slot(&mcf->queue, ctx->slot);
-    if (s->taken_ns > 0) {
-        ctx->queue_ns = s->taken_ns - s->submit_ns;
-        ctx->engine_ns = s->done_ns - s->taken_ns;
-    }
-
-    if (s->status == 0) {
-        ctx->input_tokens = s->n_tokens;
-        atomic_fetch_add(&mcf->queue.h->stats.queue_wait_us,
-                         (uint64_t) (ctx->queue_ns / 1000));
-        atomic_fetch_add(&mcf->queue.h->stats.engine_us,
-                         (uint64_t) (ctx->engine_ns / 1000));
-        rc = ngx_http_clef_answer(r, ctx, mcf, s,
-                                  clef_queue_logits(&mcf->queue, ctx->slot));
+    ctx->queue_ns = res.queue_ns;
+    ctx->engine_ns = res.engine_ns;
+    if (res.status == 0) {
+        ctx->input_tokens = res.n_tokens;
+        clef_count_answer(&mcf->queue, &res);
+        rc = ngx_http_clef_answer(r, ctx, mcf, &res);
     } else {
-        err = *clef_queue_error(&mcf->queue, ctx->slot);
-        err.status = s->status;
-        rc = ngx_http_clef_send_error(r, &err, NULL, 0);
+        rc = ngx_http_clef_send_error(r, &res.error, NULL, 0);
     }
 
 finalize:
     /* the answer is in the request's pool now: the slot can go */
-    clef_queue_release(&mcf->queue, ctx->slot, ctx->seq);
+    clef_release(&mcf->queue, ctx->ticket);
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
+}
+
+
+/* Finishes every pending request whose record is done (after lost
+ * wake-ups). */
+static void
+ngx_http_clef_scan(ngx_http_clef_main_conf_t *mcf)
+{
+    ngx_queue_t          *q, *next;
+    ngx_http_clef_ctx_t  *ctx;
+
+    for (q = ngx_queue_head(&ngx_http_clef_pending);
+         q != ngx_queue_sentinel(&ngx_http_clef_pending);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        ctx = ngx_queue_data(q, ngx_http_clef_ctx_t, link);
+        if (clef_poll(&mcf->queue, ctx->ticket) == CLEF_RECORD_DONE) {
+            ngx_http_clef_finish(ctx);
+        }
+    }
 }
 
 
@@ -651,22 +690,33 @@ ngx_http_clef_wake_handler(ngx_event_t *rev)
 {
     ngx_connection_t           *c = rev->data;
     ngx_http_clef_main_conf_t  *mcf = c->data;
-    ngx_queue_t                *q, *next;
     ngx_http_clef_ctx_t        *ctx;
+    clef_wake_note              notes[64];
+    uint64_t                    lost;
+    int                         i, n;
 
-    /* drain first: a record finished after the scan below comes with a
-     * datagram of its own (or the socket was full, which wakes us again) */
-    (void) clef_wake_drain(c->fd);
-
-    for (q = ngx_queue_head(&ngx_http_clef_pending);
-         q != ngx_queue_sentinel(&ngx_http_clef_pending);
-         q = next)
-    {
-        next = ngx_queue_next(q);
-        ctx = ngx_queue_data(q, ngx_http_clef_ctx_t, link);
-        if (clef_queue_done(&mcf->queue, ctx->slot, ctx->seq) != 0) {
-            ngx_http_clef_finish(ctx);
+    do {
+        n = clef_wake_recv(c->fd, notes, 64);
+        for (i = 0; i < n; i++) {
+            if (notes[i].slot >= ngx_http_clef_nslots) {
+                continue;
+            }
+            ctx = ngx_http_clef_by_slot[notes[i].slot];
+            /* a stale note (the slot was reused) names another seq */
+            if (ctx != NULL && ctx->ticket.seq == notes[i].seq
+                && clef_poll(&mcf->queue, ctx->ticket) == CLEF_RECORD_DONE)
+            {
+                ngx_http_clef_finish(ctx);
+            }
         }
+    } while (n == 64);
+
+    /* a wake-up that found this socket full is counted, not sent: look at
+     * every pending record once when the count moves */
+    lost = clef_wake_lost(&mcf->queue);
+    if (lost != ngx_http_clef_lost_seen) {
+        ngx_http_clef_lost_seen = lost;
+        ngx_http_clef_scan(mcf);
     }
 }
 
@@ -678,26 +728,47 @@ ngx_http_clef_deadline_handler(ngx_event_t *ev)
     ngx_http_request_t         *r = ctx->request;
     ngx_connection_t           *c = r->connection;
     ngx_http_clef_main_conf_t  *mcf;
-    u_char                      msg[128];
+    clef_status_brief           brief;
+    u_char                      msg[256];
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
 
-    if (clef_queue_done(&mcf->queue, ctx->slot, ctx->seq) == 1) {
+    switch (clef_poll(&mcf->queue, ctx->ticket)) {
+
+    case CLEF_RECORD_DONE:
         /* answered in time after all; its wake-up is still on its way */
         ngx_http_clef_finish(ctx);
         return;
+
+    case CLEF_RECORD_RUNNING:
+        /* the deadline bounds the wait for a forward to start; a running
+         * one is waited for (the watchdog ends one that makes no
+         * progress, and its record is then answered 503) */
+        if (!ctx->running_logged) {
+            ctx->running_logged = 1;
+            ngx_log_error(NGX_LOG_INFO, c->log, 0, "clef: deadline passed "
+                          "while the record's forward runs; waiting for it");
+        }
+        ngx_add_timer(&ctx->deadline, NGX_HTTP_CLEF_RUNNING_RECHECK);
+        return;
+
+    default:
+        break;
     }
 
-    ngx_queue_remove(&ctx->link);
-    ctx->pending = 0;
+    ngx_http_clef_unlink(ctx);
     ctx->finished = 1;
-    clef_queue_cancel(&mcf->queue, ctx->slot, ctx->seq);
+    clef_cancel(&mcf->queue, ctx->ticket);
+    clef_status_brief_read(&mcf->queue, &brief);
 
     ngx_log_error(NGX_LOG_WARN, c->log, 0,
-                  "clef: no answer from the engine within %M ms",
-                  mcf->timeout);
-    ngx_snprintf(msg, sizeof(msg), "the engine did not answer within %M ms%Z",
-                 mcf->timeout);
+                  "clef: the engine did not start this record within %M ms "
+                  "(queue depth %uD, engine %s)", mcf->timeout,
+                  brief.queued, clef_engine_state_name(brief.state));
+    ngx_snprintf(msg, sizeof(msg), "the engine did not start this request "
+                 "within %M ms (queue depth %uD, engine %s); retry later%Z",
+                 mcf->timeout, brief.queued,
+                 clef_engine_state_name(brief.state));
     ngx_http_finalize_request(r,
         ngx_http_clef_send_typed(r, NGX_HTTP_GATEWAY_TIME_OUT,
                                  "timeout_error", (char *) msg));
@@ -718,13 +789,10 @@ ngx_http_clef_cleanup(void *data)
     if (ctx->deadline.timer_set) {
         ngx_del_timer(&ctx->deadline);
     }
-    if (ctx->pending) {
-        ngx_queue_remove(&ctx->link);
-        ctx->pending = 0;
-    }
+    ngx_http_clef_unlink(ctx);
     if (ctx->submitted && !ctx->finished) {
         ctx->finished = 1;
-        if (clef_queue_cancel(&mcf->queue, ctx->slot, ctx->seq)) {
+        if (clef_cancel(&mcf->queue, ctx->ticket)) {
             ngx_log_error(NGX_LOG_INFO, ctx->request->connection->log, 0,
                           "clef: client went away, record cancelled");
         }
@@ -742,11 +810,22 @@ ngx_int_t
 ngx_http_clef_wake_init(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf)
 {
     ngx_connection_t  *c;
+    clef_status        st;
     int                fd;
 
     ngx_queue_init(&ngx_http_clef_pending);
 
-    fd = clef_wake_listen(mcf->queue.h->zone_id, ngx_pid);
+    /* requests by slot, for the wake handler (once per worker) */
+    clef_status_read(&mcf->queue, &st);
+    ngx_http_clef_nslots = st.usage.nslots;
+    ngx_http_clef_by_slot = ngx_pcalloc(cycle->pool, ngx_http_clef_nslots
+                                        * sizeof(ngx_http_clef_ctx_t *));
+    if (ngx_http_clef_by_slot == NULL) {
+        return NGX_ERROR;
+    }
+    ngx_http_clef_lost_seen = clef_wake_lost(&mcf->queue);
+
+    fd = clef_wake_listen(clef_zone_id(&mcf->queue), ngx_pid);
     if (fd == -1) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_socket_errno,
                       "clef: cannot bind the wake-up socket");

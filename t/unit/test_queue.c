@@ -34,7 +34,7 @@ static int
 submit(clef_queue *q, const char *body, uint32_t n_options, uint32_t gen,
     pid_t owner, uint32_t max_queue, uint32_t *slot, uint32_t *seq)
 {
-    clef_submit  s;
+    clef_submission  s;
 
     memset(&s, 0, sizeof(s));
     s.body = body;
@@ -66,7 +66,7 @@ test_life_cycle(clef_queue *q)
     uint32_t          slot[3], seq[3], got;
     const char       *bodies[3] = { "{\"a\":1}", "{\"b\":22}", "{\"c\":333}" };
     clef_queue_usage  u;
-    pid_t             wake[4];
+    clef_wake_note  wake[4];
     int               n_wake = 0, i;
     float            *lg;
 
@@ -87,7 +87,7 @@ test_life_cycle(clef_queue *q)
         lg[0] = (float) i;
         lg[1] = -1.5f;
         clef_queue_slot_w(q, got)->n_tokens = 10 + i;
-        CHECK_INT(clef_queue_complete(q, got), getpid(), "complete wakes owner");
+        CHECK_INT(clef_queue_complete(q, got).pid, getpid(), "complete wakes owner");
     }
     CHECK_INT(clef_queue_take(q, 1, &got, wake, &n_wake, 4), CLEF_TAKE_EMPTY,
               "queue empty");
@@ -159,7 +159,7 @@ test_cancel(clef_queue *q)
     /* b: cancelled while the engine holds it */
     CHECK_INT(clef_queue_cancel(q, b, sb), 1, "cancel a taken record");
     CHECK(clef_queue_is_cancelled(q, b), "the engine sees the flag");
-    CHECK_INT(clef_queue_complete(q, b), 0, "complete frees it, wakes nobody");
+    CHECK_INT(clef_queue_complete(q, b).pid, 0, "complete frees it, wakes nobody");
 
     /* c: finished before the client left */
     clef_queue_take(q, 1, &got, NULL, &n_wake, 0);
@@ -179,7 +179,7 @@ static void
 test_generations(clef_queue *q)
 {
     uint32_t          old, so, mine, sm, newer, sn, got;
-    pid_t             wake[4];
+    clef_wake_note  wake[4];
     int               n_wake = 0;
 
     submit(q, "{\"gen\":1}", 1, 1, getpid(), 0, &old, &so);
@@ -235,7 +235,7 @@ static void
 test_fail_all(clef_queue *q)
 {
     uint32_t  a, sa, b, sb, c, sc, got;
-    pid_t     wake[4];
+    clef_wake_note  wake[4];
     int       n_wake = 0, n;
 
     submit(q, "{\"taken\":1}", 1, 1, getpid(), 0, &a, &sa);
@@ -246,7 +246,10 @@ test_fail_all(clef_queue *q)
     n = clef_queue_fail_all(q, 1, 503, "engine_unavailable", "restarted",
                             wake, &n_wake, 4);
     CHECK_INT(n, 2, "the taken and the queued record fail");
-    CHECK_INT(n_wake, 1, "one owner to wake");
+    CHECK_INT(n_wake, 2, "each noted for its owner");
+    CHECK(wake[0].slot == a && wake[0].seq == sa && wake[0].pid == getpid()
+          && wake[1].slot == b && wake[1].seq == sb,
+          "the notes name the records (slot, seq)");
     CHECK_INT(clef_queue_slot(q, a)->status, 503, "taken one: 503");
     CHECK_INT(clef_queue_slot(q, b)->status, 503, "queued one: 503");
     CHECK_STR(clef_queue_error(q, b)->message, "restarted", "with the message");
@@ -327,18 +330,20 @@ test_allocator(clef_queue *q)
 static void
 test_cross_process(clef_queue *q)
 {
-    uint32_t       slot, seq, got;
-    struct pollfd  pfd;
-    pid_t          child, me = getpid();
-    int            fd, status, n_wake = 0;
+    uint32_t        slot, seq, got;
+    struct pollfd   pfd;
+    pid_t           child, me = getpid();
+    int             fd, status, n_wake = 0;
+    clef_wake_note  note;
 
     fd = clef_wake_listen(q->h->zone_id, me);
     CHECK(fd >= 0, "the worker binds its wake socket");
 
     child = fork();
     if (child == 0) {
-        int      efd = socket(AF_UNIX, SOCK_DGRAM, 0);
-        uint32_t seen;
+        int             efd = clef_wake_sender();
+        uint32_t        seen;
+        clef_wake_note  done;
 
         for ( ;; ) {
             seen = clef_queue_futex(q);
@@ -348,7 +353,8 @@ test_cross_process(clef_queue *q)
             clef_queue_engine_wait(q, seen, 5000);
         }
         clef_queue_logits_w(q, got)[0] = 4.25f;
-        clef_wake_send(efd, q->h->zone_id, clef_queue_complete(q, got));
+        done = clef_queue_complete(q, got);
+        clef_wake_send(efd, q->h->zone_id, &done, 1, &q->h->wake_lost);
         _exit(0);
     }
 
@@ -358,12 +364,32 @@ test_cross_process(clef_queue *q)
     pfd.fd = fd;
     pfd.events = POLLIN;
     CHECK_INT(poll(&pfd, 1, 5000), 1, "the worker's socket becomes readable");
-    CHECK_INT(clef_wake_drain(fd), 1, "one wake-up datagram");
+    CHECK_INT(clef_wake_recv(fd, &note, 1), 1, "one wake-up datagram");
+    CHECK(note.slot == slot && note.seq == seq, "naming the record");
     CHECK_INT(clef_queue_done(q, slot, seq), 1, "the record is done");
     CHECK(clef_queue_logits(q, slot)[0] == 4.25f, "with the engine's logits");
     clef_queue_release(q, slot, seq);
     waitpid(child, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "engine child exited");
+
+    /* a worker that does not read: its socket fills, and what does not fit
+     * is counted instead of blocking the sender */
+    {
+        int             efd = clef_wake_sender(), i;
+        uint64_t        lost = atomic_load(&q->h->wake_lost);
+        clef_wake_note  n = { me, 1, 2 };
+
+        for (i = 0; i < 100000
+                    && atomic_load(&q->h->wake_lost) == lost; i++)
+        {
+            clef_wake_send(efd, q->h->zone_id, &n, 1, &q->h->wake_lost);
+        }
+        CHECK(atomic_load(&q->h->wake_lost) > lost, "a full socket: the "
+              "wake-up is counted as lost after %d sends, the sender never "
+              "blocks", i);
+        while (clef_wake_recv(fd, &note, 1) == 1) { /* drain */ }
+        close(efd);
+    }
     close(fd);
 }
 
@@ -396,17 +422,17 @@ test_dead_lock_holder(clef_queue *q)
 static void
 test_stats(clef_queue *q)
 {
-    clef_stats_batch(q, 1, 10, 1000);
-    clef_stats_batch(q, 5, 50, 1000);
-    clef_stats_batch(q, 3, 30, 1000);
+    clef_stats_batch(&q->h->stats, 1, 10, 1000);
+    clef_stats_batch(&q->h->stats, 5, 50, 1000);
+    clef_stats_batch(&q->h->stats, 3, 30, 1000);
     CHECK_INT(atomic_load(&q->h->stats.batches), 3, "three batches");
     CHECK_INT(atomic_load(&q->h->stats.batch_records_max), 5, "max records");
     CHECK_INT(atomic_load(&q->h->stats.batch_hist[0]), 1, "one batch of 1");
     CHECK_INT(atomic_load(&q->h->stats.batch_hist[2]), 1, "one batch of 3-4");
     CHECK_INT(atomic_load(&q->h->stats.batch_hist[3]), 1, "one batch of 5-8");
-    clef_stats_response(q, 200, 3000000);
-    clef_stats_response(q, 429, -1);
-    clef_stats_response(q, 299, -1);
+    clef_stats_response(&q->h->stats, 200, 3000000);
+    clef_stats_response(&q->h->stats, 429, -1);
+    clef_stats_response(&q->h->stats, 299, -1);
     CHECK_INT(atomic_load(&q->h->stats.responses[clef_stats_status_index(200)]),
               1, "one 200");
     CHECK_INT(atomic_load(&q->h->stats.responses[clef_stats_status_index(429)]),

@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "scheduler.h"
+#include "splitmix64.h"
 
 #define ZONE_SIZE  (1024 * 1024)
 
@@ -54,7 +55,7 @@ drop(void *ctx, clef_sched_item *it)
 
 
 static void
-wake(void *ctx, const pid_t *pids, int n)
+wake(void *ctx, const clef_wake_note *notes, int n)
 {
     test_ctx  *t = ctx;
 
@@ -66,7 +67,7 @@ static void
 push(clef_queue *q, long tokens, uint32_t *slot, uint32_t *seq,
     int64_t deadline)
 {
-    clef_submit  s;
+    clef_submission  s;
     char         body[64];
 
     snprintf(body, sizeof(body), "{\"t\":%ld}", tokens);
@@ -78,6 +79,33 @@ push(clef_queue *q, long tokens, uint32_t *slot, uint32_t *seq,
     s.owner_pid = getpid();
     s.deadline_ns = deadline;
     clef_queue_submit(q, &s, slot, seq);
+}
+
+
+/*
+ * What the two engine threads do, one after the other: prepare queued
+ * records into the ready FIFO until it holds a full batch (or the queue is
+ * empty), then take the next batch from it into b.  Returns the records in
+ * b; *other_gen = 1 when the queue's head is a newer configuration's.
+ */
+static int
+fill(clef_sched *s, clef_sched_batch *b, int *other_gen)
+{
+    clef_sched_item  it;
+    int              rc;
+
+    *other_gen = 0;
+    while (!clef_sched_ready_full(s)) {
+        rc = clef_sched_take(s, &it);
+        if (rc == CLEF_SCHED_PREPARED) {
+            clef_sched_ready_push(s, &it);
+        } else if (rc != CLEF_SCHED_ANSWERED) {
+            *other_gen = rc == CLEF_SCHED_OTHER_GEN;
+            break;
+        }
+    }
+    clef_sched_next_batch(s, b);
+    return b->n;
 }
 
 
@@ -100,6 +128,145 @@ release_all(clef_queue *q, uint32_t *slot, uint32_t *seq, int n)
 
     for (i = 0; i < n; i++) {
         clef_queue_release(q, slot[i], seq[i]);
+    }
+}
+
+
+
+/*
+ * The engine's two threads (engine/engine.c), interleaved turn by turn:
+ * the preparing thread takes one record into the ready FIFO unless it is
+ * full; the executor, when idle, takes the next batch from the FIFO and
+ * finishes it `lag` turns later.  Returns the turns it took until every
+ * record was answered, or -1 when a turn moved nothing although work was
+ * left (a wedge).  order[] receives the slots in the order they ran.
+ */
+static int
+run_engine_policy(clef_sched *s, clef_queue *q, int lag, uint32_t *order,
+    int *n_order, int64_t *max_tokens_multi)
+{
+    clef_sched_batch  running;
+    clef_sched_item   it;
+    int               turn, busy = 0, progressed, i, rc;
+
+    clef_sched_batch_init(&running, 8);
+    *n_order = 0;
+    *max_tokens_multi = 0;
+
+    for (turn = 0; turn < 100000; turn++) {
+        progressed = 0;
+        if (!clef_sched_ready_full(s)) {
+            rc = clef_sched_take(s, &it);
+            if (rc == CLEF_SCHED_PREPARED) {
+                clef_sched_ready_push(s, &it);
+            }
+            progressed = rc == CLEF_SCHED_PREPARED
+                         || rc == CLEF_SCHED_ANSWERED;
+        }
+        if (busy > 0) {
+            /* a running batch is progress: the engine waits for it */
+            progressed = 1;
+            if (--busy == 0) {
+                for (i = 0; i < running.n; i++) {
+                    order[(*n_order)++] = running.items[i].slot;
+                }
+                finish(s, &running);
+            }
+        }
+        if (busy == 0 && clef_sched_next_batch(s, &running) > 0) {
+            if (running.n > 1 && running.tokens > *max_tokens_multi) {
+                *max_tokens_multi = running.tokens;
+            }
+            busy = lag;
+            progressed = 1;
+        }
+        if (!progressed) {
+            if (busy == 0 && s->ready_n == 0 && clef_queue_depth(q) == 0) {
+                break;
+            }
+            turn = -1;
+            break;
+        }
+    }
+    clef_sched_batch_free(&running);
+    return turn;
+}
+
+
+static void
+test_progress(clef_sched *s, clef_queue *q)
+{
+    uint32_t  slot[48], seq[48], order[48];
+    long      tokens[48];
+    uint64_t  rng = 42;
+    int64_t   max_multi;
+    int       round, i, n, n_order, turns, lag, in_order, answered, want;
+
+    /* the mix that wedged the engine: two records that do not fit one
+     * batch together (8866 characters each, budget 16384) */
+    s->max_batch_tokens = 16384;
+    s->max_records = 8;
+    push(q, 8900, &slot[0], &seq[0], 0);
+    push(q, 8900, &slot[1], &seq[1], 0);
+    turns = run_engine_policy(s, q, 1, order, &n_order, &max_multi);
+    CHECK(turns > 0, "two records that do not fit one batch: no wedge");
+    CHECK_INT(n_order, 2, "both ran");
+    CHECK(order[0] == slot[0] && order[1] == slot[1], "in arrival order");
+    CHECK_INT(max_multi, 0, "each in a batch of its own");
+    release_all(q, slot, seq, 2);
+
+    /* randomized mixes: tiny, medium, over-budget and refused records,
+     * executors of several speeds; every record is answered, FIFO order
+     * holds, and no batch of several records exceeds the budget */
+    s->max_batch_tokens = 100;
+    s->max_records = 4;
+    for (round = 0; round < 200; round++) {
+        n = 1 + (int) (clef_splitmix64(&rng) % 40);
+        lag = 1 + (int) (clef_splitmix64(&rng) % 4);
+        for (i = 0; i < n; i++) {
+            switch (clef_splitmix64(&rng) % 8) {
+            case 0:
+                tokens[i] = -1;                                 /* refused */
+                break;
+            case 1:
+                tokens[i] = 101 + (long) (clef_splitmix64(&rng) % 400);
+                break;
+            case 2:
+            case 3:
+                tokens[i] = 40 + (long) (clef_splitmix64(&rng) % 61);
+                break;
+            default:
+                tokens[i] = 1 + (long) (clef_splitmix64(&rng) % 20);
+            }
+            push(q, tokens[i], &slot[i], &seq[i], 0);
+        }
+        turns = run_engine_policy(s, q, lag, order, &n_order, &max_multi);
+        want = 0;
+        answered = 0;
+        for (i = 0; i < n; i++) {
+            want += tokens[i] >= 0;
+            answered += clef_queue_done(q, slot[i], seq[i]) == 1;
+        }
+        in_order = n_order == want;
+        for (i = 0, n_order = 0; in_order && i < n; i++) {
+            if (tokens[i] >= 0) {
+                in_order = order[n_order++] == slot[i];
+            }
+        }
+        if (turns < 0 || answered != n || !in_order || max_multi > 100
+            || turns > 4 * n * (lag + 1) + 4)
+        {
+            break;
+        }
+        release_all(q, slot, seq, n);
+    }
+    CHECK_INT(round, 200, "200 random mixes: no wedge, every record "
+              "answered in FIFO order within 4 turns per record, batches "
+              "within the budget (stopped at round %d: turns %d, answered "
+              "%d of %d, in order %d, largest batch %lld)", round, turns,
+              answered, n, in_order, (long long) max_multi);
+    if (round < 200) {
+        release_all(q, slot, seq, n);
     }
 }
 
@@ -134,25 +301,27 @@ main(void)
     s.drop = drop;
     s.wake = wake;
     s.ctx = &t;
+    clef_sched_init(&s, 8);
     clef_sched_batch_init(&b, 8);
 
     /* fits: the first record always, then within the budget */
     CHECK(clef_sched_fits(&b, 1000, 100, 4), "an empty batch takes anything");
 
-    /* 30+30+30 fit under 100; the fourth 30 waits as the carry */
+    /* 30+30+30 fit under 100; the fourth 30 waits, prepared */
     for (i = 0; i < 5; i++) {
         push(&q, 30, &slot[i], &seq[i], 0);
     }
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 3, "three records of 30 fit");
+    CHECK_INT(fill(&s, &b, &other), 3, "three records of 30 fit");
     CHECK_INT(b.tokens, 90, "90 tokens");
-    CHECK(clef_sched_has_carry(&s), "the fourth is carried");
-    CHECK(clef_sched_full(&s, &b), "the batch is full");
+    CHECK_INT(s.ready_n, 1, "the fourth waits in the ready FIFO");
+    CHECK(!clef_sched_ready_full(&s), "30 tokens ready: room for more");
     CHECK_INT(clef_queue_depth(&q), 1, "the fifth is still queued");
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 0, "a full batch takes nothing");
+    CHECK_INT(fill(&s, &b, &other), 3, "a full batch takes nothing more");
+    CHECK_INT(s.ready_n, 2, "the fifth is prepared meanwhile");
     finish(&s, &b);
 
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 2, "carry + the fifth");
-    CHECK_INT(b.items[0].slot, slot[3], "the carry comes first (FIFO)");
+    CHECK_INT(fill(&s, &b, &other), 2, "the fourth and the fifth");
+    CHECK_INT(b.items[0].slot, slot[3], "in arrival order");
     CHECK_INT(b.items[1].slot, slot[4], "then the fifth");
     finish(&s, &b);
     release_all(&q, slot, seq, 5);
@@ -160,10 +329,10 @@ main(void)
     /* a record longer than the budget runs alone */
     push(&q, 500, &slot[0], &seq[0], 0);
     push(&q, 10, &slot[1], &seq[1], 0);
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 1, "a 500-token record alone");
+    CHECK_INT(fill(&s, &b, &other), 1, "a 500-token record alone");
     CHECK_INT(b.tokens, 500, "over the budget");
     finish(&s, &b);
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 1, "the next one after it");
+    CHECK_INT(fill(&s, &b, &other), 1, "the next one after it");
     finish(&s, &b);
     release_all(&q, slot, seq, 2);
 
@@ -171,16 +340,16 @@ main(void)
     for (i = 0; i < 6; i++) {
         push(&q, 1, &slot[i], &seq[i], 0);
     }
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 4, "max_records = 4");
+    CHECK_INT(fill(&s, &b, &other), 4, "max_records = 4");
     finish(&s, &b);
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 2, "the other two");
+    CHECK_INT(fill(&s, &b, &other), 2, "the other two");
     finish(&s, &b);
     release_all(&q, slot, seq, 6);
 
     /* refused records never enter a batch, and are answered */
     push(&q, -1, &slot[0], &seq[0], 0);
     push(&q, 5, &slot[1], &seq[1], 0);
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 1, "the refused one is skipped");
+    CHECK_INT(fill(&s, &b, &other), 1, "the refused one is skipped");
     CHECK_INT(clef_queue_done(&q, slot[0], seq[0]), 1, "and answered");
     CHECK_INT(clef_queue_slot(&q, slot[0])->status, 400, "with its status");
     finish(&s, &b);
@@ -192,7 +361,7 @@ main(void)
     push(&q, 5, &slot[2], &seq[2], clef_now_ns() + 60000000000LL);
     push(&q, 5, &slot[3], &seq[3], 1);      /* deadline long past */
     clef_queue_cancel(&q, slot[0], seq[0]);
-    CHECK_INT(clef_sched_fill(&s, &b, &other), 3, "a cancelled record is "
+    CHECK_INT(fill(&s, &b, &other), 3, "a cancelled record is "
               "never taken");
     clef_queue_cancel(&q, slot[1], seq[1]);
     t.dropped = 0;
@@ -206,9 +375,26 @@ main(void)
     finish(&s, &b);
     release_all(&q, slot + 2, seq + 2, 2);
 
+    /* a ready record that did not fit starts the next batch */
+    push(&q, 60, &slot[0], &seq[0], 0);
+    push(&q, 60, &slot[1], &seq[1], 0);
+    CHECK_INT(fill(&s, &b, &other), 1, "60 + 60 > 100: one fits");
+    CHECK_INT(s.ready_n, 1, "the other waits, prepared");
+    CHECK(!clef_sched_ready_full(&s), "60 of 100 tokens ready: room for more");
+    finish(&s, &b);
+    CHECK_INT(clef_sched_next_batch(&s, &b), 1, "it starts the next batch");
+    CHECK_INT(b.items[0].slot, slot[1], "it is that record");
+    finish(&s, &b);
+    CHECK(!clef_sched_ready_full(&s), "an empty FIFO is never full");
+    release_all(&q, slot, seq, 2);
+
+    test_progress(&s, &q);
+    s.max_batch_tokens = 100;
+    s.max_records = 4;
+
     /* a newer generation at the head stops a draining engine */
     {
-        clef_submit  sub;
+        clef_submission  sub;
         uint32_t     a, sa;
 
         memset(&sub, 0, sizeof(sub));
@@ -218,10 +404,10 @@ main(void)
         sub.gen = 2;
         sub.owner_pid = getpid();
         clef_queue_submit(&q, &sub, &a, &sa);
-        CHECK_INT(clef_sched_fill(&s, &b, &other), 0, "nothing for gen 1");
+        CHECK_INT(fill(&s, &b, &other), 0, "nothing for gen 1");
         CHECK_INT(other, 1, "the head is generation 2");
         s.gen = 2;
-        CHECK_INT(clef_sched_fill(&s, &b, &other), 1, "gen 2 takes it");
+        CHECK_INT(fill(&s, &b, &other), 1, "gen 2 takes it");
         finish(&s, &b);
         clef_queue_release(&q, a, sa);
     }
@@ -231,6 +417,7 @@ main(void)
     CHECK_INT(u.data_used, 0, "no data left behind");
 
     clef_sched_batch_free(&b);
+    clef_sched_free(&s);
     munmap(mem, ZONE_SIZE);
     return check_done();
 }

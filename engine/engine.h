@@ -1,29 +1,23 @@
 /*
- * The engine process and its keeper (DESIGN.md §2), plain C.
+ * The engine process (DESIGN.md §2), plain C.
  *
- * The nginx module forks the keeper from the master; the keeper forks the
- * engine and starts it again when it dies.  The keeper never loads a model
- * and never touches CUDA, so restarting after a GPU fault is cheap.
- *
- *   master --(control pipe)--> keeper --(fork, PDEATHSIG)--> engine
- *
- * The keeper lives as long as the write end of its control pipe is open in
- * the master: end of file (a reload with another model configuration,
- * nginx stop or quit, or the master's death) makes it drain the engine and
- * exit.  A drained engine finishes the records it took and every queued
- * record of its generation, then exits.
- *
- * The engine:
+ * The nginx module forks a keeper from the master (keeper.h); the keeper
+ * forks the engine and starts it again when it dies.  The engine:
  *   - waits until its predecessor (an engine of an older configuration)
  *     has exited, so that two engines never hold the weights at once;
  *   - claims the queue (pid, generation, epoch in shared memory), loads
  *     the model, opens the backend, reports progress through log();
- *   - prepares the next batch (parse, tokenize, encode) in one thread while
- *     the previous batch runs in another;
- *   - writes logits into each record's slot and wakes its owner worker.
+ *   - prepares records (tokenize, encode) one at a time in its main thread
+ *     while an executor thread runs the previous batch (scheduler.h says
+ *     why this always makes progress);
+ *   - writes logits into each record's slot and wakes its owner worker;
+ *   - bumps the queue's progress counter, which the keeper's watchdog
+ *     reads.
+ * A drained engine finishes the records it took and every queued record
+ * of its generation, then exits.
  */
-#ifndef CLEF_ENGINE_PROC_H
-#define CLEF_ENGINE_PROC_H
+#ifndef CLEF_ENGINE_H
+#define CLEF_ENGINE_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,7 +39,7 @@ enum {
 
 typedef struct {
     const char  *model_path;
-    const char  *backend;            /* "cpu" or "cuda" */
+    const char  *backend;            /* a name of the backend registry */
     int          threads;            /* 0: one per core */
     int          device;             /* CUDA device ordinal */
     int          max_length;         /* encoder max_length of the model */
@@ -59,13 +53,12 @@ typedef struct {
     void       (*set_title)(const char *title);   /* ps name; may be NULL */
 } clef_engine_conf;
 
-/* Runs the keeper in the calling (freshly forked) process until the control
- * pipe reaches end of file.  Returns the process exit status. */
-int  clef_keeper_run(clef_queue *q, const clef_engine_conf *conf,
-    int control_fd);
-
 /* Runs an engine in the calling process until it has drained.  restart:
  * this start follows a crash (the queue stays RESTARTING until ready). */
 int  clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart);
+
+/* Formats a line and hands it to conf->log (nothing when it is NULL). */
+void clef_engine_log(const clef_engine_conf *conf, int level,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

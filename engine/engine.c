@@ -1,0 +1,596 @@
+/*
+ * The engine process (see engine.h).
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "encode.h"
+#include "model.h"
+#include "pid.h"
+#include "plan.h"
+#include "scheduler.h"
+
+#define ENGINE_IDLE_MS       1000
+/* the ready FIFO: room for a full batch of the largest record count */
+#define ENGINE_READY_CAP     1024
+
+#define elog  clef_engine_log
+
+
+void
+clef_engine_log(const clef_engine_conf *conf, int level, const char *fmt, ...)
+{
+    char     buf[1024];
+    va_list  ap;
+
+    if (conf->log == NULL) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    conf->log(level, buf);
+}
+
+
+static double
+seconds_since(int64_t t0)
+{
+    return (double) (clef_now_ns() - t0) / 1e9;
+}
+
+
+typedef struct {
+    clef_queue               *q;
+    const clef_engine_conf   *conf;
+    clef_model               *model;
+    const clef_tokenizer     *tk;
+    const clef_backend_ops   *ops;
+    clef_backend             *backend;
+    int                       wake_fd;
+
+    /* the scheduler's ready FIFO is shared by the two threads: under mu */
+    clef_sched                sched;
+    pthread_mutex_t           mu;
+    pthread_cond_t            cv;        /* the executor waits on it */
+    int                       busy;      /* the executor runs a batch */
+    int                       stop;
+    pthread_t                 exec;
+    clef_sched_batch          running;   /* the executor's own */
+} engine;
+
+static volatile sig_atomic_t  engine_drain;
+static clef_queue            *engine_signal_q;
+
+
+static void
+engine_on_term(int signo)
+{
+    (void) signo;
+    engine_drain = 1;
+    if (engine_signal_q != NULL) {
+        /* async-signal-safe: an atomic add and a futex syscall */
+        atomic_fetch_add(&engine_signal_q->h->futex, 1);
+        syscall(SYS_futex, &engine_signal_q->h->futex, FUTEX_WAKE, INT32_MAX,
+                NULL, NULL, 0);
+    }
+}
+
+
+static void
+engine_wake(void *ctx, const clef_wake_note *notes, int n)
+{
+    engine  *e = ctx;
+
+    clef_wake_send(e->wake_fd, e->q->h->zone_id, notes, n,
+                   &e->q->h->wake_lost);
+}
+
+
+static void
+engine_answer_error(engine *e, uint32_t slot, const clef_error *err)
+{
+    clef_slot       *s = clef_queue_slot_w(e->q, slot);
+    clef_wake_note   note;
+
+    *clef_queue_error_w(e->q, slot) = *err;
+    s->status = err->status >= 400 ? err->status : 500;
+    note = clef_queue_complete(e->q, slot);
+    engine_wake(e, &note, 1);
+}
+
+
+/* prepare() of the scheduler: the worker handed over a rendered plan
+ * (plan.h); tokenize it, bounded by the record's limit. */
+static int
+engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
+{
+    engine            *e = ctx;
+    clef_slot         *s = clef_queue_slot_w(e->q, slot);
+    clef_encode_opts   opts;
+    clef_error         err;
+    clef_plan          plan;
+    clef_record       *rec;
+    int                rc;
+
+    clef_error_clear(&err);
+    rec = calloc(1, sizeof(*rec));
+    if (rec == NULL) {
+        clef_error_set(&err, 500, "internal_error", NULL, "out of memory");
+        engine_answer_error(e, slot, &err);
+        return -1;
+    }
+    if (clef_plan_view(&plan, clef_queue_body(e->q, slot), s->body_len, &err)
+        != 0)
+    {
+        free(rec);
+        engine_answer_error(e, slot, &err);
+        return -1;
+    }
+
+    clef_encode_opts_default(&opts);
+    opts.max_length = s->max_length > 0 ? s->max_length : e->conf->max_length;
+    opts.truncate = (clef_truncate) s->truncate;
+    rc = clef_encode_plan(e->tk, &plan, &opts, rec, &err);
+    clef_plan_free(&plan);
+    if (rc != 0) {
+        free(rec);
+        atomic_fetch_add(&e->q->h->stats.encode_errors, 1);
+        engine_answer_error(e, slot, &err);
+        return -1;
+    }
+    if (rec->n_options != (int) s->n_options) {
+        clef_error_set(&err, 500, "internal_error", NULL,
+                       "encoder made %d options, the worker expects %u",
+                       rec->n_options, s->n_options);
+        clef_record_free(rec);
+        free(rec);
+        engine_answer_error(e, slot, &err);
+        return -1;
+    }
+    it->tokens = (int64_t) rec->ids.n;
+    it->prep = rec;
+    return 0;
+}
+
+
+static void
+engine_drop(void *ctx, clef_sched_item *it)
+{
+    clef_record  *rec = it->prep;
+
+    (void) ctx;
+    if (rec != NULL) {
+        clef_record_free(rec);
+        free(rec);
+        it->prep = NULL;
+    }
+}
+
+
+/* Runs one batch and answers its records (logits or the forward's error). */
+static void
+engine_run_batch(engine *e, clef_sched_batch *b)
+{
+    const clef_record  **records = NULL;
+    int32_t             *cu = NULL;
+    float               *logits = NULL;
+    clef_wake_note      *notes = NULL;
+    clef_batch           batch;
+    clef_error           err;
+    int                  i, n, n_notes = 0, off, rc, total;
+    int64_t              t0, ns;
+    clef_slot           *s;
+    clef_record         *rec;
+
+    n = clef_sched_prune(&e->sched, b, clef_now_ns());
+    if (n == 0) {
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        clef_queue_mark_running(e->q, b->items[i].slot);
+    }
+
+    clef_error_clear(&err);
+    records = malloc((size_t) n * sizeof(*records));
+    cu = malloc((size_t) (n + 1) * sizeof(*cu));
+    notes = malloc((size_t) n * sizeof(*notes));
+    if (records == NULL || cu == NULL || notes == NULL) {
+        clef_error_set(&err, 500, "internal_error", NULL, "out of memory");
+        rc = -1;
+        goto answer;
+    }
+    for (i = 0; i < n; i++) {
+        records[i] = b->items[i].prep;
+    }
+    clef_batch_init(&batch, records, n, cu);
+    total = clef_batch_options(&batch);
+    logits = malloc((size_t) (total > 0 ? total : 1) * sizeof(float));
+    if (logits == NULL) {
+        clef_error_set(&err, 500, "internal_error", NULL, "out of memory");
+        rc = -1;
+        goto answer;
+    }
+
+    t0 = clef_now_ns();
+    rc = e->ops->forward(e->backend, &batch, logits, &err);
+    ns = clef_now_ns() - t0;
+    if (rc != 0) {
+        elog(e->conf, CLEF_LOG_ERR, "clef engine: forward of %d records "
+             "failed: %s", n, err.message);
+    } else {
+        clef_stats_batch(&e->q->h->stats, (uint32_t) n,
+                         (uint64_t) clef_batch_tokens(&batch), (uint64_t) ns);
+    }
+
+answer:
+    off = 0;
+    for (i = 0; i < n; i++) {
+        uint32_t slot = b->items[i].slot;
+
+        rec = b->items[i].prep;
+        s = clef_queue_slot_w(e->q, slot);
+        if (rc == 0) {
+            memcpy(clef_queue_logits_w(e->q, slot), logits + off,
+                   (size_t) rec->n_options * sizeof(float));
+            s->status = 0;
+            s->n_tokens = (int32_t) rec->ids.n;
+            s->state_tokens = (int32_t) rec->state_tokens;
+            s->state_kept = (int32_t) rec->state_kept;
+            s->batch_records = (uint32_t) n;
+        } else {
+            *clef_queue_error_w(e->q, slot) = err;
+            s->status = err.status >= 400 ? err.status : 500;
+        }
+        off += rec->n_options;
+
+        if (notes != NULL) {
+            notes[n_notes++] = clef_queue_complete(e->q, slot);
+        } else {
+            clef_wake_note note = clef_queue_complete(e->q, slot);
+
+            engine_wake(e, &note, 1);
+        }
+    }
+    engine_wake(e, notes, n_notes);
+
+    free(notes);
+    free(logits);
+    free(cu);
+    free(records);
+}
+
+
+/*
+ * The executor: whenever it is idle and prepared records wait, it takes
+ * the next batch from the ready FIFO (scheduler.h) and runs it.  It never
+ * waits for a record being prepared.
+ */
+static void *
+engine_exec_main(void *arg)
+{
+    engine  *e = arg;
+
+    pthread_mutex_lock(&e->mu);
+    for ( ;; ) {
+        while (e->sched.ready_n == 0 && !e->stop) {
+            pthread_cond_wait(&e->cv, &e->mu);
+        }
+        if (e->sched.ready_n == 0) {
+            break;
+        }
+        clef_sched_next_batch(&e->sched, &e->running);
+        e->busy = 1;
+        pthread_mutex_unlock(&e->mu);
+
+        /* the preparing thread may have been waiting for room */
+        clef_queue_wake_engine(e->q);
+        clef_queue_progress(e->q);
+
+        engine_run_batch(e, &e->running);
+        clef_sched_batch_clear(&e->sched, &e->running);
+        clef_queue_progress(e->q);
+
+        pthread_mutex_lock(&e->mu);
+        e->busy = 0;
+        /* a draining preparing thread waits for the executor to be idle */
+        clef_queue_wake_engine(e->q);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+
+static int
+engine_load(engine *e, clef_error *err)
+{
+    const clef_engine_conf  *conf = e->conf;
+    const clef_text_config  *tc;
+    clef_backend_opts        bo;
+    int64_t                  t0 = clef_now_ns();
+
+    elog(conf, CLEF_LOG_NOTICE, "clef engine %d: loading model \"%s\" "
+         "(backend %s, generation %u)", (int) getpid(), conf->model_path,
+         conf->backend, conf->gen);
+    clef_queue_set_message(e->q, "loading model %s", conf->model_path);
+
+    e->model = clef_model_open(conf->model_path, 0, err);
+    if (e->model == NULL) {
+        return -1;
+    }
+    tc = clef_model_text_config(e->model);
+    elog(conf, CLEF_LOG_NOTICE, "clef engine %d: model opened in %.2f s "
+         "(%d layers, hidden %d, vocab %d); opening the %s backend",
+         (int) getpid(), seconds_since(t0), tc->num_hidden_layers,
+         tc->hidden_size, tc->vocab_size, conf->backend);
+    clef_queue_set_message(e->q, "opening the %s backend", conf->backend);
+
+    e->tk = clef_model_tokenizer(e->model);
+    e->ops = clef_backend_find(conf->backend, err);
+    if (e->ops == NULL) {
+        return -1;
+    }
+    memset(&bo, 0, sizeof(bo));
+    bo.threads = conf->threads;
+    bo.device = conf->device;
+    if (e->ops->open(e->model, &bo, &e->backend, err) != 0) {
+        e->backend = NULL;
+        return -1;
+    }
+    atomic_fetch_add(&e->q->h->stats.weight_loads, 1);
+    elog(conf, CLEF_LOG_NOTICE, "clef engine %d: ready in %.2f s",
+         (int) getpid(), seconds_since(t0));
+    clef_queue_set_message(e->q, "ready: %s", conf->model_path);
+    return 0;
+}
+
+
+static void
+engine_unload(engine *e)
+{
+    if (e->backend != NULL) {
+        e->ops->close(e->backend);
+        e->backend = NULL;
+    }
+    if (e->model != NULL) {
+        clef_model_close(e->model);
+        e->model = NULL;
+    }
+}
+
+
+static void
+engine_wait_predecessor(engine *e)
+{
+    clef_queue_hdr  *h = e->q->h;
+    pid_t            pred = e->conf->predecessor;
+    pid_t            cur;
+    int64_t          t0 = clef_now_ns();
+    int              logged = 0;
+
+    for ( ;; ) {
+        cur = atomic_load(&h->engine_pid);
+        if (!(clef_pid_alive(pred) && pred != getpid())
+            && !(cur != getpid() && clef_pid_alive(cur)
+                 && atomic_load(&h->gen) < e->conf->gen))
+        {
+            break;
+        }
+        if (!logged) {
+            elog(e->conf, CLEF_LOG_NOTICE, "clef engine %d: waiting for engine "
+                 "%d of the previous configuration to drain", (int) getpid(),
+                 (int) (clef_pid_alive(pred) ? pred : cur));
+            logged = 1;
+        }
+        if (engine_drain) {
+            return;
+        }
+        usleep(20000);
+    }
+    if (logged) {
+        elog(e->conf, CLEF_LOG_NOTICE, "clef engine %d: previous engine gone "
+             "after %.2f s", (int) getpid(), seconds_since(t0));
+    }
+}
+
+
+static void
+engine_claim(engine *e, int restart)
+{
+    clef_queue_hdr  *h = e->q->h;
+
+    atomic_store(&h->engine_pid, getpid());
+    atomic_store(&h->gen, e->conf->gen);
+    atomic_fetch_add(&h->epoch, 1);
+    atomic_store(&h->state, restart ? CLEF_ENGINE_RESTARTING
+                                    : CLEF_ENGINE_LOADING);
+    atomic_fetch_add(&h->stats.engine_starts, 1);
+}
+
+
+static int
+engine_owner(engine *e)
+{
+    return atomic_load(&e->q->h->engine_pid) == getpid();
+}
+
+
+/*
+ * The preparing thread: takes records from the shared queue one at a time
+ * while the ready FIFO has room, prepares them and hands them to the
+ * executor.  Progress rests on the invariants written in scheduler.h.
+ */
+static void
+engine_loop(engine *e)
+{
+    clef_sched_item  it;
+    uint32_t         seen;
+    int              progressed, full, idle, rc, draining = 0;
+    int64_t          mbt;
+
+    for ( ;; ) {
+        seen = clef_queue_futex(e->q);
+
+        if (engine_drain && !draining) {
+            draining = 1;
+            if (engine_owner(e)) {
+                atomic_store(&e->q->h->state, CLEF_ENGINE_DRAINING);
+            }
+            elog(e->conf, CLEF_LOG_NOTICE, "clef engine %d: draining",
+                 (int) getpid());
+        }
+
+        pthread_mutex_lock(&e->mu);
+        /* clef_engine max_batch_tokens applies without a restart */
+        mbt = atomic_load(&e->q->h->max_batch_tokens);
+        if (mbt > 0) {
+            e->sched.max_batch_tokens = mbt;
+        }
+        full = clef_sched_ready_full(&e->sched);
+        pthread_mutex_unlock(&e->mu);
+
+        progressed = 0;
+        rc = CLEF_SCHED_EMPTY;
+        if (!full) {
+            /* the slow part, outside the lock: the executor keeps taking
+             * what is ready meanwhile */
+            rc = clef_sched_take(&e->sched, &it);
+            progressed = rc == CLEF_SCHED_PREPARED
+                         || rc == CLEF_SCHED_ANSWERED;
+        }
+
+        pthread_mutex_lock(&e->mu);
+        if (rc == CLEF_SCHED_PREPARED) {
+            clef_sched_ready_push(&e->sched, &it);
+            pthread_cond_signal(&e->cv);
+        }
+        idle = !e->busy && e->sched.ready_n == 0;
+        pthread_mutex_unlock(&e->mu);
+
+        if (progressed) {
+            clef_queue_progress(e->q);
+            continue;
+        }
+        if (draining && idle) {
+            /* nothing of ours queued, ready or running */
+            break;
+        }
+        /* woken by a submit, a batch taken or finished, or a signal */
+        clef_queue_engine_wait(e->q, seen, ENGINE_IDLE_MS);
+    }
+}
+
+
+int
+clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
+{
+    engine            e;
+    clef_error        err;
+    struct sigaction  sa;
+    sigset_t          all, old;
+    int               rc = CLEF_ENGINE_EXIT_OK, n;
+    clef_wake_note    wake[256];
+
+    memset(&e, 0, sizeof(e));
+    e.q = q;
+    e.conf = conf;
+    e.wake_fd = clef_wake_sender();
+
+    engine_signal_q = q;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = engine_on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+
+    engine_wait_predecessor(&e);
+    if (engine_drain) {
+        close(e.wake_fd);
+        return CLEF_ENGINE_EXIT_OK;
+    }
+    engine_claim(&e, restart);
+
+    clef_error_clear(&err);
+    if (engine_load(&e, &err) != 0) {
+        elog(conf, CLEF_LOG_ERR, "clef engine %d: cannot load \"%s\": %s",
+             (int) getpid(), conf->model_path, err.message);
+        clef_queue_set_message(q, "cannot load the model: %s", err.message);
+        atomic_store(&q->h->state, CLEF_ENGINE_FAILED);
+        n = 0;
+        clef_queue_fail_all(q, conf->gen, 503, "engine_unavailable",
+                            "the model could not be loaded", wake, &n,
+                            (int) (sizeof(wake) / sizeof(wake[0])));
+        engine_wake(&e, wake, n);
+        engine_unload(&e);
+        close(e.wake_fd);
+        return CLEF_ENGINE_EXIT_FATAL;
+    }
+
+    e.sched.q = q;
+    e.sched.gen = conf->gen;
+    e.sched.max_batch_tokens = conf->max_batch_tokens;
+    e.sched.max_records = conf->max_batch_records;
+    e.sched.prepare = engine_prepare;
+    e.sched.drop = engine_drop;
+    e.sched.wake = engine_wake;
+    e.sched.ctx = &e;
+
+    if (clef_sched_init(&e.sched, ENGINE_READY_CAP) != 0
+        || clef_sched_batch_init(&e.running, conf->max_batch_records) != 0)
+    {
+        elog(conf, CLEF_LOG_ERR, "clef engine: out of memory");
+        rc = CLEF_ENGINE_EXIT_FATAL;
+        goto done;
+    }
+    pthread_mutex_init(&e.mu, NULL);
+    pthread_cond_init(&e.cv, NULL);
+
+    /* the executor must never take a signal meant for the main thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    n = pthread_create(&e.exec, NULL, engine_exec_main, &e);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (n != 0) {
+        elog(conf, CLEF_LOG_ERR, "clef engine: pthread_create failed");
+        rc = CLEF_ENGINE_EXIT_FATAL;
+        goto done;
+    }
+
+    if (engine_owner(&e)) {
+        atomic_store(&q->h->state, CLEF_ENGINE_READY);
+    }
+    clef_queue_wake_engine(q);
+
+    engine_loop(&e);
+
+    pthread_mutex_lock(&e.mu);
+    e.stop = 1;
+    pthread_cond_signal(&e.cv);
+    pthread_mutex_unlock(&e.mu);
+    pthread_join(e.exec, NULL);
+    elog(conf, CLEF_LOG_NOTICE, "clef engine %d: drained, exiting",
+         (int) getpid());
+
+done:
+    clef_sched_fail_ready(&e.sched, 503, "the inference engine stopped");
+    clef_sched_free(&e.sched);
+    clef_sched_batch_free(&e.running);
+    engine_unload(&e);
+    close(e.wake_fd);
+    return rc;
+}

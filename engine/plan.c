@@ -1,0 +1,319 @@
+/*
+ * The encoding plan (see plan.h): rendering a request's texts, and reading
+ * them back from the blob.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+
+#define PLAN_MAGIC  0x31504c43u      /* "CLP1" */
+
+static const char *const  qtype_names[] = { "noul", "choice", "score" };
+
+
+static int
+put_u32(clef_buf *out, uint32_t v)
+{
+    return clef_buf_append(out, &v, sizeof(v));
+}
+
+
+/* Appends a text as { length, bytes }, rendering it with fill(): the
+ * length is patched in once the bytes are there. */
+static int
+text_begin(clef_buf *out, size_t *at)
+{
+    *at = out->len;
+    return put_u32(out, 0);
+}
+
+
+static int
+text_end(clef_buf *out, size_t at)
+{
+    uint32_t  len;
+
+    if (out->len - at - sizeof(len) > UINT32_MAX) {
+        return -1;
+    }
+    len = (uint32_t) (out->len - at - sizeof(len));
+    memcpy(out->data + at, &len, sizeof(len));
+    return 0;
+}
+
+
+/* render({"option_id": id, "description": d}), d left out when NULL. */
+static int
+render_option(clef_buf *out, const clef_option *o)
+{
+    clef_json    obj, id;
+    clef_json   *items[2];
+    clef_str     keys[2];
+
+    memset(&id, 0, sizeof(id));
+    id.type = CLEF_JSON_STRING;
+    id.str = o->id.s;
+    id.len = o->id.len;
+
+    memset(&obj, 0, sizeof(obj));
+    obj.type = CLEF_JSON_OBJECT;
+    obj.items = items;
+    obj.keys = keys;
+
+    if (o->description != NULL) {
+        keys[obj.len] = (clef_str) { "description", 11 };
+        items[obj.len++] = (clef_json *) o->description;
+    }
+    keys[obj.len] = (clef_str) { "option_id", 9 };
+    items[obj.len++] = &id;
+
+    return clef_render(out, &obj);
+}
+
+
+static int
+build_question(const clef_question *q, int index, clef_buf *out)
+{
+    const clef_json  *ins = q->instructions;
+    size_t            at;
+    int               k;
+
+    if (text_begin(out, &at) != 0
+        || clef_buf_printf(out, "\nFIELD %d\nID: ", index + 1) != 0
+        || clef_buf_append(out, q->id.s, q->id.len) != 0
+        || clef_buf_printf(out, "\nTYPE: %s\nINSTRUCTION: ",
+                           qtype_names[q->type]) != 0
+        || text_end(out, at) != 0)
+    {
+        return -1;
+    }
+
+    /* None and "" become the id; 0 and false stay what they are */
+    if (text_begin(out, &at) != 0) {
+        return -1;
+    }
+    if (ins == NULL || (ins->type == CLEF_JSON_STRING && ins->len == 0)) {
+        if (clef_buf_append(out, q->id.s, q->id.len) != 0) {
+            return -1;
+        }
+    } else if (clef_render(out, ins) != 0) {
+        return -1;
+    }
+    if (text_end(out, at) != 0) {
+        return -1;
+    }
+
+    for (k = 0; k < q->n_options; k++) {
+        if (text_begin(out, &at) != 0
+            || render_option(out, &q->options[k]) != 0
+            || text_end(out, at) != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+int
+clef_plan_build(const clef_request *req, clef_buf *out, clef_error *err)
+{
+    size_t  at;
+    int     i, n_options = 0;
+
+    for (i = 0; i < req->n_questions; i++) {
+        n_options += req->questions[i].n_options;
+    }
+    if (put_u32(out, PLAN_MAGIC) != 0
+        || put_u32(out, (uint32_t) req->n_questions) != 0
+        || put_u32(out, (uint32_t) n_options) != 0
+        || put_u32(out, (uint32_t) req->n_images) != 0)
+    {
+        goto nomem;
+    }
+    for (i = 0; i < req->n_questions; i++) {
+        if (put_u32(out, (uint32_t) req->questions[i].type) != 0
+            || put_u32(out, (uint32_t) req->questions[i].n_options) != 0)
+        {
+            goto nomem;
+        }
+    }
+    if (text_begin(out, &at) != 0 || clef_render(out, req->state) != 0
+        || text_end(out, at) != 0)
+    {
+        goto nomem;
+    }
+    for (i = 0; i < req->n_questions; i++) {
+        if (build_question(&req->questions[i], i, out) != 0) {
+            goto nomem;
+        }
+    }
+    return 0;
+
+nomem:
+    return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
+}
+
+
+/* ---- reading a blob -------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char  *p;
+    size_t                left;
+    int                   bad;
+} reader;
+
+
+static uint32_t
+get_u32(reader *r)
+{
+    uint32_t  v = 0;
+
+    if (r->left < sizeof(v)) {
+        r->bad = 1;
+        return 0;
+    }
+    memcpy(&v, r->p, sizeof(v));
+    r->p += sizeof(v);
+    r->left -= sizeof(v);
+    return v;
+}
+
+
+static clef_text
+get_text(reader *r)
+{
+    clef_text  t = { "", 0 };
+    uint32_t   len = get_u32(r);
+
+    if (r->bad || len > r->left) {
+        r->bad = 1;
+        return t;
+    }
+    t.s = (const char *) r->p;
+    t.len = len;
+    r->p += len;
+    r->left -= len;
+    return t;
+}
+
+
+int
+clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
+{
+    reader     r = { blob, len, 0 };
+    uint32_t   type, n;
+    int        i, k, off;
+
+    memset(p, 0, sizeof(*p));
+    if (get_u32(&r) != PLAN_MAGIC) {
+        goto bad;
+    }
+    p->n_questions = (int) get_u32(&r);
+    p->n_options = (int) get_u32(&r);
+    p->n_images = (int) get_u32(&r);
+    /* each count needs bytes of its own further on: bounded by len */
+    if (r.bad || p->n_questions < 0 || p->n_options < 0 || p->n_images < 0
+        || (size_t) p->n_questions > len / 8 || (size_t) p->n_options > len / 4)
+    {
+        goto bad;
+    }
+
+    p->questions = calloc((size_t) p->n_questions + 1, sizeof(*p->questions));
+    p->options = calloc((size_t) p->n_options + 1, sizeof(*p->options));
+    if (p->questions == NULL || p->options == NULL) {
+        clef_plan_free(p);
+        return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
+    }
+
+    off = 0;
+    for (i = 0; i < p->n_questions; i++) {
+        type = get_u32(&r);
+        n = get_u32(&r);
+        if (r.bad || type > CLEF_QTYPE_SCORE || n > (uint32_t) (p->n_options - off)) {
+            goto bad;
+        }
+        p->questions[i].type = (clef_qtype) type;
+        p->questions[i].n_options = (int) n;
+        p->questions[i].options = p->options + off;
+        off += (int) n;
+    }
+    if (off != p->n_options) {
+        goto bad;
+    }
+
+    p->state = get_text(&r);
+    for (i = 0; i < p->n_questions; i++) {
+        p->questions[i].header = get_text(&r);
+        p->questions[i].instruction = get_text(&r);
+        for (k = 0; k < p->questions[i].n_options; k++) {
+            p->questions[i].options[k] = get_text(&r);
+        }
+    }
+    if (r.bad || r.left != 0) {
+        goto bad;
+    }
+    return 0;
+
+bad:
+    clef_plan_free(p);
+    return clef_error_set(err, 500, "plan_invalid", "",
+                          "The record handed to the engine is malformed.");
+}
+
+
+void
+clef_plan_free(clef_plan *p)
+{
+    free(p->questions);
+    free(p->options);
+    p->questions = NULL;
+    p->options = NULL;
+}
+
+
+/* ---- the worker's cheap bound ----------------------------------------------- */
+
+static size_t
+text_min_bytes(clef_text t)
+{
+    size_t  i, ascii = 0;
+
+    for (i = 0; i < t.len; i++) {
+        ascii += (unsigned char) t.s[i] < 0x80;
+    }
+    /* NFC keeps ASCII and shrinks the rest to a third at most */
+    return ascii + (t.len - ascii) / 3;
+}
+
+
+size_t
+clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes, int state_only)
+{
+    size_t  bytes, ids;
+    int     i, k;
+
+    if (max_token_bytes == 0 || max_token_bytes == SIZE_MAX) {
+        return 0;
+    }
+    /* each text is tokenized on its own: bound each, then add */
+    bytes = text_min_bytes(p->state);
+    ids = (bytes + max_token_bytes - 1) / max_token_bytes;
+    if (state_only) {
+        return ids;
+    }
+    for (i = 0; i < p->n_questions; i++) {
+        bytes = text_min_bytes(p->questions[i].header);
+        ids += (bytes + max_token_bytes - 1) / max_token_bytes;
+        bytes = text_min_bytes(p->questions[i].instruction);
+        ids += (bytes + max_token_bytes - 1) / max_token_bytes;
+        for (k = 0; k < p->questions[i].n_options; k++) {
+            bytes = text_min_bytes(p->questions[i].options[k]);
+            ids += (bytes + max_token_bytes - 1) / max_token_bytes;
+        }
+    }
+    return ids;
+}

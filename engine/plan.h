@@ -1,0 +1,77 @@
+/*
+ * The encoding plan: every text of a record that the encoder tokenizes,
+ * rendered in advance, in one flat position-independent blob.
+ *
+ * encode_record (spec/clef-encoder-and-head.md §3.3) is two stages:
+ *   1. render (no tokenizer): the state as Python's json.dumps writes it,
+ *      and for each question its field header, its instruction and one
+ *      JSON text per option.  Linear in the body, cheap: an nginx worker
+ *      does it right after validation, so the engine never parses a body.
+ *   2. tokenize (encode.h): the engine turns a plan into ids and spans,
+ *      with its work bounded by the record's token limit.
+ * clef_encode() runs both for callers that hold a parsed request (the CLI,
+ * the tests).
+ *
+ * The blob, little-endian u32 fields, no padding, read with memcpy:
+ *   "CLP1", n_questions, n_options, n_images,
+ *   n_questions x { type, n_options },
+ *   then the texts, each as { length, bytes }: the state, then for every
+ *   question its header and its instruction, then its options' texts.
+ */
+#ifndef CLEF_PLAN_H
+#define CLEF_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "error.h"
+#include "request.h"
+
+typedef struct {
+    const char  *s;
+    size_t       len;
+} clef_text;
+
+typedef struct {
+    clef_qtype   type;
+    int          n_options;
+    clef_text    header;        /* "\nFIELD i\nID: <id>\nTYPE: <type>\n
+                                   INSTRUCTION: " */
+    clef_text    instruction;   /* its span: rendered, or the id when
+                                   missing, null or "" */
+    clef_text   *options;       /* rendered {"description", "option_id"} */
+} clef_plan_question;
+
+typedef struct {
+    clef_text            state;
+    int                  n_questions;
+    int                  n_options;
+    int                  n_images;
+    clef_plan_question  *questions;   /* owned by the view */
+    clef_text           *options;     /* owned by the view */
+} clef_plan;
+
+/* Renders req into a blob appended to out.  Returns 0, or -1 (500) on
+ * allocation failure. */
+int  clef_plan_build(const clef_request *req, clef_buf *out, clef_error *err);
+
+/* A view of a blob made by clef_plan_build(): texts point into blob, which
+ * must outlive the view.  Checks every length against len; -1 (500
+ * "plan_invalid") for a blob that is not a plan. */
+int  clef_plan_view(clef_plan *p, const void *blob, size_t len,
+    clef_error *err);
+void clef_plan_free(clef_plan *p);
+
+/*
+ * A lower bound of the ids the plan's texts tokenize to, given the most
+ * bytes one id stands for (clef_tokenizer_max_token_bytes): NFC can shrink
+ * a non-ASCII character's bytes to a third at most (a decomposed Hangul
+ * syllable), ASCII never changes.  A worker compares it with the token
+ * limit to refuse a hopeless record before it reaches the engine.
+ * state_only: the state's texts alone (what truncation may cut).
+ */
+size_t clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes,
+    int state_only);
+
+#endif
