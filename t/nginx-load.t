@@ -16,7 +16,9 @@
 #   5. afterwards the server answers normally, and quits leaving no
 #      process behind;
 #   6. a stopped engine during nginx quit and stop: everything is gone
-#      within the drain time, and the keeper does not spin meanwhile.
+#      within the drain time, and the keeper does not spin meanwhile;
+#   7. a record whose forward takes longer than the request timeout is
+#      answered: the timeout bounds the wait for the forward to start.
 # The bound stated for the small requests is their deadline (timeout=20s):
 # each must be answered 200, never 504.  Latency figures are printed
 # (diag), never asserted.
@@ -360,6 +362,24 @@ for my $how ('QUIT', 'TERM') {
     like $s->log_text, qr/engine $engine did not drain in 12000 ms, killing it/,
         "$how: the keeper says it killed the engine";
     delete $s->{pid};
+}
+
+# ---- 7. a forward longer than the timeout -------------------------------------------------
+
+{
+    my $s = ClefNginx->new(model => ClefNginx->model_dir(1), workers => 1,
+                           engine => 'zone=clef:16m timeout=1s');
+    $s->start_ready;
+    # about 40,000 tokens: a forward of several seconds on the tiny model
+    my $r = $s->post_json(body('7' x 40000), {}, 120);
+    is $r->{status}, 200, 'a 40,000-token record with timeout=1s: 200 '
+        . '(the deadline passed while its forward ran)';
+    like $s->log_text, qr/deadline passed while the record's forward runs/,
+        'and the worker says it waited for the running forward';
+    my $ms = $s->metric('clef_engine_seconds_total');
+    cmp_ok $ms, '>', 1, sprintf 'the forward did outlast the timeout '
+        . '(%.1f s in the engine)', $ms;
+    $s->stop;
 }
 
 done_testing;
