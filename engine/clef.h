@@ -119,7 +119,7 @@ void     clef_count_answer(clef_queue *q, const clef_result *r);
  * worker scans all of its pending records once. */
 uint64_t clef_wake_lost(const clef_queue *q);
 
-/* ---- status ---------------------------------------------------------------- */
+/* ---- status -------------------------------------------------------------- */
 
 typedef struct {
     uint32_t          state;           /* CLEF_ENGINE_* */

@@ -12,7 +12,7 @@
 #define CLIENT_PID_CHECK_NS  (250 * 1000000LL)
 
 
-/* ---- the zone ---------------------------------------------------------------- */
+/* ---- the zone ------------------------------------------------------------ */
 
 int
 clef_zone_init(clef_queue *q, void *mem, size_t size, uint32_t nslots,
@@ -95,7 +95,7 @@ clef_zone_same(const clef_queue *a, const clef_queue *b)
 }
 
 
-/* ---- a worker's records ---------------------------------------------------- */
+/* ---- a worker's records -------------------------------------------------- */
 
 /* Whether the processes the zone names are gone: asked at most every
  * CLIENT_PID_CHECK_NS in this process, since it costs two syscalls. */
@@ -279,7 +279,7 @@ clef_wake_lost(const clef_queue *q)
 }
 
 
-/* ---- status ------------------------------------------------------------------ */
+/* ---- status -------------------------------------------------------------- */
 
 void
 clef_status_read(clef_queue *q, clef_status *st)

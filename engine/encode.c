@@ -212,9 +212,10 @@ alloc_record(const clef_plan *plan, clef_record *rec, int *max_options)
 
     rec->n_questions = plan->n_questions;
     rec->n_options = plan->n_options;
-    rec->question_spans = calloc((size_t) plan->n_questions + 1, sizeof(clef_span));
-    rec->question_types = calloc((size_t) plan->n_questions + 1, sizeof(clef_qtype));
-    rec->option_offset = calloc((size_t) plan->n_questions + 1, sizeof(int));
+    n = plan->n_questions + 1;
+    rec->question_spans = calloc((size_t) n, sizeof(clef_span));
+    rec->question_types = calloc((size_t) n, sizeof(clef_qtype));
+    rec->option_offset = calloc((size_t) n, sizeof(int));
     rec->option_spans = calloc((size_t) plan->n_options + 1, sizeof(clef_span));
     if (rec->question_spans == NULL || rec->question_types == NULL
         || rec->option_offset == NULL || rec->option_spans == NULL)

@@ -158,7 +158,7 @@ nomem:
 }
 
 
-/* ---- reading a blob -------------------------------------------------------- */
+/* ---- reading a blob ------------------------------------------------------ */
 
 typedef struct {
     const unsigned char  *p;
@@ -233,7 +233,9 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
     for (i = 0; i < p->n_questions; i++) {
         type = get_u32(&r);
         n = get_u32(&r);
-        if (r.bad || type > CLEF_QTYPE_SCORE || n > (uint32_t) (p->n_options - off)) {
+        if (r.bad || type > CLEF_QTYPE_SCORE
+            || n > (uint32_t) (p->n_options - off))
+        {
             goto bad;
         }
         p->questions[i].type = (clef_qtype) type;
@@ -275,7 +277,7 @@ clef_plan_free(clef_plan *p)
 }
 
 
-/* ---- the worker's cheap bound ----------------------------------------------- */
+/* ---- the worker's cheap bound -------------------------------------------- */
 
 static size_t
 text_min_bytes(clef_text t)

@@ -61,7 +61,7 @@ note_done(clef_sched *s, clef_wake_note *wake, int *n, clef_wake_note note)
 }
 
 
-/* ---- the ready FIFO ---------------------------------------------------------- */
+/* ---- the ready FIFO ------------------------------------------------------ */
 
 int
 clef_sched_init(clef_sched *s, int cap)

@@ -124,7 +124,7 @@ int  clef_sched_take(clef_sched *s, clef_sched_item *it);
  * checked clef_sched_ready_full() before taking it). */
 void clef_sched_ready_push(clef_sched *s, const clef_sched_item *it);
 
-/* ---- the executor ---------------------------------------------------------- */
+/* ---- the executor -------------------------------------------------------- */
 
 /* Moves records from the head of the ready FIFO into the empty batch b
  * while they fit; returns the records moved (>= 1 unless the FIFO is

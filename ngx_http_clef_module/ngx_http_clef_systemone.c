@@ -473,10 +473,13 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
 
     max_length = ngx_min(llcf->max_tokens, mcf->model->max_length);
     rc = ngx_http_clef_make_plan(r, ctx, mcf, max_length, &plan, &err);
+    if (rc == NGX_DECLINED) {
+        ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, NULL,
+                                                              0));
+        return;
+    }
     if (rc != NGX_OK) {
-        ngx_http_finalize_request(r, rc == NGX_DECLINED
-                                     ? ngx_http_clef_send_error(r, &err, NULL, 0)
-                                     : NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
 
