@@ -104,6 +104,20 @@ clean:
 # link it.  ptxas's register/spill report lands in build/cuda/ptxas.log and
 # t/cuda/check-spills.sh fails the tests when a kernel spills.  Without nvcc
 # the CUDA part is skipped with a message.
+#
+# WERROR= (empty) builds without warnings as errors, C and nvcc alike: the
+# device check (t/cuda/device-check.sh) meets a host compiler CI never ran,
+# and one warning new to it must not cost the only GPU run.  CI keeps it.
+# CUDA_EXTRA_INC / CUDA_EXTRA_LIBS: where cuBLASLt lives outside the
+# toolkit (the device check points them at a wheel's nvidia/cublas).
+
+WERROR      ?= -Werror
+ifeq ($(strip $(WERROR)),)
+WARN        := $(filter-out -Werror,$(WARN))
+endif
+comma       := ,
+CUDA_EXTRA_INC  ?=
+CUDA_EXTRA_LIBS ?=
 
 NVCC        ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
 
@@ -111,9 +125,10 @@ ifneq ($(NVCC),)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64) $(CUDA_HOME)/lib)
 CUDA_ARCH   := -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90
-NVCCFLAGS   ?= -O3 -std=c++17 -lineinfo $(CUDA_ARCH) --Werror all-warnings \
-               -Xcompiler -fPIC,-Wall,-Wextra,-Werror,-Wno-unused-parameter
-CUDA_INC     = -Iengine -Icuda -I$(CUDA_HOME)/include
+NVCCFLAGS   ?= -O3 -std=c++17 -lineinfo $(CUDA_ARCH) \
+               $(if $(strip $(WERROR)),--Werror all-warnings) \
+               -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter$(if $(strip $(WERROR)),$(comma)-Werror)
+CUDA_INC     = -Iengine -Icuda -I$(CUDA_HOME)/include $(CUDA_EXTRA_INC)
 CUDA_CU     := $(wildcard cuda/*.cu)
 CUDA_CSRC   := $(wildcard cuda/*.c)
 CUDA_OBJ    := $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_CU)) \
@@ -145,17 +160,19 @@ $(BUILD)/cuda/ptxas.log: $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_CU))
 
 $(CUDA_LIB): $(CUDA_OBJ) $(BUILD)/libclef.a cuda/exports.map
 	$(CC) -shared -o $@ -Wl,-soname,libclef_cuda.so $(CUDA_OBJ) $(BUILD)/libclef.a \
-	  -Wl,--version-script=cuda/exports.map -L$(CUDA_LIBDIR) \
+	  -Wl,--version-script=cuda/exports.map $(CUDA_EXTRA_LIBS) -L$(CUDA_LIBDIR) \
 	  -Wl,--enable-new-dtags,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart -lstdc++ $(LIBS)
 
 $(BUILD)/t/cuda/%: t/cuda/%.c t/unit/check.h $(BUILD)/libclef.a $(CUDA_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -It/unit $(CUDA_INC) -MMD -MP -o $@ $< $(BUILD)/libclef.a \
-	  $(CUDA_LINK) $(LIBS)
+	  $(CUDA_LINK) $(CUDA_EXTRA_LIBS) $(LIBS)
 
+# device-check-nodev.t: the device check's own no-device exit (quick,
+# env file written), forced even where a GPU exists
 test-cuda: cuda $(BUILD)/clef
 	t/cuda/check-spills.sh $(BUILD)/cuda/ptxas.log
-	prove --exec '' $(CUDA_TESTS)
+	prove --exec '' $(CUDA_TESTS) t/cuda/device-check-nodev.t
 
 clean-cuda:
 	rm -rf $(BUILD)/cuda $(BUILD)/t/cuda $(CUDA_LIB)

@@ -301,8 +301,7 @@ template <int HD, int BC>
 static cudaError_t
 attn_setup(void)
 {
-    return cudaFuncSetAttribute(attn_kernel<HD, BC>,
-        cudaFuncAttributeMaxDynamicSharedMemorySize, (int) attn_smem<HD, BC>());
+    return smem_allow(attn_kernel<HD, BC>, (long) attn_smem<HD, BC>(), NULL);
 }
 
 extern "C" cudaError_t

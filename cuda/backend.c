@@ -1,7 +1,9 @@
 /*
  * The CUDA backend's clef_backend_ops: device checks, sizes, workspace,
  * one forward = one metadata upload + the launch sequence (or the replay of
- * its CUDA graph) + one copy of the logits back.
+ * its CUDA graph, graphs.c) + one copy of the logits back.  Probabilities
+ * are the host's: the answer builder (engine/answer.c) takes the softmax of
+ * these logits, the one place that turns logits into an answer.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,76 +20,6 @@ static int
 imax(int a, int b)
 {
     return a > b ? a : b;
-}
-
-/* ---- graphs -------------------------------------------------------------- */
-
-static void
-graph_drop(cuda_graph *g)
-{
-    if (g->exec != NULL) {
-        cudaGraphExecDestroy(g->exec);
-    }
-    free(g->sig);
-    memset(g, 0, sizeof(*g));
-}
-
-static void
-graphs_clear(clef_backend *b)
-{
-    int  i;
-
-    for (i = 0; i < CUDA_GRAPHS; i++) {
-        graph_drop(&b->graphs[i]);
-    }
-}
-
-static uint64_t
-sig_hash(const int32_t *s, size_t n)
-{
-    uint64_t  h = 1469598103934665603ull;
-    size_t    i;
-
-    for (i = 0; i < n; i++) {
-        h = (h ^ (uint32_t) s[i]) * 1099511628211ull;
-    }
-    return h;
-}
-
-/* The entry for this shape; a new one (evicting the least recently used)
- * when absent, with *fresh set. */
-static cuda_graph *
-graph_lookup(clef_backend *b, const int32_t *sig, size_t n, int *fresh)
-{
-    uint64_t     h = sig_hash(sig, n);
-    cuda_graph  *g, *lru = &b->graphs[0];
-    int          i;
-
-    *fresh = 0;
-    for (i = 0; i < CUDA_GRAPHS; i++) {
-        g = &b->graphs[i];
-        if (g->used && g->hash == h && g->sig_len == n
-            && memcmp(g->sig, sig, n * sizeof(int32_t)) == 0)
-        {
-            g->stamp = ++b->clock;
-            return g;
-        }
-        if (!g->used || (lru->used && g->stamp < lru->stamp)) {
-            lru = g;
-        }
-    }
-    graph_drop(lru);
-    lru->sig = malloc((n ? n : 1) * sizeof(int32_t));
-    if (lru->sig == NULL) {
-        return NULL;
-    }
-    memcpy(lru->sig, sig, n * sizeof(int32_t));
-    lru->sig_len = n;
-    lru->hash = h;
-    lru->used = 1;
-    lru->stamp = ++b->clock;
-    *fresh = 1;
-    return lru;
 }
 
 /* ---- workspace ----------------------------------------------------------- */
@@ -127,7 +59,10 @@ ws_layout(clef_backend *b, char *base)
     w->M = carve(&c, T * W * 4);
     w->Mn = carve(&c, T * W * 4);
     w->KV = carve(&c, T * 2 * W * 4);
-    w->means = carve(&c, (2 * N + Q + NR) * H * 4);
+    w->qv = carve(&c, Q * H * 4);
+    w->ctx = carve(&c, N * H * 4);
+    w->glob = carve(&c, NR * H * 4);
+    w->lex = carve(&c, N * H * 4);
     w->QVP = carve(&c, Q * 2 * W * 4);
     w->GP = carve(&c, NR * W * 4);
     w->R = carve(&c, N * W * 4);
@@ -142,7 +77,6 @@ ws_layout(clef_backend *b, char *base)
     w->part = carve(&c, (size_t) w->cap_items * (size_t) b->heads * CLEF_K_GATTN_GQ
                         * (d + 2) * 4);
     w->logits = carve(&c, N * 4);
-    w->probs = carve(&c, N * 4);
     return c.off;
 }
 
@@ -171,7 +105,7 @@ ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
         w->cap_NR = grow_cap(w->cap_NR, p->NR, 16);
         w->cap_items = grow_cap(w->cap_items, p->max_items, 64);
 
-        graphs_clear(b);
+        cuda_graphs_clear(b);
         if (b->ws_mem != NULL) {
             cudaFree(b->ws_mem);
             b->ws_mem = NULL;
@@ -191,7 +125,7 @@ ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
     if (p->total > b->dmeta_cap) {
         size_t  cap = p->total + p->total / 4 + 1024;
 
-        graphs_clear(b);
+        cuda_graphs_clear(b);
         if (b->dmeta != NULL) {
             cudaFree(b->dmeta);
             b->dmeta = NULL;
@@ -205,8 +139,8 @@ ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
         b->dmeta_cap = cap;
     }
 
-    if ((size_t) 2 * p->N > b->hout_cap) {
-        size_t  cap = (size_t) 2 * p->N + 256;
+    if ((size_t) p->N > b->hout_cap) {
+        size_t  cap = (size_t) p->N + 256;
 
         if (b->hout != NULL) {
             cudaFreeHost(b->hout);
@@ -317,7 +251,7 @@ cuda_close(clef_backend *b)
     if (b->stream != NULL) {
         cudaStreamSynchronize(b->stream);
     }
-    graphs_clear(b);
+    cuda_graphs_clear(b);
     for (i = 0; i < CUDA_MARKS_MAX; i++) {
         if (b->ev[i] != NULL) {
             cudaEventDestroy(b->ev[i]);
@@ -482,9 +416,9 @@ profile_collect(clef_backend *b)
     b->n_marks = 0;
 }
 
-int
-clef_cuda_forward_probs(clef_backend *b, const clef_batch *batch, float *logits,
-    float *probs, clef_error *err)
+static int
+cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
+    clef_error *err)
 {
     cuda_plan    p;
     cuda_graph  *g = NULL;
@@ -496,7 +430,7 @@ clef_cuda_forward_probs(clef_backend *b, const clef_batch *batch, float *logits,
 
     b->n_marks = 0;
     if (b->use_graphs && !b->profile) {
-        g = graph_lookup(b, b->hmeta, p.sig_len, &fresh);
+        g = cuda_graph_lookup(b, &p, &fresh);
     }
     if (g != NULL && g->exec != NULL) {
         rc = cuda_check(cudaGraphLaunch(g->exec, b->stream), "graph launch", err);
@@ -519,11 +453,6 @@ clef_cuda_forward_probs(clef_backend *b, const clef_batch *batch, float *logits,
         rc = cuda_check(cudaMemcpyAsync(b->hout, b->ws.logits, (size_t) p.N * sizeof(float),
                                         cudaMemcpyDeviceToHost, b->stream), "logits", err);
     }
-    if (rc == 0) {
-        rc = cuda_check(cudaMemcpyAsync(b->hout + p.N, b->ws.probs,
-                                        (size_t) p.N * sizeof(float),
-                                        cudaMemcpyDeviceToHost, b->stream), "probs", err);
-    }
     /* Wait even after a failed enqueue: the staging buffers are reused. */
     if (cuda_check(cudaStreamSynchronize(b->stream), "forward", err) != 0 || rc != 0) {
         b->n_marks = 0;
@@ -532,20 +461,8 @@ clef_cuda_forward_probs(clef_backend *b, const clef_batch *batch, float *logits,
     if (b->profile) {
         profile_collect(b);
     }
-    if (logits != NULL) {
-        memcpy(logits, b->hout, (size_t) p.N * sizeof(float));
-    }
-    if (probs != NULL) {
-        memcpy(probs, b->hout + p.N, (size_t) p.N * sizeof(float));
-    }
+    memcpy(logits, b->hout, (size_t) p.N * sizeof(float));
     return 0;
-}
-
-static int
-cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
-    clef_error *err)
-{
-    return clef_cuda_forward_probs(b, batch, logits, NULL, err);
 }
 
 static int
@@ -584,7 +501,7 @@ clef_cuda_set_graphs(clef_backend *b, int graphs)
 {
     b->use_graphs = graphs != 0;
     if (!b->use_graphs) {
-        graphs_clear(b);
+        cuda_graphs_clear(b);
     }
 }
 
@@ -609,6 +526,13 @@ clef_cuda_graph_stats(const clef_backend *b, long *replays, long *captures)
 {
     *replays = b->replays;
     *captures = b->captures;
+}
+
+void
+clef_cuda_gemm_stats(const clef_backend *b, long *fallbacks, long *heuristics)
+{
+    *fallbacks = clef_gemm_fallbacks(b->gemm);
+    *heuristics = clef_gemm_heuristic_calls(b->gemm);
 }
 
 int

@@ -3,10 +3,13 @@
  *
  * The engine finds it by dlopen() + dlsym("clef_cuda_backend_ops").  One
  * forward at a time per opened backend (it owns one stream and one
- * workspace); open one backend per thread or per device otherwise.  The
- * extras below are for programs that link the library directly (the CUDA
- * tests and the benchmark): probabilities computed on the device, control
- * of CUDA-graph replay, and per-layer-type timings from CUDA events.
+ * workspace); open one backend per thread or per device otherwise.  A
+ * forward returns option logits only: the per-question softmax is the
+ * host's (clef_answer_softmax), as for every backend.  The extras below
+ * are for programs that link the library directly (the CUDA tests and the
+ * benchmark): control of CUDA-graph replay, per-layer-type timings from
+ * CUDA events, and the GEMM algorithm counters behind determinism
+ * (cuda/README.md).
  */
 #ifndef CLEF_CUDA_H
 #define CLEF_CUDA_H
@@ -15,27 +18,29 @@
 
 extern const clef_backend_ops  clef_cuda_backend_ops;
 
-/* forward() plus the per-question softmax done on the device; either output
- * may be NULL. */
-int  clef_cuda_forward_probs(clef_backend *b, const clef_batch *batch,
-    float *logits, float *probs, clef_error *err);
-
-/* graphs: 1 (default) captures a CUDA graph the second time a batch shape
- * (cu_seqlens, spans, question types) is seen and replays it afterwards;
- * 0 always launches eagerly.  profile: 1 records CUDA events around every
- * layer (eager launches only; graphs are not used while profiling). */
+/* graphs: 1 (default) captures a CUDA graph the second time a launch shape
+ * (the counts of tokens, records, questions, options and work items; not
+ * the lengths or spans themselves, cuda/graphs.c) is seen and replays it
+ * afterwards; 0 always launches eagerly.  profile: 1 records CUDA events
+ * around every layer (eager launches only; graphs are not used while
+ * profiling). */
 void clef_cuda_set_graphs(clef_backend *b, int graphs);
 void clef_cuda_set_profile(clef_backend *b, int profile);
 
 /* Graph replays and captures so far. */
 void clef_cuda_graph_stats(const clef_backend *b, long *replays, long *captures);
 
+/* GEMM shapes that could not use their shape's row-independent algorithm
+ * and fell back to one chosen for their row count (each breaks batch
+ * invariance for that shape; 0 is the contract), and heuristic queries. */
+void clef_cuda_gemm_stats(const clef_backend *b, long *fallbacks, long *heuristics);
+
 typedef enum {
     CLEF_CUDA_PROF_EMBED = 0,    /* embedding gather */
     CLEF_CUDA_PROF_GDN,          /* input norm + gated delta-net mixer */
     CLEF_CUDA_PROF_ATTN,         /* input norm + gated attention mixer */
     CLEF_CUDA_PROF_MLP,          /* post norm + SwiGLU MLP */
-    CLEF_CUDA_PROF_HEAD,         /* final norm + joint schema head + softmax */
+    CLEF_CUDA_PROF_HEAD,         /* final norm + joint schema head */
     CLEF_CUDA_PROF_COUNT
 } clef_cuda_prof;
 

@@ -132,4 +132,45 @@ cdiv(int64_t a, int64_t b)
     return (unsigned) ((a + b - 1) / b);
 }
 
+/* Lets `kernel` launch with `dynamic` bytes of dynamic shared memory.  The
+ * device's opt-in limit bounds static and dynamic shared memory together
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize + sharedSizeBytes <=
+ * cudaDevAttrMaxSharedMemoryPerBlockOptin): asking for the whole opt-in
+ * fails with cudaErrorInvalidValue as soon as the kernel has one static
+ * __shared__ array.  dynamic < 0 asks for all that is left beside the
+ * static part.  *granted (may be NULL) receives what was set. */
+template <typename K>
+static cudaError_t
+smem_allow(K *kernel, long dynamic, int *granted)
+{
+    cudaFuncAttributes  fa;
+    cudaError_t         e;
+    long                room;
+    int                 dev, optin;
+
+    e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) {
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    }
+    if (e == cudaSuccess) {
+        e = cudaFuncGetAttributes(&fa, kernel);
+    }
+    if (e != cudaSuccess) {
+        return e;
+    }
+    room = (long) optin - (long) fa.sharedSizeBytes;
+    if (dynamic < 0) {
+        dynamic = room;
+    }
+    if (dynamic > room) {
+        return cudaErrorInvalidValue;       /* cannot fit on this device */
+    }
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int) dynamic);
+    if (e == cudaSuccess && granted != NULL) {
+        *granted = (int) dynamic;
+    }
+    return e;
+}
+
 #endif

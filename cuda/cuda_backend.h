@@ -16,7 +16,8 @@
 #include "kernels.h"
 #include "model.h"
 
-#define CUDA_GRAPHS      16          /* batch shapes kept as graphs */
+#define CUDA_GRAPHS      16          /* launch shapes kept as graphs */
+#define CUDA_GRAPH_KEY   13          /* int32 counts of a launch shape (graphs.c) */
 #define CUDA_MARKS_MAX   (4 * CLEF_MAX_LAYERS + 8)
 
 typedef struct {
@@ -68,9 +69,9 @@ typedef struct {
 } cuda_head_w;
 
 /* Sizes of one batch and where each metadata array starts (in int32s) in
- * the staging buffer.  The first sig_len int32s (everything but the token
- * positions and ids) determine every launch of a forward: they are the key
- * of the graph cache.  Positions follow from cu_seqlens, ids are data. */
+ * the staging buffer.  The counts alone size every launch of a forward
+ * (the offsets follow from them): they are the key of the graph cache;
+ * the arrays are data the kernels read from the device copy. */
 typedef struct {
     int     T, NR, Q, N;
     int     n_tiles, n_jobs, max_opts;
@@ -79,23 +80,22 @@ typedef struct {
     size_t  o_cu, o_tiles, o_jobs, o_oq, o_qrec, o_qtype, o_qoff;
     size_t  o_og_g, o_og_i, o_og_gi, o_fm_g, o_fm_i, o_fm_gi;
     size_t  o_fs_g, o_fs_i, o_fs_gi;
-    size_t  o_pos, o_ids, sig_len, total;
+    size_t  o_pos, o_ids, total;
 } cuda_plan;
 
 /* Device workspace, carved from one allocation sized by capacities. */
 typedef struct {
     int          cap_T, cap_N, cap_Q, cap_NR, cap_items;
     clef_bf16   *hid, *xn, *proj, *mix, *act;
-    float       *X, *M, *Mn, *KV, *means, *QVP, *GP;
+    float       *X, *M, *Mn, *KV, *QVP, *GP;
+    float       *qv, *ctx, *glob, *lex;  /* span means, each 256-byte aligned */
     float       *R, *Rn, *Qh, *A, *FF, *Fq, *Ro, *Z, *Hs, *part;
-    float       *logits, *probs;
+    float       *logits;
 } cuda_ws;
 
 typedef struct {
     int              used;
-    uint64_t         hash;
-    int32_t         *sig;
-    size_t           sig_len;
+    int32_t          key[CUDA_GRAPH_KEY];
     cudaGraphExec_t  exec;           /* NULL until the shape is seen twice */
     int              failed;         /* capture failed: always eager */
     uint64_t         stamp;
@@ -129,7 +129,7 @@ struct clef_backend {
     size_t      dmeta_cap;           /* int32s */
     int32_t    *hmeta;               /* pinned staging */
     size_t      hmeta_cap;
-    float      *hout;                /* pinned: logits, probs */
+    float      *hout;                /* pinned: the logits */
     size_t      hout_cap;            /* floats */
 
     /* graphs */
@@ -156,10 +156,15 @@ int   cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
     clef_error *err);
 
 /* forward.c: enqueue the backbone (ids -> ws.xn, final-norm output) and the
- * head (ws.xn -> ws.logits, ws.probs) on b->stream. */
+ * head (ws.xn -> ws.logits) on b->stream. */
 int   cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err);
 int   cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err);
 void  cuda_mark(clef_backend *b, int type);
+
+/* graphs.c: the entry for p's launch shape, a new one (evicting the least
+ * recently used) with *fresh set when absent. */
+cuda_graph *cuda_graph_lookup(clef_backend *b, const cuda_plan *p, int *fresh);
+void        cuda_graphs_clear(clef_backend *b);
 
 /* Turns a failed CUDA call into a clef_error (returns 0 on success). */
 int   cuda_check(cudaError_t e, const char *what, clef_error *err);

@@ -198,8 +198,8 @@ cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err)
     const int32_t      *meta = b->dmeta;
     const int           T = p->T, N = p->N, Q = p->Q, NR = p->NR;
     const int           H = b->H, W = b->W, F = b->F;
-    float              *QV = w->means, *CTX = QV + (size_t) Q * H;
-    float              *G = CTX + (size_t) N * H, *LEX = G + (size_t) NR * H;
+    float              *QV = w->qv, *CTX = w->ctx, *G = w->glob, *LEX = w->lex;
+    const int32_t      *jobs = meta + p->o_jobs;
     const float         eps = 1e-5f;
     clef_k_fields_args    fa;
     clef_k_score_args     sa;
@@ -209,8 +209,18 @@ cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err)
     CK(clef_k_layernorm(w->xn, 1, H, w->X, H, h->hn_w, h->hn_b, T, H, eps, s),
        "hidden norm");
     GEMM(CLEF_GEMM_TF32, T, W, H, h->mem_proj, H, w->X, H, w->M, W, 0.0f, NULL);
-    CK(clef_k_span_mean(meta + p->o_jobs, p->n_jobs, w->X, meta + p->o_ids,
-                        b->lm_head, w->means, H, s), "span means");
+    /* Span means, one launch per kind of span into a buffer of its own:
+     * were they rows of one buffer, the products below would read inputs
+     * offset by Q or N rows of H floats, whose alignment (part of the GEMM
+     * algorithm's key, gemm.h) would change with the batch. */
+    CK(clef_k_span_mean(jobs, Q, w->X, meta + p->o_ids, b->lm_head, QV, H, s),
+       "question means");
+    CK(clef_k_span_mean(jobs + 3 * (size_t) Q, N, w->X, meta + p->o_ids, b->lm_head,
+                        CTX, H, s), "option means");
+    CK(clef_k_span_mean(jobs + 3 * (size_t) (Q + N), NR, w->X, meta + p->o_ids,
+                        b->lm_head, G, H, s), "last-token rows");
+    CK(clef_k_span_mean(jobs + 3 * (size_t) (Q + N + NR), N, w->X, meta + p->o_ids,
+                        b->lm_head, LEX, H, s), "option lexical means");
 
     /* Option queries R = ctx Wc + lex Wl + (qv Woq)[q(o)]. */
     GEMM(CLEF_GEMM_F32, Q, 2 * W, H, h->qv_proj, H, QV, H, w->QVP, 2 * W, 0.0f, NULL);
@@ -330,7 +340,5 @@ cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err)
     sa.logits = w->logits;
     sa.N = N;
     CK(clef_k_scores(&sa, s), "scores");
-    CK(clef_k_softmax_questions(w->logits, meta + p->o_qoff, Q, w->probs, s),
-       "softmax");
     return 0;
 }

@@ -390,17 +390,19 @@ clef_k_gdn_supported(int dk, int dv)
     return dk >= 1 && dk <= GDN_MAX_DK && dv >= 1;
 }
 
+/* Each slice width's largest launch (dk = 128): 150 KB for BV = 32.  The
+ * kernel has no static shared memory; smem_allow() checks the sum anyway. */
 extern "C" cudaError_t
 clef_k_setup_gdn(void)
 {
     cudaError_t  e;
 
-    e = cudaFuncSetAttribute(gdn_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        (int) (gdn_layout_for(GDN_MAX_DK, 32).total * sizeof(float)));
+    e = smem_allow(gdn_kernel<32>,
+                   (long) gdn_layout_for(GDN_MAX_DK, 32).total * (long) sizeof(float), NULL);
     if (e == cudaSuccess) {
-        e = cudaFuncSetAttribute(gdn_kernel<16>,
-            cudaFuncAttributeMaxDynamicSharedMemorySize,
-            (int) (gdn_layout_for(GDN_MAX_DK, 16).total * sizeof(float)));
+        e = smem_allow(gdn_kernel<16>,
+                       (long) gdn_layout_for(GDN_MAX_DK, 16).total * (long) sizeof(float),
+                       NULL);
     }
     return e;
 }

@@ -1,3 +1,8 @@
+/*
+ * The cuBLASLt products of gemm.h: a plan per exact shape (descriptors and
+ * layouts for its row count) over an algorithm per shape without its row
+ * count, which is what keeps rows independent of the batch.
+ */
 #include "gemm.h"
 
 #include <stdint.h>
@@ -10,6 +15,14 @@
 
 #define GEMM_WORKSPACE   (32u << 20)    /* what cuBLASLt asks for on Hopper */
 #define GEMM_SLOTS       1024           /* per table, a power of two */
+
+/* The row count a shape's algorithm is chosen for: between a lone
+ * 328-token request and a packed batch of many thousand rows, leaning to
+ * the request, whose few row tiles would leave SMs idle under the large
+ * tiles a 64k-row choice brings; the large batches lose less with smaller
+ * tiles.  cuda_bench's latency and MFU figures are what to weigh before
+ * changing it; any value keeps batch invariance. */
+#define GEMM_REF_ROWS    512
 
 typedef struct {
     int32_t  mode, rows, n, k, ldw, ldx, ldd;
@@ -30,18 +43,21 @@ typedef struct {
     int                      bias_kernel;   /* epilogue refused: add bias after */
 } gemm_plan;
 
+/* A shape's algorithm, whatever the row count (rows = 0 in the key). */
 typedef struct {
-    gemm_head                h;             /* rows rounded up in the key */
+    gemm_head                h;
     cublasLtMatmulAlgo_t     algo;
     int                      bias_kernel;
-} gemm_bucket;
+    int                      none;          /* no one-pass algorithm exists */
+} gemm_algo;
 
 struct clef_gemm {
     cublasLtHandle_t  lt;
     void             *ws;
     gemm_plan        *plans;
-    gemm_bucket      *buckets;
+    gemm_algo        *algos;
     long              heuristic_calls;
+    long              fallbacks;
 };
 
 static int
@@ -63,8 +79,8 @@ clef_gemm_create(clef_gemm **out, clef_error *err)
         return clef_error_set(err, 500, "internal", NULL, "out of memory");
     }
     g->plans = calloc(GEMM_SLOTS, sizeof(*g->plans));
-    g->buckets = calloc(GEMM_SLOTS, sizeof(*g->buckets));
-    if (g->plans == NULL || g->buckets == NULL) {
+    g->algos = calloc(GEMM_SLOTS, sizeof(*g->algos));
+    if (g->plans == NULL || g->algos == NULL) {
         clef_gemm_destroy(g);
         return clef_error_set(err, 500, "internal", NULL, "out of memory");
     }
@@ -118,7 +134,7 @@ clef_gemm_destroy(clef_gemm *g)
         cublasLtDestroy(g->lt);
     }
     free(g->plans);
-    free(g->buckets);
+    free(g->algos);
     free(g);
 }
 
@@ -126,6 +142,12 @@ long
 clef_gemm_heuristic_calls(const clef_gemm *g)
 {
     return g->heuristic_calls;
+}
+
+long
+clef_gemm_fallbacks(const clef_gemm *g)
+{
+    return g->fallbacks;
 }
 
 static uint32_t
@@ -151,17 +173,6 @@ alignment(const void *p)
         al >>= 1;
     }
     return al;
-}
-
-static int32_t
-round_up_pow2(int32_t v)
-{
-    int32_t  r = 16;
-
-    while (r < v && r < (1 << 30)) {
-        r <<= 1;
-    }
-    return r;
 }
 
 /* Open addressing over slots of `stride` bytes that start with a gemm_head.
@@ -262,8 +273,12 @@ destroy_desc(gemm_plan *p)
     cublasLtMatmulDescDestroy(p->desc);
 }
 
+/* The heuristics' best algorithm for p's shape, asked first among those
+ * that compute every dot product in one sequence (reduction mask NONE),
+ * then without that filter in case this cuBLASLt reads a zero mask as
+ * "none allowed". */
 static int
-heuristic(clef_gemm *g, const gemm_key *k, gemm_plan *p)
+heuristic_query(clef_gemm *g, const gemm_key *k, gemm_plan *p, int one_pass_only)
 {
     cublasLtMatmulPreference_t       pref;
     cublasLtMatmulHeuristicResult_t  res;
@@ -271,6 +286,7 @@ heuristic(clef_gemm *g, const gemm_key *k, gemm_plan *p)
     uint32_t                         aw = (uint32_t) k->align_w;
     uint32_t                         ax = (uint32_t) k->align_x;
     uint32_t                         ad = (uint32_t) k->align_d;
+    uint32_t                         mask = CUBLASLT_REDUCTION_SCHEME_NONE;
     int                              n = 0;
     cublasStatus_t                   st;
 
@@ -280,6 +296,10 @@ heuristic(clef_gemm *g, const gemm_key *k, gemm_plan *p)
     }
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
         &ws, sizeof(ws));
+    if (one_pass_only) {
+        cublasLtMatmulPreferenceSetAttribute(pref,
+            CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask));
+    }
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
         &aw, sizeof(aw));
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -298,6 +318,39 @@ heuristic(clef_gemm *g, const gemm_key *k, gemm_plan *p)
     return 0;
 }
 
+/* An algorithm for p's shape pinned to one pass over k: split-K 1, no
+ * reduction scheme, whatever the heuristics preferred.  A split-K count
+ * chosen per shape would add a row's partial sums in an order that the
+ * row count decides (cuda/README.md, "Determinism"). */
+static int
+heuristic(clef_gemm *g, const gemm_key *k, gemm_plan *p)
+{
+    uint32_t  none = CUBLASLT_REDUCTION_SCHEME_NONE;
+    int32_t   splits = 0, one = 1;
+    size_t    wr;
+
+    if (heuristic_query(g, k, p, 1) != 0 && heuristic_query(g, k, p, 0) != 0) {
+        return -1;
+    }
+    if (cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                             &splits, sizeof(splits), &wr)
+        != CUBLAS_STATUS_SUCCESS)
+    {
+        splits = 0;
+    }
+    if (splits != 1
+        && (cublasLtMatmulAlgoConfigSetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                 &one, sizeof(one))
+                != CUBLAS_STATUS_SUCCESS
+            || cublasLtMatmulAlgoConfigSetAttribute(&p->algo,
+                   CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &none, sizeof(none))
+                != CUBLAS_STATUS_SUCCESS))
+    {
+        return -1;
+    }
+    return 0;
+}
+
 static int
 algo_fits(clef_gemm *g, gemm_plan *p)
 {
@@ -308,31 +361,65 @@ algo_fits(clef_gemm *g, gemm_plan *p)
            && res.workspaceSize <= GEMM_WORKSPACE;
 }
 
-/* Builds the plan for k: the bucket's algorithm when it checks out for this
- * exact shape, the heuristics' otherwise; a refused bias epilogue falls back
- * to a plain product plus a bias kernel. */
+/* The row-independent algorithm of k's shape (k->rows ignored): chosen
+ * once, for GEMM_REF_ROWS rows, with the bias epilogue when cuBLASLt has
+ * one and a separate bias kernel otherwise.  NULL when none exists. */
+static gemm_algo *
+shape_algo(clef_gemm *g, const gemm_key *k, const float *bias, clef_error *err)
+{
+    gemm_key    sk = *k;
+    gemm_algo  *a;
+    gemm_plan   tmp;
+    int         ai, found, want_bias;
+
+    sk.rows = 0;
+    ai = slot_find(g->algos, sizeof(gemm_algo), &sk, &found);
+    if (ai < 0) {
+        memset(g->algos, 0, GEMM_SLOTS * sizeof(*g->algos));
+        ai = slot_find(g->algos, sizeof(gemm_algo), &sk, &found);
+    }
+    a = &g->algos[ai];
+    if (found) {
+        return a->none ? NULL : a;
+    }
+
+    a->h.key = sk;
+    a->h.used = 1;
+    a->none = 1;
+    sk.rows = GEMM_REF_ROWS;
+    for (want_bias = k->bias; want_bias >= 0; want_bias--) {
+        memset(&tmp, 0, sizeof(tmp));
+        if (make_desc(&sk, want_bias, bias, &tmp, err) != 0) {
+            return NULL;
+        }
+        if (heuristic(g, &sk, &tmp) == 0 && algo_fits(g, &tmp)) {
+            a->algo = tmp.algo;
+            a->bias_kernel = k->bias && !want_bias;
+            a->none = 0;
+            destroy_desc(&tmp);
+            return a;
+        }
+        destroy_desc(&tmp);
+    }
+    return NULL;
+}
+
+/* Builds the plan of k: its shape's algorithm when cuBLASLt accepts it for
+ * this row count; otherwise (counted as a fallback: this shape's rows then
+ * depend on the batch) the heuristics' choice for this row count. */
 static int
 plan_build(clef_gemm *g, const gemm_key *k, const float *bias, gemm_plan *p,
     clef_error *err)
 {
-    gemm_key      bk = *k;
-    gemm_bucket  *b;
-    int           bi, found, want_bias;
+    gemm_algo  *a = shape_algo(g, k, bias, err);
+    int         want_bias;
 
-    bk.rows = round_up_pow2(k->rows);
-    bi = slot_find(g->buckets, sizeof(gemm_bucket), &bk, &found);
-    if (bi < 0) {
-        memset(g->buckets, 0, GEMM_SLOTS * sizeof(*g->buckets));
-        bi = slot_find(g->buckets, sizeof(gemm_bucket), &bk, &found);
-    }
-    b = &g->buckets[bi];
-
-    if (found) {
-        if (make_desc(k, k->bias && !b->bias_kernel, bias, p, err) != 0) {
+    if (a != NULL) {
+        if (make_desc(k, k->bias && !a->bias_kernel, bias, p, err) != 0) {
             return -1;
         }
-        p->algo = b->algo;
-        p->bias_kernel = b->bias_kernel;
+        p->algo = a->algo;
+        p->bias_kernel = a->bias_kernel;
         if (algo_fits(g, p)) {
             p->h.key = *k;
             p->h.used = 1;
@@ -345,20 +432,14 @@ plan_build(clef_gemm *g, const gemm_key *k, const float *bias, gemm_plan *p,
         if (make_desc(k, want_bias, bias, p, err) != 0) {
             return -1;
         }
-        if (heuristic(g, k, p) == 0) {
+        if (heuristic(g, k, p) == 0 && algo_fits(g, p)) {
             p->bias_kernel = k->bias && !want_bias;
             p->h.key = *k;
             p->h.used = 1;
-            b->h.used = 1;
-            b->h.key = bk;
-            b->algo = p->algo;
-            b->bias_kernel = p->bias_kernel;
+            g->fallbacks++;
             return 0;
         }
         destroy_desc(p);
-        if (!k->bias) {
-            break;
-        }
     }
     return clef_error_set(err, 500, "cuda", NULL,
         "cuBLASLt has no algorithm for mode %d, %d x %d x %d", k->mode,

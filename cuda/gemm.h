@@ -4,10 +4,18 @@
  *   D[rows][n] = X[rows][k] . W[n][k]^T + beta * D  (+ bias[n])
  *
  * W is a weight as stored ([out, in], row-major), X and D are row-major
- * activations.  The algorithm for each shape comes from cuBLASLt's
- * heuristics once and is cached (per exact shape, and per shape with the
- * row count rounded up to a power of two so that a new batch size reuses a
- * checked algorithm instead of asking the heuristics again).
+ * activations.
+ *
+ * Batch invariance (cuda/README.md, "Determinism"): row r of D depends on
+ * row r of X and on nothing else of the batch, bit for bit.  cuBLASLt's
+ * heuristics choose by the whole shape, rows included, and for few rows
+ * they pick split-K, whose partial sums add in another order.  So each
+ * shape's algorithm is chosen once *without* its row count (mode, n, k,
+ * strides, alignments, beta, bias): asked for GEMM_REF_ROWS rows, among
+ * the algorithms that run each dot product in one sequence (reduction
+ * scheme NONE, split-K pinned to 1), and that configuration then runs every
+ * row count.  A row count cuBLASLt refuses it for gets its own algorithm,
+ * counted by clef_gemm_fallbacks() (0 is the contract; the tests check).
  */
 #ifndef CLEF_CUDA_GEMM_H
 #define CLEF_CUDA_GEMM_H
@@ -31,7 +39,10 @@ int  clef_gemm_run(clef_gemm *g, cudaStream_t s, clef_gemm_mode mode,
     int rows, int n, int k, const void *W, int ldw, const void *X, int ldx,
     void *D, int ldd, float beta, const float *bias, clef_error *err);
 
-/* Number of heuristic queries made so far (a cache miss costs one). */
+/* Heuristic queries made so far (one per new shape, whatever its rows). */
 long clef_gemm_heuristic_calls(const clef_gemm *g);
+
+/* Row counts that could not use their shape's algorithm. */
+long clef_gemm_fallbacks(const clef_gemm *g);
 
 #endif

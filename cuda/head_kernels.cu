@@ -1,9 +1,9 @@
 /*
  * Kernels of the joint schema head (spec/clef-encoder-and-head.md §5), all
  * fp32: LayerNorm, span means, exact-erf GELU, the small attentions of the
- * routing and decoder layers, field assembly, option scores and the
- * per-question softmax.  The head's matrix products are cuBLASLt calls made
- * by cuda/head.c.
+ * routing and decoder layers, field assembly and option scores.  The
+ * head's matrix products are cuBLASLt calls made by cuda/forward.c; the
+ * per-question softmax is the host's (engine/answer.c), from the logits.
  */
 #include "common.cuh"
 
@@ -412,6 +412,10 @@ fields_kernel(clef_k_fields_args a)
     }
 }
 
+/* Dynamic shared memory the fields kernel may use, set by
+ * clef_k_setup_head(); the default limit until then. */
+static int  fields_smem_max = 48 * 1024 - 32 * (int) sizeof(float);
+
 extern "C" cudaError_t
 clef_k_fields(const clef_k_fields_args *a, cudaStream_t s)
 {
@@ -421,26 +425,22 @@ clef_k_fields(const clef_k_fields_args *a, cudaStream_t s)
         return cudaSuccess;
     }
     bytes = (size_t) (a->W + a->max_opts) * sizeof(float);
+    if (bytes > (size_t) fields_smem_max) {
+        return cudaErrorInvalidValue;   /* a head or a question too wide */
+    }
     fields_kernel<<<a->Q, 256, bytes, s>>>(*a);
     return cudaGetLastError();
 }
 
 /* The fields kernel keeps a row of W floats and one logit per option in
- * shared memory: allow it all the device has. */
+ * shared memory, beside its static reduction array.  W and the options of
+ * a question are known only per model and per batch, so it may use all
+ * the opt-in room the static array leaves (W = 1024 with 255 options
+ * needs 5 KB; the launcher refuses what does not fit). */
 extern "C" cudaError_t
 clef_k_setup_head(void)
 {
-    int          dev, optin;
-    cudaError_t  e = cudaGetDevice(&dev);
-
-    if (e == cudaSuccess) {
-        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    }
-    if (e == cudaSuccess) {
-        e = cudaFuncSetAttribute(fields_kernel,
-            cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-    }
-    return e;
+    return smem_allow(fields_kernel, -1, &fields_smem_max);
 }
 
 /* ---- scorer input and scores ---------------------------------------------- */
@@ -525,38 +525,6 @@ clef_k_scores(const clef_k_score_args *a, cudaStream_t s)
 {
     if (a->N > 0) {
         scores_kernel<<<a->N, 256, 0, s>>>(*a);
-    }
-    return cudaGetLastError();
-}
-
-/* ---- per-question softmax --------------------------------------------------- */
-
-static __global__ void
-softmax_questions_kernel(const float *logits, const int32_t *off, float *probs)
-{
-    __shared__ float  red[32];
-    const int         b = off[blockIdx.x], e = off[blockIdx.x + 1];
-    float             mx = -INFINITY, sum = 0.0f;
-
-    for (int i = b + threadIdx.x; i < e; i += blockDim.x) {
-        mx = fmaxf(mx, logits[i]);
-    }
-    mx = block_max(mx, red);
-    for (int i = b + threadIdx.x; i < e; i += blockDim.x) {
-        sum += expf(logits[i] - mx);
-    }
-    sum = block_sum(sum, red);
-    for (int i = b + threadIdx.x; i < e; i += blockDim.x) {
-        probs[i] = expf(logits[i] - mx) / sum;
-    }
-}
-
-extern "C" cudaError_t
-clef_k_softmax_questions(const float *logits, const int32_t *q_opt_off, int Q,
-    float *probs, cudaStream_t s)
-{
-    if (Q > 0) {
-        softmax_questions_kernel<<<Q, 128, 0, s>>>(logits, q_opt_off, probs);
     }
     return cudaGetLastError();
 }

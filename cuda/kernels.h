@@ -23,8 +23,10 @@ extern "C" {
 typedef uint16_t  clef_bf16;
 
 /* Raises the dynamic shared-memory limit of the kernels that use more than
- * 48 KB.  Once per device (it applies to the current one), before any
- * launch and outside graph capture. */
+ * 48 KB, each to what its largest launch needs (the fields kernel: to what
+ * its static array leaves of the opt-in limit).  Once per device (it
+ * applies to the current one), before any launch and outside graph
+ * capture.  cudaErrorInvalidValue: a kernel cannot fit on this device. */
 cudaError_t clef_k_setup(void);
 cudaError_t clef_k_setup_gdn(void);
 cudaError_t clef_k_setup_attention(void);
@@ -189,6 +191,8 @@ typedef struct {
     float           eps;
 } clef_k_fields_args;
 
+/* cudaErrorInvalidValue when W + max_opts floats exceed the shared memory
+ * clef_k_setup_head() obtained. */
 cudaError_t clef_k_fields(const clef_k_fields_args *a, cudaStream_t s);
 
 /* Z[o] = [F[q(o)], Ro[o], F*Ro, |F - Ro|]  ([N][4W]). */
@@ -211,10 +215,6 @@ typedef struct {
 } clef_k_score_args;
 
 cudaError_t clef_k_scores(const clef_k_score_args *a, cudaStream_t s);
-
-/* probs = per-question softmax of logits (q_opt_off [Q + 1]). */
-cudaError_t clef_k_softmax_questions(const float *logits,
-    const int32_t *q_opt_off, int Q, float *probs, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -215,7 +215,6 @@ cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
     p->o_fs_i = p->o_fs_g + 4 * (size_t) fs_g;
     p->o_fs_gi = p->o_fs_i + 2 * (size_t) fs_i;
     p->o_pos = p->o_fs_gi + (size_t) fs_g + 1;
-    p->sig_len = p->o_pos;
     p->o_ids = p->o_pos + (size_t) T;
     p->total = p->o_ids + (size_t) T;
 

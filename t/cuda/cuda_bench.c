@@ -1,40 +1,58 @@
 /*
  * cuda_bench: times the CUDA backend on a checkpoint (made for the
- * clef-flash shape: `clef mkmodel --shape clef-flash`).
+ * clef-flash shape: `clef mkmodel --shape clef-flash`) and checks its own
+ * results on the way.
  *
  *   cuda_bench MODEL_DIR [--out DIR] [--latency-runs N] [--quick]
  *
- *  latency     one 328-token request with 3 questions (2, 4 and 5 options),
- *              end to end (metadata upload, graph replay, logits back):
- *              p50/p90/p99 over N runs (default 300) after 20 warm-ups, and
- *              the same without CUDA graphs
- *  throughput  packed batches of records of 256..1024 tokens filling 4k, 16k
- *              and 64k token budgets: tokens/s and the fraction of 790 TFLOP/s
- *              at 13.84 GFLOP per token (the 9B's dense FLOPs)
- *  long        one record of 65,536 tokens
- *  layers      time per layer type (embedding, GDN, attention, MLP, head)
- *              from CUDA events, per forward
+ * In this order, each figure printed (and stdout flushed) as soon as it is
+ * measured, and DIR/cuda_bench.json rewritten after each section, so that a
+ * run stopped by a time limit still reports everything before it:
  *
- * The table goes to stdout, the numbers as JSON to DIR/cuda_bench.json.
+ *  checks      on the 328-token request with 3 questions (2, 4 and 5
+ *              options): finite probabilities (the host's softmax of the
+ *              logits, as answers take it) that sum to 1 per question; the
+ *              graph replay gives the eager logits bit for bit; the request
+ *              packed inside a 4k batch gives its lone logits bit for bit
+ *              (cuda/README.md, "Determinism"); no GEMM fell back to a
+ *              row-dependent algorithm
+ *  latency     that request end to end (metadata upload, launches, logits
+ *              back): p50/p90/p99 over N runs (default 300), eager and graph
+ *              replay.  Production sees the eager figure: a graph replays
+ *              only when a launch shape repeats (cuda/graphs.c), and packed
+ *              production batches almost never do
+ *  throughput  packed batches of records of 256..1024 tokens filling 4k,
+ *              16k and 64k token budgets, eager: tokens/s and the fraction
+ *              of 790 TFLOP/s at 13.84 GFLOP per token (the 9B's dense FLOPs)
+ *  long        one record of 65,536 tokens, eager
+ *  layers      ms per forward by layer type (embedding, GDN, attention,
+ *              MLP, head) from CUDA events, eager
+ *
  * Token ids and spans are synthetic: the timing depends only on shapes.
+ * Exit status: 0, 1 when a check failed or a forward could not run (the
+ * figures measured before are printed), 2 for usage.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
+#include "answer.h"
 #include "clef_cuda.h"
 #include "clock.h"
 #include "splitmix64.h"
 
 #define GFLOP_PER_TOKEN  13.84
 #define PEAK_TFLOPS      790.0
+#define REQ_LEN          328
 
 static const char  *prof_names[CLEF_CUDA_PROF_COUNT] = {
     "embed", "gdn", "attention", "mlp", "head"
 };
+static const long   budgets[3] = { 4096, 16384, 65536 };
 
 static uint64_t  rng = 12345;
 
@@ -44,21 +62,159 @@ rnd(void)
     return clef_splitmix64(&rng);
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-    double  x = *(const double *) a, y = *(const double *) b;
+/* ---- results, printed as they come and kept for the JSON ---------------- */
 
-    return x < y ? -1 : x > y;
+typedef struct {
+    int     have;
+    double  p50, p90, p99, min;
+    int     runs;
+} lat_fig;
+
+typedef struct {
+    char     device[256];
+    int      sms;
+    const char *model;
+    double   open_s;
+    int      checks_run, checks_failed;
+    double   prob_sum_err;            /* max |sum - 1| over questions */
+    int      probs_finite, graph_equal, batch_equal;
+    long     fallbacks, heuristics;
+    lat_fig  eager, graph;
+    int      have_tput[3];
+    long     tput_tokens[3];
+    int      tput_records[3];
+    double   tput_s[3];
+    int      have_long;
+    double   long_s;
+    int      have_prof[3];
+    double   prof[3][CLEF_CUDA_PROF_COUNT];
+    long     replays, captures;
+    const char *stopped;              /* what failed, NULL when all ran */
+} results;
+
+static results     res;
+static const char *out_dir;
+
+static void
+json_lat(FILE *f, const char *key, const lat_fig *l)
+{
+    if (!l->have) {
+        fprintf(f, "    \"%s\": null", key);
+        return;
+    }
+    fprintf(f, "    \"%s\": {\"runs\": %d, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
+               "\"p99_ms\": %.4f, \"min_ms\": %.4f}", key, l->runs, l->p50 * 1e3,
+            l->p90 * 1e3, l->p99 * 1e3, l->min * 1e3);
 }
 
-static double
-pct(const double *sorted, int n, double p)
+/* The whole file again, through a rename, so that a reader never sees half
+ * of it. */
+static void
+json_write(void)
 {
-    int  i = (int) ceil(p / 100.0 * n) - 1;
+    static const char  *pk[3] = { "request_328", "batch_16k", "record_65536" };
+    char                path[1024], tmp[1100];
+    FILE               *f;
+    int                 k, i;
 
-    return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
+    if (out_dir == NULL) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/cuda_bench.json", out_dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (f == NULL) {
+        return;
+    }
+    fprintf(f, "{\n  \"device\": \"%s\",\n  \"sms\": %d,\n  \"model\": \"%s\",\n",
+            res.device, res.sms, res.model);
+    fprintf(f, "  \"open_s\": %.3f,\n  \"stopped\": %s%s%s,\n", res.open_s,
+            res.stopped ? "\"" : "", res.stopped ? res.stopped : "null",
+            res.stopped ? "\"" : "");
+    fprintf(f, "  \"checks\": {\"run\": %d, \"failed\": %d, \"probs_finite\": %d, "
+               "\"prob_sum_max_err\": %.3g, \"graph_equals_eager\": %d, "
+               "\"packed_equals_alone\": %d, \"gemm_fallbacks\": %ld},\n",
+            res.checks_run, res.checks_failed, res.probs_finite, res.prob_sum_err,
+            res.graph_equal, res.batch_equal, res.fallbacks);
+    fprintf(f, "  \"latency_328\": {\n    \"production\": \"eager\",\n");
+    json_lat(f, "eager", &res.eager);
+    fprintf(f, ",\n");
+    json_lat(f, "graph", &res.graph);
+    fprintf(f, "\n  },\n  \"gflop_per_token\": %.2f,\n  \"peak_tflops\": %.0f,\n",
+            GFLOP_PER_TOKEN, PEAK_TFLOPS);
+    fprintf(f, "  \"throughput\": [");
+    for (k = 0; k < 3; k++) {
+        double  tps;
+
+        if (!res.have_tput[k]) {
+            continue;
+        }
+        tps = res.tput_tokens[k] / res.tput_s[k];
+        fprintf(f, "%s\n    {\"budget\": %ld, \"tokens\": %ld, \"records\": %d, "
+                   "\"ms\": %.3f, \"tokens_per_s\": %.1f, \"tflops\": %.2f, "
+                   "\"mfu\": %.4f}", k ? "," : "", budgets[k], res.tput_tokens[k],
+                res.tput_records[k], res.tput_s[k] * 1e3, tps,
+                tps * GFLOP_PER_TOKEN / 1e3, tps * GFLOP_PER_TOKEN / 1e3 / PEAK_TFLOPS);
+    }
+    fprintf(f, "\n  ],\n");
+    if (res.have_long) {
+        fprintf(f, "  \"long_65536\": {\"ms\": %.3f, \"tokens_per_s\": %.1f},\n",
+                res.long_s * 1e3, 65536 / res.long_s);
+    } else {
+        fprintf(f, "  \"long_65536\": null,\n");
+    }
+    fprintf(f, "  \"layer_ms_per_forward\": {");
+    for (k = 0; k < 3; k++) {
+        fprintf(f, "%s\n    \"%s\": ", k ? "," : "", pk[k]);
+        if (!res.have_prof[k]) {
+            fprintf(f, "null");
+            continue;
+        }
+        fprintf(f, "{");
+        for (i = 0; i < CLEF_CUDA_PROF_COUNT; i++) {
+            fprintf(f, "%s\"%s\": %.4f", i ? ", " : "", prof_names[i], res.prof[k][i]);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  },\n  \"graphs\": {\"captures\": %ld, \"replays\": %ld}\n}\n",
+            res.captures, res.replays);
+    fclose(f);
+    rename(tmp, path);
 }
+
+static void
+say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+say(const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+static void
+check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+check(int ok, const char *fmt, ...)
+{
+    va_list  ap;
+
+    res.checks_run++;
+    res.checks_failed += !ok;
+    printf("check: %s: ", ok ? "ok" : "FAILED");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* ---- batches ----------------------------------------------------------- */
 
 /* A record of len tokens shaped like a request: 3 questions (noul with 2
  * options, choice with 4, score with 5) whose spans sit in the schema at
@@ -105,16 +261,18 @@ make_record(clef_record *r, int len, int vocab)
 }
 
 typedef struct {
-    clef_record  *recs;
-    const clef_record **ptrs;
-    int32_t      *cu;
-    clef_batch    batch;
-    int           n;
-    long          tokens;
+    clef_record         *recs;
+    const clef_record  **ptrs;
+    int32_t             *cu;
+    clef_batch           batch;
+    int                  n;
+    long                 tokens;
 } bench_batch;
 
+/* Records of lens[]; with `first` (may be NULL) at index `at`, not owned. */
 static int
-batch_make(bench_batch *b, const int *lens, int n, int vocab)
+batch_make(bench_batch *b, const int *lens, int n, int vocab,
+    const clef_record *first, int at)
 {
     int  i;
 
@@ -126,6 +284,11 @@ batch_make(bench_batch *b, const int *lens, int n, int vocab)
         return -1;
     }
     for (i = 0; i < n; i++) {
+        if (first != NULL && i == at) {
+            b->ptrs[i] = first;
+            b->tokens += (long) first->ids.n;
+            continue;
+        }
         if (make_record(&b->recs[i], lens[i], vocab) != 0) {
             return -1;
         }
@@ -143,123 +306,212 @@ batch_free(bench_batch *b)
     int  i;
 
     for (i = 0; i < b->n; i++) {
-        clef_record_free(&b->recs[i]);
+        if (b->ptrs != NULL && b->ptrs[i] == &b->recs[i]) {
+            clef_record_free(&b->recs[i]);
+        }
     }
     free(b->recs);
     free(b->ptrs);
     free(b->cu);
 }
 
-/* Median seconds of `runs` forwards after `warm` untimed ones. */
+/* Records of 256..1024 tokens up to `budget` tokens. */
 static int
-time_forward(clef_backend *g, bench_batch *b, int warm, int runs, double *out,
-    double *sorted_all)
+budget_lens(long budget, int *lens, int cap)
 {
-    float       *probs = malloc(sizeof(float) * (size_t) clef_batch_options(&b->batch));
-    double      *t = sorted_all != NULL ? sorted_all : malloc(sizeof(double) * (size_t) runs);
-    clef_error   err;
-    int          i;
+    long  used = 0;
+    int   n = 0;
+
+    while (used < budget && n < cap) {
+        int  l = 256 + (int) (rnd() % 769);
+
+        if (used + l > budget) {
+            l = (int) (budget - used);
+            if (l < 160) {
+                break;
+            }
+        }
+        lens[n++] = l;
+        used += l;
+    }
+    return n;
+}
+
+/* ---- timing ------------------------------------------------------------- */
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double  x = *(const double *) a, y = *(const double *) b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double
+pct(const double *sorted, int n, double p)
+{
+    int  i = (int) ceil(p / 100.0 * n) - 1;
+
+    return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static int
+forward(clef_backend *g, bench_batch *b, float *logits)
+{
+    clef_error  err;
 
     memset(&err, 0, sizeof(err));
-    for (i = 0; i < warm + runs; i++) {
+    if (clef_cuda_backend_ops.forward(g, &b->batch, logits, &err) != 0) {
+        say("cuda_bench: forward of %ld tokens in %d records: %s\n", b->tokens, b->n,
+            err.message);
+        return -1;
+    }
+    return 0;
+}
+
+/* `runs` timed forwards after `warm` untimed ones; t[runs] sorted. */
+static int
+time_forward(clef_backend *g, bench_batch *b, int warm, int runs, double *t)
+{
+    float  *logits = malloc(sizeof(float) * (size_t) clef_batch_options(&b->batch));
+    int     i, rc = 0;
+
+    for (i = 0; rc == 0 && i < warm + runs; i++) {
         double  t0 = clef_clock_seconds();
 
-        if (clef_cuda_forward_probs(g, &b->batch, NULL, probs, &err) != 0) {
-            fprintf(stderr, "cuda_bench: forward of %ld tokens: %s\n", b->tokens,
-                    err.message);
-            free(probs);
-            if (sorted_all == NULL) {
-                free(t);
-            }
-            return -1;
-        }
+        rc = logits == NULL ? -1 : forward(g, b, logits);
         if (i >= warm) {
             t[i - warm] = clef_clock_seconds() - t0;
         }
     }
-    qsort(t, (size_t) runs, sizeof(double), cmp_double);
-    *out = pct(t, runs, 50);
-    free(probs);
-    if (sorted_all == NULL) {
-        free(t);
+    free(logits);
+    if (rc == 0) {
+        qsort(t, (size_t) runs, sizeof(double), cmp_double);
     }
+    return rc;
+}
+
+static int
+latency(clef_backend *g, bench_batch *req, int warm, int runs, const char *what,
+    lat_fig *l)
+{
+    double  *t = malloc(sizeof(double) * (size_t) runs);
+
+    if (t == NULL || time_forward(g, req, warm, runs, t) != 0) {
+        free(t);
+        return -1;
+    }
+    l->have = 1;
+    l->runs = runs;
+    l->p50 = pct(t, runs, 50);
+    l->p90 = pct(t, runs, 90);
+    l->p99 = pct(t, runs, 99);
+    l->min = t[0];
+    say("  %-44s p50 %8.3f  p90 %8.3f  p99 %8.3f  min %8.3f ms  (%d runs)\n", what,
+        l->p50 * 1e3, l->p90 * 1e3, l->p99 * 1e3, l->min * 1e3, runs);
+    free(t);
     return 0;
 }
 
-/* Per-layer-type milliseconds per forward over `runs` profiled forwards. */
+/* Per-layer-type ms per forward over `runs` profiled (eager) forwards. */
 static int
-profile(clef_backend *g, bench_batch *b, int runs, double ms[CLEF_CUDA_PROF_COUNT])
+profile(clef_backend *g, bench_batch *b, int runs, const char *what, double *ms)
 {
     clef_error  err;
-    double      dummy;
-    int         i, n;
+    double     *t = malloc(sizeof(double) * (size_t) runs), total = 0;
+    int         i, n = 0, rc;
 
     memset(&err, 0, sizeof(err));
     clef_cuda_set_profile(g, 1);
     clef_cuda_profile_reset(g);
-    if (time_forward(g, b, 0, runs, &dummy, NULL) != 0
-        || clef_cuda_profile_read(g, ms, &n, &err) != 0 || n == 0)
-    {
-        clef_cuda_set_profile(g, 0);
+    rc = t == NULL || time_forward(g, b, 0, runs, t) != 0
+         || clef_cuda_profile_read(g, ms, &n, &err) != 0 || n == 0 ? -1 : 0;
+    clef_cuda_set_profile(g, 0);
+    free(t);
+    if (rc != 0) {
         return -1;
     }
+    say("  %-22s", what);
     for (i = 0; i < CLEF_CUDA_PROF_COUNT; i++) {
         ms[i] /= n;
+        total += ms[i];
+        say(" %9.3f", ms[i]);
     }
-    clef_cuda_set_profile(g, 0);
+    say(" %9.3f\n", total);
     return 0;
 }
 
 static void
-json_layers(FILE *f, const char *key, const double *ms)
+prof_header(void)
 {
     int  i;
 
-    fprintf(f, "  \"%s\": {", key);
+    say("\nms per forward by layer type (CUDA events, eager)\n%-24s", "");
     for (i = 0; i < CLEF_CUDA_PROF_COUNT; i++) {
-        fprintf(f, "%s\"%s\": %.4f", i ? ", " : "", prof_names[i], ms[i]);
+        say(" %9s", prof_names[i]);
     }
-    fprintf(f, "}");
+    say(" %9s\n", "total");
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+static void
+check_probs(const bench_batch *b, const float *logits)
+{
+    int     r, q, o, off = 0, finite = 1;
+    double  worst = 0;
+    float  *p = malloc(sizeof(float) * (size_t) clef_batch_options(&b->batch));
+
+    if (p == NULL) {
+        return;
+    }
+    for (r = 0; r < b->n; r++) {
+        const clef_record  *rec = b->ptrs[r];
+
+        clef_answer_softmax(rec, logits + off, p + off);
+        for (q = 0; q < rec->n_questions; q++) {
+            double  sum = 0;
+
+            for (o = rec->option_offset[q]; o < rec->option_offset[q + 1]; o++) {
+                finite &= isfinite(logits[off + o]) && isfinite(p[off + o]);
+                sum += p[off + o];
+            }
+            worst = fabs(sum - 1) > worst || sum != sum ? fabs(sum - 1) : worst;
+        }
+        off += rec->n_options;
+    }
+    res.probs_finite = finite;
+    res.prob_sum_err = worst;
+    check(finite && worst <= 1e-5, "finite logits and probabilities summing to 1 per "
+          "question (max |sum - 1| = %.3g)", worst);
+    free(p);
 }
 
 static void
-print_layers(const char *what, const double *ms)
+stop(const char *what)
 {
-    double  total = 0;
-    int     i;
-
-    for (i = 0; i < CLEF_CUDA_PROF_COUNT; i++) {
-        total += ms[i];
-    }
-    printf("%-22s", what);
-    for (i = 0; i < CLEF_CUDA_PROF_COUNT; i++) {
-        printf(" %9.3f", ms[i]);
-    }
-    printf(" %9.3f\n", total);
+    res.stopped = what;
+    json_write();
 }
 
 int
 main(int argc, char **argv)
 {
-    static const long  budgets[3] = { 4096, 16384, 65536 };
-    const char        *dir = NULL, *out = NULL;
-    int                lat_runs = 300, quick = 0, i, k, vocab;
+    const char        *dir = NULL;
+    int                lat_runs = 300, quick = 0, i, k, vocab, req_len = REQ_LEN, n, at;
+    int                lens[1024];
     clef_model        *m;
     clef_backend      *g = NULL;
     clef_backend_opts  o = { 0, 0 };
     clef_error         err;
     struct cudaDeviceProp  prop;
-    bench_batch        req, tb[3], lg;
-    double            *lat, lat_eager, p50, t_open, tput_s[3], long_s;
-    double             prof_req[CLEF_CUDA_PROF_COUNT], prof_16k[CLEF_CUDA_PROF_COUNT];
-    double             prof_long[CLEF_CUDA_PROF_COUNT];
-    int                req_len = 328;
-    long               replays, captures;
-    FILE              *jf = NULL;
+    bench_batch        req, mixed, tb[3], lg;
+    float              eager_l[16], graph_l[16], mixed_l[4096];
+    double             t[16];
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-            out = argv[++i];
+            out_dir = argv[++i];
         } else if (strcmp(argv[i], "--latency-runs") == 0 && i + 1 < argc) {
             lat_runs = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--quick") == 0) {
@@ -267,9 +519,8 @@ main(int argc, char **argv)
         } else if (argv[i][0] != '-' && dir == NULL) {
             dir = argv[i];
         } else {
-            fprintf(stderr, "usage: cuda_bench MODEL_DIR [--out DIR] "
-                            "[--latency-runs N] [--quick]\n");
-            return 2;
+            dir = NULL;
+            break;
         }
     }
     if (dir == NULL || lat_runs < 1) {
@@ -277,153 +528,171 @@ main(int argc, char **argv)
                         "[--quick]\n");
         return 2;
     }
+    if (quick && lat_runs > 50) {
+        lat_runs = 50;
+    }
+    res.model = dir;
 
     memset(&err, 0, sizeof(err));
-    t_open = clef_clock_seconds();
+    res.open_s = clef_clock_seconds();
     m = clef_model_open(dir, 0, &err);
     if (m == NULL || clef_cuda_backend_ops.open(m, &o, &g, &err) != 0) {
-        fprintf(stderr, "cuda_bench: %s\n", err.message);
+        say("cuda_bench: %s\n", err.message);
+        res.open_s = 0;
+        stop("open");
         return 1;
     }
-    t_open = clef_clock_seconds() - t_open;
-    cudaGetDeviceProperties(&prop, 0);
+    res.open_s = clef_clock_seconds() - res.open_s;
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) {
+        snprintf(res.device, sizeof(res.device), "%s", prop.name);
+        res.sms = prop.multiProcessorCount;
+    }
     vocab = clef_model_text_config(m)->vocab_size;
+    say("device: %s, %d SMs; model %s opened in %.1f s\n", res.device, res.sms, dir,
+        res.open_s);
+    json_write();
 
-    /* Latency: one request, graphs (default), then eager. */
-    if (batch_make(&req, &req_len, 1, vocab) != 0) {
-        fprintf(stderr, "cuda_bench: out of memory\n");
+    /* Checks on the request: eager first (graphs off), then the graph. */
+    if (batch_make(&req, &req_len, 1, vocab, NULL, 0) != 0) {
+        say("cuda_bench: out of memory\n");
         return 1;
     }
-    lat = malloc(sizeof(double) * (size_t) lat_runs);
-    if (lat == NULL || time_forward(g, &req, 20, lat_runs, &p50, lat) != 0) {
-        return 1;
-    }
+    say("\nchecks, %d-token request with 3 questions\n", REQ_LEN);
     clef_cuda_set_graphs(g, 0);
-    if (time_forward(g, &req, 5, quick ? 20 : 50, &lat_eager, NULL) != 0) {
+    if (forward(g, &req, eager_l) != 0) {
+        stop("request forward");
         return 1;
     }
+    check_probs(&req, eager_l);
     clef_cuda_set_graphs(g, 1);
-    if (profile(g, &req, 10, prof_req) != 0) {
-        return 1;
-    }
-
-    /* Throughput: records of 256..1024 tokens up to each budget. */
-    for (k = 0; k < 3; k++) {
-        int   lens[1024], n = 0;
-        long  used = 0;
-
-        while (used < budgets[k] && n < 1024) {
-            int  l = 256 + (int) (rnd() % 769);
-
-            if (used + l > budgets[k]) {
-                l = (int) (budgets[k] - used);
-                if (l < 160) {
-                    break;
-                }
-            }
-            lens[n++] = l;
-            used += l;
-        }
-        if (batch_make(&tb[k], lens, n, vocab) != 0
-            || time_forward(g, &tb[k], 2, quick ? 3 : (k < 2 ? 10 : 5), &tput_s[k], NULL) != 0)
-        {
+    for (i = 0; i < 3; i++) {                   /* eager, capture, replay */
+        if (forward(g, &req, graph_l) != 0) {
+            stop("request forward with graphs");
             return 1;
         }
     }
-    if (profile(g, &tb[1], 3, prof_16k) != 0) {
+    clef_cuda_graph_stats(g, &res.replays, &res.captures);
+    res.graph_equal = res.replays >= 1 && memcmp(graph_l, eager_l, sizeof(float) * 11) == 0;
+    check(res.graph_equal, "graph replay gives the eager logits bit for bit "
+          "(%ld captures, %ld replays)", res.captures, res.replays);
+
+    /* The request inside a 4k batch, third of its records (all records
+     * have 11 options, so its logits start at 11 * at). */
+    n = budget_lens(4096 - REQ_LEN, lens, 1023);
+    at = n < 2 ? n : 2;
+    for (i = n; i > at; i--) {
+        lens[i] = lens[i - 1];
+    }
+    lens[at] = REQ_LEN;
+    n++;
+    if (batch_make(&mixed, lens, n, vocab, req.ptrs[0], at) != 0
+        || clef_batch_options(&mixed.batch) > 4096)
+    {
+        say("cuda_bench: out of memory\n");
         return 1;
+    }
+    if (forward(g, &mixed, mixed_l) != 0) {
+        stop("packed forward");
+        return 1;
+    }
+    res.batch_equal = memcmp(mixed_l + 11 * at, eager_l, sizeof(float) * 11) == 0;
+    check(res.batch_equal, "the request packed as record %d of %d (%ld tokens) gives "
+          "its lone logits bit for bit", at + 1, mixed.n, mixed.tokens);
+    clef_cuda_gemm_stats(g, &res.fallbacks, &res.heuristics);
+    check(res.fallbacks == 0, "every GEMM ran its shape's row-independent algorithm "
+          "(%ld fallbacks, %ld heuristic queries)", res.fallbacks, res.heuristics);
+    json_write();
+
+    /* Latency: eager is what production sees; graph is a repeated shape. */
+    say("\nlatency, %d tokens, 3 questions, end to end\n", REQ_LEN);
+    clef_cuda_set_graphs(g, 0);
+    if (latency(g, &req, 5, lat_runs, "eager (production: shapes rarely repeat)",
+                &res.eager) != 0)
+    {
+        stop("latency eager");
+        return 1;
+    }
+    json_write();
+    clef_cuda_set_graphs(g, 1);
+    if (latency(g, &req, 5, lat_runs, "graph replay (a repeated launch shape)",
+                &res.graph) != 0)
+    {
+        stop("latency graph");
+        return 1;
+    }
+    json_write();
+    prof_header();
+    if (profile(g, &req, 5, "328-token request", res.prof[0]) == 0) {
+        res.have_prof[0] = 1;
+        json_write();
+    }
+
+    /* Throughput, eager: packed batches at three budgets. */
+    clef_cuda_set_graphs(g, 0);
+    say("\nthroughput, eager (packed records of 256..1024 tokens)\n");
+    say("  %-8s %8s %8s %10s %12s %8s %6s\n", "budget", "tokens", "records", "ms",
+        "tokens/s", "TFLOP/s", "MFU");
+    for (k = 0; k < 3; k++) {
+        int     runs = quick ? 2 : (k < 2 ? 8 : 4);
+        double  tps;
+
+        n = budget_lens(budgets[k], lens, 1024);
+        if (batch_make(&tb[k], lens, n, vocab, NULL, 0) != 0
+            || time_forward(g, &tb[k], 1, runs, t) != 0)
+        {
+            stop("throughput");
+            return 1;
+        }
+        res.have_tput[k] = 1;
+        res.tput_tokens[k] = tb[k].tokens;
+        res.tput_records[k] = tb[k].n;
+        res.tput_s[k] = pct(t, runs, 50);
+        tps = tb[k].tokens / res.tput_s[k];
+        say("  %-8ld %8ld %8d %10.2f %12.0f %8.1f %5.1f%%\n", budgets[k], tb[k].tokens,
+            tb[k].n, res.tput_s[k] * 1e3, tps, tps * GFLOP_PER_TOKEN / 1e3,
+            100.0 * tps * GFLOP_PER_TOKEN / 1e3 / PEAK_TFLOPS);
+        json_write();
     }
 
     /* One long record. */
     {
-        int  l = 65536;
+        int  l = 65536, runs = quick ? 1 : 2;
 
-        if (batch_make(&lg, &l, 1, vocab) != 0
-            || time_forward(g, &lg, 1, quick ? 1 : 3, &long_s, NULL) != 0
-            || profile(g, &lg, 1, prof_long) != 0)
+        if (batch_make(&lg, &l, 1, vocab, NULL, 0) != 0
+            || time_forward(g, &lg, 1, runs, t) != 0)
         {
+            stop("long record");
             return 1;
         }
+        res.have_long = 1;
+        res.long_s = pct(t, runs, 50);
+        say("\nlong record: 65536 tokens in %.1f ms (%.0f tokens/s), eager\n",
+            res.long_s * 1e3, 65536 / res.long_s);
+        json_write();
     }
-    clef_cuda_graph_stats(g, &replays, &captures);
 
-    /* Table. */
-    printf("device: %s, %d SMs; model %s opened in %.1f s\n", prop.name,
-           prop.multiProcessorCount, dir, t_open);
-    printf("\nlatency, 328 tokens, 3 questions (end to end, ms)\n");
-    printf("  graphs: p50 %.3f  p90 %.3f  p99 %.3f  min %.3f  (%d runs)\n",
-           pct(lat, lat_runs, 50) * 1e3, pct(lat, lat_runs, 90) * 1e3,
-           pct(lat, lat_runs, 99) * 1e3, lat[0] * 1e3, lat_runs);
-    printf("  eager:  p50 %.3f\n", lat_eager * 1e3);
-    printf("\nthroughput (packed records of 256..1024 tokens)\n");
-    printf("  %-8s %8s %8s %10s %12s %8s %6s\n", "budget", "tokens", "records", "ms",
-           "tokens/s", "TFLOP/s", "MFU");
-    for (k = 0; k < 3; k++) {
-        double  tps = tb[k].tokens / tput_s[k];
-
-        printf("  %-8ld %8ld %8d %10.2f %12.0f %8.1f %5.1f%%\n", budgets[k], tb[k].tokens,
-               tb[k].n, tput_s[k] * 1e3, tps, tps * GFLOP_PER_TOKEN / 1e3,
-               100.0 * tps * GFLOP_PER_TOKEN / 1e3 / PEAK_TFLOPS);
+    /* Where the time goes at size. */
+    prof_header();
+    if (profile(g, &tb[1], 2, "16k batch", res.prof[1]) == 0) {
+        res.have_prof[1] = 1;
+        json_write();
     }
-    printf("\nlong record: 65536 tokens in %.1f ms (%.0f tokens/s)\n", long_s * 1e3,
-           65536 / long_s);
-    printf("\nms per forward by layer type (CUDA events, eager)\n");
-    printf("%-22s", "");
-    for (i = 0; i < CLEF_CUDA_PROF_COUNT; i++) {
-        printf(" %9s", prof_names[i]);
+    if (profile(g, &lg, 1, "65536-token record", res.prof[2]) == 0) {
+        res.have_prof[2] = 1;
+        json_write();
     }
-    printf(" %9s\n", "total");
-    print_layers("  328-token request", prof_req);
-    print_layers("  16k batch", prof_16k);
-    print_layers("  65536-token record", prof_long);
-    printf("\ngraphs: %ld captures, %ld replays\n", captures, replays);
-
-    if (out != NULL) {
-        char  path[1024];
-
-        snprintf(path, sizeof(path), "%s/cuda_bench.json", out);
-        jf = fopen(path, "w");
-    }
-    if (jf != NULL) {
-        fprintf(jf, "{\n  \"device\": \"%s\",\n  \"sms\": %d,\n  \"model\": \"%s\",\n",
-                prop.name, prop.multiProcessorCount, dir);
-        fprintf(jf, "  \"open_s\": %.3f,\n", t_open);
-        fprintf(jf, "  \"latency_328\": {\"runs\": %d, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "
-                    "\"p99_ms\": %.4f, \"min_ms\": %.4f, \"eager_p50_ms\": %.4f},\n",
-                lat_runs, pct(lat, lat_runs, 50) * 1e3, pct(lat, lat_runs, 90) * 1e3,
-                pct(lat, lat_runs, 99) * 1e3, lat[0] * 1e3, lat_eager * 1e3);
-        fprintf(jf, "  \"gflop_per_token\": %.2f,\n  \"peak_tflops\": %.0f,\n",
-                GFLOP_PER_TOKEN, PEAK_TFLOPS);
-        fprintf(jf, "  \"throughput\": [\n");
-        for (k = 0; k < 3; k++) {
-            double  tps = tb[k].tokens / tput_s[k];
-
-            fprintf(jf, "    {\"budget\": %ld, \"tokens\": %ld, \"records\": %d, "
-                        "\"ms\": %.3f, \"tokens_per_s\": %.1f, \"tflops\": %.2f, "
-                        "\"mfu\": %.4f}%s\n", budgets[k], tb[k].tokens, tb[k].n,
-                    tput_s[k] * 1e3, tps, tps * GFLOP_PER_TOKEN / 1e3,
-                    tps * GFLOP_PER_TOKEN / 1e3 / PEAK_TFLOPS, k < 2 ? "," : "");
-        }
-        fprintf(jf, "  ],\n  \"long_65536\": {\"ms\": %.3f, \"tokens_per_s\": %.1f},\n",
-                long_s * 1e3, 65536 / long_s);
-        fprintf(jf, "  \"layer_ms_per_forward\": {\n");
-        json_layers(jf, "request_328", prof_req);
-        fprintf(jf, ",\n");
-        json_layers(jf, "batch_16k", prof_16k);
-        fprintf(jf, ",\n");
-        json_layers(jf, "record_65536", prof_long);
-        fprintf(jf, "\n  },\n  \"graphs\": {\"captures\": %ld, \"replays\": %ld}\n}\n",
-                captures, replays);
-        fclose(jf);
-    }
+    clef_cuda_graph_stats(g, &res.replays, &res.captures);
+    say("\ngraphs: %ld captures, %ld replays; checks: %d run, %d failed\n",
+        res.captures, res.replays, res.checks_run, res.checks_failed);
+    json_write();
 
     batch_free(&req);
+    batch_free(&mixed);
     for (k = 0; k < 3; k++) {
         batch_free(&tb[k]);
     }
     batch_free(&lg);
-    free(lat);
     clef_cuda_backend_ops.close(g);
     clef_model_close(m);
-    return 0;
+    return res.checks_failed ? 1 : 0;
 }

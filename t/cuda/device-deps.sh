@@ -1,29 +1,30 @@
 #!/bin/sh
-# Fills .devcarry/ (git-ignored) with what t/cuda/device-check.sh needs on
-# the GPU machine, where no package registry can be reached:
-#   .devcarry/debs/    Debian packages of libclef's build dependencies
-#                      (jansson, PCRE2, utf8proc, OpenBLAS; headers + libs)
+# Fills .devcarry/ with what t/cuda/device-check.sh falls back to on the GPU
+# machine, where no package registry can be reached:
+#   .devcarry/debs/    Debian 12 packages: libclef's build dependencies
+#                      (jansson, PCRE2, utf8proc, OpenBLAS; headers + libs),
+#                      used when the machine's pkg-config does not find its
+#                      own, and make, used when the machine has none
 #   .devcarry/shared/  the Qwen3 tokenizer (../shared does not travel)
-# Run once on this machine, from the checkout the device tool sends:
+# About 20 MB.  .devcarry/.gitignore ignores the folder from inside, so
+# git stays clean and no shared git metadata is touched.  Run once here,
+# from the checkout the device tool sends:
 #   t/cuda/device-deps.sh
-# then run the check with carry [".devcarry"].
+# then the device check with carry [".devcarry"] (see device-check.sh).
 set -eu
 
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 shared=${CLEF_SHARED:-../shared}
-exclude=$(git rev-parse --git-path info/exclude)
-
-mkdir -p "$(dirname "$exclude")"
-grep -qx '/.devcarry/' "$exclude" 2>/dev/null || echo '/.devcarry/' >> "$exclude"
 
 rm -rf .devcarry
 mkdir -p .devcarry/debs .devcarry/shared/tokenizers
+echo '*' > .devcarry/.gitignore
 cp -r "$shared/tokenizers/qwen3" .devcarry/shared/tokenizers/
 cd .devcarry/debs
 apt-get download libjansson-dev libjansson4 libpcre2-dev libpcre2-8-0 \
     libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 \
     libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgfortran5 \
-    libquadmath0
+    libquadmath0 make
 cd "$root"
 du -sh .devcarry
