@@ -7,8 +7,8 @@ package ClefNginx;
 # by pid.  bad_log_lines() lists [alert]/[crit]/[emerg]; every suite ends
 # by asserting there are none.
 #
-# Environment: CLEF_MODULE (the .so), CLEF_BIN (build/clef), CLEF_SHARED or
-# CLEF_TOKENIZER (the Qwen tokenizer the fixture model uses),
+# Environment: CLEF_MODULE (the .so), CLEF_BIN (build/clef), CLEF_TOKENIZER
+# (another tokenizer for the fixture model than t/fixtures/tokenizer/qwen3),
 # TEST_NGINX_BINARY, TEST_NGINX_KEEP=1 (keep the prefix).
 
 use strict;
@@ -34,13 +34,12 @@ sub clef_bin {
     return $ENV{CLEF_BIN} || "$ROOT/build/clef";
 }
 
+# The repository's copy of the Qwen3 tokenizer: a clone needs nothing
+# beside it.  CLEF_TOKENIZER may name another directory for experiments.
 sub tokenizer_dir {
-    return $ENV{CLEF_TOKENIZER} if $ENV{CLEF_TOKENIZER};
-    for my $s ($ENV{CLEF_SHARED}, "$ROOT/shared", "$ROOT/../shared") {
-        next unless defined $s;
-        return "$s/tokenizers/qwen3" if -f "$s/tokenizers/qwen3/tokenizer.json";
-    }
-    croak "no Qwen tokenizer found: set CLEF_SHARED or CLEF_TOKENIZER";
+    my $dir = $ENV{CLEF_TOKENIZER} || "$ROOT/t/fixtures/tokenizer/qwen3";
+    croak "no tokenizer.json in $dir" unless -f "$dir/tokenizer.json";
+    return $dir;
 }
 
 # A tiny random checkpoint (build/clef mkmodel), made once per seed and
