@@ -43,7 +43,7 @@ plan tests => 2 * blocks() + 5;
     is $rc, 0, 'nginx -t with a tiny model succeeds' or diag $out;
     SKIP: {
         skip 'prctl(PR_SET_CHILD_SUBREAPER) refused', 1 unless $reaper;
-        my @left = map { "$_ '" . ClefNginx->cmdline($_) . "'" }
+        my @left = map { "$_ " . (ClefNginx->cmdline($_) || '(exited)') }
                    grep { !$before{$_} } ClefNginx->descendants_of($$);
         is_deeply \@left, [], 'nginx -t starts no keeper and no engine';
     }

@@ -112,14 +112,15 @@ check_qwen3_tokenizer(void)
     return path;
 }
 
-/* A directory laid out like the old ../shared (tokenizers/qwen3): only
- * t/cuda still reads it, through CLEF_SHARED (t/cuda/device-check.sh sets
- * it); new tests use check_qwen3_tokenizer(). */
+/* A directory laid out like the old ../shared (tokenizers/qwen3), which
+ * t/cuda's tests still read: CLEF_SHARED (t/cuda/device-check.sh sets it),
+ * else t/fixtures/shared, whose tokenizers/qwen3 is a link to the copy
+ * above.  New tests use check_qwen3_tokenizer(). */
 static __attribute__((unused)) const char *
 check_shared(void)
 {
     const char *p = getenv("CLEF_SHARED");
-    return p ? p : "../shared";
+    return p ? p : "t/fixtures/shared";
 }
 
 #endif
