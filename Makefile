@@ -3,6 +3,9 @@
 #   make          build/libclef.a, build/clef (CLI), the nginx module, the CUDA library
 #   make test     install what is missing (auto/deps), build, run every test
 #   make run      install, build, start nginx on 127.0.0.1:8080 with conf/clef.conf
+#                 (make run PORT=8081, or LISTEN=0.0.0.0:8081)
+#   make install  the module (and the CUDA library) into /usr/lib/nginx/modules,
+#                 enabled as Debian's nginx modules are; make uninstall
 #
 # Sources are found by wildcard: a new engine/*.c, engine/cpu/*.c or cli/*.c is
 # built without editing this file; a new t/unit/test_*.c becomes a test.
@@ -211,7 +214,7 @@ NGX_SIG      := grep -E '^[0-9]+,[0-9]+,[0-9]+,[01]{30,}$$'
 # -z now, like the packaged nginx (recipe §2)
 export DEB_BUILD_MAINT_OPTIONS ?= hardening=+all
 
-.PHONY: module module-configure test-nginx clean-nginx FORCE
+.PHONY: module module-configure test-nginx clean-nginx install uninstall FORCE
 all: $(NGX_MODULE)
 module: $(NGX_MODULE)
 # test-nginx runs from the test recipe, after the unit tests (see above)
@@ -256,10 +259,54 @@ test-nginx: all
 	CLEF_MODULE=$(abspath $(NGX_MODULE)) CLEF_BIN=$(ABS_BUILD)/clef prove t/
 
 # make run: install, build, make a demo checkpoint (random weights) unless
-# CLEF_MODEL=/path is given, serve on 127.0.0.1:8080 in the foreground
+# CLEF_MODEL=/path is given, serve in the foreground on 127.0.0.1:8080, or
+# on PORT=N / LISTEN=ADDR given on make's command line (CLEF_PORT and
+# CLEF_LISTEN in the environment do the same).  A PORT that comes from the
+# environment is left alone: it belongs to something else.
 run: deps
 	$(MAKE) -j$(JOBS) all
-	@auto/run-nginx
+	@$(if $(filter command line,$(origin PORT)),CLEF_PORT='$(PORT)') \
+	 $(if $(filter command line,$(origin LISTEN)),CLEF_LISTEN='$(LISTEN)') \
+	 auto/run-nginx
+
+# make install: what a Debian libnginx-mod-* package installs.  The module
+# goes where Debian's nginx keeps its modules, the CUDA library (when it was
+# built) beside it, because the engine dlopen()s libclef_cuda.so next to the
+# object it is linked into before it asks the dynamic linker
+# (engine/backend.c); a snippet with its load_module line goes to
+# modules-available, linked from modules-enabled, which Debian's
+# /etc/nginx/nginx.conf includes.  DESTDIR stages it all elsewhere
+# (t/install.t checks the list of files).  `install` writes new inodes, so
+# a running nginx keeps the copy it has mapped until it reloads.
+NGX_MODULES_DIR       ?= /usr/lib/nginx/modules
+NGX_MODULES_AVAILABLE ?= /usr/share/nginx/modules-available
+NGX_MODULES_ENABLED   ?= /etc/nginx/modules-enabled
+NGX_SNIPPET           := mod-http-clef.conf
+NGX_SNIPPET_LINK      := 50-mod-http-clef.conf
+
+install: all
+	install -d $(DESTDIR)$(NGX_MODULES_DIR) $(DESTDIR)$(NGX_MODULES_AVAILABLE) \
+	  $(DESTDIR)$(NGX_MODULES_ENABLED)
+	install -m 0644 $(NGX_MODULE) $(DESTDIR)$(NGX_MODULES_DIR)/ngx_http_clef_module.so
+	@# without a CUDA build, no older libclef_cuda.so stays next to the new module
+	if [ -f $(BUILD)/libclef_cuda.so ]; then \
+	  install -m 0644 $(BUILD)/libclef_cuda.so $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so; \
+	else rm -f $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so; fi
+	@# written beside its place and renamed: never half a file, even with
+	@# two installs at once (t/install.t runs in concurrent test runs)
+	printf 'load_module %s/ngx_http_clef_module.so;\n' '$(NGX_MODULES_DIR)' \
+	  > $(DESTDIR)$(NGX_MODULES_AVAILABLE)/.$(NGX_SNIPPET).$$$$ \
+	  && chmod 0644 $(DESTDIR)$(NGX_MODULES_AVAILABLE)/.$(NGX_SNIPPET).$$$$ \
+	  && mv -f $(DESTDIR)$(NGX_MODULES_AVAILABLE)/.$(NGX_SNIPPET).$$$$ \
+	       $(DESTDIR)$(NGX_MODULES_AVAILABLE)/$(NGX_SNIPPET)
+	ln -sfn $(NGX_MODULES_AVAILABLE)/$(NGX_SNIPPET) \
+	  $(DESTDIR)$(NGX_MODULES_ENABLED)/$(NGX_SNIPPET_LINK)
+
+uninstall:
+	rm -f $(DESTDIR)$(NGX_MODULES_ENABLED)/$(NGX_SNIPPET_LINK) \
+	  $(DESTDIR)$(NGX_MODULES_AVAILABLE)/$(NGX_SNIPPET) \
+	  $(DESTDIR)$(NGX_MODULES_DIR)/ngx_http_clef_module.so \
+	  $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so
 
 clean-nginx:
 	rm -rf $(NGX_BUILD) $(NGX_MODULE) $(ABS_BUILD)/ngx-configure.log

@@ -8,12 +8,19 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use Fcntl qw(:flock);
+use File::Path qw(make_path);
 use POSIX ();
 use ClefNginx;
 
 my $venv = "$ClefNginx::ROOT/build/sdkenv";
 my $py = "$venv/bin/python";
 
+# Two runs of the suites in this checkout at once must not both build the
+# venv: the second waits for the first, then finds it ready.
+make_path("$ClefNginx::ROOT/build");
+open my $lock, '>', "$venv.lock" or die "$venv.lock: $!";
+flock $lock, LOCK_EX or die "flock $venv.lock: $!";
 unless (-x $py && system("'$py' -c 'import typesafe_sdk' 2>/dev/null") == 0) {
     my $out = `python3 -m venv '$venv' 2>&1 && timeout 180 '$venv/bin/pip' install -q 'typesafe-sdk[zstd]' 2>&1`;
     if ($? != 0) {
@@ -22,6 +29,7 @@ unless (-x $py && system("'$py' -c 'import typesafe_sdk' 2>/dev/null") == 0) {
                        . "(unreachable?): " . (split /\n/, $out)[-1];
     }
 }
+close $lock;
 
 my $srv = ClefNginx->new(model => ClefNginx->model_dir(1), workers => 2,
                          server_config => <<'LOC');

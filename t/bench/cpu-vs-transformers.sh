@@ -18,7 +18,7 @@
 # best round (on a shared machine the best round is the one least disturbed
 # by others; the median is printed too).  Environment: TOKENS (2048),
 # RECORDS (4), REPEAT (2), ROUNDS (3), MAX_SCALING (16384),
-# BENCH_MODEL (build/bench/medium), CLEF_SHARED (../shared),
+# BENCH_MODEL (build/bench/medium, made with t/fixtures/tokenizer/qwen3),
 # REFENV (build/refenv).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,13 +30,12 @@ REPEAT=${REPEAT:-2}
 ROUNDS=${ROUNDS:-3}
 MAX_SCALING=${MAX_SCALING:-16384}
 MODEL=${BENCH_MODEL:-build/bench/medium}
-SHARED=${CLEF_SHARED:-../shared}
 PY=${REFENV:-build/refenv}/bin/python
 
 [ -x build/clef ] || make -j"$(nproc)" all >/dev/null
 if [ ! -f "$MODEL/config.json" ]; then
     mkdir -p "$(dirname "$MODEL")"
-    build/clef mkmodel --shape medium --tokenizer "$SHARED/tokenizers/qwen3" \
+    build/clef mkmodel --shape medium --tokenizer t/fixtures/tokenizer/qwen3 \
         --seed 1 --out "$MODEL"
 fi
 

@@ -5,17 +5,21 @@
 # the Qwen3 tokenizer.  Prints both figures, their ratio, and whether the
 # ids agree.
 #
-#   t/bench/tokenizer.sh            (CLEF_SHARED defaults to ../shared)
+#   t/bench/tokenizer.sh
+#
+# The tokenizer is the repository's (t/fixtures/tokenizer/qwen3).  The
+# English prose is the spec/*.md of CLEF_SHARED (default ../shared) when
+# there is one, else the repository's own Markdown.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 SHARED=${CLEF_SHARED:-../shared}
-TOK=$SHARED/tokenizers/qwen3
+TOK=t/fixtures/tokenizer/qwen3
 PY=${REFENV:-build/refenv}/bin/python
 OUT=build/bench
 CORPUS=$OUT/tokenizer-corpus.txt
 
-[ -f "$TOK/tokenizer.json" ] || { echo "no $TOK/tokenizer.json (set CLEF_SHARED)" >&2; exit 1; }
+[ -f "$TOK/tokenizer.json" ] || { echo "no $TOK/tokenizer.json" >&2; exit 1; }
 [ -x "$PY" ] || { echo "no $PY: run t/reference/fetch-reference.sh" >&2; exit 1; }
 make -s build/clef >/dev/null 2>&1 || make -s "$PWD/build/clef"
 mkdir -p "$OUT"
@@ -40,8 +44,9 @@ while sum(map(len, records)) < len(code):
                                "score": round(rng.random(), 4),
                                "nested": {"ok": rng.random() < 0.5, "n": None}},
                               ensure_ascii=rng.random() < 0.2))
-english = "".join(open(p, encoding="utf-8").read()
-                  for p in sorted(glob.glob(shared + "/spec/*.md")))
+docs = sorted(glob.glob(shared + "/spec/*.md")) \
+    or sorted(glob.glob("*.md") + glob.glob("*/*.md") + glob.glob("t/*/*.md"))
+english = "".join(open(p, encoding="utf-8").read() for p in docs)
 prose = []
 while sum(map(len, prose)) < len(code) // 2:
     para = [rng.choice(g.MULTILINGUAL) for _ in range(rng.randint(3, 8))]

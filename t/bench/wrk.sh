@@ -22,12 +22,8 @@ command -v wrk >/dev/null || { echo "wrk is not installed (auto/deps)" >&2; exit
 
 model=$root/build/t/nginx-model-1
 if [ ! -f "$model/joint_head_config.json" ]; then
-    tok=${CLEF_TOKENIZER:-}
-    for d in "${CLEF_SHARED:-}" shared ../shared; do
-        [ -z "$tok" ] && [ -n "$d" ] && [ -f "$d/tokenizers/qwen3/tokenizer.json" ] \
-            && tok=$d/tokenizers/qwen3
-    done
-    [ -n "$tok" ] || { echo "no tokenizer: set CLEF_SHARED" >&2; exit 1; }
+    # the same checkpoint as the nginx suites' (t/lib/ClefNginx.pm)
+    tok=${CLEF_TOKENIZER:-$root/t/fixtures/tokenizer/qwen3}
     mkdir -p "$root/build/t"
     "$clef" mkmodel --shape tiny --tokenizer "$tok" --seed 1 --out "$model" >/dev/null
 fi

@@ -31,8 +31,7 @@
 # scales; e.g. command "DEADLINE_S=150 bash t/cuda/device-check.sh").
 #
 # Settings: MODEL_SHAPE (clef-flash), MODEL_DIR (/tmp/$MODEL_SHAPE),
-# DEADLINE_S (480), CLEF_SHARED (the folder holding tokenizers/qwen3;
-# default ../shared, else .devcarry/shared), FORCE_CARRIED_DEPS=1 (build
+# DEADLINE_S (480), FORCE_CARRIED_DEPS=1 (build
 # against .devcarry's packages even where the system has its own),
 # FORCE_NO_DEVICE=1 (take the no-device exit anywhere; its test does),
 # ASSUME_DEVICE=1 (run every step without a device: a dry run of this
@@ -229,13 +228,9 @@ if [ ! -f "$CUDA_HOME/include/cublasLt.h" ] || ! ls "$CUDA_HOME"/lib64/libcublas
     fi
 fi
 
-SHARED=${CLEF_SHARED:-}
-for s in ../shared .devcarry/shared shared; do
-    [ -z "$SHARED" ] && [ -f "$s/tokenizers/qwen3/tokenizer.json" ] && SHARED=$s
-done
-SHARED=${SHARED:-.devcarry/shared}
-export CLEF_SHARED=$SHARED
-note "dependencies" ok "$deps_note; tokenizer from $SHARED"
+# the Qwen tokenizer travels with the working tree
+TOKENIZER=t/fixtures/tokenizer/qwen3
+note "dependencies" ok "$deps_note; tokenizer $TOKENIZER"
 
 # ---- build -------------------------------------------------------------
 
@@ -275,7 +270,7 @@ mkmodel_start() {
     (
         M0=$(date +%s)
         timeout -k 5 "$limit" build/clef mkmodel --shape "$SHAPE" \
-            --tokenizer "$SHARED/tokenizers/qwen3" --seed 1 $SPARSE --out "$MODEL"
+            --tokenizer "$TOKENIZER" --seed 1 $SPARSE --out "$MODEL"
         rc=$?
         echo "mkmodel${SPARSE:+ --sparse}: exit $rc after $(( $(date +%s) - M0 )) s (${avail:-?} GB free)"
         [ $rc -eq 0 ] && [ -z "$SPARSE" ] && touch "$MODEL/.device-check-done"

@@ -5,8 +5,7 @@
 #                      (jansson, PCRE2, utf8proc, OpenBLAS; headers + libs),
 #                      used when the machine's pkg-config does not find its
 #                      own, and make, used when the machine has none
-#   .devcarry/shared/  the Qwen3 tokenizer (../shared does not travel)
-# About 20 MB.  .devcarry/.gitignore ignores the folder from inside, so
+# About 15 MB.  .devcarry/.gitignore ignores the folder from inside, so
 # git stays clean and no shared git metadata is touched.  Run once here,
 # from the checkout the device tool sends:
 #   t/cuda/device-deps.sh
@@ -15,12 +14,9 @@ set -eu
 
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-shared=${CLEF_SHARED:-../shared}
-
 rm -rf .devcarry
-mkdir -p .devcarry/debs .devcarry/shared/tokenizers
+mkdir -p .devcarry/debs
 echo '*' > .devcarry/.gitignore
-cp -r "$shared/tokenizers/qwen3" .devcarry/shared/tokenizers/
 cd .devcarry/debs
 apt-get download libjansson-dev libjansson4 libpcre2-dev libpcre2-8-0 \
     libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 \

@@ -89,8 +89,8 @@ make_model(const config *c, char *dir)
         snprintf(cfg, sizeof(cfg), "%s/models/%s.json", check_fixtures(), c->name);
     }
     snprintf(cmd, sizeof(cmd), "build/clef mkmodel --config %s --tokenizer "
-             "%s/tokenizers/qwen3 --seed %d --shards %d --out %s > /dev/null",
-             cfg, check_shared(), fixture_seed(c), c->shards, dir);
+             "%s --seed %d --shards %d --out %s > /dev/null",
+             cfg, check_qwen3_tokenizer(), fixture_seed(c), c->shards, dir);
     if (system(cmd) != 0) {
         printf("# failed: %s\n", cmd);
         return NULL;

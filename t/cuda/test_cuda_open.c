@@ -71,8 +71,8 @@ main(void)
 
         CHECK(mkdtemp(dir) != NULL, "temporary directory");
         snprintf(cmd, sizeof(cmd),
-                 "build/clef mkmodel --shape tiny --tokenizer %s/tokenizers/qwen3 "
-                 "--seed 1 --out %s > /dev/null", check_shared(), dir);
+                 "build/clef mkmodel --shape tiny --tokenizer %s "
+                 "--seed 1 --out %s > /dev/null", check_qwen3_tokenizer(), dir);
         CHECK(system(cmd) == 0, "clef mkmodel --shape tiny");
         m = clef_model_open(dir, 0, &err);
         CHECK(m != NULL, "tiny checkpoint opens: %s", err.message);

@@ -51,17 +51,12 @@ fuzz_load(const char *path)
     return tk;
 }
 
-/* The Qwen3 tokenizer from $CLEF_SHARED (default ../shared) and the small
- * committed one, from the repository root. */
+/* The repository's copy of the Qwen3 tokenizer and the small trained one,
+ * from the repository root. */
 static __attribute__((unused)) void
 fuzz_load_tokenizers(void)
 {
-    char        path[1024];
-    const char *shared = getenv("CLEF_SHARED");
-
-    snprintf(path, sizeof(path), "%s/tokenizers/qwen3",
-             shared ? shared : "../shared");
-    fuzz_tk[FUZZ_QWEN] = fuzz_load(path);
+    fuzz_tk[FUZZ_QWEN] = fuzz_load("t/fixtures/tokenizer/qwen3");
     fuzz_tk[FUZZ_TRAINED] = fuzz_load("t/fixtures/tokenizer/trained/tokenizer.json");
 }
 

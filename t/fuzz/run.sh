@@ -11,9 +11,8 @@
 # leaks, timeouts (more than FUZZ_TIMEOUT seconds, default 1, on one input)
 # are written to build/fuzz/artifacts/.  FUZZ_FLAGS adds libFuzzer flags
 # (e.g. FUZZ_FLAGS=-len_control=0 to try long inputs from the start).
-# The Qwen3 tokenizer is read from $CLEF_SHARED/tokenizers/qwen3 (default
-# ../shared).  The json and request harnesses get the words of
-# t/fuzz/request.dict.
+# The Qwen3 tokenizer is the repository's (t/fixtures/tokenizer/qwen3).
+# The json and request harnesses get the words of t/fuzz/request.dict.
 set -eu
 
 CC=${FUZZ_CC:-clang}
@@ -23,12 +22,6 @@ SECONDS_EACH=${1:-180}
 [ $# -gt 0 ] && shift
 HARNESSES=${*:-json tokenizer request}
 TIMEOUT=${FUZZ_TIMEOUT:-1}
-
-if [ -z "${CLEF_SHARED:-}" ]; then
-    CLEF_SHARED=../shared
-    [ -d "$CLEF_SHARED" ] || CLEF_SHARED=/work/shared
-fi
-export CLEF_SHARED
 
 PKGS="libpcre2-8 libutf8proc jansson"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -march=x86-64-v3

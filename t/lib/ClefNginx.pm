@@ -7,8 +7,15 @@ package ClefNginx;
 # by pid.  bad_log_lines() lists [alert]/[crit]/[emerg]; every suite ends
 # by asserting there are none.
 #
-# Environment: CLEF_MODULE (the .so), CLEF_BIN (build/clef), CLEF_SHARED or
-# CLEF_TOKENIZER (the Qwen tokenizer the fixture model uses),
+# The host is shared: other checkouts run the same suites at the same time,
+# a user's `make run` serves on its own port.  So nothing here looks at a
+# process, port or file that is not this instance's own: processes are
+# found by pid and parentage from the test, ports are checked to be this
+# nginx's (see start), files live under the prefix or in unique temporary
+# names.
+#
+# Environment: CLEF_MODULE (the .so), CLEF_BIN (build/clef), CLEF_TOKENIZER
+# (another tokenizer for the fixture model than t/fixtures/tokenizer/qwen3),
 # TEST_NGINX_BINARY, TEST_NGINX_KEEP=1 (keep the prefix).
 
 use strict;
@@ -34,13 +41,12 @@ sub clef_bin {
     return $ENV{CLEF_BIN} || "$ROOT/build/clef";
 }
 
+# The repository's copy of the Qwen3 tokenizer: a clone needs nothing
+# beside it.  CLEF_TOKENIZER may name another directory for experiments.
 sub tokenizer_dir {
-    return $ENV{CLEF_TOKENIZER} if $ENV{CLEF_TOKENIZER};
-    for my $s ($ENV{CLEF_SHARED}, "$ROOT/shared", "$ROOT/../shared") {
-        next unless defined $s;
-        return "$s/tokenizers/qwen3" if -f "$s/tokenizers/qwen3/tokenizer.json";
-    }
-    croak "no Qwen tokenizer found: set CLEF_SHARED or CLEF_TOKENIZER";
+    my $dir = $ENV{CLEF_TOKENIZER} || "$ROOT/t/fixtures/tokenizer/qwen3";
+    croak "no tokenizer.json in $dir" unless -f "$dir/tokenizer.json";
+    return $dir;
 }
 
 # A tiny random checkpoint (build/clef mkmodel), made once per seed and
@@ -91,13 +97,24 @@ sub port   { $_[0]{port} }
 sub pid    { $_[0]{pid} }
 sub base   { "http://127.0.0.1:$_[0]{port}" }
 
+# A loopback port that nobody listens on now.  Taken below the kernel's
+# ephemeral range, from which every client socket on the host gets its
+# local port: a port from bind(0) is one of those, and the many client
+# connections of a concurrent suite could take it before nginx binds it.
+# Two suites may still draw the same port; start() then tries another.
 sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Proto => 'tcp', Listen => 1, ReuseAddr => 1)
-        or croak "cannot bind probe socket: $!";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
+    my ($lo) = split ' ', slurp('/proc/sys/net/ipv4/ip_local_port_range');
+    my $range = ($lo // 0) > 11000 ? [10000, $lo - 1] : undef;
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
+            LocalPort => $range ? $range->[0] + int rand($range->[1] - $range->[0])
+                                : 0,
+            Proto => 'tcp', Listen => 1, ReuseAddr => 1) or next;
+        my $p = $s->sockport;
+        close $s;
+        return $p;
+    }
+    croak "cannot find a free loopback port: $!";
 }
 
 # The config: the module, the model, the engine zone, and the three
@@ -160,11 +177,16 @@ sub run_nginx {
     return ($? >> 8, $out);
 }
 
+# Starts nginx on a new free port.  The port may be taken between
+# free_port() and nginx's bind() (another suite drew it too): nginx then
+# exits with "Address already in use" and we try another port.
 sub start {
     my ($self, %over) = @_;
-    for my $try (1 .. 3) {
+    for my $try (1 .. 5) {
         $self->{port} = free_port();
         $self->write_config(%over);
+        my %from = map { $_ => (-s "$self->{prefix}/logs/$_") || 0 }
+                   qw(error.log stderr.log);
         my $pid = fork // croak "fork: $!";
         if ($pid == 0) {
             open STDOUT, '>>', "$self->{prefix}/logs/stdout.log";
@@ -177,18 +199,32 @@ sub start {
         my $deadline = time + 15;
         while (time < $deadline) {
             if (waitpid($pid, WNOHANG) == $pid) { delete $self->{pid}; last; }
-            my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                          PeerPort => $self->{port},
-                                          Proto => 'tcp', Timeout => 1);
-            if ($c) { close $c; return 1; }
+            return 1 if $self->listening;
             sleep 0.05;
         }
         last if $self->{pid};
-        next if $self->log_text =~ /Address already in use/;
+        # only what this attempt logged: an earlier one's bind error is old
+        my $said = join '', map { substr slurp("$self->{prefix}/logs/$_"), $from{$_} }
+                            keys %from;
+        next if $said =~ /bind\(\) to 127\.0\.0\.1:$self->{port} failed \(98: /;
         last;
     }
     $self->stop if $self->{pid};
     croak "nginx did not start:\n" . $self->stderr_text . $self->log_text;
+}
+
+# True once this instance serves its port.  A connection alone proves
+# nothing: while our nginx retries a bind() that failed, the port answers
+# for whoever holds it.  nginx writes its pid file only after it has bound
+# every listening socket, so our pid there means the port is ours.
+sub listening {
+    my ($self) = @_;
+    my ($pid) = slurp("$self->{prefix}/logs/nginx.pid") =~ /^(\d+)$/m;
+    return 0 unless $pid && $self->{pid} && $pid == $self->{pid};
+    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port},
+                                  Proto => 'tcp', Timeout => 1) or return 0;
+    close $c;
+    return 1;
 }
 
 # Starts and waits until the engine is ready (its first load done).
@@ -235,6 +271,36 @@ sub children_of {
         push @c, $pid if $pp == $ppid;
     }
     return sort { $a <=> $b } @c;
+}
+
+# Every process below $root (its children, theirs, ...).
+sub descendants_of {
+    my ($class, $root) = @_;
+    my %kids;
+    for my $d (glob '/proc/[0-9]*') {
+        open my $fh, '<', "$d/stat" or next;
+        my $st = <$fh> // next;
+        my ($pid, $pp) = $st =~ /^(\d+) \(.*\) \S (\d+)/ or next;
+        push @{ $kids{$pp} }, $pid;
+    }
+    my (@all, @todo);
+    @todo = ($root);
+    while (defined(my $p = shift @todo)) {
+        push @all, @{ $kids{$p} || [] };
+        push @todo, @{ $kids{$p} || [] };
+    }
+    return sort { $a <=> $b } @all;
+}
+
+# Makes the calling process the reaper of its orphaned descendants
+# (prctl PR_SET_CHILD_SUBREAPER): what a child leaves behind, say a keeper
+# forked by an `nginx -t` that has exited, is reparented to the test, not
+# to init, where it could not be told from another nginx's processes.
+# Alive or exited (a zombie until reaped), it is then among
+# descendants_of($$).  False where the kernel refuses.
+sub subreaper {
+    my $nr = eval { require 'syscall.ph'; &SYS_prctl() };
+    return defined $nr && syscall($nr, 36, 1, 0, 0, 0) == 0;
 }
 
 sub cmdline {

@@ -16,7 +16,9 @@ ValueError); the expected message carries the reference's count.
 
 Usage:
   build/refenv/bin/python t/reference/gen_encode_fixtures.py \\
-      /work/shared/tokenizers/qwen3 [t/fixtures/encode/cases.jsonl]
+      [TOKENIZER_DIR [t/fixtures/encode/cases.jsonl]]
+
+TOKENIZER_DIR defaults to the repository's t/fixtures/tokenizer/qwen3.
 
 Deterministic: the random cases come from a fixed seed.
 """
@@ -26,7 +28,7 @@ import random
 import re
 import sys
 from pathlib import Path
-from reference import load_joint_schema_model as load_reference
+from reference import QWEN3_TOKENIZER, load_joint_schema_model as load_reference
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 20261202
@@ -450,10 +452,11 @@ def run_case(ref, tok, name, text, max_length, policy):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) > 3 or sys.argv[1:2] in (["-h"], ["--help"]):
         raise SystemExit(__doc__)
     from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(sys.argv[1])
+    tok = AutoTokenizer.from_pretrained(
+        sys.argv[1] if len(sys.argv) > 1 else str(QWEN3_TOKENIZER))
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else \
         REPO / "t/fixtures/encode/cases.jsonl"
     ref = load_reference()

@@ -35,13 +35,13 @@ import tempfile
 import types
 
 import torch
-from reference import SHARED, load_joint_schema_model as load_reference
+from reference import QWEN3_TOKENIZER, load_joint_schema_model as load_reference
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLEF = ROOT / "build/clef"
 MODELS = ROOT / "t/fixtures/models"
 OUT = ROOT / "t/fixtures/e2e"
-TOKENIZER = SHARED / "tokenizers/qwen3"
+TOKENIZER = QWEN3_TOKENIZER
 SEED = 20261202
 # mkmodel's seed and shard count of each committed config (t/fixtures/models/
 # README.md): the files then match t/fixtures/models/<name>.sha256

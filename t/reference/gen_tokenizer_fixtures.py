@@ -2,7 +2,7 @@
 """Fixtures for the byte-level BPE tokenizer (engine/tokenizer.c).
 
 Writes, with ids from Hugging Face `tokenizers` (add_special_tokens=False):
-  t/fixtures/tokenizer/qwen3/cases.jsonl      texts for ../shared/tokenizers/qwen3
+  t/fixtures/tokenizer/qwen3/cases.jsonl      texts for the Qwen3 tokenizer beside it
   t/fixtures/tokenizer/trained/tokenizer.json a small byte-level BPE trained here
   t/fixtures/tokenizer/trained/cases.jsonl    texts for it
   t/fixtures/tokenizer/edge/tokenizer.json    the trained one, reshaped to reach
@@ -19,7 +19,7 @@ Writes, with ids from Hugging Face `tokenizers` (add_special_tokens=False):
 Each cases.jsonl line is {"text": ..., "ids": [...]}.  Deterministic (seeded).
 
 Run from the repository root:
-  build/refenv/bin/python t/reference/gen_tokenizer_fixtures.py [--shared DIR]
+  build/refenv/bin/python t/reference/gen_tokenizer_fixtures.py [--qwen3 DIR]
 """
 import argparse
 import json
@@ -591,11 +591,12 @@ def write_unicode(path, trained):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=os.environ.get("CLEF_SHARED", "../shared"))
+    ap.add_argument("--qwen3", default=os.path.join(OUT, "qwen3"),
+                    help="the Qwen3 tokenizer directory (default: the repository's)")
     args = ap.parse_args()
     rng = random.Random(20250509)
 
-    qwen = Tokenizer.from_file(os.path.join(args.shared, "tokenizers/qwen3/tokenizer.json"))
+    qwen = Tokenizer.from_file(os.path.join(args.qwen3, "tokenizer.json"))
     texts = handcrafted()
     pools = [MULTILINGUAL, EMOJI, COMBINING, CONTROL, SPACES, CODE, NUMBERS,
              CONTRACTIONS, URLS, SPECIALS, PARTIALS, JSON_VALUES, WORDS, WORDS]

@@ -11,7 +11,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "build/reference/unsloth/_vendor/clef/joint_schema_model.py"
-SHARED = ROOT.parent / "shared"          # as CI and the sessions lay it out
+# the Qwen3 tokenizer, as published (Apache-2.0), kept in the repository
+QWEN3_TOKENIZER = ROOT / "t/fixtures/tokenizer/qwen3"
 
 
 def load_joint_schema_model():

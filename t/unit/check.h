@@ -92,7 +92,7 @@ check_rel_err(const float *got, const float *want, int64_t n)
     return e / scale;
 }
 
-/* Paths the tests read: the repository's fixtures and ../shared. */
+/* Paths the tests read, relative to the repository root: the fixtures. */
 static __attribute__((unused)) const char *
 check_fixtures(void)
 {
@@ -100,11 +100,16 @@ check_fixtures(void)
     return p ? p : "t/fixtures";
 }
 
+/* The real Qwen3 tokenizer (tokenizer.json, tokenizer_config.json), kept in
+ * the repository so that a clone needs nothing beside it; the fixtures'
+ * expected ids and checkpoint hashes are for exactly these bytes. */
 static __attribute__((unused)) const char *
-check_shared(void)
+check_qwen3_tokenizer(void)
 {
-    const char *p = getenv("CLEF_SHARED");
-    return p ? p : "../shared";
+    static char  path[256];
+
+    snprintf(path, sizeof(path), "%s/tokenizer/qwen3", check_fixtures());
+    return path;
 }
 
 #endif

@@ -304,7 +304,6 @@ int
 main(void)
 {
     (void) check_fixtures;      /* check.h helpers this test has no use for */
-    (void) check_shared;
     test_examples();
     test_edges();
     test_softmax();

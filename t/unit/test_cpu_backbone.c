@@ -43,8 +43,8 @@ make_model(char *dir, size_t size)
         return -1;
     }
     snprintf(cmd, sizeof(cmd),
-             "build/clef mkmodel --shape tiny --tokenizer %s/tokenizers/qwen3 "
-             "--seed 1 --out %s/m > /dev/null", check_shared(), dir);
+             "build/clef mkmodel --shape tiny --tokenizer %s "
+             "--seed 1 --out %s/m > /dev/null", check_qwen3_tokenizer(), dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 

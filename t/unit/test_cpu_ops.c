@@ -533,7 +533,6 @@ main(void)
     float            *scratch;
     size_t            i;
 
-    (void) check_shared;
     pool = clef_cpu_pool_create(2, &err);
     CHECK(pool != NULL, "thread pool of 2");
     if (pool == NULL) {

@@ -546,9 +546,9 @@ main(void)
 
         snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
         CHECK_INT(sh("'%s/build/clef' mkmodel --config '%s/%s/models/%s.json' "
-                     "--tokenizer '%s/tokenizers/qwen3' --seed %d --shards %d "
+                     "--tokenizer '%s' --seed %d --shards %d "
                      "--out '%s' > /dev/null", root, root, check_fixtures(), name,
-                     check_shared(), seed, shards, dir), 0,
+                     check_qwen3_tokenizer(), seed, shards, dir), 0,
                   "%s: mkmodel --seed %d --shards %d", name, seed, shards);
         CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/%s.sha256'", dir, root,
                      check_fixtures(), name), 0, "%s: files as t/fixtures/models/%s.sha256",

@@ -499,7 +499,7 @@ main(void)
     char             path[1024];
     size_t           i;
 
-    snprintf(path, sizeof(path), "%s/tokenizers/qwen3", check_shared());
+    snprintf(path, sizeof(path), "%s", check_qwen3_tokenizer());
     tk = clef_tokenizer_load(path, &err);
     CHECK(tk != NULL, "load %s", path);
     if (tk == NULL) {

@@ -289,7 +289,6 @@ main(void)
     clef_cpu_head     *h = NULL;
     clef_error         err;
 
-    (void) check_shared;        /* a check.h helper this test has no use for */
     snprintf(dir, sizeof(dir), "%s/head", check_fixtures());
     snprintf(path, sizeof(path), "%s/cases.json", dir);
     doc = json_load_file(path, 0, &jerr);

@@ -507,7 +507,6 @@ int
 main(void)
 {
     (void) check_fixtures;               /* check.h helpers this test needs not */
-    (void) check_shared;
     check_refusals();
     check_limits();
     check_duplicates_big();

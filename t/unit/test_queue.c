@@ -451,7 +451,6 @@ main(void)
     void        *mem = shared_zone(ZONE_SIZE);
 
     (void) check_fixtures;
-    (void) check_shared;
     CHECK(mem != NULL, "shared mapping");
     CHECK_INT(clef_queue_attach(&q2, mem), -1, "no queue in fresh memory");
     CHECK_INT(clef_queue_init(&q, mem, ZONE_SIZE, 0, ZONE_ID, &err), 0,

@@ -406,7 +406,6 @@ check_cli(void)
 int
 main(void)
 {
-    (void) check_shared;                 /* check.h helper this test needs not */
     check_docs();
     check_floats();
     check_escapes();

@@ -285,7 +285,6 @@ main(void)
     void             *mem;
 
     (void) check_fixtures;
-    (void) check_shared;
     mem = mmap(NULL, ZONE_SIZE, PROT_READ | PROT_WRITE,
                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     clef_queue_init(&q, mem, ZONE_SIZE, 0, 7, &err);

@@ -4,8 +4,8 @@
  * -> PCRE2 pattern translation, per-code-point character classes, NFC and
  * single_word's word characters, load errors, and concurrent encoding.
  *
- * Run from the repository root with CLEF_SHARED pointing at the shared
- * directory that holds tokenizers/qwen3.
+ * Run from the repository root: the Qwen3 tokenizer is the repository's
+ * copy in t/fixtures/tokenizer/qwen3.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -909,7 +909,7 @@ main(void)
 {
     char  dir[400], cases[512], path[512];
 
-    snprintf(dir, sizeof(dir), "%s/tokenizers/qwen3", check_shared());
+    snprintf(dir, sizeof(dir), "%s", check_qwen3_tokenizer());
     snprintf(cases, sizeof(cases), "%s/tokenizer/qwen3/cases.jsonl", check_fixtures());
     check_tokenizer("qwen3", dir, cases, 1, 0);
 
