@@ -195,7 +195,7 @@ engine_run_batch(engine *e, clef_sched_batch *b)
     clef_record         *rec;
 
     n = clef_sched_prune(&e->sched, b, clef_now_ns());
-    if (n == 0) {
+    if (n <= 0) {
         return;
     }
     for (i = 0; i < n; i++) {
