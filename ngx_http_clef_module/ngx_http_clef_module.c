@@ -10,7 +10,7 @@
  *   location: clef_systemone; clef_models; clef_status;
  *   http, server, location:
  *             clef_max_questions N; clef_max_images N; clef_max_tokens N;
- *             clef_api_key KEY... | off;
+ *             clef_api_key KEY... | off; clef_json_errors on | off;
  */
 #include "ngx_http_clef_module.h"
 
@@ -94,6 +94,13 @@ static ngx_command_t  ngx_http_clef_commands[] = {
       ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_clef_loc_conf_t, max_images),
+      NULL },
+
+    { ngx_string("clef_json_errors"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_clef_loc_conf_t, json_errors),
       NULL },
 
     { ngx_string("clef_max_tokens"),
@@ -221,6 +228,7 @@ ngx_http_clef_create_loc_conf(ngx_conf_t *cf)
     llcf->max_images = NGX_CONF_UNSET;
     llcf->max_tokens = NGX_CONF_UNSET;
     llcf->api_keys = NGX_CONF_UNSET_PTR;
+    llcf->json_errors = NGX_CONF_UNSET;
 
     return llcf;
 }
@@ -238,6 +246,7 @@ ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->max_tokens, prev->max_tokens,
                          CLEF_DEFAULT_MAX_LENGTH);
     ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
+    ngx_conf_merge_value(conf->json_errors, prev->json_errors, 0);
 
     if (conf->max_questions < 1 || conf->max_images < 0
         || conf->max_tokens < 1)

@@ -67,6 +67,7 @@ typedef struct {
     ngx_int_t                  max_tokens;
     ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
                                                  empty: off */
+    ngx_flag_t                 json_errors;   /* clef_json_errors */
 } ngx_http_clef_loc_conf_t;
 
 typedef struct {

@@ -430,8 +430,43 @@ ngx_http_clef_check_api_key(ngx_http_request_t *r,
 }
 
 
-/* ---- nginx's own error pages in clef locations, as JSON ------------------------- */
+/* ---- nginx's own error pages, as JSON ------------------------------------------ */
 
+/* Reason phrases for the details nginx's own errors get (RFC 9110). */
+static const char *
+ngx_http_clef_reason(ngx_uint_t status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
+    case 421: return "Misdirected Request";
+    case 431:
+    case 494: return "Request Header Fields Too Large";
+    case 495: return "SSL Certificate Error";
+    case 496: return "SSL Certificate Required";
+    case 497: return "HTTP Request Sent to HTTPS Port";
+    default:  return NULL;
+    }
+}
+
+
+/* Errors nginx itself makes (a body too large for clef_systemone, an
+ * unknown path, a malformed request line, limit_req's 429, an upstream's
+ * 502) get a JSON body in the System One shapes, in clef locations always
+ * and wherever clef_json_errors is on.  A response that is JSON already
+ * (a proxied engine node's answer) is left alone. */
 static ngx_int_t
 ngx_http_clef_header_filter(ngx_http_request_t *r)
 {
@@ -440,6 +475,7 @@ ngx_http_clef_header_filter(ngx_http_request_t *r)
     ngx_http_clef_ctx_t       *ctx;
     ngx_uint_t                 status = r->headers_out.status;
     clef_buf                   b = { NULL, 0, 0 };
+    const char                *reason;
     char                       msg[128];
     int                        ok;
 
@@ -447,8 +483,10 @@ ngx_http_clef_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
-    if (llcf->handler != NGX_HTTP_CLEF_SYSTEMONE
-        && llcf->handler != NGX_HTTP_CLEF_MODELS)
+    if (llcf == NULL
+        || (llcf->handler != NGX_HTTP_CLEF_SYSTEMONE
+            && llcf->handler != NGX_HTTP_CLEF_MODELS
+            && !llcf->json_errors))
     {
         return ngx_http_next_header_filter(r);
     }
@@ -456,7 +494,11 @@ ngx_http_clef_header_filter(ngx_http_request_t *r)
     if (ctx == NULL) {
         return NGX_ERROR;
     }
-    if (ctx->own_response) {
+    if (ctx->own_response
+        || (r->headers_out.content_type.len >= 16
+            && ngx_strncasecmp(r->headers_out.content_type.data,
+                               (u_char *) "application/json", 16) == 0))
+    {
         return ngx_http_next_header_filter(r);
     }
 
@@ -472,15 +514,22 @@ ngx_http_clef_header_filter(ngx_http_request_t *r)
         }
         ok = ngx_http_clef_render_typed(&b, "rate_limit_error",
                                         "Too Many Requests");
+    } else if (status == NGX_HTTP_SERVICE_UNAVAILABLE) {
+        if (ngx_http_clef_set_retry_after(r, 1000) != NGX_OK) {
+            return NGX_ERROR;
+        }
+        ok = ngx_http_clef_render_typed(&b, "service_unavailable",
+                                        "Service Unavailable; retry");
     } else if (status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
         ngx_sprintf((u_char *) msg, "the server answered %ui%Z", status);
         ok = ngx_http_clef_render_typed(&b, "internal_error", msg);
-    } else if (status == NGX_HTTP_REQUEST_TIME_OUT) {
-        ok = ngx_http_clef_render_detail(&b, "Request Timeout");
     } else {
-        ngx_sprintf((u_char *) msg, "Bad request (%ui)%Z", status);
-        ok = ngx_http_clef_render_detail(&b, status == NGX_HTTP_BAD_REQUEST
-                                             ? "Bad Request" : msg);
+        reason = ngx_http_clef_reason(status);
+        if (reason == NULL) {
+            ngx_sprintf((u_char *) msg, "Client error (%ui)%Z", status);
+            reason = msg;
+        }
+        ok = ngx_http_clef_render_detail(&b, reason);
     }
     ctx->error_body.data = ok ? ngx_http_clef_pool_copy(r, &b) : NULL;
     ctx->error_body.len = b.len;
@@ -496,6 +545,8 @@ ngx_http_clef_header_filter(ngx_http_request_t *r)
     r->headers_out.charset.len = 0;
     ngx_http_clear_content_length(r);
     ngx_http_clear_accept_ranges(r);
+    ngx_http_clear_last_modified(r);
+    ngx_http_clear_etag(r);
     r->headers_out.content_length_n = ctx->error_body.len;
 
     if (ngx_http_clef_request_id(r) != NGX_OK) {

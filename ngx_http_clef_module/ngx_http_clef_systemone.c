@@ -212,7 +212,7 @@ ngx_http_clef_systemone_handler(ngx_http_request_t *r)
     ngx_http_clef_loc_conf_t  *llcf;
     ngx_http_clef_ctx_t       *ctx;
     ngx_int_t                  rc;
-    ngx_str_t                  enc;
+    ngx_str_t                  enc, *ct;
     u_char                     msg[256];
 
     ctx = ngx_http_clef_get_ctx(r);
@@ -244,9 +244,19 @@ ngx_http_clef_systemone_handler(ngx_http_request_t *r)
         if (ngx_http_discard_request_body(r) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-        ngx_snprintf(msg, sizeof(msg), "Unsupported Media Type: \"%V\"; send "
-                     "the body as application/json%Z",
-                     &r->headers_in.content_type->value);
+        ct = &r->headers_in.content_type->value;
+        if (ct->len >= 10
+            && ngx_strncasecmp(ct->data, (u_char *) "multipart/", 10) == 0)
+        {
+            /* the SDK's experimental image upload: say what does work */
+            ngx_snprintf(msg, sizeof(msg), "Unsupported Media Type: "
+                         "multipart bodies (image uploads with an \"assets\" "
+                         "map) are not supported; send the request as "
+                         "application/json with a text or JSON state%Z");
+        } else {
+            ngx_snprintf(msg, sizeof(msg), "Unsupported Media Type: \"%V\"; "
+                         "send the body as application/json%Z", ct);
+        }
         return ngx_http_clef_send_detail(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                          (char *) msg);
     }

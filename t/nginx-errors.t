@@ -2,7 +2,9 @@
 # (spec/systemone-protocol.md §7, §9): 400 limits as {"detail": "..."},
 # 400 max_tokens_exceeded and 401/403 as {"detail": {"error_type",
 # "message"}}, 422 as {"detail": [{"type","loc","msg","input"}]}, 405, 413
-# (also nginx's own, from client_max_body_size), 415.  Every response is
+# (also nginx's own, from client_max_body_size), 415 (multipart too), and
+# the media this server cannot take (images, assets, image parts of a
+# state: 400 *_unsupported, typed).  Every response is
 # JSON and carries x-typesafe-request-id.  The SDK's headers are accepted.
 # (429, 503 and 504 need a stopped engine: t/nginx-overload.t and
 # t/nginx-lifecycle.t.)
@@ -133,6 +135,43 @@ Content-Type: application/x-www-form-urlencoded
 --- status: 415
 --- json
 {"detail":"Unsupported Media Type: \"application/x-www-form-urlencoded\"; send the body as application/json"}
+
+=== TEST 5a: a multipart upload (the SDK's experimental images)
+--- request: POST /v1/systemone
+--- headers
+Content-Type: multipart/form-data; boundary=xyz
+--- body: --xyz--
+--- status: 415
+--- json
+{"detail":"Unsupported Media Type: multipart bodies (image uploads with an \"assets\" map) are not supported; send the request as application/json with a text or JSON state"}
+
+=== TEST 5a2: images this model cannot take
+--- request: POST /v1/systemone
+--- body: {"model":"m","state":"s","images":["data:image/png;base64,iVBORw0KGgo=",{"content_type":"image/jpeg","base64":"/9j/"}],"questions":{"q":{"type":"noul"}}}
+--- status: 400
+--- json
+{"detail":{"error_type":"images_unsupported","message":"This model does not accept images (2 given): remove \"images\"; text and JSON states are supported."}}
+
+=== TEST 5a3: an assets map
+--- request: POST /v1/systemone
+--- body: {"model":"m","state":"see img1","assets":{"img1":{"type":"image","format":"png","part":"img1"}},"questions":{"q":{"type":"noul"}}}
+--- status: 400
+--- json
+{"detail":{"error_type":"assets_unsupported","message":"\"assets\" (images uploaded as multipart parts and referenced from the request) are not supported by this server; send application/json with a text or JSON state."}}
+
+=== TEST 5a4: OpenRouter-style image parts in the state
+--- request: POST /v1/systemone
+--- body: {"model":"m","state":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}],"questions":{"q":{"type":"noul"}}}
+--- status: 400
+--- json
+{"detail":{"error_type":"images_unsupported","message":"Image parts in the state (state[1] has type \"image_url\") are not supported; this server reads the state as text or JSON."}}
+
+=== TEST 5a5: an empty images array and a null assets are fine
+--- request: POST /v1/systemone
+--- body: {"model":"m","state":"s","images":[],"assets":null,"questions":{"q":{"type":"noul"}}}
+--- status: 200
+--- json
+DECIDE
 
 === TEST 5b: a content encoding other than zstd
 --- request: POST /v1/systemone
