@@ -327,7 +327,7 @@ clef_cmd_decide(int argc, char **argv)
 {
     int                 i, rc;
     const char         *dir = NULL, *backend = "cpu";
-    clef_backend_opts   bo = { 0, 0 };
+    clef_backend_opts   bo = { .threads = 0 };
     clef_model         *m;
     clef_error          err;
     decider             d;

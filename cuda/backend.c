@@ -387,6 +387,9 @@ capture(clef_backend *b, const cuda_plan *p, cuda_graph *g, clef_error *err)
 static int
 prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
 {
+    if (clef_batch_has_media(batch, "cuda", err)) {
+        return -1;
+    }
     if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
         || cuda_plan_build(b, batch, p, err) != 0 || ensure_ws(b, p, err) != 0)
     {

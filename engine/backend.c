@@ -2,7 +2,7 @@
  * Batches and the backend registry: "cpu" is linked in; "cuda" lives in
  * libclef_cuda.so, opened with dlopen the first time it is asked for, so
  * that a process that never asks (an nginx worker, `nginx -t`) never maps
- * the CUDA libraries.
+ * the CUDA libraries.  A new backend is one more registry row.
  */
 #include "backend.h"
 
@@ -26,10 +26,25 @@ clef_batch_init(clef_batch *b, const clef_record * const *records, int n_records
     b->n_records = n_records;
     b->records = records;
     b->cu_seqlens = cu_seqlens;
+    b->positions = NULL;
+    b->media = NULL;
+    b->n_media = 0;
     cu_seqlens[0] = 0;
     for (r = 0; r < n_records; r++) {
         cu_seqlens[r + 1] = cu_seqlens[r] + (int32_t) records[r]->ids.n;
     }
+}
+
+int
+clef_batch_has_media(const clef_batch *b, const char *backend,
+    clef_error *err)
+{
+    if (b->positions == NULL && b->n_media == 0) {
+        return 0;
+    }
+    clef_error_set(err, 500, "media_unsupported", NULL,
+                   "the %s backend does not run media records yet", backend);
+    return 1;
 }
 
 int64_t
@@ -110,16 +125,74 @@ cuda_find(clef_error *err)
     return cuda_ops;
 }
 
+static const clef_backend_ops *
+cpu_load(clef_error *err)
+{
+    (void) err;
+    return &clef_cpu_backend_ops;
+}
+
+static const clef_backend_entry  registry[] = {
+    { "cpu", "fp32 on the CPU cores, a thread pool",
+      0, cpu_load },
+    { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)",
+      1, cuda_find },
+    { NULL, NULL, 0, NULL }
+};
+
+const clef_backend_entry *
+clef_backend_registry(void)
+{
+    return registry;
+}
+
+const clef_backend_entry *
+clef_backend_lookup(const char *name, size_t len)
+{
+    const clef_backend_entry  *e;
+
+    for (e = registry; e->name != NULL; e++) {
+        if (strlen(e->name) == len && memcmp(e->name, name, len) == 0) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static pthread_once_t  names_once = PTHREAD_ONCE_INIT;
+static char            names[128];
+
+static void
+names_make(void)
+{
+    const clef_backend_entry  *e;
+    size_t                     n = 0;
+
+    for (e = registry; e->name != NULL && n < sizeof(names); e++) {
+        n += (size_t) snprintf(names + n, sizeof(names) - n, "%s%s",
+                               n ? ", " : "", e->name);
+    }
+}
+
+const char *
+clef_backend_names(void)
+{
+    pthread_once(&names_once, names_make);
+    return names;
+}
+
 const clef_backend_ops *
 clef_backend_find(const char *name, clef_error *err)
 {
-    if (name == NULL || strcmp(name, "cpu") == 0) {
-        return &clef_cpu_backend_ops;
+    const clef_backend_entry  *e;
+
+    e = clef_backend_lookup(name != NULL ? name : "cpu",
+                            name != NULL ? strlen(name) : 3);
+    if (e == NULL) {
+        clef_error_set(err, 500, "backend_unknown", NULL,
+                       "unknown backend '%s' (known: %s)", name,
+                       clef_backend_names());
+        return NULL;
     }
-    if (strcmp(name, "cuda") == 0) {
-        return cuda_find(err);
-    }
-    clef_error_set(err, 500, "backend_unknown", NULL,
-                   "unknown backend '%s' (known: cpu, cuda)", name);
-    return NULL;
+    return e->load(err);
 }

@@ -1,25 +1,55 @@
 /*
- * The interface every compute backend implements (CPU now, CUDA later):
- * load weights once, run a packed batch of records, return option logits.
+ * The contract every compute backend implements, and the registry that
+ * names them: load weights once, run a packed batch of records, return
+ * option logits.
  *
  * A batch is several encoded records run as one packed sequence, without
  * padding: record r owns tokens [cu_seqlens[r], cu_seqlens[r+1]).  Nothing
- * crosses a record boundary (conv, delta-rule state, attention), so the
- * logits equal those of running each record alone.
+ * crosses a record boundary (conv, delta-rule state, attention), and no
+ * arithmetic may depend on a record's neighbours or position in the batch
+ * or on the thread count: the logits of a record are bit for bit those of
+ * running it alone (the README's "Determinism").
+ *
+ * What later features add without changing this interface:
+ *   - media (images, video, audio): a batch may carry 3-axis M-RoPE
+ *     positions per token and spans of tokens whose embeddings come from a
+ *     media encoder; text-only batches leave both NULL and pay nothing.  A
+ *     backend that cannot run them refuses the batch (500 with a message).
+ *   - tensor parallelism and replicas: the engine opens one backend per
+ *     replica with the replica's devices and tensor-parallel size, and runs
+ *     one executor thread per replica.
+ *   - the watchdog: a backend calls opts->progress after every layer, so a
+ *     long forward is never mistaken for a hung one.
  */
 #ifndef CLEF_BACKEND_H
 #define CLEF_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "encode.h"
 #include "error.h"
 #include "model.h"
 
+/* Tokens [start, start + len) of the packed batch take their embeddings
+ * from row `row` onwards of a media encoder's output instead of the
+ * embedding table (issue: images). */
+typedef struct {
+    int32_t  start;
+    int32_t  len;
+    int32_t  media;      /* which media item of the batch */
+    int32_t  row;
+} clef_media_span;
+
 typedef struct {
     int                          n_records;
     const clef_record * const   *records;     /* spans are record-relative */
     const int32_t               *cu_seqlens;  /* [n_records + 1], cu_seqlens[0] = 0 */
+    /* NULL for text: each record's tokens are at positions 0, 1, 2, ... on
+     * every axis.  Else [3][T]: temporal, height, width (M-RoPE). */
+    const int32_t               *positions;
+    const clef_media_span       *media;       /* NULL when n_media is 0 */
+    int                          n_media;
 } clef_batch;
 
 /* Builds cu_seqlens for records (caller's array of n_records + 1). */
@@ -28,9 +58,18 @@ void    clef_batch_init(clef_batch *b, const clef_record * const *records,
 int64_t clef_batch_tokens(const clef_batch *b);
 int     clef_batch_options(const clef_batch *b);
 
+#define CLEF_MAX_DEVICES  64
+
 typedef struct {
-    int  threads;     /* CPU worker threads; 0 = one per core */
-    int  device;      /* CUDA device ordinal */
+    int          threads;     /* CPU worker threads; 0 = one per core */
+    int          device;      /* the replica's first (or only) device */
+    int          tp;          /* tensor-parallel ranks; 0 or 1: none */
+    int          n_devices;   /* devices of the replica (tp of them), 0:
+                                 just `device` */
+    const int   *devices;
+    /* called after every layer of a forward (any thread); may be NULL */
+    void       (*progress)(void *ctx);
+    void        *progress_ctx;
 } clef_backend_opts;
 
 typedef struct clef_backend clef_backend;
@@ -50,9 +89,34 @@ typedef struct {
     void  (*close)(clef_backend *b);
 } clef_backend_ops;
 
-/* "cpu" is built in; "cuda" is looked up in libclef_cuda.so with dlopen, so
- * that processes that never ask for it never map the CUDA libraries.
- * NULL with err filled ("no CUDA device", "unknown backend") otherwise. */
+/* ---- the registry ------------------------------------------------------- */
+
+typedef struct {
+    const char  *name;
+    const char  *what;          /* one line for messages and --help */
+    int          uses_devices;  /* devices= and tp= mean something */
+    /* the ops, loading them on first use (cuda: dlopen of
+     * libclef_cuda.so, so that processes that never ask for it never map
+     * the CUDA libraries); NULL with err filled when unavailable */
+    const clef_backend_ops *(*load)(clef_error *err);
+} clef_backend_entry;
+
+/* Every backend this build knows, in a NULL-named-terminated table. */
+const clef_backend_entry *clef_backend_registry(void);
+
+/* The entry named name[0..len), or NULL. */
+const clef_backend_entry *clef_backend_lookup(const char *name, size_t len);
+
+/* "cpu, cuda": the names, for messages. */
+const char *clef_backend_names(void);
+
+/* The ops of a backend by name; NULL with err filled ("unknown backend",
+ * "the CUDA backend is not available: ...") otherwise. */
 const clef_backend_ops *clef_backend_find(const char *name, clef_error *err);
+
+/* 1 when the batch carries media positions or spans (text-only backends
+ * refuse it with err filled). */
+int     clef_batch_has_media(const clef_batch *b, const char *backend,
+    clef_error *err);
 
 #endif

@@ -64,6 +64,9 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
     int       r, rc;
     double    t0 = clef_clock_seconds();
 
+    if (clef_batch_has_media(batch, "cpu", err)) {
+        return -1;
+    }
     if (T == 0) {
         b->backbone_s = 0;
         return 0;

@@ -502,7 +502,7 @@ main(int argc, char **argv)
     int                lens[1024];
     clef_model        *m;
     clef_backend      *g = NULL;
-    clef_backend_opts  o = { 0, 0 };
+    clef_backend_opts  o = { .threads = 0 };
     clef_error         err;
     struct cudaDeviceProp  prop;
     bench_batch        req, mixed, tb[3], lg;

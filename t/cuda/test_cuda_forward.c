@@ -463,7 +463,7 @@ main(void)
         char                dir[64];
         clef_model         *m = make_model(&configs[i], dir);
         clef_backend       *cb = NULL, *gb = NULL;
-        clef_backend_opts   o = { 0, 0 };
+        clef_backend_opts   o = { .threads = 0 };
         clef_error          err;
 
         CHECK(m != NULL, "%s: checkpoint from clef mkmodel opens", configs[i].name);

@@ -22,7 +22,7 @@ static void
 check_refusal(const clef_backend_ops *ops, const clef_model *m, int device,
     const char *why)
 {
-    clef_backend_opts  o = { 0, device };
+    clef_backend_opts  o = { .device = device };
     clef_backend      *b = (clef_backend *) &o;     /* must be reset to NULL */
     clef_error         err;
     int                rc;
@@ -67,7 +67,7 @@ main(void)
         char                dir[] = "/tmp/clef-cuda-open-XXXXXX", cmd[1024];
         clef_model         *m;
         clef_backend       *b = NULL;
-        clef_backend_opts   o = { 0, 0 };
+        clef_backend_opts   o = { .threads = 0 };
 
         CHECK(mkdtemp(dir) != NULL, "temporary directory");
         snprintf(cmd, sizeof(cmd),

@@ -92,7 +92,7 @@ test_backend(const clef_model *m, const int32_t *ids, const float *hidden_want)
 {
     const clef_backend_ops  *ops;
     clef_backend            *be = NULL;
-    clef_backend_opts        opts = { 2, 0 };
+    clef_backend_opts        opts = { .threads = 2 };
     clef_error               err;
     clef_record              rec[2];
     const clef_record       *ptrs[2] = { &rec[0], &rec[1] };

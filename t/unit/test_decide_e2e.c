@@ -322,7 +322,7 @@ check_inprocess(const char *model, json_t *cases, json_t *responses)
     clef_model              *m = clef_model_open(model, 0, &err);
     const clef_backend_ops  *ops;
     clef_backend            *b = NULL;
-    clef_backend_opts        bo = { 0, 0 };
+    clef_backend_opts        bo = { .threads = 0 };
     json_t                  *c;
     size_t                   i, n = 0;
     int                      H;
