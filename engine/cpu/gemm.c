@@ -1,88 +1,361 @@
 #include "gemm.h"
+#include "gemm_kernel.h"
 
-#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
 
-/* Slices of W are multiples of this many rows, so that every slice starts
- * on a boundary of OpenBLAS's register tiles. */
-#define SLICE_ALIGN  64
-#define SLICE_MIN_N  1024
+#define MR  CLEF_GEMM_MR
+#define NR  CLEF_GEMM_NR
+#define KC  CLEF_GEMM_KC
+#define MC  CLEF_GEMM_MC
+#define NC  CLEF_GEMM_NC
 
-typedef struct {
-    const float  *x;
-    int64_t       ldx, m, k;
-    const float  *w;
-    int64_t       n;
-    float        *y;
-    int64_t       ldy;
-    float         beta;
-    int64_t       slice;      /* rows of W per task */
-    int           split_m;    /* 1: slices of x's rows instead */
-} linear_job;
+/* clef_cpu_linear(): rows of x packed at a time (the size of its scratch),
+ * and the columns of y one task computes.  Cache blocking only: neither
+ * changes a result. */
+#define LINEAR_ROWS  576
+#define LINEAR_COLS  256
+
+#if MC % MR != 0 || LINEAR_ROWS % MC != 0 || LINEAR_COLS % NR != 0 || NC % NR != 0
+#error "the blocking sizes must be multiples of the micro-tile"
+#endif
+
+static float *
+align64(float *p)
+{
+    return (float *) (((uintptr_t) p + 63) & ~(uintptr_t) 63);
+}
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- packing ----------------------------------------------------------- */
+
+/* Rows [i0, i0 + m) x columns [k0, k0 + kc) of A as panels of MR rows,
+ * panel p at dst + p * ps, each [kc][MR]; rows past m are zeros, so a tail
+ * panel goes through the kernel like a full one. */
+static void
+pack_a(const clef_cpu_mat *a, int64_t i0, int64_t m, int64_t k0, int64_t kc,
+    float *dst, int64_t ps)
+{
+    const float  *src;
+    float        *d;
+    int64_t       p, k, rows;
+    int           r;
+
+    for (p = 0; p * MR < m; p++) {
+        d = dst + p * ps;
+        rows = min64(MR, m - p * MR);
+        for (r = 0; r < MR; r++) {
+            if (r >= rows) {
+                for (k = 0; k < kc; k++) {
+                    d[k * MR + r] = 0.0f;
+                }
+                continue;
+            }
+            src = a->p + (i0 + p * MR + r) * a->rs + k0 * a->cs;
+            if (a->cs == 1) {
+                for (k = 0; k < kc; k++) {
+                    d[k * MR + r] = src[k];
+                }
+            } else {
+                for (k = 0; k < kc; k++) {
+                    d[k * MR + r] = src[k * a->cs];
+                }
+            }
+        }
+    }
+}
+
+/* Rows [k0, k0 + kc) x columns [j0, j0 + n) of B as panels of NR columns,
+ * panel p at dst + p * ps, each [kc][NR]; columns past n are zeros. */
+static void
+pack_b(const clef_cpu_mat *b, int64_t k0, int64_t kc, int64_t j0, int64_t n,
+    float *dst, int64_t ps)
+{
+    const float  *src;
+    float        *d;
+    int64_t       p, k, cols;
+    int           c;
+
+    for (p = 0; p * NR < n; p++) {
+        d = dst + p * ps;
+        cols = min64(NR, n - p * NR);
+        if (b->cs == 1) {
+            for (k = 0; k < kc; k++) {
+                src = b->p + (k0 + k) * b->rs + j0 + p * NR;
+                memcpy(d + k * NR, src, sizeof(float) * (size_t) cols);
+                for (c = (int) cols; c < NR; c++) {
+                    d[k * NR + c] = 0.0f;
+                }
+            }
+            continue;
+        }
+        for (c = 0; c < NR; c++) {
+            if (c >= cols) {
+                for (k = 0; k < kc; k++) {
+                    d[k * NR + c] = 0.0f;
+                }
+                continue;
+            }
+            src = b->p + k0 * b->rs + (j0 + p * NR + c) * b->cs;
+            for (k = 0; k < kc; k++) {
+                d[k * NR + c] = src[k * b->rs];
+            }
+        }
+    }
+}
+
+size_t
+clef_cpu_wpack_floats(int64_t n, int64_t k)
+{
+    return (size_t) ((n + NR - 1) / NR) * NR * (size_t) k;
+}
+
+int
+clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k)
+{
+    size_t  bytes = clef_cpu_wpack_floats(n, k) * sizeof(float);
+
+    bytes = (bytes + 63) / 64 * 64;
+    w->n = n;
+    w->k = k;
+    w->p = aligned_alloc(64, bytes > 0 ? bytes : 64);
+    if (w->p == NULL) {
+        return -1;
+    }
+    memset(w->p, 0, bytes);
+    return 0;
+}
+
+void
+clef_cpu_wpack_free(clef_cpu_wpack *w)
+{
+    free(w->p);
+    w->p = NULL;
+}
+
+void
+clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
+    const float *src, int64_t ld)
+{
+    const float  *s;
+    float        *d;
+    int64_t       r, k, n;
+
+    for (r = 0; r < rows; r++) {
+        n = row + r;
+        s = src + r * ld;
+        d = w->p + n / NR * w->k * NR + n % NR;
+        for (k = 0; k < w->k; k++) {
+            d[k * NR] = s[k];
+        }
+    }
+}
+
+/* ---- the macro-kernel -------------------------------------------------- */
+
+/* C[m][n] (+)= alpha * A . B over one block of kc: A panel i/MR at
+ * ap + (i/MR) * as, B panel j/NR at bp + (j/NR) * bs.  Tail tiles go
+ * through a full-size tile buffer, so every element is computed by the same
+ * kernel code whatever the shape. */
+static void
+macro(int64_t m, int64_t n, int64_t kc, const float *ap, int64_t as,
+    const float *bp, int64_t bs, float alpha, int load_c, float *c,
+    int64_t ldc)
+{
+    float         tile[MR * NR] __attribute__((aligned(64)));
+    const float  *a, *b;
+    float        *ct;
+    int64_t       i, j, mr, nr, r;
+
+    for (j = 0; j < n; j += NR) {
+        nr = min64(NR, n - j);
+        b = bp + j / NR * bs;
+        for (i = 0; i < m; i += MR) {
+            mr = min64(MR, m - i);
+            a = ap + i / MR * as;
+            ct = c + i * ldc + j;
+            if (mr == MR && nr == NR) {
+                clef_cpu_gemm_kernel(kc, a, b, alpha, ct, ldc, load_c);
+                continue;
+            }
+            if (load_c) {
+                for (r = 0; r < mr; r++) {
+                    memcpy(tile + r * NR, ct + r * ldc, sizeof(float) * (size_t) nr);
+                }
+            }
+            clef_cpu_gemm_kernel(kc, a, b, alpha, tile, NR, load_c);
+            for (r = 0; r < mr; r++) {
+                memcpy(ct + r * ldc, tile + r * NR, sizeof(float) * (size_t) nr);
+            }
+        }
+    }
+}
+
+/* ---- on the calling thread --------------------------------------------- */
 
 static void
-linear_task(void *ctx, int64_t begin, int64_t end, int worker)
+zero_rows(float *c, int64_t ldc, int64_t m, int64_t n)
 {
-    const linear_job  *j = ctx;
-    int64_t            i, lo, hi;
+    int64_t  i;
 
-    for (i = begin; i < end; i++) {
-        lo = i * j->slice;
-        if (j->split_m) {
-            hi = lo + j->slice < j->m ? lo + j->slice : j->m;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                        (blasint) (hi - lo), (blasint) j->n, (blasint) j->k,
-                        1.0f, j->x + lo * j->ldx, (blasint) j->ldx,
-                        j->w, (blasint) j->k, j->beta,
-                        j->y + lo * j->ldy, (blasint) j->ldy);
-        } else {
-            hi = lo + j->slice < j->n ? lo + j->slice : j->n;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                        (blasint) j->m, (blasint) (hi - lo), (blasint) j->k,
-                        1.0f, j->x, (blasint) j->ldx,
-                        j->w + lo * j->k, (blasint) j->k, j->beta,
-                        j->y + lo, (blasint) j->ldy);
+    for (i = 0; i < m; i++) {
+        memset(c + i * ldc, 0, sizeof(float) * (size_t) n);
+    }
+}
+
+void
+clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, clef_cpu_mat a,
+    clef_cpu_mat b, float beta, float *c, int64_t ldc, float *scratch)
+{
+    float    *abuf = align64(scratch), *bbuf = abuf + MC * KC;
+    int64_t   jc, pc, ic, nc, kc, mc;
+
+    if (m <= 0 || n <= 0) {
+        return;
+    }
+    if (k <= 0) {
+        if (beta == 0.0f) {
+            zero_rows(c, ldc, m, n);
+        }
+        return;
+    }
+    for (jc = 0; jc < n; jc += NC) {
+        nc = min64(NC, n - jc);
+        for (pc = 0; pc < k; pc += KC) {
+            kc = min64(KC, k - pc);
+            pack_b(&b, pc, kc, jc, nc, bbuf, kc * NR);
+            for (ic = 0; ic < m; ic += MC) {
+                mc = min64(MC, m - ic);
+                pack_a(&a, ic, mc, pc, kc, abuf, kc * MR);
+                macro(mc, nc, kc, abuf, kc * MR, bbuf, kc * NR, alpha,
+                      pc > 0 || beta != 0.0f, c + ic * ldc + jc, ldc);
+            }
         }
     }
 }
 
 void
-clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
-    int64_t k, const float *w, int64_t n, float *y, int64_t ldy, float beta)
+clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
+    const clef_cpu_wpack *w, float beta, float *y, int64_t ldy, float *scratch)
 {
-    linear_job  j;
-    int64_t     parts, slice, tasks;
-    int         threads = clef_cpu_pool_size(pool);
+    clef_cpu_mat  xv = { x, ldx, 1 };
+    float        *abuf = align64(scratch);
+    int64_t       pc, ic, kc, mc;
 
-    if (m <= 0 || n <= 0) {
+    if (m <= 0 || w->n <= 0) {
         return;
     }
+    if (w->k <= 0) {
+        if (beta == 0.0f) {
+            zero_rows(y, ldy, m, w->n);
+        }
+        return;
+    }
+    for (pc = 0; pc < w->k; pc += KC) {
+        kc = min64(KC, w->k - pc);
+        for (ic = 0; ic < m; ic += MC) {
+            mc = min64(MC, m - ic);
+            pack_a(&xv, ic, mc, pc, kc, abuf, kc * MR);
+            macro(mc, w->n, kc, abuf, kc * MR, w->p + pc * NR, w->k * NR, 1.0f,
+                  pc > 0 || beta != 0.0f, y + ic * ldy, ldy);
+        }
+    }
+}
 
-    j.x = x;
-    j.ldx = ldx;
-    j.m = m;
-    j.k = k;
+/* ---- over the pool ----------------------------------------------------- */
+
+typedef struct {
+    clef_cpu_mat           x;
+    const clef_cpu_wpack  *w;
+    float                 *y;
+    int64_t                ldy;
+    int                    load_c;
+    int64_t                row0, rows;     /* the group of rows being run */
+    int64_t                col_tiles;
+    float                 *ap;             /* the group's rows, packed */
+} linear_job;
+
+static void
+pack_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const linear_job  *j = ctx;
+    int64_t            p, K = j->w->k;
+
+    for (p = begin; p < end; p++) {
+        pack_a(&j->x, j->row0 + p * MR, min64(MR, j->rows - p * MR), 0, K,
+               j->ap + p * K * MR, K * MR);
+    }
+}
+
+static void
+tile_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const linear_job  *j = ctx;
+    int64_t            t, ic, jc, mc, nc, pc, kc, K = j->w->k;
+
+    for (t = begin; t < end; t++) {
+        ic = t / j->col_tiles * MC;
+        jc = t % j->col_tiles * LINEAR_COLS;
+        mc = min64(MC, j->rows - ic);
+        nc = min64(LINEAR_COLS, j->w->n - jc);
+        for (pc = 0; pc < K; pc += KC) {
+            kc = min64(KC, K - pc);
+            macro(mc, nc, kc, j->ap + ic / MR * K * MR + pc * MR, K * MR,
+                  j->w->p + jc / NR * K * NR + pc * NR, K * NR, 1.0f,
+                  pc > 0 || j->load_c, j->y + (j->row0 + ic) * j->ldy + jc,
+                  j->ldy);
+        }
+    }
+}
+
+size_t
+clef_cpu_linear_scratch_floats(int64_t k)
+{
+    return (size_t) LINEAR_ROWS * (size_t) (k > 0 ? k : 1) + 16;
+}
+
+void
+clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
+    const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch)
+{
+    linear_job  j;
+
+    if (m <= 0 || w->n <= 0) {
+        return;
+    }
+    if (w->k <= 0) {
+        if (beta == 0.0f) {
+            zero_rows(y, ldy, m, w->n);
+        }
+        return;
+    }
+    j.x.p = x;
+    j.x.rs = ldx;
+    j.x.cs = 1;
     j.w = w;
-    j.n = n;
     j.y = y;
     j.ldy = ldy;
-    j.beta = beta;
+    j.load_c = beta != 0.0f;
+    j.col_tiles = (w->n + LINEAR_COLS - 1) / LINEAR_COLS;
+    j.ap = align64(scratch);
 
-    /* One slice per thread.  W's rows are split while each slice stays wide
-     * enough for OpenBLAS's blocking; otherwise (the N = hidden projections
-     * of a long batch) x's rows are.  Tiny products run on the calling
-     * thread. */
-    parts = threads == 1 || m * n * k < (1 << 20) ? 1 : threads;
-    if (parts == 1 || n >= parts * SLICE_MIN_N || m < parts * 32) {
-        slice = (n + parts - 1) / parts;
-        slice = (slice + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
-        tasks = (n + slice - 1) / slice;
-        j.split_m = 0;
-    } else {
-        slice = (m + parts - 1) / parts;
-        tasks = (m + slice - 1) / slice;
-        j.split_m = 1;
+    /* Pack a group of rows, then compute its tiles of C; each phase is
+     * split over the pool however it likes, as no split changes a value. */
+    for (j.row0 = 0; j.row0 < m; j.row0 += LINEAR_ROWS) {
+        j.rows = min64(LINEAR_ROWS, m - j.row0);
+        clef_cpu_pool_for(pool, (j.rows + MR - 1) / MR, 4, pack_task, &j);
+        clef_cpu_pool_for(pool, (j.rows + MC - 1) / MC * j.col_tiles, 1,
+                          tile_task, &j);
     }
-    j.slice = slice;
+}
 
-    clef_cpu_pool_for(pool, tasks, 1, linear_task, &j);
+const char *
+clef_cpu_gemm_describe(void)
+{
+    return "clef fp32 gemm, AVX2+FMA 6x16 kernel, k blocks of 256";
 }
