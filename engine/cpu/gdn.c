@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "trsm.h"
 #include "vec.h"
 
 #define C  CLEF_GDN_CHUNK
@@ -79,41 +80,6 @@ clef_cpu_gdn_scratch_floats(int dk, int dv)
            + CLEF_GEMM_SCRATCH_FLOATS;
 }
 
-/* x = (I + L)^-1 x for L the strict lower triangle of l (n x n, row
- * stride ldl; the diagonal and above are not read): forward substitution,
- * row s of x less l[s][r] times row r for r = 0 .. s-1, in that order.
- * The row being solved is kept in a register block of 32 columns. */
-static void
-solve_unit_lower(int n, const float *l, int ldl, float *x, int ldx, int cols)
-{
-    float         acc[32], f;
-    const float  *xr;
-    float        *xs;
-    int           s, r, c0, w, i;
-
-    for (s = 1; s < n; s++) {
-        xs = x + (size_t) s * ldx;
-        for (c0 = 0; c0 < cols; c0 += 32) {
-            w = cols - c0 < 32 ? cols - c0 : 32;
-            memcpy(acc, xs + c0, sizeof(float) * (size_t) w);
-            for (r = 0; r < s; r++) {
-                f = l[(size_t) s * ldl + r];
-                xr = x + (size_t) r * ldx + c0;
-                if (w == 32) {
-                    for (i = 0; i < 32; i++) {
-                        acc[i] -= f * xr[i];
-                    }
-                } else {
-                    for (i = 0; i < w; i++) {
-                        acc[i] -= f * xr[i];
-                    }
-                }
-            }
-            memcpy(xs + c0, acc, sizeof(float) * (size_t) w);
-        }
-    }
-}
-
 void
 clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
     const float *k, int64_t ldqk, const float *v, int64_t ldv, const float *g,
@@ -181,7 +147,7 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
 
         /* (I + A) [U | W] = [beta V | beta e^gamma K]; Unit: the diagonal
          * and upper triangle of kk are not read. */
-        solve_unit_lower(n, kk, C, uw, ldu, ldu);
+        clef_cpu_trsm_unit_lower(n, kk, C, uw, ldu, ldu);
 
         /* V' = U - W S */
         for (s = 0; s < n; s++) {

@@ -13,7 +13,7 @@
 /* clef_cpu_linear(): rows of x packed at a time (the size of its scratch),
  * and the columns of y one task computes.  Cache blocking only: neither
  * changes a result. */
-#define LINEAR_ROWS  576
+#define LINEAR_ROWS  288
 #define LINEAR_COLS  256
 
 #if MC % MR != 0 || LINEAR_ROWS % MC != 0 || LINEAR_COLS % NR != 0 || NC % NR != 0
@@ -32,39 +32,53 @@ min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* ---- where the kernel reads its operands ------------------------------ */
+
+/* A: row i, step k at p + (i / MR) * ps + (i % MR) * rs + k * cs.  Packed
+ * panels (packed = 1: [kc][MR] each, zero-padded) have rs 1 and cs MR; a
+ * matrix read in place has ps = MR * rs. */
+typedef struct {
+    const float  *p;
+    int64_t       ps, rs, cs;
+    int           packed;
+} a_view;
+
+/* B: column j, step k at p + (j / NR) * ps + k * ks + j % NR, for every
+ * panel of NR columns but the last partial one when tail is not NULL: that
+ * one is read from tail, packed [kc][NR] with zeros past n. */
+typedef struct {
+    const float  *p;
+    int64_t       ps, ks;
+    const float  *tail;
+} b_view;
+
 /* ---- packing ----------------------------------------------------------- */
 
 /* Rows [i0, i0 + m) x columns [k0, k0 + kc) of A as panels of MR rows,
- * panel p at dst + p * ps, each [kc][MR]; rows past m are zeros, so a tail
- * panel goes through the kernel like a full one. */
+ * panel p at dst + p * ps, each [kc][MR]; a tail panel's missing rows are
+ * zeros, read by the kernel into lanes that are not kept. */
 static void
 pack_a(const clef_cpu_mat *a, int64_t i0, int64_t m, int64_t k0, int64_t kc,
     float *dst, int64_t ps)
 {
     const float  *src;
     float        *d;
-    int64_t       p, k, rows;
-    int           r;
+    int64_t       i, k, end = (m + MR - 1) / MR * MR;
 
-    for (p = 0; p * MR < m; p++) {
-        d = dst + p * ps;
-        rows = min64(MR, m - p * MR);
-        for (r = 0; r < MR; r++) {
-            if (r >= rows) {
-                for (k = 0; k < kc; k++) {
-                    d[k * MR + r] = 0.0f;
-                }
-                continue;
+    for (i = 0; i < end; i++) {
+        d = dst + i / MR * ps + i % MR;
+        src = a->p + (i0 + i) * a->rs + k0 * a->cs;
+        if (i >= m) {
+            for (k = 0; k < kc; k++) {
+                d[k * MR] = 0.0f;
             }
-            src = a->p + (i0 + p * MR + r) * a->rs + k0 * a->cs;
-            if (a->cs == 1) {
-                for (k = 0; k < kc; k++) {
-                    d[k * MR + r] = src[k];
-                }
-            } else {
-                for (k = 0; k < kc; k++) {
-                    d[k * MR + r] = src[k * a->cs];
-                }
+        } else if (a->cs == 1) {
+            for (k = 0; k < kc; k++) {
+                d[k * MR] = src[k];
+            }
+        } else {
+            for (k = 0; k < kc; k++) {
+                d[k * MR] = src[k * a->cs];
             }
         }
     }
@@ -158,39 +172,60 @@ clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
 
 /* ---- the macro-kernel -------------------------------------------------- */
 
-/* C[m][n] (+)= alpha * A . B over one block of kc: A panel i/MR at
- * ap + (i/MR) * as, B panel j/NR at bp + (j/NR) * bs.  Tail tiles go
- * through a full-size tile buffer, so every element is computed by the same
- * kernel code whatever the shape. */
+/* C[m][n] (+)= alpha * A . B over one block of kc.  A tail tile (fewer
+ * than MR rows or NR columns) reads zeros past the last row of packed A (or
+ * repeats the last row of A read in place) and past the last column of B,
+ * and goes through a full-size tile of C: its elements are computed by the
+ * very code of a full tile, and the lanes that are not kept never touch
+ * another lane. */
 static void
-macro(int64_t m, int64_t n, int64_t kc, const float *ap, int64_t as,
-    const float *bp, int64_t bs, float alpha, int load_c, float *c,
-    int64_t ldc)
+macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
+    float alpha, int load_c, float *c, int64_t ldc)
 {
     float         tile[MR * NR] __attribute__((aligned(64)));
-    const float  *a, *b;
-    float        *ct;
-    int64_t       i, j, mr, nr, r;
+    const float  *ap[MR], *bp;
+    float        *ct, *cc;
+    int64_t       i, j, mr, nr, r, row, bks, ldcc;
 
     for (j = 0; j < n; j += NR) {
         nr = min64(NR, n - j);
-        b = bp + j / NR * bs;
+        if (nr < NR && b->tail != NULL) {
+            bp = b->tail;
+            bks = NR;
+        } else {
+            bp = b->p + j / NR * b->ps;
+            bks = b->ks;
+        }
         for (i = 0; i < m; i += MR) {
             mr = min64(MR, m - i);
-            a = ap + i / MR * as;
             ct = c + i * ldc + j;
-            if (mr == MR && nr == NR) {
-                clef_cpu_gemm_kernel(kc, a, b, alpha, ct, ldc, load_c);
-                continue;
-            }
-            if (load_c) {
-                for (r = 0; r < mr; r++) {
-                    memcpy(tile + r * NR, ct + r * ldc, sizeof(float) * (size_t) nr);
+            cc = ct;
+            ldcc = ldc;
+            if (mr < MR || nr < NR) {
+                if (load_c) {
+                    for (r = 0; r < mr; r++) {
+                        memcpy(tile + r * NR, ct + r * ldc,
+                               sizeof(float) * (size_t) nr);
+                    }
                 }
+                cc = tile;
+                ldcc = NR;
             }
-            clef_cpu_gemm_kernel(kc, a, b, alpha, tile, NR, load_c);
-            for (r = 0; r < mr; r++) {
-                memcpy(ct + r * ldc, tile + r * NR, sizeof(float) * (size_t) nr);
+            if (a->packed) {
+                clef_cpu_gemm_kernel(kc, a->p + i / MR * a->ps, bp, bks, alpha, cc,
+                                     ldcc, load_c);
+            } else {
+                for (r = 0; r < MR; r++) {
+                    row = i + (r < mr ? r : mr - 1);
+                    ap[r] = a->p + row * a->rs;
+                }
+                clef_cpu_gemm_kernel_rows(kc, ap, a->cs, bp, bks, alpha, cc, ldcc,
+                                          load_c);
+            }
+            if (cc == tile) {
+                for (r = 0; r < mr; r++) {
+                    memcpy(ct + r * ldc, tile + r * NR, sizeof(float) * (size_t) nr);
+                }
             }
         }
     }
@@ -208,12 +243,28 @@ zero_rows(float *c, int64_t ldc, int64_t m, int64_t n)
     }
 }
 
+/* A read in place, rows [i0, ..) from step k0 on */
+static a_view
+a_in_place(const clef_cpu_mat *a, int64_t i0, int64_t k0)
+{
+    a_view  v;
+
+    v.p = a->p + i0 * a->rs + k0 * a->cs;
+    v.ps = MR * a->rs;
+    v.rs = a->rs;
+    v.cs = a->cs;
+    v.packed = 0;
+    return v;
+}
+
 void
 clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, clef_cpu_mat a,
     clef_cpu_mat b, float beta, float *c, int64_t ldc, float *scratch)
 {
-    float    *abuf = align64(scratch), *bbuf = abuf + MC * KC;
-    int64_t   jc, pc, ic, nc, kc, mc;
+    float    *bbuf = align64(scratch), *tail = bbuf + NC * KC;
+    int64_t   jc, pc, ic, nc, kc, mc, whole;
+    a_view    av;
+    b_view    bv;
 
     if (m <= 0 || n <= 0) {
         return;
@@ -228,24 +279,56 @@ clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, clef_cpu_mat a,
         nc = min64(NC, n - jc);
         for (pc = 0; pc < k; pc += KC) {
             kc = min64(KC, k - pc);
-            pack_b(&b, pc, kc, jc, nc, bbuf, kc * NR);
+            if (b.cs == 1) {
+                /* rows of B hold NR adjacent columns: read in place, but
+                 * for a partial last panel */
+                bv.p = b.p + pc * b.rs + jc;
+                bv.ps = NR;
+                bv.ks = b.rs;
+                bv.tail = NULL;
+                whole = nc / NR * NR;
+                if (whole < nc) {
+                    pack_b(&b, pc, kc, jc + whole, nc - whole, tail, kc * NR);
+                    bv.tail = tail;
+                }
+            } else {
+                pack_b(&b, pc, kc, jc, nc, bbuf, kc * NR);
+                bv.p = bbuf;
+                bv.ps = kc * NR;
+                bv.ks = NR;
+                bv.tail = NULL;
+            }
             for (ic = 0; ic < m; ic += MC) {
                 mc = min64(MC, m - ic);
-                pack_a(&a, ic, mc, pc, kc, abuf, kc * MR);
-                macro(mc, nc, kc, abuf, kc * MR, bbuf, kc * NR, alpha,
-                      pc > 0 || beta != 0.0f, c + ic * ldc + jc, ldc);
+                av = a_in_place(&a, ic, pc);
+                macro(mc, nc, kc, &av, &bv, alpha, pc > 0 || beta != 0.0f,
+                      c + ic * ldc + jc, ldc);
             }
         }
     }
 }
 
+/* B's panels from step pc on, for y = x . W^T */
+static b_view
+b_packed(const clef_cpu_wpack *w, int64_t pc)
+{
+    b_view  v;
+
+    v.p = w->p + pc * NR;
+    v.ps = w->k * NR;
+    v.ks = NR;
+    v.tail = NULL;
+    return v;
+}
+
 void
 clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
-    const clef_cpu_wpack *w, float beta, float *y, int64_t ldy, float *scratch)
+    const clef_cpu_wpack *w, float beta, float *y, int64_t ldy)
 {
     clef_cpu_mat  xv = { x, ldx, 1 };
-    float        *abuf = align64(scratch);
     int64_t       pc, ic, kc, mc;
+    a_view        av;
+    b_view        bv;
 
     if (m <= 0 || w->n <= 0) {
         return;
@@ -258,11 +341,12 @@ clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
     }
     for (pc = 0; pc < w->k; pc += KC) {
         kc = min64(KC, w->k - pc);
+        bv = b_packed(w, pc);
         for (ic = 0; ic < m; ic += MC) {
             mc = min64(MC, m - ic);
-            pack_a(&xv, ic, mc, pc, kc, abuf, kc * MR);
-            macro(mc, w->n, kc, abuf, kc * MR, w->p + pc * NR, w->k * NR, 1.0f,
-                  pc > 0 || beta != 0.0f, y + ic * ldy, ldy);
+            av = a_in_place(&xv, ic, pc);
+            macro(mc, w->n, kc, &av, &bv, 1.0f, pc > 0 || beta != 0.0f,
+                  y + ic * ldy, ldy);
         }
     }
 }
@@ -297,6 +381,8 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const linear_job  *j = ctx;
     int64_t            t, ic, jc, mc, nc, pc, kc, K = j->w->k;
+    a_view             av;
+    b_view             bv;
 
     for (t = begin; t < end; t++) {
         ic = t / j->col_tiles * MC;
@@ -305,10 +391,15 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
         nc = min64(LINEAR_COLS, j->w->n - jc);
         for (pc = 0; pc < K; pc += KC) {
             kc = min64(KC, K - pc);
-            macro(mc, nc, kc, j->ap + ic / MR * K * MR + pc * MR, K * MR,
-                  j->w->p + jc / NR * K * NR + pc * NR, K * NR, 1.0f,
-                  pc > 0 || j->load_c, j->y + (j->row0 + ic) * j->ldy + jc,
-                  j->ldy);
+            av.p = j->ap + ic / MR * K * MR + pc * MR;
+            av.ps = K * MR;
+            av.rs = 1;
+            av.cs = MR;
+            av.packed = 1;
+            bv = b_packed(j->w, pc);
+            bv.p += jc / NR * bv.ps;
+            macro(mc, nc, kc, &av, &bv, 1.0f, pc > 0 || j->load_c,
+                  j->y + (j->row0 + ic) * j->ldy + jc, j->ldy);
         }
     }
 }
@@ -354,8 +445,12 @@ clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     }
 }
 
+#define STR_(x)  #x
+#define STR(x)   STR_(x)
+
 const char *
 clef_cpu_gemm_describe(void)
 {
-    return "clef fp32 gemm, AVX2+FMA 6x16 kernel, k blocks of 256";
+    return "gemm: clef fp32, AVX2+FMA " STR(MR) "x" STR(NR) " kernel, k summed in "
+           "blocks of " STR(KC);
 }

@@ -19,8 +19,9 @@
  *     the kernel is the x86-64-v3 (AVX2 + FMA) one on every machine, with or
  *     without AVX-512.
  *
- * Weights are packed once (clef_cpu_wpack, when the backend opens); the
- * activations are packed per call.
+ * Weights are packed once (clef_cpu_wpack, when the backend opens).  The
+ * big products pack groups of rows of the activations; the small ones read
+ * A in place, and B in place when its rows are contiguous.
  */
 #ifndef CLEF_CPU_GEMM_H
 #define CLEF_CPU_GEMM_H
@@ -78,15 +79,15 @@ void   clef_cpu_wpack_free(clef_cpu_wpack *w);
 void   clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
     const float *src, int64_t ld);
 
-/* Cache blocking of clef_cpu_gemm(), which never changes a result: rows of
- * A and columns of B packed at a time. */
+/* Cache blocking, which never changes a result: rows of A and columns of B
+ * run at a time. */
 #define CLEF_GEMM_MC  144
 #define CLEF_GEMM_NC  512
 
 /* Scratch floats clef_cpu_gemm() needs: a constant, whatever the shapes
- * (packed blocks of A and B, and room to align them). */
+ * (a packed block of B and its partial panel, and room to align them). */
 #define CLEF_GEMM_SCRATCH_FLOATS                                             \
-    ((size_t) (CLEF_GEMM_MC + CLEF_GEMM_NC) * CLEF_GEMM_KC + 16)
+    ((size_t) (CLEF_GEMM_NC + CLEF_GEMM_NR) * CLEF_GEMM_KC + 16)
 
 /* C[m][n] = alpha * A[m][k] . B[k][n] + beta * C, beta 0 (C is not read)
  * or 1, on the calling thread; for the small products inside pool tasks.
@@ -97,8 +98,7 @@ void   clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha,
 
 /* The same with B = W^T, W packed: y[m][n] = x[m][k] . W^T + beta * y. */
 void   clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
-    const clef_cpu_wpack *w, float beta, float *y, int64_t ldy,
-    float *scratch);
+    const clef_cpu_wpack *w, float beta, float *y, int64_t ldy);
 
 /* Floats clef_cpu_linear() needs as scratch for at most k columns of x. */
 size_t clef_cpu_linear_scratch_floats(int64_t k);

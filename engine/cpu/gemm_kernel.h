@@ -1,7 +1,7 @@
 /*
  * The micro-kernel under every CPU matrix product (gemm.h): one
- * CLEF_GEMM_MR x CLEF_GEMM_NR tile of C from a packed A panel (kc rows of MR
- * floats) and a packed B panel (kc rows of NR floats).
+ * CLEF_GEMM_MR x CLEF_GEMM_NR tile of C from MR rows of A and NR columns of
+ * B over kc steps of the reduction, read packed or in place.
  *
  * Each element of the tile is one lane of one accumulator, summed from zero
  * in k order by fused multiply-adds, then scaled by alpha and added to C:
@@ -13,9 +13,17 @@
 #include <stdint.h>
 
 /* c[i][j] (row stride ldc) = (load_c ? c[i][j] : 0)
- *                            + alpha * sum_{k < kc} a[k][i] b[k][j].
- * a: kc x MR floats; b: kc x NR floats, 32-byte aligned. */
+ *                            + alpha * sum_{k < kc} A[i][k] B[k][j]
+ * for i < MR, j < NR, with B[k][j] = b[k * bks + j] (a packed panel, or NR
+ * adjacent columns of a row-major matrix) and A[i][k] = a[k * MR + i] (a
+ * packed panel, 32-byte aligned or not). */
 void clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b,
-    float alpha, float *c, int64_t ldc, int load_c);
+    int64_t bks, float alpha, float *c, int64_t ldc, int load_c);
+
+/* The same with A[i][k] = a[i][k * acs]: MR row pointers into a matrix read
+ * in place, any of them repeated for a tail.  Bit for bit the same as
+ * clef_cpu_gemm_kernel() on the same values. */
+void clef_cpu_gemm_kernel_rows(int64_t kc, const float *const *a, int64_t acs,
+    const float *b, int64_t bks, float alpha, float *c, int64_t ldc, int load_c);
 
 #endif

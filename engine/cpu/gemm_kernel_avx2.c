@@ -5,6 +5,11 @@
  * FMA pipes busy.  Explicit FMA intrinsics are not affected by
  * -ffp-contract=off; nothing here depends on the CPU beyond AVX2 and FMA,
  * so machines with AVX-512 compute the same bits.
+ *
+ * Two entry points, one arithmetic: the packed one reads A's six values of
+ * a step from one pointer (the big products), the other from six row
+ * pointers at any stride (the small products, read in place).  The steps,
+ * their order and the instructions applied to a lane are the same.
  */
 #include "gemm.h"
 #include "gemm_kernel.h"
@@ -19,8 +24,10 @@
 #error "gemm_kernel_avx2.c computes 6 x 16 tiles"
 #endif
 
-#define ROW(i)                                                               \
-    av = _mm256_broadcast_ss(a + (i));                                       \
+/* One step k of the tile: row i's value broadcast from A_i (an address
+ * expression), times B's two vectors, into row i's accumulators. */
+#define ROW(i, A_i)                                                          \
+    av = _mm256_broadcast_ss(A_i);                                           \
     c##i##0 = _mm256_fmadd_ps(av, b0, c##i##0);                              \
     c##i##1 = _mm256_fmadd_ps(av, b1, c##i##1)
 
@@ -34,42 +41,75 @@
     _mm256_storeu_ps(c + (i) * ldc, r0);                                     \
     _mm256_storeu_ps(c + (i) * ldc + 8, r1)
 
-void
-clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b, float alpha,
-    float *c, int64_t ldc, int load_c)
-{
-    __m256   c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-    __m256   b0, b1, av, al, r0, r1;
-    int64_t  k;
+#define DECLARE                                                              \
+    __m256   c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;     \
+    __m256   b0, b1, av, al, r0, r1;                                         \
+    int64_t  k
 
-    c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();
-    c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
-
-    /* C is read (or written) once at the end: start fetching it now */
-    for (k = 0; k < CLEF_GEMM_MR; k++) {
-        _mm_prefetch((const char *) (c + k * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *) (c + k * ldc + CLEF_GEMM_NR - 1), _MM_HINT_T0);
+/* zeroed accumulators, and C fetched while they fill (it is read or
+ * written once, at the end) */
+#define START                                                                \
+    c00 = c01 = c10 = c11 = c20 = c21 = _mm256_setzero_ps();                 \
+    c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();                 \
+    for (k = 0; k < CLEF_GEMM_MR; k++) {                                     \
+        _mm_prefetch((const char *) (c + k * ldc), _MM_HINT_T0);             \
+        _mm_prefetch((const char *) (c + k * ldc + CLEF_GEMM_NR - 1),        \
+                     _MM_HINT_T0);                                           \
     }
 
+#define FINISH                                                               \
+    al = _mm256_set1_ps(alpha);                                              \
+    STORE(0);                                                                \
+    STORE(1);                                                                \
+    STORE(2);                                                                \
+    STORE(3);                                                                \
+    STORE(4);                                                                \
+    STORE(5)
+
+void
+clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b, int64_t bks,
+    float alpha, float *c, int64_t ldc, int load_c)
+{
+    DECLARE;
+
+    START;
 #pragma GCC unroll 4
     for (k = 0; k < kc; k++) {
-        b0 = _mm256_load_ps(b);
-        b1 = _mm256_load_ps(b + 8);
-        ROW(0);
-        ROW(1);
-        ROW(2);
-        ROW(3);
-        ROW(4);
-        ROW(5);
+        b0 = _mm256_loadu_ps(b);
+        b1 = _mm256_loadu_ps(b + 8);
+        b += bks;
+        ROW(0, a);
+        ROW(1, a + 1);
+        ROW(2, a + 2);
+        ROW(3, a + 3);
+        ROW(4, a + 4);
+        ROW(5, a + 5);
         a += CLEF_GEMM_MR;
-        b += CLEF_GEMM_NR;
     }
+    FINISH;
+}
 
-    al = _mm256_set1_ps(alpha);
-    STORE(0);
-    STORE(1);
-    STORE(2);
-    STORE(3);
-    STORE(4);
-    STORE(5);
+void
+clef_cpu_gemm_kernel_rows(int64_t kc, const float *const *a, int64_t acs,
+    const float *b, int64_t bks, float alpha, float *c, int64_t ldc, int load_c)
+{
+    const float  *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4];
+    const float  *a5 = a[5];
+    int64_t       ka;
+    DECLARE;
+
+    START;
+#pragma GCC unroll 4
+    for (k = 0, ka = 0; k < kc; k++, ka += acs) {
+        b0 = _mm256_loadu_ps(b);
+        b1 = _mm256_loadu_ps(b + 8);
+        b += bks;
+        ROW(0, a0 + ka);
+        ROW(1, a1 + ka);
+        ROW(2, a2 + ka);
+        ROW(3, a3 + ka);
+        ROW(4, a4 + ka);
+        ROW(5, a5 + ka);
+    }
+    FINISH;
 }

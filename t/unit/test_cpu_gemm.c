@@ -6,7 +6,8 @@
  *     columns; the error bound is the one of a recursive fp32 sum;
  *   - the determinism the backend is built on, as equality of bits: a row
  *     of y is the same computed alone, at any row of a bigger product, by
- *     clef_cpu_gemm() on W^T, by clef_cpu_gemm_packed(), and by
+ *     clef_cpu_gemm() on W^T (packed, or read in place from a row-major
+ *     copy), by clef_cpu_gemm_packed(), and by
  *     clef_cpu_linear() on 1, 2 or 3 threads; a column is the same whatever
  *     the other columns; a NaN in one row of x stays in that row;
  *   - a weight packed in parts (concatenated projections) is the weight
@@ -103,6 +104,7 @@ test_paths(clef_cpu_pool **pools, int64_t m, int64_t n, int64_t k, float beta,
     float          *want = malloc(sizeof(float) * m * n);
     float          *got = malloc(sizeof(float) * m * n);
     float          *lin = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(k));
+    float          *wt;
     clef_cpu_wpack  wp, part;
     int64_t         i, j0, j1;
     int             t, ok;
@@ -116,8 +118,20 @@ test_paths(clef_cpu_pool **pools, int64_t m, int64_t n, int64_t k, float beta,
     clef_cpu_gemm(m, n, k, 1.0f, clef_cpu_rows(x, k), clef_cpu_trans(w, k), beta,
                   want, n, scratch);
 
+    /* B = W^T stored row-major: read in place but for its last panel */
+    wt = malloc(sizeof(float) * n * k);
+    for (i = 0; i < n * k; i++) {
+        wt[i % k * n + i / k] = w[i];
+    }
     memcpy(got, y0, sizeof(float) * m * n);
-    clef_cpu_gemm_packed(m, x, k, &wp, beta, got, n, scratch);
+    clef_cpu_gemm(m, n, k, 1.0f, clef_cpu_rows(x, k), clef_cpu_rows(wt, n), beta,
+                  got, n, scratch);
+    CHECK(same_bits(got, want, m * n), "%lldx%lldx%lld beta %g: W^T read in place "
+          "= packed, bit for bit", (long long) m, (long long) n, (long long) k, beta);
+    free(wt);
+
+    memcpy(got, y0, sizeof(float) * m * n);
+    clef_cpu_gemm_packed(m, x, k, &wp, beta, got, n);
     CHECK(same_bits(got, want, m * n), "%lldx%lldx%lld beta %g: packed W = W^T, "
           "bit for bit", (long long) m, (long long) n, (long long) k, beta);
 
@@ -133,7 +147,7 @@ test_paths(clef_cpu_pool **pools, int64_t m, int64_t n, int64_t k, float beta,
     ok = 1;
     for (i = 0; i < m; i++) {
         memcpy(got, y0 + i * n, sizeof(float) * n);
-        clef_cpu_gemm_packed(1, x + i * k, k, &wp, beta, got, n, scratch);
+        clef_cpu_gemm_packed(1, x + i * k, k, &wp, beta, got, n);
         ok &= same_bits(got, want + i * n, n);
     }
     for (i = 1; i <= 6 && i < m; i++) {
