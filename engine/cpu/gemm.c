@@ -1,5 +1,6 @@
 #include "gemm.h"
 #include "gemm_kernel.h"
+#include "gemm_pack.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,12 @@
  * changes a result. */
 #define LINEAR_ROWS  288
 #define LINEAR_COLS  256
+
+/* clef_cpu_gemm() reads a row-major B in place when its rows are at most
+ * this many floats apart.  Farther apart, the kc rows a kernel call reads
+ * fall into few L1 sets (a stride of 10 KB maps them onto 2 of 64) and
+ * evict each other: copying B into panels is cheaper. */
+#define B_IN_PLACE_LD  256
 
 #if MC % MR != 0 || LINEAR_ROWS % MC != 0 || LINEAR_COLS % NR != 0 || NC % NR != 0
 #error "the blocking sizes must be multiples of the micro-tile"
@@ -34,9 +41,8 @@ min64(int64_t a, int64_t b)
 
 /* ---- where the kernel reads its operands ------------------------------ */
 
-/* A: row i, step k at p + (i / MR) * ps + (i % MR) * rs + k * cs.  Packed
- * panels (packed = 1: [kc][MR] each, zero-padded) have rs 1 and cs MR; a
- * matrix read in place has ps = MR * rs. */
+/* A: packed (panel i / MR at p + (i / MR) * ps, each [kc][MR], zero-padded)
+ * or read in place (row i, step k at p + i * rs + k * cs). */
 typedef struct {
     const float  *p;
     int64_t       ps, rs, cs;
@@ -52,140 +58,31 @@ typedef struct {
     const float  *tail;
 } b_view;
 
-/* ---- packing ----------------------------------------------------------- */
-
-/* Rows [i0, i0 + m) x columns [k0, k0 + kc) of A as panels of MR rows,
- * panel p at dst + p * ps, each [kc][MR]; a tail panel's missing rows are
- * zeros, read by the kernel into lanes that are not kept. */
-static void
-pack_a(const clef_cpu_mat *a, int64_t i0, int64_t m, int64_t k0, int64_t kc,
-    float *dst, int64_t ps)
-{
-    const float  *src;
-    float        *d;
-    int64_t       i, k, end = (m + MR - 1) / MR * MR;
-
-    for (i = 0; i < end; i++) {
-        d = dst + i / MR * ps + i % MR;
-        src = a->p + (i0 + i) * a->rs + k0 * a->cs;
-        if (i >= m) {
-            for (k = 0; k < kc; k++) {
-                d[k * MR] = 0.0f;
-            }
-        } else if (a->cs == 1) {
-            for (k = 0; k < kc; k++) {
-                d[k * MR] = src[k];
-            }
-        } else {
-            for (k = 0; k < kc; k++) {
-                d[k * MR] = src[k * a->cs];
-            }
-        }
-    }
-}
-
-/* Rows [k0, k0 + kc) x columns [j0, j0 + n) of B as panels of NR columns,
- * panel p at dst + p * ps, each [kc][NR]; columns past n are zeros. */
-static void
-pack_b(const clef_cpu_mat *b, int64_t k0, int64_t kc, int64_t j0, int64_t n,
-    float *dst, int64_t ps)
-{
-    const float  *src;
-    float        *d;
-    int64_t       p, k, cols;
-    int           c;
-
-    for (p = 0; p * NR < n; p++) {
-        d = dst + p * ps;
-        cols = min64(NR, n - p * NR);
-        if (b->cs == 1) {
-            for (k = 0; k < kc; k++) {
-                src = b->p + (k0 + k) * b->rs + j0 + p * NR;
-                memcpy(d + k * NR, src, sizeof(float) * (size_t) cols);
-                for (c = (int) cols; c < NR; c++) {
-                    d[k * NR + c] = 0.0f;
-                }
-            }
-            continue;
-        }
-        for (c = 0; c < NR; c++) {
-            if (c >= cols) {
-                for (k = 0; k < kc; k++) {
-                    d[k * NR + c] = 0.0f;
-                }
-                continue;
-            }
-            src = b->p + k0 * b->rs + (j0 + p * NR + c) * b->cs;
-            for (k = 0; k < kc; k++) {
-                d[k * NR + c] = src[k * b->rs];
-            }
-        }
-    }
-}
-
-size_t
-clef_cpu_wpack_floats(int64_t n, int64_t k)
-{
-    return (size_t) ((n + NR - 1) / NR) * NR * (size_t) k;
-}
-
-int
-clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k)
-{
-    size_t  bytes = clef_cpu_wpack_floats(n, k) * sizeof(float);
-
-    bytes = (bytes + 63) / 64 * 64;
-    w->n = n;
-    w->k = k;
-    w->p = aligned_alloc(64, bytes > 0 ? bytes : 64);
-    if (w->p == NULL) {
-        return -1;
-    }
-    memset(w->p, 0, bytes);
-    return 0;
-}
-
-void
-clef_cpu_wpack_free(clef_cpu_wpack *w)
-{
-    free(w->p);
-    w->p = NULL;
-}
-
-void
-clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
-    const float *src, int64_t ld)
-{
-    const float  *s;
-    float        *d;
-    int64_t       r, k, n;
-
-    for (r = 0; r < rows; r++) {
-        n = row + r;
-        s = src + r * ld;
-        d = w->p + n / NR * w->k * NR + n % NR;
-        for (k = 0; k < w->k; k++) {
-            d[k * NR] = s[k];
-        }
-    }
-}
-
 /* ---- the macro-kernel -------------------------------------------------- */
 
 /* C[m][n] (+)= alpha * A . B over one block of kc.  A tail tile (fewer
- * than MR rows or NR columns) reads zeros past the last row of packed A (or
- * repeats the last row of A read in place) and past the last column of B,
- * and goes through a full-size tile of C: its elements are computed by the
- * very code of a full tile, and the lanes that are not kept never touch
- * another lane. */
+ * than MR rows or NR columns) reads zeros past the last row of A and the
+ * last column of B (packed with them when A or B is read in place) and goes
+ * through a full-size tile of C: its elements are computed by the very
+ * code of a full tile, and the lanes that are not kept never touch another
+ * lane. */
 static void
 macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
     float alpha, int load_c, float *c, int64_t ldc)
 {
     float         tile[MR * NR] __attribute__((aligned(64)));
-    const float  *ap[MR], *bp;
+    float         atail[KC * MR] __attribute__((aligned(64)));
+    const float  *bp;
     float        *ct, *cc;
-    int64_t       i, j, mr, nr, r, row, bks, ldcc;
+    int64_t       i, j, mr, nr, r, bks, ldcc, full = m / MR * MR;
+    clef_cpu_mat  rows;
+
+    if (!a->packed && full < m) {
+        rows.p = a->p;
+        rows.rs = a->rs;
+        rows.cs = a->cs;
+        clef_cpu_pack_a(&rows, full, m - full, 0, kc, atail, kc * MR);
+    }
 
     for (j = 0; j < n; j += NR) {
         nr = min64(NR, n - j);
@@ -214,13 +111,11 @@ macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
             if (a->packed) {
                 clef_cpu_gemm_kernel(kc, a->p + i / MR * a->ps, bp, bks, alpha, cc,
                                      ldcc, load_c);
+            } else if (mr < MR) {
+                clef_cpu_gemm_kernel(kc, atail, bp, bks, alpha, cc, ldcc, load_c);
             } else {
-                for (r = 0; r < MR; r++) {
-                    row = i + (r < mr ? r : mr - 1);
-                    ap[r] = a->p + row * a->rs;
-                }
-                clef_cpu_gemm_kernel_rows(kc, ap, a->cs, bp, bks, alpha, cc, ldcc,
-                                          load_c);
+                clef_cpu_gemm_kernel_strided(kc, a->p + i * a->rs, a->rs, a->cs, bp,
+                                             bks, alpha, cc, ldcc, load_c);
             }
             if (cc == tile) {
                 for (r = 0; r < mr; r++) {
@@ -250,7 +145,7 @@ a_in_place(const clef_cpu_mat *a, int64_t i0, int64_t k0)
     a_view  v;
 
     v.p = a->p + i0 * a->rs + k0 * a->cs;
-    v.ps = MR * a->rs;
+    v.ps = 0;
     v.rs = a->rs;
     v.cs = a->cs;
     v.packed = 0;
@@ -279,20 +174,21 @@ clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, clef_cpu_mat a,
         nc = min64(NC, n - jc);
         for (pc = 0; pc < k; pc += KC) {
             kc = min64(KC, k - pc);
-            if (b.cs == 1) {
-                /* rows of B hold NR adjacent columns: read in place, but
-                 * for a partial last panel */
+            if (b.cs == 1 && b.rs <= B_IN_PLACE_LD) {
+                /* rows of B hold NR adjacent columns, close together: read
+                 * in place, but for a partial last panel */
                 bv.p = b.p + pc * b.rs + jc;
                 bv.ps = NR;
                 bv.ks = b.rs;
                 bv.tail = NULL;
                 whole = nc / NR * NR;
                 if (whole < nc) {
-                    pack_b(&b, pc, kc, jc + whole, nc - whole, tail, kc * NR);
+                    clef_cpu_pack_b(&b, pc, kc, jc + whole, nc - whole, tail,
+                                    kc * NR);
                     bv.tail = tail;
                 }
             } else {
-                pack_b(&b, pc, kc, jc, nc, bbuf, kc * NR);
+                clef_cpu_pack_b(&b, pc, kc, jc, nc, bbuf, kc * NR);
                 bv.p = bbuf;
                 bv.ps = kc * NR;
                 bv.ks = NR;
@@ -371,8 +267,8 @@ pack_task(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t            p, K = j->w->k;
 
     for (p = begin; p < end; p++) {
-        pack_a(&j->x, j->row0 + p * MR, min64(MR, j->rows - p * MR), 0, K,
-               j->ap + p * K * MR, K * MR);
+        clef_cpu_pack_a(&j->x, j->row0 + p * MR, min64(MR, j->rows - p * MR), 0,
+                        K, j->ap + p * K * MR, K * MR);
     }
 }
 
@@ -393,8 +289,8 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
             kc = min64(KC, K - pc);
             av.p = j->ap + ic / MR * K * MR + pc * MR;
             av.ps = K * MR;
-            av.rs = 1;
-            av.cs = MR;
+            av.rs = 0;
+            av.cs = 0;
             av.packed = 1;
             bv = b_packed(j->w, pc);
             bv.p += jc / NR * bv.ps;

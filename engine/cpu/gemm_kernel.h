@@ -20,10 +20,10 @@
 void clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b,
     int64_t bks, float alpha, float *c, int64_t ldc, int load_c);
 
-/* The same with A[i][k] = a[i][k * acs]: MR row pointers into a matrix read
- * in place, any of them repeated for a tail.  Bit for bit the same as
- * clef_cpu_gemm_kernel() on the same values. */
-void clef_cpu_gemm_kernel_rows(int64_t kc, const float *const *a, int64_t acs,
-    const float *b, int64_t bks, float alpha, float *c, int64_t ldc, int load_c);
+/* The same with A[i][k] = a[i * ars + k * acs]: a matrix read in place.
+ * Bit for bit the same as clef_cpu_gemm_kernel() on the same values. */
+void clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars,
+    int64_t acs, const float *b, int64_t bks, float alpha, float *c, int64_t ldc,
+    int load_c);
 
 #endif

@@ -7,9 +7,10 @@
  * so machines with AVX-512 compute the same bits.
  *
  * Two entry points, one arithmetic: the packed one reads A's six values of
- * a step from one pointer (the big products), the other from six row
- * pointers at any stride (the small products, read in place).  The steps,
- * their order and the instructions applied to a lane are the same.
+ * a step from one pointer, the strided one from a matrix read in place (the
+ * small products, whose packing would cost as much as their arithmetic).
+ * The steps, their order and the instructions applied to a lane are the
+ * same.
  */
 #include "gemm.h"
 #include "gemm_kernel.h"
@@ -90,26 +91,26 @@ clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b, int64_t bks,
 }
 
 void
-clef_cpu_gemm_kernel_rows(int64_t kc, const float *const *a, int64_t acs,
+clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars, int64_t acs,
     const float *b, int64_t bks, float alpha, float *c, int64_t ldc, int load_c)
 {
-    const float  *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4];
-    const float  *a5 = a[5];
-    int64_t       ka;
+    const float  *p = a, *q = a + 3 * ars;
     DECLARE;
 
     START;
 #pragma GCC unroll 4
-    for (k = 0, ka = 0; k < kc; k++, ka += acs) {
+    for (k = 0; k < kc; k++) {
         b0 = _mm256_loadu_ps(b);
         b1 = _mm256_loadu_ps(b + 8);
         b += bks;
-        ROW(0, a0 + ka);
-        ROW(1, a1 + ka);
-        ROW(2, a2 + ka);
-        ROW(3, a3 + ka);
-        ROW(4, a4 + ka);
-        ROW(5, a5 + ka);
+        ROW(0, p);
+        ROW(1, p + ars);
+        ROW(2, p + 2 * ars);
+        ROW(3, q);
+        ROW(4, q + ars);
+        ROW(5, q + 2 * ars);
+        p += acs;
+        q += acs;
     }
     FINISH;
 }
