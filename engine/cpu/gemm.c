@@ -12,9 +12,11 @@
 #define NC  CLEF_GEMM_NC
 
 /* clef_cpu_linear(): rows of x packed at a time (the size of its scratch),
- * and the columns of y one task computes.  Cache blocking only: neither
+ * and the columns of y one task computes.  A task takes as many blocks of
+ * MC rows of the group as leave two tasks per thread: each of its columns
+ * of W is then read once for all of them.  Cache blocking only: none of it
  * changes a result. */
-#define LINEAR_ROWS  288
+#define LINEAR_ROWS  576
 #define LINEAR_COLS  256
 
 /* clef_cpu_gemm() reads a row-major B in place when its rows are at most
@@ -257,6 +259,7 @@ typedef struct {
     int                    load_c;
     int64_t                row0, rows;     /* the group of rows being run */
     int64_t                col_tiles;
+    int64_t                task_rows;      /* a multiple of MC */
     float                 *ap;             /* the group's rows, packed */
 } linear_job;
 
@@ -276,26 +279,29 @@ static void
 tile_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const linear_job  *j = ctx;
-    int64_t            t, ic, jc, mc, nc, pc, kc, K = j->w->k;
+    int64_t            t, ic, jc, mc, nc, pc, kc, K = j->w->k, i0, i1;
     a_view             av;
     b_view             bv;
 
     for (t = begin; t < end; t++) {
-        ic = t / j->col_tiles * MC;
+        i0 = t / j->col_tiles * j->task_rows;
+        i1 = min64(i0 + j->task_rows, j->rows);
         jc = t % j->col_tiles * LINEAR_COLS;
-        mc = min64(MC, j->rows - ic);
         nc = min64(LINEAR_COLS, j->w->n - jc);
         for (pc = 0; pc < K; pc += KC) {
             kc = min64(KC, K - pc);
-            av.p = j->ap + ic / MR * K * MR + pc * MR;
-            av.ps = K * MR;
-            av.rs = 0;
-            av.cs = 0;
-            av.packed = 1;
             bv = b_packed(j->w, pc);
             bv.p += jc / NR * bv.ps;
-            macro(mc, nc, kc, &av, &bv, 1.0f, pc > 0 || j->load_c,
-                  j->y + (j->row0 + ic) * j->ldy + jc, j->ldy);
+            for (ic = i0; ic < i1; ic += MC) {
+                mc = min64(MC, i1 - ic);
+                av.p = j->ap + ic / MR * K * MR + pc * MR;
+                av.ps = K * MR;
+                av.rs = 0;
+                av.cs = 0;
+                av.packed = 1;
+                macro(mc, nc, kc, &av, &bv, 1.0f, pc > 0 || j->load_c,
+                      j->y + (j->row0 + ic) * j->ldy + jc, j->ldy);
+            }
         }
     }
 }
@@ -311,6 +317,7 @@ clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch)
 {
     linear_job  j;
+    int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
 
     if (m <= 0 || w->n <= 0) {
         return;
@@ -335,8 +342,12 @@ clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
      * split over the pool however it likes, as no split changes a value. */
     for (j.row0 = 0; j.row0 < m; j.row0 += LINEAR_ROWS) {
         j.rows = min64(LINEAR_ROWS, m - j.row0);
+        blocks = (j.rows + MC - 1) / MC;
+        per = blocks * j.col_tiles / (2 * threads);
+        per = per < 1 ? 1 : per > blocks ? blocks : per;
+        j.task_rows = per * MC;
         clef_cpu_pool_for(pool, (j.rows + MR - 1) / MR, 4, pack_task, &j);
-        clef_cpu_pool_for(pool, (j.rows + MC - 1) / MC * j.col_tiles, 1,
+        clef_cpu_pool_for(pool, (blocks + per - 1) / per * j.col_tiles, 1,
                           tile_task, &j);
     }
 }
