@@ -39,7 +39,7 @@ CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 UNIT_BIN   := $(addprefix $(BUILD)/t/,$(UNIT_NAMES))
 SAN_BIN    := $(addprefix $(BUILD)/asan/t/,$(UNIT_NAMES))
 
-.PHONY: all deps test test-unit test-asan test-nginx run clean
+.PHONY: all deps test test-unit test-asan test-nginx test-coretypes run clean
 all: $(BUILD)/libclef.a $(BUILD)/clef
 
 deps:
@@ -87,11 +87,24 @@ test-asan: $(SAN_BIN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  prove --exec '' $(SAN_BIN)
 
+# The CPU numeric tests again with OpenBLAS forced to other cores: the CPU
+# backend computes with its own GEMM (engine/cpu/gemm.h) and must not depend
+# on the core OpenBLAS picks.  OpenBLAS 0.3.21 forced to a core the CPU
+# lacks does not fall back: its first call dies of SIGILL.  The SkylakeX
+# (AVX-512) pass runs on CPUs without AVX-512 too, on purpose: there it
+# fails loudly if any OpenBLAS routine is ever called on this path.
+CORE_TESTS := $(addprefix $(BUILD)/t/,test_cpu_gemm test_cpu_ops test_cpu_backbone \
+              test_head test_decide_e2e)
+test-coretypes: $(CORE_TESTS) $(BUILD)/clef
+	OPENBLAS_CORETYPE=Haswell prove --exec '' $(CORE_TESTS)
+	OPENBLAS_CORETYPE=SkylakeX prove --exec '' $(CORE_TESTS)
+
 # unit tests first (fast, precise failures), then the sanitized run, then
 # the prove suites (mkmodel determinism and the nginx suites)
 test: deps
 	$(MAKE) -j$(JOBS) all $(UNIT_BIN) $(SAN_BIN)
 	$(MAKE) test-unit
+	$(MAKE) test-coretypes
 	$(MAKE) test-asan
 	$(MAKE) test-nginx
 

@@ -384,6 +384,9 @@ clef_cmd_bench(int argc, char **argv)
     printf("backend: %s, threads %d%s\n", c.ops->name,
            a.threads == 0 ? clef_cpu_count() : a.threads,
            a.threads == 0 ? " (one per core)" : "");
+    if (c.cpu) {
+        printf("%s\n", clef_cpu_backend_describe(c.be));
+    }
     printf("batch: %lld tokens in %d records, %d options; 1 warm-up + %d timed forwards\n",
            (long long) a.tokens, a.records, options, a.repeat);
     fflush(stdout);

@@ -8,11 +8,10 @@
  * With --batch N, up to N lines that are already waiting on stdin are packed
  * into one forward (never more than BATCH_TOKENS tokens); a line that has to
  * be waited for is never waited for while earlier answers are held back.
- * The backend keeps packed records apart, so their answers are those of
- * running each alone up to the last bits of fp32 rounding: the CPU
- * backbone's thread split follows the packed length, which may change the
- * summation order of a record's products.  The default, one record per
- * forward, gives every request the same bits whatever comes before it.
+ * The backend keeps packed records apart, and the CPU backend computes a
+ * record's bits independently of its neighbours and of the thread count
+ * (engine/cpu/backend_cpu.h): --batch and -t change how fast the answers
+ * come, never a byte of them (t/unit/test_decide_e2e.c checks it).
  */
 #include <errno.h>
 #include <limits.h>

@@ -1,9 +1,9 @@
 #include "attention.h"
 
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm.h"
 #include "norm.h"
 #include "records.h"
 #include "rope.h"
@@ -72,8 +72,9 @@ clef_cpu_attention_scratch_floats(int group, int hd)
 {
     size_t  rows = (size_t) group * BQ;
 
-    /* scores, stacked queries, output accumulators, running max and sum */
-    return rows * BK + 2 * rows * (size_t) hd + 2 * rows;
+    /* scores, stacked queries, output accumulators, running max and sum,
+     * the GEMM's packing */
+    return rows * BK + 2 * rows * (size_t) hd + 2 * rows + CLEF_GEMM_SCRATCH_FLOATS;
 }
 
 typedef struct {
@@ -102,6 +103,7 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
     float        *Q = S + (size_t) g * BQ * BK;
     float        *O = Q + (size_t) g * BQ * hd;
     float        *mx = O + (size_t) g * BQ * hd, *sum = mx + g * BQ;
+    float        *gs = sum + g * BQ;
     float        *srow, *orow, m, corr, l;
     const float  *src;
     int64_t       kend = q0 + nq, k0;
@@ -122,9 +124,8 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
     for (k0 = 0; k0 < kend; k0 += BK) {
         nk = kend - k0 < BK ? (int) (kend - k0) : BK;
 
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nk, hd,
-                    a->scale, Q, hd, kh + k0 * a->ldk, (blasint) a->ldk,
-                    0.0f, S, BK);
+        clef_cpu_gemm(rows, nk, hd, a->scale, clef_cpu_rows(Q, hd),
+                      clef_cpu_trans(kh + k0 * a->ldk, a->ldk), 0.0f, S, BK, gs);
 
         for (r = 0; r < rows; r++) {
             srow = S + (size_t) r * BK;
@@ -157,9 +158,8 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
             }
         }
 
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, nk,
-                    1.0f, S, BK, vh + k0 * a->ldv, (blasint) a->ldv, 1.0f,
-                    O, hd);
+        clef_cpu_gemm(rows, hd, nk, 1.0f, clef_cpu_rows(S, BK),
+                      clef_cpu_rows(vh + k0 * a->ldv, a->ldv), 1.0f, O, hd, gs);
     }
 
     for (j = 0; j < g; j++) {

@@ -41,6 +41,7 @@ typedef struct {
     float  *beta, *g;   /* [T][Hv] */
     float  *mlp;        /* [MLP_TILE][2 I] */
     float  *scratch;    /* per worker */
+    float  *gemm;       /* clef_cpu_linear()'s packed rows */
 } acts;
 
 static const char  *prof_names[CLEF_PROF_COUNT] = {
@@ -158,6 +159,7 @@ acts_free(acts *a)
     free(a->g);
     free(a->mlp);
     free(a->scratch);
+    free(a->gemm);
 }
 
 static int
@@ -165,7 +167,7 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
 {
     const clef_cpu_weights  *w = &b->w;
     int64_t                  H = w->cfg.hidden_size, hv = w->cfg.linear_num_value_heads;
-    int64_t                  proj = 0, o = 0, tile;
+    int64_t                  proj = 0, o = 0, tile, k;
     size_t                   scratch = 0, s;
 
     if (b->any_gdn) {
@@ -183,6 +185,9 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
         scratch = s > scratch ? s : scratch;
     }
     tile = T < MLP_TILE ? T : MLP_TILE;
+    /* the widest input of a linear layer */
+    k = H > w->cfg.intermediate_size ? H : w->cfg.intermediate_size;
+    k = o > k ? o : k;
 
     memset(a, 0, sizeof(*a));
     a->x = malloc(sizeof(float) * (size_t) (T * H));
@@ -191,13 +196,14 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     a->o = malloc(sizeof(float) * (size_t) (T * o));
     a->mlp = malloc(sizeof(float) * (size_t) (tile * 2 * w->cfg.intermediate_size));
     a->scratch = malloc(sizeof(float) * scratch * (size_t) clef_cpu_pool_size(b->pool));
+    a->gemm = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(k));
     if (b->any_gdn) {
         a->u = malloc(sizeof(float) * (size_t) (T * w->qkv_dim));
         a->beta = malloc(sizeof(float) * (size_t) (T * hv));
         a->g = malloc(sizeof(float) * (size_t) (T * hv));
     }
     if (a->x == NULL || a->xn == NULL || a->proj == NULL || a->o == NULL
-        || a->mlp == NULL || a->scratch == NULL
+        || a->mlp == NULL || a->scratch == NULL || a->gemm == NULL
         || (b->any_gdn && (a->u == NULL || a->beta == NULL || a->g == NULL)))
     {
         acts_free(a);
@@ -220,7 +226,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     int                      dv = c->linear_value_head_dim, ld = w->gdn_in_dim;
 
     TIMED(b, CLEF_PROF_GDN_IN,
-          clef_cpu_linear(pool, a->xn, H, T, H, l->in_proj, ld, a->proj, ld, 0.0f));
+          clef_cpu_linear(pool, a->xn, H, T, &l->in_proj, a->proj, ld, 0.0f,
+                          a->gemm));
     TIMED(b, CLEF_PROF_GDN_CONV,
           clef_cpu_conv_silu(pool, a->proj, ld, a->u, w->qkv_dim, w->qkv_dim,
                              l->conv, c->linear_conv_kernel_dim, cu, n_records));
@@ -250,8 +257,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
                                  a->o, w->gdn_v_dim, T, hv, dv, l->gdn_norm,
                                  (float) c->rms_norm_eps));
     TIMED(b, CLEF_PROF_GDN_OUT,
-          clef_cpu_linear(pool, a->o, w->gdn_v_dim, T, w->gdn_v_dim, l->out_proj, H,
-                          a->x, H, 1.0f));
+          clef_cpu_linear(pool, a->o, w->gdn_v_dim, T, &l->out_proj, a->x, H, 1.0f,
+                          a->gemm));
 }
 
 /* x += o_proj(GatedAttention(xn)) */
@@ -267,7 +274,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     int                      rc;
 
     TIMED(b, CLEF_PROF_ATTN_IN,
-          clef_cpu_linear(pool, a->xn, H, T, H, l->qkv_proj, ld, a->proj, ld, 0.0f));
+          clef_cpu_linear(pool, a->xn, H, T, &l->qkv_proj, a->proj, ld, 0.0f,
+                          a->gemm));
 
     aa.q = a->proj;
     aa.ldq = ld;
@@ -298,8 +306,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
                                       w->q_head_dim, T, aa.hq, hd));
     }
     TIMED(b, CLEF_PROF_ATTN_OUT,
-          clef_cpu_linear(pool, a->o, w->attn_o_dim, T, w->attn_o_dim, l->o_proj, H,
-                          a->x, H, 1.0f));
+          clef_cpu_linear(pool, a->o, w->attn_o_dim, T, &l->o_proj, a->x, H, 1.0f,
+                          a->gemm));
     return 0;
 }
 
@@ -314,12 +322,12 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T)
     for (t0 = 0; t0 < T; t0 += MLP_TILE) {
         n = T - t0 < MLP_TILE ? T - t0 : MLP_TILE;
         TIMED(b, CLEF_PROF_MLP_UP,
-              clef_cpu_linear(pool, a->xn + t0 * H, H, n, H, l->gate_up, 2 * I,
-                              a->mlp, 2 * I, 0.0f));
+              clef_cpu_linear(pool, a->xn + t0 * H, H, n, &l->gate_up, a->mlp, 2 * I,
+                              0.0f, a->gemm));
         TIMED(b, CLEF_PROF_MLP_ACT, clef_cpu_swiglu(pool, a->mlp, 2 * I, n, (int) I));
         TIMED(b, CLEF_PROF_MLP_DOWN,
-              clef_cpu_linear(pool, a->mlp, 2 * I, n, I, l->down, H, a->x + t0 * H, H,
-                              1.0f));
+              clef_cpu_linear(pool, a->mlp, 2 * I, n, &l->down, a->x + t0 * H, H, 1.0f,
+                              a->gemm));
     }
 }
 

@@ -4,7 +4,10 @@
  * SwiGLU MLP, with zero-centred RMSNorms and an fp32 residual stream), and
  * the final norm, over a packed batch of records.  Positions restart at 0
  * in every record and nothing crosses a record boundary, so a record's
- * hidden states do not depend on what it is packed with.
+ * hidden states do not depend on what it is packed with, to the last bit:
+ * the matrix products compute every row alike (gemm.h), and the ops that
+ * work on a record's tokens together (conv, delta-rule chunks, attention
+ * blocks, RoPE) count their blocks from the record's first token.
  *
  * Activation memory is allocated per forward and is proportional to the
  * tokens in the batch (attention is blockwise, the MLP runs in tiles of

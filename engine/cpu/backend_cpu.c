@@ -1,10 +1,12 @@
 #include "cpu/backend_cpu.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "cpu/gemm.h"
 #include "cpu/head.h"
 #include "cpu/pool.h"
 
@@ -14,6 +16,7 @@ struct clef_backend {
     clef_cpu_head      *head;
     int                 hidden_size;
     double              backbone_s, head_s;
+    char                describe[512];
 };
 
 static void
@@ -43,8 +46,6 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         free(b);
         return -1;
     }
-    /* the weights are converted by the pool, GEMMs split by it */
-    openblas_set_num_threads(1);
     if (clef_cpu_backbone_open(m, b->pool, &b->backbone, err) != 0
         || clef_cpu_head_open(m, &b->head, err) != 0)
     {
@@ -52,6 +53,12 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         return -1;
     }
     b->hidden_size = clef_cpu_backbone_hidden_size(b->backbone);
+    /* OpenBLAS is linked into the process but never called here: its core
+     * is named so that a log shows the numbers cannot depend on it */
+    snprintf(b->describe, sizeof(b->describe),
+             "cpu backend: %d threads; %s; OpenBLAS not used (%s, core %s)",
+             clef_cpu_pool_size(b->pool), clef_cpu_gemm_describe(),
+             openblas_get_config(), openblas_get_corename());
     *out = b;
     return 0;
 }
@@ -79,7 +86,6 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
         memcpy(ids + batch->cu_seqlens[r], batch->records[r]->ids.v,
                sizeof(int32_t) * (batch->cu_seqlens[r + 1] - batch->cu_seqlens[r]));
     }
-    openblas_set_num_threads(1);
     rc = clef_cpu_backbone_forward(b->backbone, ids, batch->cu_seqlens,
                                    batch->n_records, hidden, err);
     free(ids);
@@ -105,14 +111,12 @@ cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error 
     }
 
     t0 = clef_clock_seconds();
-    openblas_set_num_threads(clef_cpu_pool_size(b->pool));
     for (r = 0; r < batch->n_records && rc == 0; r++) {
         rc = clef_cpu_head_forward(b->head,
                                    hidden + (int64_t) batch->cu_seqlens[r] * b->hidden_size,
                                    batch->records[r], logits + off, err);
         off += batch->records[r]->n_options;
     }
-    openblas_set_num_threads(1);
     b->head_s = clef_clock_seconds() - t0;
 
     free(hidden);
@@ -123,6 +127,12 @@ clef_cpu_backbone *
 clef_cpu_backend_backbone(clef_backend *b)
 {
     return b->backbone;
+}
+
+const char *
+clef_cpu_backend_describe(const clef_backend *b)
+{
+    return b->describe;
 }
 
 void

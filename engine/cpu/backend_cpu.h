@@ -3,11 +3,11 @@
  * thread pool of opts->threads workers, then the joint head (head.h) per
  * record.
  *
- * OpenBLAS: the backbone runs it single-threaded and splits its GEMMs over
- * the pool (gemm.h); the head calls it directly, so for the head OpenBLAS
- * gets the pool's thread count while the pool sleeps.  The cores are never
- * asked for twice.  openblas_set_num_threads() is process-wide: a process
- * runs one CPU backend forward at a time.
+ * Deterministic: a record's logits and hidden states are bit-identical
+ * whatever it is batched with, wherever it sits in the batch, at any thread
+ * count and before or after any other call.  Every matrix product is our own
+ * GEMM (gemm.h, no BLAS and no process-wide state), and every other op works
+ * on one token, or on one record from its first token (backbone.h).
  */
 #ifndef CLEF_CPU_BACKEND_CPU_H
 #define CLEF_CPU_BACKEND_CPU_H
@@ -22,5 +22,9 @@ extern const clef_backend_ops  clef_cpu_backend_ops;
 clef_cpu_backbone *clef_cpu_backend_backbone(clef_backend *b);
 void               clef_cpu_backend_last_times(const clef_backend *b,
     double *backbone_s, double *head_s);
+
+/* One line for logs: threads, the GEMM path, and the OpenBLAS build linked
+ * into the process (which this backend does not call). */
+const char        *clef_cpu_backend_describe(const clef_backend *b);
 
 #endif

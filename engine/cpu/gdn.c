@@ -1,8 +1,9 @@
 #include "gdn.h"
 
-#include <cblas.h>
 #include <string.h>
 
+#include "gemm.h"
+#include "trsm.h"
 #include "vec.h"
 
 #define C  CLEF_GDN_CHUNK
@@ -72,9 +73,11 @@ clef_cpu_gdn_prepare(clef_cpu_pool *pool, float *qk, int64_t ldqk,
 size_t
 clef_cpu_gdn_scratch_floats(int dk, int dv)
 {
-    /* S, KK, QK, [U | W], Q*e^gamma, K*e^(gamma_n - gamma), V', gamma */
+    /* S, KK, QK, [U | W], Q*e^gamma, K*e^(gamma_n - gamma), V', gamma,
+     * the GEMM's packing */
     return (size_t) dk * dv + 2 * C * C + (size_t) C * (dv + dk)
-           + 2 * (size_t) C * dk + (size_t) C * dv + C;
+           + 2 * (size_t) C * dk + (size_t) C * dv + C
+           + CLEF_GEMM_SCRATCH_FLOATS;
 }
 
 void
@@ -90,6 +93,7 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
     float        *kd = qg + (size_t) C * dk;
     float        *vn = kd + (size_t) C * dk;
     float        *gam = vn + (size_t) C * dv;
+    float        *gs = gam + C;                 /* the GEMM's scratch */
     const float  *qc, *kc, *vc;
     float        *oc, *row, acc, bs, e, en;
     int64_t       t0;
@@ -110,10 +114,11 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
             gam[s] = acc;
         }
 
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dk,
-                    1.0f, kc, (blasint) ldqk, kc, (blasint) ldqk, 0.0f, kk, C);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dk,
-                    1.0f, qc, (blasint) ldqk, kc, (blasint) ldqk, 0.0f, qk, C);
+        /* KK = K K^T, QK = Q K^T */
+        clef_cpu_gemm(n, n, dk, 1.0f, clef_cpu_rows(kc, ldqk),
+                      clef_cpu_trans(kc, ldqk), 0.0f, kk, C, gs);
+        clef_cpu_gemm(n, n, dk, 1.0f, clef_cpu_rows(qc, ldqk),
+                      clef_cpu_trans(kc, ldqk), 0.0f, qk, C, gs);
 
         /* Decay masks.  Only r <= s is ever exponentiated: gamma is
          * non-increasing, so e^{gamma_s - gamma_r} <= 1 there, and the
@@ -142,16 +147,15 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
 
         /* (I + A) [U | W] = [beta V | beta e^gamma K]; Unit: the diagonal
          * and upper triangle of kk are not read. */
-        cblas_strsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans,
-                    CblasUnit, n, ldu, 1.0f, kk, C, uw, ldu);
+        clef_cpu_trsm_unit_lower(n, kk, C, uw, ldu, ldu);
 
         /* V' = U - W S */
         for (s = 0; s < n; s++) {
             memcpy(vn + (size_t) s * dv, uw + (size_t) s * ldu,
                    sizeof(float) * dv);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, dk,
-                    -1.0f, uw + dv, ldu, S, dv, 1.0f, vn, dv);
+        clef_cpu_gemm(n, dv, dk, -1.0f, clef_cpu_rows(uw + dv, ldu),
+                      clef_cpu_rows(S, dv), 1.0f, vn, dv, gs);
 
         /* O = (Q e^gamma) S + (QK^T Gamma) V' */
         en = gam[n - 1];
@@ -165,18 +169,18 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
                 kd[s * dk + i] = kc[s * ldqk + i] * e;
             }
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, dk,
-                    1.0f, qg, dk, S, dv, 0.0f, oc, (blasint) ldo);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, n,
-                    1.0f, qk, C, vn, dv, 1.0f, oc, (blasint) ldo);
+        clef_cpu_gemm(n, dv, dk, 1.0f, clef_cpu_rows(qg, dk),
+                      clef_cpu_rows(S, dv), 0.0f, oc, ldo, gs);
+        clef_cpu_gemm(n, dv, n, 1.0f, clef_cpu_rows(qk, C),
+                      clef_cpu_rows(vn, dv), 1.0f, oc, ldo, gs);
 
         /* S = e^{gamma_n} S + (K e^{gamma_n - gamma})^T V' */
         e = clef_exp(en);
         for (i = 0; i < dk * dv; i++) {
             S[i] *= e;
         }
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dk, dv, n,
-                    1.0f, kd, dk, vn, dv, 1.0f, S, dv);
+        clef_cpu_gemm(dk, dv, n, 1.0f, clef_cpu_trans(kd, dk),
+                      clef_cpu_rows(vn, dv), 1.0f, S, dv, gs);
     }
 }
 

@@ -16,7 +16,9 @@
  *     S  = e^{gamma_n} S + (K * e^{gamma_n - gamma})^T V'
  * which is exact algebra, not an approximation: the unit lower-triangular
  * solve is the product of the chunk's (I - beta k k^T) factors.  The small
- * matrix products are single-threaded OpenBLAS calls.
+ * matrix products run on the calling thread (clef_cpu_gemm()).  Chunks start
+ * at the record's first token, so a record computes the same whatever is
+ * packed around it.
  */
 #ifndef CLEF_CPU_GDN_H
 #define CLEF_CPU_GDN_H

@@ -1,88 +1,363 @@
 #include "gemm.h"
+#include "gemm_kernel.h"
+#include "gemm_pack.h"
 
-#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
 
-/* Slices of W are multiples of this many rows, so that every slice starts
- * on a boundary of OpenBLAS's register tiles. */
-#define SLICE_ALIGN  64
-#define SLICE_MIN_N  1024
+#define MR  CLEF_GEMM_MR
+#define NR  CLEF_GEMM_NR
+#define KC  CLEF_GEMM_KC
+#define MC  CLEF_GEMM_MC
+#define NC  CLEF_GEMM_NC
 
-typedef struct {
-    const float  *x;
-    int64_t       ldx, m, k;
-    const float  *w;
-    int64_t       n;
-    float        *y;
-    int64_t       ldy;
-    float         beta;
-    int64_t       slice;      /* rows of W per task */
-    int           split_m;    /* 1: slices of x's rows instead */
-} linear_job;
+/* clef_cpu_linear(): rows of x packed at a time (the size of its scratch),
+ * and the columns of y one task computes.  A task takes as many blocks of
+ * MC rows of the group as leave two tasks per thread: each of its columns
+ * of W is then read once for all of them.  Cache blocking only: none of it
+ * changes a result. */
+#define LINEAR_ROWS  576
+#define LINEAR_COLS  256
 
-static void
-linear_task(void *ctx, int64_t begin, int64_t end, int worker)
+/* clef_cpu_gemm() reads a row-major B in place when its rows are at most
+ * this many floats apart.  Farther apart, the kc rows a kernel call reads
+ * fall into few L1 sets (a stride of 10 KB maps them onto 2 of 64) and
+ * evict each other: copying B into panels is cheaper. */
+#define B_IN_PLACE_LD  256
+
+#if MC % MR != 0 || LINEAR_ROWS % MC != 0 || LINEAR_COLS % NR != 0 || NC % NR != 0
+#error "the blocking sizes must be multiples of the micro-tile"
+#endif
+
+static float *
+align64(float *p)
 {
-    const linear_job  *j = ctx;
-    int64_t            i, lo, hi;
+    return (float *) (((uintptr_t) p + 63) & ~(uintptr_t) 63);
+}
 
-    for (i = begin; i < end; i++) {
-        lo = i * j->slice;
-        if (j->split_m) {
-            hi = lo + j->slice < j->m ? lo + j->slice : j->m;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                        (blasint) (hi - lo), (blasint) j->n, (blasint) j->k,
-                        1.0f, j->x + lo * j->ldx, (blasint) j->ldx,
-                        j->w, (blasint) j->k, j->beta,
-                        j->y + lo * j->ldy, (blasint) j->ldy);
+static int64_t
+min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- where the kernel reads its operands ------------------------------ */
+
+/* A: packed (panel i / MR at p + (i / MR) * ps, each [kc][MR], zero-padded)
+ * or read in place (row i, step k at p + i * rs + k * cs). */
+typedef struct {
+    const float  *p;
+    int64_t       ps, rs, cs;
+    int           packed;
+} a_view;
+
+/* B: column j, step k at p + (j / NR) * ps + k * ks + j % NR, for every
+ * panel of NR columns but the last partial one when tail is not NULL: that
+ * one is read from tail, packed [kc][NR] with zeros past n. */
+typedef struct {
+    const float  *p;
+    int64_t       ps, ks;
+    const float  *tail;
+} b_view;
+
+/* ---- the macro-kernel -------------------------------------------------- */
+
+/* C[m][n] (+)= alpha * A . B over one block of kc.  A tail tile (fewer
+ * than MR rows or NR columns) reads zeros past the last row of A and the
+ * last column of B (packed with them when A or B is read in place) and goes
+ * through a full-size tile of C: its elements are computed by the very
+ * code of a full tile, and the lanes that are not kept never touch another
+ * lane. */
+static void
+macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
+    float alpha, int load_c, float *c, int64_t ldc)
+{
+    float         tile[MR * NR] __attribute__((aligned(64)));
+    float         atail[KC * MR] __attribute__((aligned(64)));
+    const float  *bp;
+    float        *ct, *cc;
+    int64_t       i, j, mr, nr, r, bks, ldcc, full = m / MR * MR;
+    clef_cpu_mat  rows;
+
+    if (!a->packed && full < m) {
+        rows.p = a->p;
+        rows.rs = a->rs;
+        rows.cs = a->cs;
+        clef_cpu_pack_a(&rows, full, m - full, 0, kc, atail, kc * MR);
+    }
+
+    for (j = 0; j < n; j += NR) {
+        nr = min64(NR, n - j);
+        if (nr < NR && b->tail != NULL) {
+            bp = b->tail;
+            bks = NR;
         } else {
-            hi = lo + j->slice < j->n ? lo + j->slice : j->n;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                        (blasint) j->m, (blasint) (hi - lo), (blasint) j->k,
-                        1.0f, j->x, (blasint) j->ldx,
-                        j->w + lo * j->k, (blasint) j->k, j->beta,
-                        j->y + lo, (blasint) j->ldy);
+            bp = b->p + j / NR * b->ps;
+            bks = b->ks;
+        }
+        for (i = 0; i < m; i += MR) {
+            mr = min64(MR, m - i);
+            ct = c + i * ldc + j;
+            cc = ct;
+            ldcc = ldc;
+            if (mr < MR || nr < NR) {
+                if (load_c) {
+                    for (r = 0; r < mr; r++) {
+                        memcpy(tile + r * NR, ct + r * ldc,
+                               sizeof(float) * (size_t) nr);
+                    }
+                }
+                cc = tile;
+                ldcc = NR;
+            }
+            if (a->packed) {
+                clef_cpu_gemm_kernel(kc, a->p + i / MR * a->ps, bp, bks, alpha, cc,
+                                     ldcc, load_c);
+            } else if (mr < MR) {
+                clef_cpu_gemm_kernel(kc, atail, bp, bks, alpha, cc, ldcc, load_c);
+            } else {
+                clef_cpu_gemm_kernel_strided(kc, a->p + i * a->rs, a->rs, a->cs, bp,
+                                             bks, alpha, cc, ldcc, load_c);
+            }
+            if (cc == tile) {
+                for (r = 0; r < mr; r++) {
+                    memcpy(ct + r * ldc, tile + r * NR, sizeof(float) * (size_t) nr);
+                }
+            }
         }
     }
 }
 
-void
-clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
-    int64_t k, const float *w, int64_t n, float *y, int64_t ldy, float beta)
+/* ---- on the calling thread --------------------------------------------- */
+
+static void
+zero_rows(float *c, int64_t ldc, int64_t m, int64_t n)
 {
-    linear_job  j;
-    int64_t     parts, slice, tasks;
-    int         threads = clef_cpu_pool_size(pool);
+    int64_t  i;
+
+    for (i = 0; i < m; i++) {
+        memset(c + i * ldc, 0, sizeof(float) * (size_t) n);
+    }
+}
+
+/* A read in place, rows [i0, ..) from step k0 on */
+static a_view
+a_in_place(const clef_cpu_mat *a, int64_t i0, int64_t k0)
+{
+    a_view  v;
+
+    v.p = a->p + i0 * a->rs + k0 * a->cs;
+    v.ps = 0;
+    v.rs = a->rs;
+    v.cs = a->cs;
+    v.packed = 0;
+    return v;
+}
+
+void
+clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, clef_cpu_mat a,
+    clef_cpu_mat b, float beta, float *c, int64_t ldc, float *scratch)
+{
+    float    *bbuf = align64(scratch), *tail = bbuf + NC * KC;
+    int64_t   jc, pc, ic, nc, kc, mc, whole;
+    a_view    av;
+    b_view    bv;
 
     if (m <= 0 || n <= 0) {
         return;
     }
+    if (k <= 0) {
+        if (beta == 0.0f) {
+            zero_rows(c, ldc, m, n);
+        }
+        return;
+    }
+    for (jc = 0; jc < n; jc += NC) {
+        nc = min64(NC, n - jc);
+        for (pc = 0; pc < k; pc += KC) {
+            kc = min64(KC, k - pc);
+            if (b.cs == 1 && b.rs <= B_IN_PLACE_LD) {
+                /* rows of B hold NR adjacent columns, close together: read
+                 * in place, but for a partial last panel */
+                bv.p = b.p + pc * b.rs + jc;
+                bv.ps = NR;
+                bv.ks = b.rs;
+                bv.tail = NULL;
+                whole = nc / NR * NR;
+                if (whole < nc) {
+                    clef_cpu_pack_b(&b, pc, kc, jc + whole, nc - whole, tail,
+                                    kc * NR);
+                    bv.tail = tail;
+                }
+            } else {
+                clef_cpu_pack_b(&b, pc, kc, jc, nc, bbuf, kc * NR);
+                bv.p = bbuf;
+                bv.ps = kc * NR;
+                bv.ks = NR;
+                bv.tail = NULL;
+            }
+            for (ic = 0; ic < m; ic += MC) {
+                mc = min64(MC, m - ic);
+                av = a_in_place(&a, ic, pc);
+                macro(mc, nc, kc, &av, &bv, alpha, pc > 0 || beta != 0.0f,
+                      c + ic * ldc + jc, ldc);
+            }
+        }
+    }
+}
 
-    j.x = x;
-    j.ldx = ldx;
-    j.m = m;
-    j.k = k;
+/* B's panels from step pc on, for y = x . W^T */
+static b_view
+b_packed(const clef_cpu_wpack *w, int64_t pc)
+{
+    b_view  v;
+
+    v.p = w->p + pc * NR;
+    v.ps = w->k * NR;
+    v.ks = NR;
+    v.tail = NULL;
+    return v;
+}
+
+void
+clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
+    const clef_cpu_wpack *w, float beta, float *y, int64_t ldy)
+{
+    clef_cpu_mat  xv = { x, ldx, 1 };
+    int64_t       pc, ic, kc, mc;
+    a_view        av;
+    b_view        bv;
+
+    if (m <= 0 || w->n <= 0) {
+        return;
+    }
+    if (w->k <= 0) {
+        if (beta == 0.0f) {
+            zero_rows(y, ldy, m, w->n);
+        }
+        return;
+    }
+    for (pc = 0; pc < w->k; pc += KC) {
+        kc = min64(KC, w->k - pc);
+        bv = b_packed(w, pc);
+        for (ic = 0; ic < m; ic += MC) {
+            mc = min64(MC, m - ic);
+            av = a_in_place(&xv, ic, pc);
+            macro(mc, w->n, kc, &av, &bv, 1.0f, pc > 0 || beta != 0.0f,
+                  y + ic * ldy, ldy);
+        }
+    }
+}
+
+/* ---- over the pool ----------------------------------------------------- */
+
+typedef struct {
+    clef_cpu_mat           x;
+    const clef_cpu_wpack  *w;
+    float                 *y;
+    int64_t                ldy;
+    int                    load_c;
+    int64_t                row0, rows;     /* the group of rows being run */
+    int64_t                col_tiles;
+    int64_t                task_rows;      /* a multiple of MC */
+    float                 *ap;             /* the group's rows, packed */
+} linear_job;
+
+static void
+pack_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const linear_job  *j = ctx;
+    int64_t            p, K = j->w->k;
+
+    for (p = begin; p < end; p++) {
+        clef_cpu_pack_a(&j->x, j->row0 + p * MR, min64(MR, j->rows - p * MR), 0,
+                        K, j->ap + p * K * MR, K * MR);
+    }
+}
+
+static void
+tile_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const linear_job  *j = ctx;
+    int64_t            t, ic, jc, mc, nc, pc, kc, K = j->w->k, i0, i1;
+    a_view             av;
+    b_view             bv;
+
+    for (t = begin; t < end; t++) {
+        i0 = t / j->col_tiles * j->task_rows;
+        i1 = min64(i0 + j->task_rows, j->rows);
+        jc = t % j->col_tiles * LINEAR_COLS;
+        nc = min64(LINEAR_COLS, j->w->n - jc);
+        for (pc = 0; pc < K; pc += KC) {
+            kc = min64(KC, K - pc);
+            bv = b_packed(j->w, pc);
+            bv.p += jc / NR * bv.ps;
+            for (ic = i0; ic < i1; ic += MC) {
+                mc = min64(MC, i1 - ic);
+                av.p = j->ap + ic / MR * K * MR + pc * MR;
+                av.ps = K * MR;
+                av.rs = 0;
+                av.cs = 0;
+                av.packed = 1;
+                macro(mc, nc, kc, &av, &bv, 1.0f, pc > 0 || j->load_c,
+                      j->y + (j->row0 + ic) * j->ldy + jc, j->ldy);
+            }
+        }
+    }
+}
+
+size_t
+clef_cpu_linear_scratch_floats(int64_t k)
+{
+    return (size_t) LINEAR_ROWS * (size_t) (k > 0 ? k : 1) + 16;
+}
+
+void
+clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
+    const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch)
+{
+    linear_job  j;
+    int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
+
+    if (m <= 0 || w->n <= 0) {
+        return;
+    }
+    if (w->k <= 0) {
+        if (beta == 0.0f) {
+            zero_rows(y, ldy, m, w->n);
+        }
+        return;
+    }
+    j.x.p = x;
+    j.x.rs = ldx;
+    j.x.cs = 1;
     j.w = w;
-    j.n = n;
     j.y = y;
     j.ldy = ldy;
-    j.beta = beta;
+    j.load_c = beta != 0.0f;
+    j.col_tiles = (w->n + LINEAR_COLS - 1) / LINEAR_COLS;
+    j.ap = align64(scratch);
 
-    /* One slice per thread.  W's rows are split while each slice stays wide
-     * enough for OpenBLAS's blocking; otherwise (the N = hidden projections
-     * of a long batch) x's rows are.  Tiny products run on the calling
-     * thread. */
-    parts = threads == 1 || m * n * k < (1 << 20) ? 1 : threads;
-    if (parts == 1 || n >= parts * SLICE_MIN_N || m < parts * 32) {
-        slice = (n + parts - 1) / parts;
-        slice = (slice + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
-        tasks = (n + slice - 1) / slice;
-        j.split_m = 0;
-    } else {
-        slice = (m + parts - 1) / parts;
-        tasks = (m + slice - 1) / slice;
-        j.split_m = 1;
+    /* Pack a group of rows, then compute its tiles of C; each phase is
+     * split over the pool however it likes, as no split changes a value. */
+    for (j.row0 = 0; j.row0 < m; j.row0 += LINEAR_ROWS) {
+        j.rows = min64(LINEAR_ROWS, m - j.row0);
+        blocks = (j.rows + MC - 1) / MC;
+        per = blocks * j.col_tiles / (2 * threads);
+        per = per < 1 ? 1 : per > blocks ? blocks : per;
+        j.task_rows = per * MC;
+        clef_cpu_pool_for(pool, (j.rows + MR - 1) / MR, 4, pack_task, &j);
+        clef_cpu_pool_for(pool, (blocks + per - 1) / per * j.col_tiles, 1,
+                          tile_task, &j);
     }
-    j.slice = slice;
+}
 
-    clef_cpu_pool_for(pool, tasks, 1, linear_task, &j);
+#define STR_(x)  #x
+#define STR(x)   STR_(x)
+
+const char *
+clef_cpu_gemm_describe(void)
+{
+    return "gemm: clef fp32, AVX2+FMA " STR(MR) "x" STR(NR) " kernel, k summed in "
+           "blocks of " STR(KC);
 }

@@ -1,27 +1,116 @@
 /*
- * The one GEMM shape of the backbone, y = x . W^T (a linear layer without
- * bias), on OpenBLAS.
+ * The CPU backend's fp32 matrix products, on our own kernel (no BLAS).
  *
- * Threading: the CPU backend runs OpenBLAS single-threaded
- * (openblas_set_num_threads(1), see backend_cpu.c) and parallelises every
- * GEMM itself, giving each pool worker a slice of W's rows (columns of y).
- * One set of threads then owns the cores: no OpenBLAS threads spin while the
- * pool runs the element-wise ops, and small GEMMs inside pool tasks (the
- * delta-rule chunks, attention blocks) run single-threaded where they are
- * called.  Each element of y is computed by one call over the whole of K,
- * so the result does not depend on the number of threads.
+ * Every product runs through one AVX2/FMA micro-kernel (gemm_kernel.h) that
+ * computes an MR x NR tile of C from packed panels of A (MR rows, k-major)
+ * and B (NR columns, k-major).  The result is bit-identical whatever the
+ * shapes around an element, the thread count or the CPU, because:
+ *
+ *   - an element of C is one lane of one accumulator: its value is
+ *     c = c + alpha * (sum of a[i][k] b[k][j] over k in one KC block,
+ *     in k order, by fused multiply-adds), block after block, with KC a
+ *     compile-time constant.  It depends on row i of A, column j of B, K and
+ *     nothing else: never on M, N, the tile's position or neighbours;
+ *   - tail tiles (M or N not a multiple of MR or NR) are zero-padded in the
+ *     packing and computed by the same kernel as full tiles;
+ *   - work is split over threads along M and N only, never along K, so the
+ *     split changes which thread computes an element, not how;
+ *   - there is no process-wide state and no choice of kernel at run time:
+ *     the kernel is the x86-64-v3 (AVX2 + FMA) one on every machine, with or
+ *     without AVX-512.
+ *
+ * Weights are packed once (clef_cpu_wpack, when the backend opens).  The
+ * big products pack groups of rows of the activations; the small ones read
+ * A in place, and B in place when its rows are contiguous.
  */
 #ifndef CLEF_CPU_GEMM_H
 #define CLEF_CPU_GEMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pool.h"
 
-/* y[m][n] (row stride ldy) = x[m][k] (row stride ldx) . w[n][k]^T + beta * y.
- * beta is 0 (y is overwritten) or 1 (accumulate, e.g. into the residual). */
-void clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
-    int64_t m, int64_t k, const float *w, int64_t n, float *y, int64_t ldy,
-    float beta);
+#define CLEF_GEMM_MR  6       /* rows of a micro-tile */
+#define CLEF_GEMM_NR  16      /* columns of a micro-tile (two AVX vectors) */
+#define CLEF_GEMM_KC  256     /* the reduction is summed in blocks of this
+                                 many: part of the numerics, the same on
+                                 every machine */
+
+/* A matrix element (i, j) at p[i * rs + j * cs]: any transpose. */
+typedef struct {
+    const float  *p;
+    int64_t       rs, cs;
+} clef_cpu_mat;
+
+/* A row-major matrix with row stride ld, and the transpose of one. */
+static inline clef_cpu_mat
+clef_cpu_rows(const float *p, int64_t ld)
+{
+    clef_cpu_mat  m = { p, ld, 1 };
+
+    return m;
+}
+
+static inline clef_cpu_mat
+clef_cpu_trans(const float *p, int64_t ld)
+{
+    clef_cpu_mat  m = { p, 1, ld };
+
+    return m;
+}
+
+/* A weight matrix W[n][k] (PyTorch's [out][in]) packed for y = x . W^T:
+ * panels of NR rows of W, each [k][NR], the last one zero-padded. */
+typedef struct {
+    int64_t   n, k;
+    float    *p;              /* ceil(n / NR) * k * NR floats, 64-byte aligned */
+} clef_cpu_wpack;
+
+/* Floats a packed n x k weight takes. */
+size_t clef_cpu_wpack_floats(int64_t n, int64_t k);
+
+/* Allocates w->p (zeroed, 64-byte aligned) for an n x k weight; -1 when out
+ * of memory.  clef_cpu_wpack_free() releases it. */
+int    clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k);
+void   clef_cpu_wpack_free(clef_cpu_wpack *w);
+
+/* Packs rows [row, row + rows) of W from src ([rows][k], row stride ld). */
+void   clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
+    const float *src, int64_t ld);
+
+/* Cache blocking, which never changes a result: rows of A and columns of B
+ * run at a time. */
+#define CLEF_GEMM_MC  144
+#define CLEF_GEMM_NC  512
+
+/* Scratch floats clef_cpu_gemm() needs: a constant, whatever the shapes
+ * (a packed block of B and its partial panel, and room to align them). */
+#define CLEF_GEMM_SCRATCH_FLOATS                                             \
+    ((size_t) (CLEF_GEMM_NC + CLEF_GEMM_NR) * CLEF_GEMM_KC + 16)
+
+/* C[m][n] = alpha * A[m][k] . B[k][n] + beta * C, beta 0 (C is not read)
+ * or 1, on the calling thread; for the small products inside pool tasks.
+ * scratch: CLEF_GEMM_SCRATCH_FLOATS floats. */
+void   clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha,
+    clef_cpu_mat a, clef_cpu_mat b, float beta, float *c, int64_t ldc,
+    float *scratch);
+
+/* The same with B = W^T, W packed: y[m][n] = x[m][k] . W^T + beta * y. */
+void   clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
+    const clef_cpu_wpack *w, float beta, float *y, int64_t ldy);
+
+/* Floats clef_cpu_linear() needs as scratch for at most k columns of x. */
+size_t clef_cpu_linear_scratch_floats(int64_t k);
+
+/* y[m][n] = x[m][k] . W^T + beta * y (beta 0 or 1), split over the pool
+ * in tiles of rows and columns.  scratch: clef_cpu_linear_scratch_floats(k)
+ * floats, shared by the workers. */
+void   clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
+    int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
+    float *scratch);
+
+/* One line naming the product path, for logs and `clef bench`. */
+const char *clef_cpu_gemm_describe(void);
 
 #endif

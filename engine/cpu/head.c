@@ -43,6 +43,7 @@ typedef struct {
     float                *t2;          /* [max(N,Q)][W] */
     float                *ff;          /* [ROW_BLOCK][max(F, 4W)] */
     float                *ffo;         /* [ROW_BLOCK][W] */
+    float                *gemm;        /* the GEMM's packing */
 } head_run;
 
 static void
@@ -66,6 +67,7 @@ run_free(head_run *r)
     free(r->t2);
     free(r->ff);
     free(r->ffo);
+    free(r->gemm);
 }
 
 static int
@@ -94,11 +96,12 @@ run_alloc(head_run *r)
     r->t2 = malloc(NQ * W * sizeof(float));
     r->ff = malloc(ROW_BLOCK * FW * sizeof(float));
     r->ffo = malloc(ROW_BLOCK * W * sizeof(float));
+    r->gemm = malloc(CLEF_GEMM_SCRATCH_FLOATS * sizeof(float));
 
     return (r->owner && r->M && r->g && r->qv && r->anchor && r->R && r->prior
             && r->fields && r->rows && r->row && r->ctx && r->lex && r->wts
             && r->acc && r->t1 && r->t2
-            && r->ff && r->ffo) ? 0 : -1;
+            && r->ff && r->ffo && r->gemm) ? 0 : -1;
 }
 
 static int
@@ -236,9 +239,9 @@ feedforward_add(head_run *r, const clef_head_linear *up,
 
     for (r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
         n = rows - r0 < ROW_BLOCK ? rows - r0 : ROW_BLOCK;
-        clef_head_linear_rows(up, x + r0 * W, r->ff, n);
+        clef_head_linear_rows(up, x + r0 * W, r->ff, n, r->gemm);
         clef_head_gelu(r->ff, n * (size_t) up->out);
-        clef_head_linear_rows(down, r->ff, r->ffo, n);
+        clef_head_linear_rows(down, r->ff, r->ffo, n, r->gemm);
         add_rows(y + r0 * W, r->ffo, n * W);
     }
 }
@@ -255,7 +258,8 @@ encode_inputs(head_run *r)
     for (r0 = 0; r0 < r->L; r0 += ROW_BLOCK) {
         nr = r->L - r0 < ROW_BLOCK ? r->L - r0 : ROW_BLOCK;
         clef_head_ln_rows(&h->hidden_norm, r->hidden + r0 * H, r->rows, nr);
-        clef_head_linear_rows(&h->memory_projection, r->rows, r->M + r0 * W, nr);
+        clef_head_linear_rows(&h->memory_projection, r->rows, r->M + r0 * W, nr,
+                              r->gemm);
     }
     clef_head_ln_rows(&h->hidden_norm, r->hidden + (r->L - 1) * H, r->g, 1);
 
@@ -274,7 +278,7 @@ encode_inputs(head_run *r)
      * until the fields are built */
     oq = r->fields;
     clef_head_linear_rows(&h->option_question_projection, r->qv, oq,
-                          (size_t) r->Q);
+                          (size_t) r->Q, r->gemm);
 
     for (o0 = 0; o0 < r->N; o0 += ROW_BLOCK) {
         n = r->N - o0 < ROW_BLOCK ? r->N - o0 : ROW_BLOCK;
@@ -294,8 +298,9 @@ encode_inputs(head_run *r)
         }
 
         clef_head_linear_rows(&h->option_context_projection, ctx,
-                              r->R + (size_t) o0 * W, (size_t) n);
-        clef_head_linear_rows(&h->option_lexical_projection, lex, tmp, (size_t) n);
+                              r->R + (size_t) o0 * W, (size_t) n, r->gemm);
+        clef_head_linear_rows(&h->option_lexical_projection, lex, tmp, (size_t) n,
+                              r->gemm);
         for (o = 0; o < n; o++) {
             float        *ro = r->R + (size_t) (o0 + o) * W;
             const float  *qo = oq + (size_t) r->owner[o0 + o] * W;
@@ -319,7 +324,7 @@ route(head_run *r, clef_error *err)
         const routing_layer  *l = &h->routing[i];
 
         clef_head_ln_rows(&l->query_norm, r->R, r->t1, N);
-        if (clef_head_mha_forward(&l->attention, r->t1, N, r->M, r->L,
+        if (clef_head_attn_forward(&l->attention, r->t1, N, r->M, r->L,
                                   &l->memory_norm, r->t2, err) != 0)
         {
             return -1;
@@ -341,8 +346,8 @@ decide_fields(head_run *r, clef_error *err)
     size_t                Q = (size_t) r->Q;
     float                 sq = sqrtf((float) W), m, sum, w;
     float                *B = r->t1, *S = r->t2, *G = r->ffo, *Fq = r->fields;
-    clef_head_linear_rows(&h->question_projection, r->qv, B, Q);
-    clef_head_linear_rows(&h->global_projection, r->g, G, 1);
+    clef_head_linear_rows(&h->question_projection, r->qv, B, Q, r->gemm);
+    clef_head_linear_rows(&h->global_projection, r->g, G, 1, r->gemm);
 
     for (q = 0; q < r->Q; q++) {
         const float  *bq = B + (size_t) q * W;
@@ -388,7 +393,7 @@ decide_fields(head_run *r, clef_error *err)
         const decoder_layer  *l = &h->decoder[i];
 
         clef_head_ln_rows(&l->norm1, Fq, r->t1, Q);
-        if (clef_head_mha_forward(&l->self_attn, r->t1, Q, r->t1, Q, NULL,
+        if (clef_head_attn_forward(&l->self_attn, r->t1, Q, r->t1, Q, NULL,
                                   r->t2, err) != 0)
         {
             return -1;
@@ -397,7 +402,7 @@ decide_fields(head_run *r, clef_error *err)
 
         /* the memory is the raw memory_projection output here */
         clef_head_ln_rows(&l->norm2, Fq, r->t1, Q);
-        if (clef_head_mha_forward(&l->cross_attn, r->t1, Q, r->M, r->L, NULL,
+        if (clef_head_attn_forward(&l->cross_attn, r->t1, Q, r->M, r->L, NULL,
                                   r->t2, err) != 0)
         {
             return -1;
@@ -438,9 +443,9 @@ score(head_run *r, float *logits)
                 x[3 * W + i] = fabsf(f[i] - p[i]);
             }
         }
-        clef_head_linear_rows(&h->scorer_up, feat, hid, (size_t) n);
+        clef_head_linear_rows(&h->scorer_up, feat, hid, (size_t) n, r->gemm);
         clef_head_gelu(hid, (size_t) n * W);
-        clef_head_linear_rows(&h->scorer_down, hid, res, (size_t) n);
+        clef_head_linear_rows(&h->scorer_down, hid, res, (size_t) n, r->gemm);
 
         for (o = 0; o < n; o++) {
             const float  *f = r->fields + (size_t) r->owner[o0 + o] * W;

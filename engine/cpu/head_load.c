@@ -1,7 +1,7 @@
 /*
  * Opening the CPU head: every tensor of joint_head.safetensors checked
  * against joint_head_config.json (spec/clef-encoder-and-head.md §7.1) and
- * converted to f32 once.
+ * converted to f32 once, the matrices packed for the GEMM (gemm.h).
  */
 #include "head_source.h"
 #include "head_weights.h"
@@ -35,13 +35,13 @@ shape_text(char *buf, size_t size, int ndim, const int64_t *shape)
     }
 }
 
-static const float *
-weight(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
+/* The tensor `name`, checked to be a float tensor of the given shape. */
+static const clef_tensor *
+tensor(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
 {
     const clef_tensor  *t;
     int64_t             shape[2] = { d0, d1 };
     char                want[64], got[160];
-    float              *f, **nb;
 
     if (ld->failed) {
         return NULL;
@@ -71,28 +71,79 @@ weight(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
                        name, clef_dtype_name(t->dtype));
         return NULL;
     }
-    if (ld->h->n_blobs == ld->h->cap_blobs) {
+    return t;
+}
+
+/* Takes f (malloc'd) into the list of blocks the head frees at close; f
+ * NULL, an allocation that failed, fails the load as out of memory. */
+static int
+keep(loader *ld, float *f, const char *name)
+{
+    float  **nb;
+
+    if (f != NULL && ld->h->n_blobs == ld->h->cap_blobs) {
         nb = realloc(ld->h->blobs,
                      (size_t) (ld->h->cap_blobs * 2 + 64) * sizeof(float *));
-        if (nb == NULL) {
-            goto nomem;
+        if (nb != NULL) {
+            ld->h->blobs = nb;
+            ld->h->cap_blobs = ld->h->cap_blobs * 2 + 64;
         }
-        ld->h->blobs = nb;
-        ld->h->cap_blobs = ld->h->cap_blobs * 2 + 64;
+    }
+    if (f == NULL || ld->h->n_blobs == ld->h->cap_blobs) {
+        free(f);
+        ld->failed = 1;
+        clef_error_set(ld->err, 500, "out_of_memory", NULL,
+                       "out of memory loading the head (%s)", name);
+        return -1;
+    }
+    ld->h->blobs[ld->h->n_blobs++] = f;
+    return 0;
+}
+
+static const float *
+weight(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
+{
+    const clef_tensor  *t = tensor(ld, name, ndim, d0, d1);
+    float              *f;
+
+    if (t == NULL) {
+        return NULL;
     }
     f = malloc((size_t) (t->numel > 0 ? t->numel : 1) * sizeof(float));
-    if (f == NULL) {
-        goto nomem;
+    if (keep(ld, f, name) != 0) {
+        return NULL;
     }
     clef_tensor_to_f32(t, f);
-    ld->h->blobs[ld->h->n_blobs++] = f;
     return f;
+}
 
-nomem:
-    ld->failed = 1;
-    clef_error_set(ld->err, 500, "out_of_memory", NULL,
-                   "out of memory loading the head (%s)", name);
-    return NULL;
+/* Rows [row0, row0 + out) of the [rows][in] matrix `name`, packed for the
+ * GEMM; the f32 rows are dropped once packed. */
+static clef_cpu_wpack
+packed(loader *ld, const char *name, int64_t rows, int64_t in, int64_t row0,
+    int64_t out)
+{
+    const clef_tensor  *t = tensor(ld, name, 2, rows, in);
+    clef_cpu_wpack      p;
+    float              *f;
+
+    memset(&p, 0, sizeof(p));
+    if (t == NULL) {
+        return p;
+    }
+    f = malloc((size_t) (out * in > 0 ? out * in : 1) * sizeof(float));
+    if (f == NULL || clef_cpu_wpack_alloc(&p, out, in) != 0) {
+        free(f);
+        keep(ld, NULL, name);
+        return p;
+    }
+    clef_tensor_rows_to_f32(t, row0, out, f);
+    clef_cpu_wpack_rows(&p, 0, out, f, in);
+    free(f);
+    if (keep(ld, p.p, name) != 0) {
+        p.p = NULL;
+    }
+    return p;
 }
 
 static clef_head_ln
@@ -115,11 +166,11 @@ linear(loader *ld, const char *prefix, int in, int out, int bias)
     char              name[160];
     clef_head_linear  l;
 
+    memset(&l, 0, sizeof(l));
     l.in = in;
     l.out = out;
     snprintf(name, sizeof(name), "%s.weight", prefix);
-    l.weight = weight(ld, name, 2, out, in);
-    l.bias = NULL;
+    l.packed = packed(ld, name, out, in, 0, out);
     if (bias) {
         snprintf(name, sizeof(name), "%s.bias", prefix);
         l.bias = weight(ld, name, 1, out, 0);
@@ -127,22 +178,29 @@ linear(loader *ld, const char *prefix, int in, int out, int bias)
     return l;
 }
 
-static clef_head_mha
+static clef_head_attn
 attention(loader *ld, const char *prefix, int width, int heads)
 {
-    char           name[160];
-    clef_head_mha  a;
+    char            name[160];
+    clef_head_attn  a;
+    const float    *bias;
 
+    memset(&a, 0, sizeof(a));
     a.width = width;
     a.heads = heads;
+    a.q.in = width;
+    a.q.out = width;
+    a.kv.in = width;
+    a.kv.out = 2 * width;
     snprintf(name, sizeof(name), "%s.in_proj_weight", prefix);
-    a.in_weight = weight(ld, name, 2, 3 * (int64_t) width, width);
+    a.q.packed = packed(ld, name, 3 * (int64_t) width, width, 0, width);
+    a.kv.packed = packed(ld, name, 3 * (int64_t) width, width, width, 2 * width);
     snprintf(name, sizeof(name), "%s.in_proj_bias", prefix);
-    a.in_bias = weight(ld, name, 1, 3 * (int64_t) width, 0);
-    snprintf(name, sizeof(name), "%s.out_proj.weight", prefix);
-    a.out_weight = weight(ld, name, 2, width, width);
-    snprintf(name, sizeof(name), "%s.out_proj.bias", prefix);
-    a.out_bias = weight(ld, name, 1, width, 0);
+    bias = weight(ld, name, 1, 3 * (int64_t) width, 0);
+    a.q.bias = bias;
+    a.kv.bias = bias != NULL ? bias + width : NULL;
+    snprintf(name, sizeof(name), "%s.out_proj", prefix);
+    a.out = linear(ld, name, width, width, 1);
     return a;
 }
 

@@ -1,6 +1,5 @@
 #include "head_mha.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,15 +44,37 @@ clef_head_mha_forward(const clef_head_mha *a, const float *q, size_t nq,
     const float *kv, size_t nkv, const clef_head_ln *kv_norm, float *out,
     clef_error *err)
 {
+    int             W = a->width;
+    clef_head_attn  at;
+
+    memset(&at, 0, sizeof(at));
+    at.width = W;
+    at.heads = a->heads;
+    at.q.in = W;
+    at.q.out = W;
+    at.q.weight = a->in_weight;
+    at.q.bias = a->in_bias;
+    at.kv.in = W;
+    at.kv.out = 2 * W;
+    at.kv.weight = a->in_weight + (size_t) W * W;
+    at.kv.bias = a->in_bias + W;
+    at.out.in = W;
+    at.out.out = W;
+    at.out.weight = a->out_weight;
+    at.out.bias = a->out_bias;
+    return clef_head_attn_forward(&at, q, nq, kv, nkv, kv_norm, out, err);
+}
+
+int
+clef_head_attn_forward(const clef_head_attn *a, const float *q, size_t nq,
+    const float *kv, size_t nkv, const clef_head_ln *kv_norm, float *out,
+    clef_error *err)
+{
     int                W = a->width, d = a->width / a->heads, h;
     size_t             chunk, c0, c, i;
     float              scale = 1.0f / sqrtf((float) d);
-    float             *Q, *O, *S, *KV, *kvn, *mx, *l, *oi;
+    float             *Q, *O, *S, *KV, *kvn, *mx, *l, *oi, *gs;
     const float       *src;
-    clef_head_linear   lq = { W, W, a->in_weight, a->in_bias };
-    clef_head_linear   lkv = { W, 2 * W, a->in_weight + (size_t) W * W,
-                               a->in_bias + W };
-    clef_head_linear   lo = { W, W, a->out_weight, a->out_bias };
 
     if (nq == 0) {
         return 0;
@@ -71,10 +92,11 @@ clef_head_mha_forward(const clef_head_mha *a, const float *q, size_t nq,
     kvn = kv_norm ? malloc(chunk * W * sizeof(float)) : NULL;
     mx = malloc(nq * a->heads * sizeof(float));
     l = calloc(nq * a->heads, sizeof(float));
+    gs = malloc(CLEF_GEMM_SCRATCH_FLOATS * sizeof(float));
     if (Q == NULL || O == NULL || S == NULL || KV == NULL || mx == NULL
-        || l == NULL || (kv_norm != NULL && kvn == NULL))
+        || l == NULL || gs == NULL || (kv_norm != NULL && kvn == NULL))
     {
-        free(Q); free(O); free(S); free(KV); free(kvn); free(mx); free(l);
+        free(Q); free(O); free(S); free(KV); free(kvn); free(mx); free(l); free(gs);
         return clef_error_set(err, 500, "out_of_memory", NULL,
                               "out of memory in the head's attention");
     }
@@ -82,7 +104,7 @@ clef_head_mha_forward(const clef_head_mha *a, const float *q, size_t nq,
         mx[i] = -INFINITY;
     }
 
-    clef_head_linear_rows(&lq, q, Q, nq);
+    clef_head_linear_rows(&a->q, q, Q, nq, gs);
 
     for (c0 = 0; c0 < nkv; c0 += chunk) {
         c = nkv - c0 < chunk ? nkv - c0 : chunk;
@@ -92,16 +114,18 @@ clef_head_mha_forward(const clef_head_mha *a, const float *q, size_t nq,
             src = kvn;
         }
         /* K and V of the chunk in one product: rows W..3W-1 of in_proj */
-        clef_head_linear_rows(&lkv, src, KV, c);
+        clef_head_linear_rows(&a->kv, src, KV, c, gs);
 
         for (h = 0; h < a->heads; h++) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) nq,
-                        (int) c, d, scale, Q + h * d, W, KV + h * d, 2 * W,
-                        0.0f, S, (int) c);
+            clef_cpu_gemm((int64_t) nq, (int64_t) c, d, scale,
+                          clef_cpu_rows(Q + h * d, W),
+                          clef_cpu_trans(KV + h * d, 2 * W), 0.0f, S,
+                          (int64_t) c, gs);
             softmax_fold(S, nq, c, mx + h * nq, l + h * nq, O + h * d, W, d);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int) nq,
-                        d, (int) c, 1.0f, S, (int) c, KV + W + h * d, 2 * W,
-                        1.0f, O + h * d, W);
+            clef_cpu_gemm((int64_t) nq, d, (int64_t) c, 1.0f,
+                          clef_cpu_rows(S, (int64_t) c),
+                          clef_cpu_rows(KV + W + h * d, 2 * W), 1.0f, O + h * d,
+                          W, gs);
         }
     }
 
@@ -116,8 +140,8 @@ clef_head_mha_forward(const clef_head_mha *a, const float *q, size_t nq,
             }
         }
     }
-    clef_head_linear_rows(&lo, O, out, nq);
+    clef_head_linear_rows(&a->out, O, out, nq, gs);
 
-    free(Q); free(O); free(S); free(KV); free(kvn); free(mx); free(l);
+    free(Q); free(O); free(S); free(KV); free(kvn); free(mx); free(l); free(gs);
     return 0;
 }

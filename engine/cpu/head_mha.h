@@ -28,10 +28,25 @@ typedef struct {
     const float  *out_bias;   /* [W] */
 } clef_head_mha;
 
+/* The same attention with its projections as linears: q is rows 0..W-1 of
+ * in_proj, kv rows W..3W-1 (K then V), out the out_proj.  The head packs
+ * them once when it opens (head_load.c). */
+typedef struct {
+    int               width;
+    int               heads;
+    clef_head_linear  q;
+    clef_head_linear  kv;
+    clef_head_linear  out;
+} clef_head_attn;
+
 /* out[nq][W] = MHA(q, kv', kv') with kv' = kv_norm(kv) row by row, or kv
  * itself when kv_norm is NULL.  out must not alias q or kv.  Returns 0, or
  * -1 with err filled when memory runs out. */
 int clef_head_mha_forward(const clef_head_mha *a, const float *q, size_t nq,
+    const float *kv, size_t nkv, const clef_head_ln *kv_norm, float *out,
+    clef_error *err);
+
+int clef_head_attn_forward(const clef_head_attn *a, const float *q, size_t nq,
     const float *kv, size_t nkv, const clef_head_ln *kv_norm, float *out,
     clef_error *err);
 

@@ -1,6 +1,5 @@
 #include "head_ops.h"
 
-#include <cblas.h>
 #include <math.h>
 
 void
@@ -41,7 +40,7 @@ clef_head_ln_rows(const clef_head_ln *ln, const float *x, float *y,
 
 void
 clef_head_linear_rows(const clef_head_linear *l, const float *x, float *y,
-    size_t rows)
+    size_t rows, float *scratch)
 {
     size_t  r;
     int     o;
@@ -49,8 +48,12 @@ clef_head_linear_rows(const clef_head_linear *l, const float *x, float *y,
     if (rows == 0) {
         return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int) rows, l->out,
-                l->in, 1.0f, x, l->in, l->weight, l->in, 0.0f, y, l->out);
+    if (l->packed.p != NULL) {
+        clef_cpu_gemm_packed((int64_t) rows, x, l->in, &l->packed, 0.0f, y, l->out);
+    } else {
+        clef_cpu_gemm((int64_t) rows, l->out, l->in, 1.0f, clef_cpu_rows(x, l->in),
+                      clef_cpu_trans(l->weight, l->in), 0.0f, y, l->out, scratch);
+    }
     if (l->bias != NULL) {
         for (r = 0; r < rows; r++) {
             for (o = 0; o < l->out; o++) {

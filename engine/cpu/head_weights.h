@@ -1,6 +1,7 @@
 /*
- * The CPU head's weights, converted to f32 at open (head_load.c) and read by
- * the forward (head.c).  Private to engine/cpu/head*.c.
+ * The CPU head's weights, converted to f32 at open (head_load.c), the
+ * matrices packed for the GEMM, and read by the forward (head.c).  Private
+ * to engine/cpu/head*.c.
  */
 #ifndef CLEF_CPU_HEAD_WEIGHTS_H
 #define CLEF_CPU_HEAD_WEIGHTS_H
@@ -12,7 +13,7 @@
 typedef struct {
     clef_head_ln      query_norm;
     clef_head_ln      memory_norm;
-    clef_head_mha     attention;
+    clef_head_attn    attention;
     clef_head_ln      feedforward_norm;
     clef_head_linear  up;             /* feedforward.0 */
     clef_head_linear  down;           /* feedforward.3 */
@@ -20,9 +21,9 @@ typedef struct {
 
 typedef struct {
     clef_head_ln      norm1;
-    clef_head_mha     self_attn;
+    clef_head_attn    self_attn;
     clef_head_ln      norm2;
-    clef_head_mha     cross_attn;
+    clef_head_attn    cross_attn;
     clef_head_ln      norm3;
     clef_head_linear  up;             /* linear1 */
     clef_head_linear  down;           /* linear2 */
@@ -53,7 +54,8 @@ struct clef_cpu_head {
     float               joint_scale;      /* exp(min(joint_logit_scale, ln 100)) */
     float               gate;             /* sigmoid(residual_gate) */
 
-    float             **blobs;            /* every converted weight, to free */
+    float             **blobs;            /* every converted or packed weight,
+                                             to free */
     int                 n_blobs;
     int                 cap_blobs;
 };

@@ -1,5 +1,6 @@
 #include "weights.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,22 +9,39 @@
 
 typedef struct {
     const clef_tensor  *t;
-    float              *dst;
     int64_t             cols;
+    float              *dst;       /* plain: [rows][cols] */
+    clef_cpu_wpack     *pack;      /* or packed, tensor row r as row row0 + r */
+    int64_t             row0;
+    atomic_int          failed;
 } convert_job;
 
 static void
 convert_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
-    const convert_job  *j = ctx;
+    convert_job  *j = ctx;
+    float        *rows;
 
-    clef_tensor_rows_to_f32(j->t, begin, end - begin, j->dst + begin * j->cols);
+    if (j->pack == NULL) {
+        clef_tensor_rows_to_f32(j->t, begin, end - begin, j->dst + begin * j->cols);
+        return;
+    }
+    rows = malloc(sizeof(float) * (size_t) ((end - begin) * j->cols));
+    if (rows == NULL) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    clef_tensor_rows_to_f32(j->t, begin, end - begin, rows);
+    clef_cpu_wpack_rows(j->pack, j->row0 + begin, end - begin, rows, j->cols);
+    free(rows);
 }
 
-/* Converts tensor `name` (numel floats expected) into dst. */
+/* Converts tensor `name` (numel floats expected) into dst, or into rows
+ * [row0, row0 + its rows) of pack. */
 static int
-take(const clef_model *m, clef_cpu_pool *pool, const char *name, int64_t numel,
-    float *dst, clef_error *err)
+take_into(const clef_model *m, clef_cpu_pool *pool, const char *name,
+    int64_t numel, float *dst, clef_cpu_wpack *pack, int64_t row0,
+    clef_error *err)
 {
     const clef_tensor  *t = clef_model_tensor(m, name);
     convert_job         j;
@@ -39,15 +57,24 @@ take(const clef_model *m, clef_cpu_pool *pool, const char *name, int64_t numel,
                               "tensor %s is %s, not a float type", name,
                               clef_dtype_name(t->dtype));
     }
-    if (t->numel != numel || t->data == NULL || t->ndim < 1) {
+    if (t->numel != numel || t->data == NULL || t->ndim < 1
+        || (pack != NULL && (t->ndim != 2 || t->shape[1] != pack->k)))
+    {
         return clef_error_set(err, 500, "model_invalid", NULL,
                               "tensor %s has %lld elements, the config implies %lld",
                               name, (long long) t->numel, (long long) numel);
     }
     j.t = t;
-    j.dst = dst;
     j.cols = t->numel / t->shape[0];
+    j.dst = dst;
+    j.pack = pack;
+    j.row0 = row0;
+    atomic_init(&j.failed, 0);
     clef_cpu_pool_for(pool, t->shape[0], 64, convert_task, &j);
+    if (atomic_load(&j.failed)) {
+        return clef_error_set(err, 500, "out_of_memory", NULL,
+                              "out of memory converting %s", name);
+    }
     return 0;
 }
 
@@ -58,7 +85,19 @@ take_layer(const clef_model *m, clef_cpu_pool *pool, int layer, const char *what
     char  name[256];
 
     snprintf(name, sizeof(name), PREFIX "layers.%d.%s", layer, what);
-    return take(m, pool, name, numel, dst, err);
+    return take_into(m, pool, name, numel, dst, NULL, 0, err);
+}
+
+/* A [rows][pack->k] matrix into rows [row0, row0 + rows) of pack. */
+static int
+take_packed(const clef_model *m, clef_cpu_pool *pool, int layer,
+    const char *what, int64_t rows, clef_cpu_wpack *pack, int64_t row0,
+    clef_error *err)
+{
+    char  name[256];
+
+    snprintf(name, sizeof(name), PREFIX "layers.%d.%s", layer, what);
+    return take_into(m, pool, name, rows * pack->k, NULL, pack, row0, err);
 }
 
 static int
@@ -109,7 +148,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     const clef_text_config  *c;
     clef_cpu_layer          *l;
     float                   *cur, *tmp = NULL;
-    int64_t                  H, I, K, hv, dv, hd, size, ch;
+    int64_t                  H, I, K, hv, dv, hd, size, packed, ch;
     int                      i, full_count = 0;
     int                      rc = -1;
 
@@ -137,12 +176,20 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     for (i = 0; i < c->num_hidden_layers; i++) {
         full_count += c->layer_full[i] != 0;
     }
+    /* the plain vectors; the matrices are packed apart */
     size = H                                                    /* final norm */
-         + (int64_t) c->num_hidden_layers * (2 * H + 3 * I * H)
+         + (int64_t) c->num_hidden_layers * 2 * H
          + (int64_t) (c->num_hidden_layers - full_count)
-           * (w->gdn_in_dim * H + K * w->qkv_dim + 2 * hv + dv + H * w->gdn_v_dim)
-         + (int64_t) full_count
-           * (w->attn_in_dim * H + 2 * hd + H * w->attn_o_dim);
+           * (K * w->qkv_dim + 2 * hv + dv)
+         + (int64_t) full_count * 2 * hd;
+    packed = (int64_t) c->num_hidden_layers
+             * (clef_cpu_wpack_floats(2 * I, H) + clef_cpu_wpack_floats(H, I))
+           + (int64_t) (c->num_hidden_layers - full_count)
+             * (clef_cpu_wpack_floats(w->gdn_in_dim, H)
+                + clef_cpu_wpack_floats(H, w->gdn_v_dim))
+           + (int64_t) full_count
+             * (clef_cpu_wpack_floats(w->attn_in_dim, H)
+                + clef_cpu_wpack_floats(H, w->attn_o_dim));
 
     w->embed = clef_model_tensor(m, PREFIX "embed_tokens.weight");
     if (w->embed == NULL || w->embed->ndim != 2 || w->embed->shape[1] != H
@@ -157,17 +204,16 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     w->block = malloc(sizeof(float) * (size_t) size);
     tmp = malloc(sizeof(float) * (size_t) (K * w->qkv_dim));
     if (w->layers == NULL || w->block == NULL || tmp == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL,
-                       "out of memory for %.1f GB of fp32 weights",
-                       (double) size * 4 / 1e9);
-        goto done;
+        goto nomem;
     }
-    w->floats = (size_t) size;
+    w->floats = (size_t) (size + packed);
 
     cur = w->block;
     w->final_norm = cur;
     cur += H;
-    if (take(m, pool, PREFIX "norm.weight", H, w->final_norm, err) != 0) {
+    if (take_into(m, pool, PREFIX "norm.weight", H, w->final_norm, NULL, 0, err)
+        != 0)
+    {
         goto done;
     }
 
@@ -179,17 +225,19 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         cur += H;
         l->post_norm = cur;
         cur += H;
-        l->gate_up = cur;
-        cur += 2 * I * H;
-        l->down = cur;
-        cur += I * H;
+        if (clef_cpu_wpack_alloc(&l->gate_up, 2 * I, H) != 0
+            || clef_cpu_wpack_alloc(&l->down, H, I) != 0)
+        {
+            goto nomem;
+        }
         if (take_layer(m, pool, i, "input_layernorm.weight", H, l->input_norm, err)
             || take_layer(m, pool, i, "post_attention_layernorm.weight", H,
                           l->post_norm, err)
-            || take_layer(m, pool, i, "mlp.gate_proj.weight", I * H, l->gate_up, err)
-            || take_layer(m, pool, i, "mlp.up_proj.weight", I * H,
-                          l->gate_up + I * H, err)
-            || take_layer(m, pool, i, "mlp.down_proj.weight", H * I, l->down, err))
+            || take_packed(m, pool, i, "mlp.gate_proj.weight", I, &l->gate_up, 0,
+                           err)
+            || take_packed(m, pool, i, "mlp.up_proj.weight", I, &l->gate_up, I,
+                           err)
+            || take_packed(m, pool, i, "mlp.down_proj.weight", H, &l->down, 0, err))
         {
             goto done;
         }
@@ -198,32 +246,31 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             int64_t  qrows = (int64_t) c->num_attention_heads * w->q_head_dim;
             int64_t  kvrows = (int64_t) c->num_key_value_heads * hd;
 
-            l->qkv_proj = cur;
-            cur += w->attn_in_dim * H;
             l->q_norm = cur;
             cur += hd;
             l->k_norm = cur;
             cur += hd;
-            l->o_proj = cur;
-            cur += H * w->attn_o_dim;
-            if (take_layer(m, pool, i, "self_attn.q_proj.weight", qrows * H,
-                           l->qkv_proj, err)
-                || take_layer(m, pool, i, "self_attn.k_proj.weight", kvrows * H,
-                              l->qkv_proj + qrows * H, err)
-                || take_layer(m, pool, i, "self_attn.v_proj.weight", kvrows * H,
-                              l->qkv_proj + (qrows + kvrows) * H, err)
+            if (clef_cpu_wpack_alloc(&l->qkv_proj, w->attn_in_dim, H) != 0
+                || clef_cpu_wpack_alloc(&l->o_proj, H, w->attn_o_dim) != 0)
+            {
+                goto nomem;
+            }
+            if (take_packed(m, pool, i, "self_attn.q_proj.weight", qrows,
+                            &l->qkv_proj, 0, err)
+                || take_packed(m, pool, i, "self_attn.k_proj.weight", kvrows,
+                               &l->qkv_proj, qrows, err)
+                || take_packed(m, pool, i, "self_attn.v_proj.weight", kvrows,
+                               &l->qkv_proj, qrows + kvrows, err)
                 || take_layer(m, pool, i, "self_attn.q_norm.weight", hd, l->q_norm, err)
                 || take_layer(m, pool, i, "self_attn.k_norm.weight", hd, l->k_norm, err)
-                || take_layer(m, pool, i, "self_attn.o_proj.weight",
-                              H * w->attn_o_dim, l->o_proj, err))
+                || take_packed(m, pool, i, "self_attn.o_proj.weight", H,
+                               &l->o_proj, 0, err))
             {
                 goto done;
             }
             continue;
         }
 
-        l->in_proj = cur;
-        cur += w->gdn_in_dim * H;
         l->conv = cur;
         cur += K * w->qkv_dim;
         l->A_log = cur;
@@ -232,23 +279,26 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         cur += hv;
         l->gdn_norm = cur;
         cur += dv;
-        l->out_proj = cur;
-        cur += H * w->gdn_v_dim;
-        if (take_layer(m, pool, i, "linear_attn.in_proj_qkv.weight",
-                       w->qkv_dim * H, l->in_proj, err)
-            || take_layer(m, pool, i, "linear_attn.in_proj_z.weight",
-                          w->gdn_v_dim * H, l->in_proj + w->qkv_dim * H, err)
-            || take_layer(m, pool, i, "linear_attn.in_proj_b.weight", hv * H,
-                          l->in_proj + (w->qkv_dim + w->gdn_v_dim) * H, err)
-            || take_layer(m, pool, i, "linear_attn.in_proj_a.weight", hv * H,
-                          l->in_proj + (w->qkv_dim + w->gdn_v_dim + hv) * H, err)
+        if (clef_cpu_wpack_alloc(&l->in_proj, w->gdn_in_dim, H) != 0
+            || clef_cpu_wpack_alloc(&l->out_proj, H, w->gdn_v_dim) != 0)
+        {
+            goto nomem;
+        }
+        if (take_packed(m, pool, i, "linear_attn.in_proj_qkv.weight", w->qkv_dim,
+                        &l->in_proj, 0, err)
+            || take_packed(m, pool, i, "linear_attn.in_proj_z.weight", w->gdn_v_dim,
+                           &l->in_proj, w->qkv_dim, err)
+            || take_packed(m, pool, i, "linear_attn.in_proj_b.weight", hv,
+                           &l->in_proj, w->qkv_dim + w->gdn_v_dim, err)
+            || take_packed(m, pool, i, "linear_attn.in_proj_a.weight", hv,
+                           &l->in_proj, w->qkv_dim + w->gdn_v_dim + hv, err)
             || take_layer(m, pool, i, "linear_attn.conv1d.weight", w->qkv_dim * K,
                           tmp, err)
             || take_layer(m, pool, i, "linear_attn.A_log", hv, l->A_log, err)
             || take_layer(m, pool, i, "linear_attn.dt_bias", hv, l->dt_bias, err)
             || take_layer(m, pool, i, "linear_attn.norm.weight", dv, l->gdn_norm, err)
-            || take_layer(m, pool, i, "linear_attn.out_proj.weight",
-                          H * w->gdn_v_dim, l->out_proj, err))
+            || take_packed(m, pool, i, "linear_attn.out_proj.weight", H,
+                           &l->out_proj, 0, err))
         {
             goto done;
         }
@@ -262,7 +312,12 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         }
     }
     rc = 0;
+    goto done;
 
+nomem:
+    clef_error_set(err, 500, "out_of_memory", NULL,
+                   "out of memory for %.1f GB of fp32 weights",
+                   (double) (size + packed) * 4 / 1e9);
 done:
     free(tmp);
     if (rc != 0) {
@@ -274,6 +329,18 @@ done:
 void
 clef_cpu_weights_free(clef_cpu_weights *w)
 {
+    clef_cpu_layer  *l;
+    int              i;
+
+    for (i = 0; w->layers != NULL && i < w->cfg.num_hidden_layers; i++) {
+        l = &w->layers[i];
+        clef_cpu_wpack_free(&l->in_proj);
+        clef_cpu_wpack_free(&l->out_proj);
+        clef_cpu_wpack_free(&l->qkv_proj);
+        clef_cpu_wpack_free(&l->o_proj);
+        clef_cpu_wpack_free(&l->gate_up);
+        clef_cpu_wpack_free(&l->down);
+    }
     free(w->layers);
     free(w->block);
     w->layers = NULL;

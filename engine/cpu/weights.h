@@ -1,15 +1,16 @@
 /*
  * The backbone's weights as the CPU backend uses them: fp32, converted once
- * when the backend opens, with the projections that read the same input
- * concatenated into one matrix so that each runs as one GEMM.
+ * when the backend opens.  The matrices of the linear layers are stored
+ * packed for the GEMM (gemm.h), with the projections that read the same
+ * input concatenated into one matrix so that each runs as one product; the
+ * small vectors (norms, conv taps, A_log, dt_bias) stay plain.
  *
- * Why an fp32 copy: OpenBLAS multiplies fp32 (its bf16 GEMM would round the
- * activations to bf16, far outside the fp32 numerics contract), and
- * converting every weight on every forward would add a pass over all of
- * them per batch.  The copy costs 4 bytes a parameter (a release checkpoint
- * stores 2): this backend serves the small and test models; big models go
- * to the GPU.  The embedding table is the exception: it stays in the
- * mmapped checkpoint and only the rows a batch uses are converted.
+ * Why an fp32 copy: the GEMM multiplies fp32, and converting every weight
+ * on every forward would add a pass over all of them per batch.  The copy
+ * costs 4 bytes a parameter (a release checkpoint stores 2): this backend
+ * serves the small and test models; big models go to the GPU.  The
+ * embedding table is the exception: it stays in the mmapped checkpoint and
+ * only the rows a batch uses are converted.
  */
 #ifndef CLEF_CPU_WEIGHTS_H
 #define CLEF_CPU_WEIGHTS_H
@@ -17,29 +18,32 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "gemm.h"
 #include "model.h"
 #include "pool.h"
 
 typedef struct {
-    int     full;              /* 1: gated attention, 0: Gated DeltaNet */
-    float  *input_norm;        /* [H], 1 + w form */
-    float  *post_norm;         /* [H] */
+    int              full;         /* 1: gated attention, 0: Gated DeltaNet */
+    float           *input_norm;   /* [H], 1 + w form */
+    float           *post_norm;    /* [H] */
 
     /* Gated DeltaNet */
-    float  *in_proj;           /* [qkv | z | b | a][H] */
-    float  *conv;              /* [kernel][qkv channels], tap-major */
-    float  *A_log, *dt_bias;   /* [Hv] */
-    float  *gdn_norm;          /* [dv], plain w */
-    float  *out_proj;          /* [H][Hv dv] */
+    clef_cpu_wpack   in_proj;      /* [qkv | z | b | a][H] */
+    float           *conv;         /* [kernel][qkv channels], tap-major */
+    float           *A_log;        /* [Hv] */
+    float           *dt_bias;      /* [Hv] */
+    float           *gdn_norm;     /* [dv], plain w */
+    clef_cpu_wpack   out_proj;     /* [H][Hv dv] */
 
     /* gated attention */
-    float  *qkv_proj;          /* [q (+ gate) per head | k | v][H] */
-    float  *q_norm, *k_norm;   /* [head_dim] */
-    float  *o_proj;            /* [H][Hq head_dim] */
+    clef_cpu_wpack   qkv_proj;     /* [q (+ gate) per head | k | v][H] */
+    float           *q_norm;       /* [head_dim] */
+    float           *k_norm;       /* [head_dim] */
+    clef_cpu_wpack   o_proj;       /* [H][Hq head_dim] */
 
     /* SwiGLU MLP */
-    float  *gate_up;           /* [gate | up][H] */
-    float  *down;              /* [H][I] */
+    clef_cpu_wpack   gate_up;      /* [gate | up][H] */
+    clef_cpu_wpack   down;         /* [H][I] */
 } clef_cpu_layer;
 
 typedef struct {
@@ -47,7 +51,7 @@ typedef struct {
     const clef_tensor  *embed;       /* in the checkpoint, any float dtype */
     float              *final_norm;  /* [H] */
     clef_cpu_layer     *layers;
-    float              *block;       /* every fp32 weight, one allocation */
+    float              *block;       /* every plain fp32 weight, one allocation */
     size_t              floats;
 
     /* derived sizes */

@@ -1,0 +1,29 @@
+/*
+ * The micro-kernel under every CPU matrix product (gemm.h): one
+ * CLEF_GEMM_MR x CLEF_GEMM_NR tile of C from MR rows of A and NR columns of
+ * B over kc steps of the reduction, read packed or in place.
+ *
+ * Each element of the tile is one lane of one accumulator, summed from zero
+ * in k order by fused multiply-adds, then scaled by alpha and added to C:
+ * its value depends on its own row of A and column of B only.
+ */
+#ifndef CLEF_CPU_GEMM_KERNEL_H
+#define CLEF_CPU_GEMM_KERNEL_H
+
+#include <stdint.h>
+
+/* c[i][j] (row stride ldc) = (load_c ? c[i][j] : 0)
+ *                            + alpha * sum_{k < kc} A[i][k] B[k][j]
+ * for i < MR, j < NR, with B[k][j] = b[k * bks + j] (a packed panel, or NR
+ * adjacent columns of a row-major matrix) and A[i][k] = a[k * MR + i] (a
+ * packed panel, 32-byte aligned or not). */
+void clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b,
+    int64_t bks, float alpha, float *c, int64_t ldc, int load_c);
+
+/* The same with A[i][k] = a[i * ars + k * acs]: a matrix read in place.
+ * Bit for bit the same as clef_cpu_gemm_kernel() on the same values. */
+void clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars,
+    int64_t acs, const float *b, int64_t bks, float alpha, float *c, int64_t ldc,
+    int load_c);
+
+#endif

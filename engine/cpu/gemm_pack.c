@@ -1,0 +1,186 @@
+#include "gemm_pack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#define MR  CLEF_GEMM_MR
+#define NR  CLEF_GEMM_NR
+
+#if NR != 16
+#error "pack_cols() fills panels of 16 columns"
+#endif
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* r[i][j] <-> r[j][i] for an 8 x 8 block in eight vectors */
+static inline void
+transpose8(__m256 r[8])
+{
+    __m256  t[8], s[8];
+    int     i;
+
+    for (i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (i = 0; i < 8; i += 4) {
+        s[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
+    }
+}
+
+/* One panel of 16 columns of B stored column by column (column c at
+ * src + c * cs, contiguous in k; the keys of attention, K^T): 8 x 8 blocks
+ * transposed in registers instead of 16 strided gathers. */
+static void
+pack_cols(const float *src, int64_t cs, int64_t kc, float *d)
+{
+    __m256   r[8];
+    int64_t  k;
+    int      h, c;
+
+    for (k = 0; k + 8 <= kc; k += 8) {
+        for (h = 0; h < 2; h++) {
+            for (c = 0; c < 8; c++) {
+                r[c] = _mm256_loadu_ps(src + (h * 8 + c) * cs + k);
+            }
+            transpose8(r);
+            for (c = 0; c < 8; c++) {
+                _mm256_storeu_ps(d + (k + c) * NR + h * 8, r[c]);
+            }
+        }
+    }
+    for ( ; k < kc; k++) {
+        for (c = 0; c < NR; c++) {
+            d[k * NR + c] = src[c * cs + k];
+        }
+    }
+}
+
+void
+clef_cpu_pack_a(const clef_cpu_mat *a, int64_t i0, int64_t m, int64_t k0, int64_t kc,
+    float *dst, int64_t ps)
+{
+    const float  *src;
+    float        *d;
+    int64_t       i, k, end = (m + MR - 1) / MR * MR;
+
+    for (i = 0; i < end; i++) {
+        d = dst + i / MR * ps + i % MR;
+        src = a->p + (i0 + i) * a->rs + k0 * a->cs;
+        if (i >= m) {
+            for (k = 0; k < kc; k++) {
+                d[k * MR] = 0.0f;
+            }
+        } else if (a->cs == 1) {
+            for (k = 0; k < kc; k++) {
+                d[k * MR] = src[k];
+            }
+        } else {
+            for (k = 0; k < kc; k++) {
+                d[k * MR] = src[k * a->cs];
+            }
+        }
+    }
+}
+
+void
+clef_cpu_pack_b(const clef_cpu_mat *b, int64_t k0, int64_t kc, int64_t j0, int64_t n,
+    float *dst, int64_t ps)
+{
+    const float  *src;
+    float        *d;
+    int64_t       p, k, cols;
+    int           c;
+
+    for (p = 0; p * NR < n; p++) {
+        d = dst + p * ps;
+        cols = min64(NR, n - p * NR);
+        if (b->cs == 1) {
+            for (k = 0; k < kc; k++) {
+                src = b->p + (k0 + k) * b->rs + j0 + p * NR;
+                memcpy(d + k * NR, src, sizeof(float) * (size_t) cols);
+                for (c = (int) cols; c < NR; c++) {
+                    d[k * NR + c] = 0.0f;
+                }
+            }
+            continue;
+        }
+        if (b->rs == 1 && cols == NR) {
+            pack_cols(b->p + k0 + (j0 + p * NR) * b->cs, b->cs, kc, d);
+            continue;
+        }
+        for (c = 0; c < NR; c++) {
+            if (c >= cols) {
+                for (k = 0; k < kc; k++) {
+                    d[k * NR + c] = 0.0f;
+                }
+                continue;
+            }
+            src = b->p + k0 * b->rs + (j0 + p * NR + c) * b->cs;
+            for (k = 0; k < kc; k++) {
+                d[k * NR + c] = src[k * b->rs];
+            }
+        }
+    }
+}
+
+size_t
+clef_cpu_wpack_floats(int64_t n, int64_t k)
+{
+    return (size_t) ((n + NR - 1) / NR) * NR * (size_t) k;
+}
+
+int
+clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k)
+{
+    size_t  bytes = clef_cpu_wpack_floats(n, k) * sizeof(float);
+
+    bytes = (bytes + 63) / 64 * 64;
+    w->n = n;
+    w->k = k;
+    w->p = aligned_alloc(64, bytes > 0 ? bytes : 64);
+    if (w->p == NULL) {
+        return -1;
+    }
+    memset(w->p, 0, bytes);
+    return 0;
+}
+
+void
+clef_cpu_wpack_free(clef_cpu_wpack *w)
+{
+    free(w->p);
+    w->p = NULL;
+}
+
+void
+clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
+    const float *src, int64_t ld)
+{
+    const float  *s;
+    float        *d;
+    int64_t       r, k, n;
+
+    for (r = 0; r < rows; r++) {
+        n = row + r;
+        s = src + r * ld;
+        d = w->p + n / NR * w->k * NR + n % NR;
+        for (k = 0; k < w->k; k++) {
+            d[k * NR] = s[k];
+        }
+    }
+}
+
