@@ -5,6 +5,7 @@
  * are the host's: the answer builder (engine/answer.c) takes the softmax of
  * these logits, the one place that turns logits into an answer.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -322,6 +323,15 @@ cuda_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     b->device = dev;
     b->model = m;
     b->use_graphs = 1;
+    if (o != NULL) {
+        b->progress = o->progress;
+        b->progress_ctx = o->progress_ctx;
+    }
+    snprintf(b->describe, sizeof(b->describe), "cuda backend: device %d "
+             "(%s, compute capability %d.%d, %.0f GiB); bf16 weights, "
+             "cuBLASLt GEMMs with one algorithm per shape", dev, prop.name,
+             prop.major, prop.minor,
+             (double) prop.totalGlobalMem / (1024.0 * 1024 * 1024));
     if (sizes(b, err) != 0) {
         free(b);
         return -1;
@@ -465,6 +475,11 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
         profile_collect(b);
     }
     memcpy(logits, b->hout, (size_t) p.N * sizeof(float));
+    /* a whole forward takes milliseconds on the device: one step of
+     * progress for the watchdog after it is enough */
+    if (b->progress != NULL) {
+        b->progress(b->progress_ctx);
+    }
     return 0;
 }
 
@@ -557,10 +572,17 @@ clef_cuda_profile_reset(clef_backend *b)
     b->prof_forwards = 0;
 }
 
+static const char *
+cuda_describe(const clef_backend *b)
+{
+    return b->describe;
+}
+
 const clef_backend_ops  clef_cuda_backend_ops = {
     "cuda",
     cuda_open,
     cuda_forward,
     cuda_hidden,
-    cuda_close
+    cuda_close,
+    cuda_describe
 };

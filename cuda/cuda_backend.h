@@ -103,6 +103,9 @@ typedef struct {
 
 struct clef_backend {
     int               device;
+    char              describe[512];
+    void            (*progress)(void *ctx);    /* after each forward */
+    void             *progress_ctx;
     cudaStream_t      stream;
     clef_gemm        *gemm;
     const clef_model *model;

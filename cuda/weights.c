@@ -15,7 +15,7 @@
 
 #include "cuda_backend.h"
 
-#define TEXT  "model.language_model."
+#define TEXT  CLEF_TEXT_PREFIX
 
 static int
 dev_alloc(clef_backend *b, size_t bytes, void **out, clef_error *err)
@@ -92,7 +92,8 @@ layer_t(const clef_backend *b, int l, const char *name, int64_t numel,
 {
     char  full[256];
 
-    snprintf(full, sizeof(full), TEXT "layers.%d.%s", l, name);
+    clef_layer_tensor(&clef_model_text_config(b->model)->layer[l], name, full,
+                      sizeof(full));
     return need(clef_model_tensor(b->model, full), full, numel, err);
 }
 
@@ -234,7 +235,8 @@ upload_layer(clef_backend *b, int l, clef_error *err)
     const clef_tensor  *p[4];
     int64_t             H = b->H;
 
-    ly->full = clef_model_text_config(b->model)->layer_full[l];
+    ly->full = clef_model_text_config(b->model)->layer[l].mixer
+               == CLEF_MIXER_FULL;
     if (up_bf16(b, layer_t(b, l, "input_layernorm.weight", H, err), &ly->in_ln, err)
         || up_bf16(b, layer_t(b, l, "post_attention_layernorm.weight", H, err),
                    &ly->post_ln, err))

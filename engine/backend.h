@@ -18,7 +18,8 @@
  *   - tensor parallelism and replicas: the engine opens one backend per
  *     replica with the replica's devices and tensor-parallel size, and runs
  *     one executor thread per replica.
- *   - the watchdog: a backend calls opts->progress after every layer, so a
+ *   - the watchdog: a backend calls opts->progress after every layer (or,
+ *     where a whole forward takes milliseconds, after each forward), so a
  *     long forward is never mistaken for a hung one.
  */
 #ifndef CLEF_BACKEND_H
@@ -67,7 +68,8 @@ typedef struct {
     int          n_devices;   /* devices of the replica (tp of them), 0:
                                  just `device` */
     const int   *devices;
-    /* called after every layer of a forward (any thread); may be NULL */
+    /* called after every layer of a forward (CPU) or after each forward
+     * (CUDA), from the executor's thread; may be NULL */
     void       (*progress)(void *ctx);
     void        *progress_ctx;
 } clef_backend_opts;
@@ -87,6 +89,9 @@ typedef struct {
     int   (*hidden)(clef_backend *b, const clef_batch *batch, float *hidden,
                     clef_error *err);
     void  (*close)(clef_backend *b);
+    /* one line for logs and `clef bench`: what computes, on what (threads,
+     * device, kernels, library versions) */
+    const char *(*describe)(const clef_backend *b);
 } clef_backend_ops;
 
 /* ---- the registry ------------------------------------------------------- */

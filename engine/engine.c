@@ -22,8 +22,6 @@
 #include "scheduler.h"
 
 #define ENGINE_IDLE_MS       1000
-/* the ready FIFO: room for a full batch of the largest record count */
-#define ENGINE_READY_CAP     1024
 
 #define elog  clef_engine_log
 
@@ -51,24 +49,38 @@ seconds_since(int64_t t0)
 }
 
 
+typedef struct engine_s  engine;
+
+/* A replica: one backend instance (a device, a tensor-parallel group of
+ * devices, or the CPU) and the executor thread that drives it. */
 typedef struct {
+    engine                   *e;
+    int                       index;
+    clef_backend             *backend;
+    clef_sched_batch          running;   /* its own batch */
+    int                       busy;      /* under e->mu */
+    int                       started;
+    pthread_t                 thread;
+} engine_replica;
+
+struct engine_s {
     clef_queue               *q;
     const clef_engine_conf   *conf;
     clef_model               *model;
     const clef_tokenizer     *tk;
     const clef_backend_ops   *ops;
-    clef_backend             *backend;
+    engine_replica            replicas[CLEF_MAX_DEVICES];
+    int                       n_replicas;
     int                       wake_fd;
 
-    /* the scheduler's ready FIFO is shared by the two threads: under mu */
+    /* the ready FIFO is shared by the preparing thread and every executor:
+     * under mu */
     clef_sched                sched;
     pthread_mutex_t           mu;
-    pthread_cond_t            cv;        /* the executor waits on it */
-    int                       busy;      /* the executor runs a batch */
+    pthread_cond_t            cv;        /* executors wait on it */
+    int                       busy;      /* executors running a batch */
     int                       stop;
-    pthread_t                 exec;
-    clef_sched_batch          running;   /* the executor's own */
-} engine;
+};
 
 static volatile sig_atomic_t  engine_drain;
 static clef_queue            *engine_signal_q;
@@ -179,9 +191,10 @@ engine_drop(void *ctx, clef_sched_item *it)
 }
 
 
-/* Runs one batch and answers its records (logits or the forward's error). */
+/* Runs one batch on a replica and answers its records (logits or the
+ * forward's error). */
 static void
-engine_run_batch(engine *e, clef_sched_batch *b)
+engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
 {
     const clef_record  **records = NULL;
     int32_t             *cu = NULL;
@@ -224,11 +237,11 @@ engine_run_batch(engine *e, clef_sched_batch *b)
     }
 
     t0 = clef_now_ns();
-    rc = e->ops->forward(e->backend, &batch, logits, &err);
+    rc = e->ops->forward(rep->backend, &batch, logits, &err);
     ns = clef_now_ns() - t0;
     if (rc != 0) {
         elog(e->conf, CLEF_LOG_ERR, "clef engine: forward of %d records "
-             "failed: %s", n, err.message);
+             "on replica %d failed: %s", n, rep->index, err.message);
     } else {
         clef_stats_batch(&e->q->h->stats, (uint32_t) n,
                          (uint64_t) clef_batch_tokens(&batch), (uint64_t) ns);
@@ -273,14 +286,15 @@ answer:
 
 
 /*
- * The executor: whenever it is idle and prepared records wait, it takes
- * the next batch from the ready FIFO (scheduler.h) and runs it.  It never
- * waits for a record being prepared.
+ * An executor, one per replica: whenever it is idle and prepared records
+ * wait, it takes the next batch from the ready FIFO (scheduler.h) and runs
+ * it.  It never waits for a record being prepared.
  */
 static void *
 engine_exec_main(void *arg)
 {
-    engine  *e = arg;
+    engine_replica  *rep = arg;
+    engine          *e = rep->e;
 
     pthread_mutex_lock(&e->mu);
     for ( ;; ) {
@@ -290,25 +304,35 @@ engine_exec_main(void *arg)
         if (e->sched.ready_n == 0) {
             break;
         }
-        clef_sched_next_batch(&e->sched, &e->running);
-        e->busy = 1;
+        clef_sched_next_batch(&e->sched, &rep->running);
+        rep->busy = 1;
+        e->busy++;
         pthread_mutex_unlock(&e->mu);
 
         /* the preparing thread may have been waiting for room */
         clef_queue_wake_engine(e->q);
         clef_queue_progress(e->q);
 
-        engine_run_batch(e, &e->running);
-        clef_sched_batch_clear(&e->sched, &e->running);
+        engine_run_batch(e, rep, &rep->running);
+        clef_sched_batch_clear(&e->sched, &rep->running);
         clef_queue_progress(e->q);
 
         pthread_mutex_lock(&e->mu);
-        e->busy = 0;
-        /* a draining preparing thread waits for the executor to be idle */
+        rep->busy = 0;
+        e->busy--;
+        /* a draining preparing thread waits for the executors to be idle */
         clef_queue_wake_engine(e->q);
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
+}
+
+
+/* The backends' per-layer heartbeat: progress for the keeper's watchdog. */
+static void
+engine_layer_done(void *ctx)
+{
+    clef_queue_progress(ctx);
 }
 
 
@@ -319,6 +343,7 @@ engine_load(engine *e, clef_error *err)
     const clef_text_config  *tc;
     clef_backend_opts        bo;
     int64_t                  t0 = clef_now_ns();
+    int                      r, tp;
 
     elog(conf, CLEF_LOG_NOTICE, "clef engine %d: loading model \"%s\" "
          "(backend %s, generation %u)", (int) getpid(), conf->model_path,
@@ -341,12 +366,29 @@ engine_load(engine *e, clef_error *err)
     if (e->ops == NULL) {
         return -1;
     }
-    memset(&bo, 0, sizeof(bo));
-    bo.threads = conf->threads;
-    bo.device = conf->device;
-    if (e->ops->open(e->model, &bo, &e->backend, err) != 0) {
-        e->backend = NULL;
-        return -1;
+
+    /* one replica per tensor-parallel group of the devices (the CPU, or a
+     * backend given no devices, is one replica) */
+    tp = conf->tp > 0 ? conf->tp : 1;
+    e->n_replicas = conf->n_devices >= tp ? conf->n_devices / tp : 1;
+    for (r = 0; r < e->n_replicas; r++) {
+        memset(&bo, 0, sizeof(bo));
+        bo.threads = conf->threads;
+        bo.tp = tp;
+        bo.n_devices = conf->n_devices > 0 ? tp : 0;
+        bo.devices = conf->n_devices > 0 ? conf->devices + r * tp : NULL;
+        bo.device = bo.devices != NULL ? bo.devices[0] : conf->device;
+        bo.progress = engine_layer_done;
+        bo.progress_ctx = e->q;
+        e->replicas[r].e = e;
+        e->replicas[r].index = r;
+        if (e->ops->open(e->model, &bo, &e->replicas[r].backend, err) != 0) {
+            e->replicas[r].backend = NULL;
+            return -1;
+        }
+        elog(conf, CLEF_LOG_NOTICE, "clef engine %d: replica %d: %s",
+             (int) getpid(), r, e->ops->describe != NULL
+             ? e->ops->describe(e->replicas[r].backend) : conf->backend);
     }
     atomic_fetch_add(&e->q->h->stats.weight_loads, 1);
     elog(conf, CLEF_LOG_NOTICE, "clef engine %d: ready in %.2f s",
@@ -359,9 +401,13 @@ engine_load(engine *e, clef_error *err)
 static void
 engine_unload(engine *e)
 {
-    if (e->backend != NULL) {
-        e->ops->close(e->backend);
-        e->backend = NULL;
+    int  r;
+
+    for (r = 0; r < e->n_replicas; r++) {
+        if (e->replicas[r].backend != NULL) {
+            e->ops->close(e->replicas[r].backend);
+            e->replicas[r].backend = NULL;
+        }
     }
     if (e->model != NULL) {
         clef_model_close(e->model);
@@ -475,7 +521,7 @@ engine_loop(engine *e)
             clef_sched_ready_push(&e->sched, &it);
             pthread_cond_signal(&e->cv);
         }
-        idle = !e->busy && e->sched.ready_n == 0;
+        idle = e->busy == 0 && e->sched.ready_n == 0;
         pthread_mutex_unlock(&e->mu);
 
         if (progressed) {
@@ -499,7 +545,7 @@ clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
     clef_error        err;
     struct sigaction  sa;
     sigset_t          all, old;
-    int               rc = CLEF_ENGINE_EXIT_OK, n;
+    int               rc = CLEF_ENGINE_EXIT_OK, n, r;
     clef_wake_note    wake[256];
 
     memset(&e, 0, sizeof(e));
@@ -550,8 +596,18 @@ clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
     e.sched.wake = engine_wake;
     e.sched.ctx = &e;
 
-    if (clef_sched_init(&e.sched, ENGINE_READY_CAP) != 0
-        || clef_sched_batch_init(&e.running, conf->max_batch_records) != 0)
+    /* a batch ready ahead for every replica */
+    e.sched.ready_batches = e.n_replicas;
+    for (r = 0; r < e.n_replicas; r++) {
+        if (clef_sched_batch_init(&e.replicas[r].running,
+                                  conf->max_batch_records) != 0)
+        {
+            break;
+        }
+    }
+    if (r < e.n_replicas
+        || clef_sched_init(&e.sched, conf->max_batch_records * e.n_replicas)
+           != 0)
     {
         elog(conf, CLEF_LOG_ERR, "clef engine: out of memory");
         rc = CLEF_ENGINE_EXIT_FATAL;
@@ -560,36 +616,48 @@ clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
     pthread_mutex_init(&e.mu, NULL);
     pthread_cond_init(&e.cv, NULL);
 
-    /* the executor must never take a signal meant for the main thread */
+    /* the executors must never take a signal meant for the main thread */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    n = pthread_create(&e.exec, NULL, engine_exec_main, &e);
+    for (r = 0; r < e.n_replicas; r++) {
+        n = pthread_create(&e.replicas[r].thread, NULL, engine_exec_main,
+                           &e.replicas[r]);
+        if (n != 0) {
+            break;
+        }
+        e.replicas[r].started = 1;
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (n != 0) {
+
+    if (r == e.n_replicas) {
+        if (engine_owner(&e)) {
+            atomic_store(&q->h->state, CLEF_ENGINE_READY);
+        }
+        clef_queue_wake_engine(q);
+        engine_loop(&e);
+    } else {
         elog(conf, CLEF_LOG_ERR, "clef engine: pthread_create failed");
         rc = CLEF_ENGINE_EXIT_FATAL;
-        goto done;
     }
-
-    if (engine_owner(&e)) {
-        atomic_store(&q->h->state, CLEF_ENGINE_READY);
-    }
-    clef_queue_wake_engine(q);
-
-    engine_loop(&e);
 
     pthread_mutex_lock(&e.mu);
     e.stop = 1;
-    pthread_cond_signal(&e.cv);
+    pthread_cond_broadcast(&e.cv);
     pthread_mutex_unlock(&e.mu);
-    pthread_join(e.exec, NULL);
+    for (r = 0; r < e.n_replicas; r++) {
+        if (e.replicas[r].started) {
+            pthread_join(e.replicas[r].thread, NULL);
+        }
+    }
     elog(conf, CLEF_LOG_NOTICE, "clef engine %d: drained, exiting",
          (int) getpid());
 
 done:
     clef_sched_fail_ready(&e.sched, 503, "the inference engine stopped");
     clef_sched_free(&e.sched);
-    clef_sched_batch_free(&e.running);
+    for (r = 0; r < e.n_replicas; r++) {
+        clef_sched_batch_free(&e.replicas[r].running);
+    }
     engine_unload(&e);
     close(e.wake_fd);
     return rc;

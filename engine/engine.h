@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "backend.h"
 #include "queue.h"
 
 enum {
@@ -41,7 +42,12 @@ typedef struct {
     const char  *model_path;
     const char  *backend;            /* a name of the backend registry */
     int          threads;            /* 0: one per core */
-    int          device;             /* CUDA device ordinal */
+    int          device;             /* the device when n_devices is 0 */
+    int          n_devices;          /* devices=: all of them, in order */
+    int          devices[CLEF_MAX_DEVICES];
+    int          tp;                 /* tensor-parallel size: devices per
+                                        replica; n_devices / tp replicas,
+                                        each with an executor thread */
     int          max_length;         /* encoder max_length of the model */
     int          truncate;           /* clef_truncate */
     int64_t      max_batch_tokens;

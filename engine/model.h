@@ -12,6 +12,7 @@
 #ifndef CLEF_MODEL_H
 #define CLEF_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -19,6 +20,32 @@
 #include "tokenizer.h"
 
 #define CLEF_MAX_LAYERS  256
+
+/* Where the text stack's tensors live in a release checkpoint. */
+#define CLEF_TEXT_PREFIX  "model.language_model."
+
+typedef enum {
+    CLEF_MIXER_LINEAR = 0,      /* gated delta rule (linear_attn.*) */
+    CLEF_MIXER_FULL             /* gated softmax attention (self_attn.*) */
+} clef_mixer_kind;
+
+typedef enum {
+    CLEF_MLP_DENSE = 0,         /* mlp.{gate,up,down}_proj */
+    CLEF_MLP_MOE                /* routed experts (Clef Omni), not yet */
+} clef_mlp_kind;
+
+/* One decoder layer as the config describes it, derived once when the
+ * config is parsed; both weight loaders (CPU and CUDA) and the tensor
+ * table read it instead of spelling names and kinds themselves. */
+typedef struct {
+    clef_mixer_kind  mixer;
+    clef_mlp_kind    mlp;
+    char             prefix[48];   /* "model.language_model.layers.7." */
+} clef_layer_desc;
+
+/* "<prefix><suffix>" into buf (a tensor name of the layer). */
+const char *clef_layer_tensor(const clef_layer_desc *d, const char *suffix,
+    char *buf, size_t size);
 
 typedef struct {
     int     vocab_size;
@@ -39,6 +66,7 @@ typedef struct {
     double  partial_rotary_factor;
     int     tie_word_embeddings;
     uint8_t layer_full[CLEF_MAX_LAYERS]; /* 1: full_attention, 0: linear_attention */
+    clef_layer_desc layer[CLEF_MAX_LAYERS];   /* from the above */
 } clef_text_config;
 
 typedef struct {

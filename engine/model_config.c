@@ -109,6 +109,30 @@ want_string(const cfg_ctx *x, const json_t *o, const char *prefix, const char *k
     return 0;
 }
 
+const char *
+clef_layer_tensor(const clef_layer_desc *d, const char *suffix, char *buf,
+    size_t size)
+{
+    snprintf(buf, size, "%s%s", d->prefix, suffix);
+    return buf;
+}
+
+
+void
+clef_text_config_describe_layers(clef_text_config *c)
+{
+    int  l;
+
+    for (l = 0; l < c->num_hidden_layers; l++) {
+        c->layer[l].mixer = c->layer_full[l] ? CLEF_MIXER_FULL
+                                             : CLEF_MIXER_LINEAR;
+        c->layer[l].mlp = CLEF_MLP_DENSE;
+        snprintf(c->layer[l].prefix, sizeof(c->layer[l].prefix),
+                 CLEF_TEXT_PREFIX "layers.%d.", l);
+    }
+}
+
+
 static int
 parse_layer_types(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
 {
@@ -291,6 +315,7 @@ clef_text_config_parse(const json_t *root, const char *file, clef_text_config *c
     if (parse_layer_types(&x, tc, c) != 0 || parse_rope(&x, tc, c) != 0) {
         return -1;
     }
+    clef_text_config_describe_layers(c);
     return 0;
 }
 
@@ -503,8 +528,7 @@ emit(const tensor_row *rows, int n, const char *prefix, int layer,
 int
 clef_text_tensors(const clef_text_config *c, clef_tensor_spec_fn fn, void *ctx)
 {
-    static const char  *base = "model.language_model.";
-    static const char  *layers = "model.language_model.layers.";
+    static const char  *base = CLEF_TEXT_PREFIX;
     static const tensor_row  lm_head[] = {
         { "lm_head.weight", 2, { D_VOCAB, D_HIDDEN }, CLEF_WANT_FLOAT },
     };
@@ -528,13 +552,15 @@ clef_text_tensors(const clef_text_config *c, clef_tensor_spec_fn fn, void *ctx)
 
     rc = emit(text_embed, N_ROWS(text_embed), base, -1, dim, fn, ctx);
     for (l = 0; rc == 0 && l < c->num_hidden_layers; l++) {
-        rc = c->layer_full[l]
-             ? emit(text_full_attention, N_ROWS(text_full_attention), layers, l,
-                    dim, fn, ctx)
-             : emit(text_linear_attention, N_ROWS(text_linear_attention), layers, l,
-                    dim, fn, ctx);
+        const clef_layer_desc  *d = &c->layer[l];
+
+        rc = d->mixer == CLEF_MIXER_FULL
+             ? emit(text_full_attention, N_ROWS(text_full_attention),
+                    d->prefix, -1, dim, fn, ctx)
+             : emit(text_linear_attention, N_ROWS(text_linear_attention),
+                    d->prefix, -1, dim, fn, ctx);
         if (rc == 0) {
-            rc = emit(text_mlp, N_ROWS(text_mlp), layers, l, dim, fn, ctx);
+            rc = emit(text_mlp, N_ROWS(text_mlp), d->prefix, -1, dim, fn, ctx);
         }
     }
     if (rc == 0) {

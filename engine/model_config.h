@@ -42,6 +42,10 @@ typedef int (*clef_tensor_spec_fn)(const clef_tensor_spec *s, void *ctx);
 
 /* The text stack under its canonical names ("model.language_model.…",
  * "lm_head.weight" unless the embeddings are tied). */
+/* Derives c->layer[] (model.h) from layer_full; the parser calls it, and
+ * so must code that fills a config by hand. */
+void clef_text_config_describe_layers(clef_text_config *c);
+
 int clef_text_tensors(const clef_text_config *c, clef_tensor_spec_fn fn, void *ctx);
 
 /* joint_head.safetensors: the names of the reference JointSchemaHead's

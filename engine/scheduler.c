@@ -116,12 +116,15 @@ clef_sched_free(clef_sched *s)
 int
 clef_sched_ready_full(const clef_sched *s)
 {
+    int  k;
+
     if (s->ready_n == 0) {
         /* invariant 2 of scheduler.h */
         return 0;
     }
-    return s->ready_n >= s->ready_cap || s->ready_n >= s->max_records
-           || s->ready_tokens >= s->max_batch_tokens;
+    k = s->ready_batches > 0 ? s->ready_batches : 1;
+    return s->ready_n >= s->ready_cap || s->ready_n >= k * s->max_records
+           || s->ready_tokens >= k * s->max_batch_tokens;
 }
 
 

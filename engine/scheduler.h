@@ -77,6 +77,8 @@ typedef struct {
     uint32_t                gen;
     int64_t                 max_batch_tokens;
     int                     max_records;
+    int                     ready_batches;  /* batches kept ready: one
+                                               per executor (0 means 1) */
     clef_sched_prepare_fn   prepare;
     clef_sched_drop_fn      drop;
     clef_sched_wake_fn      wake;
@@ -105,8 +107,9 @@ int  clef_sched_fits(const clef_sched_batch *b, int64_t tokens,
 
 /* ---- the preparing thread ------------------------------------------------ */
 
-/* 1 when a full batch is ready (its tokens or records), or the FIFO has
- * no room: take nothing more for now.  Never 1 for an empty FIFO. */
+/* 1 when ready_batches full batches are ready (their tokens or records),
+ * or the FIFO has no room: take nothing more for now.  Never 1 for an
+ * empty FIFO. */
 int  clef_sched_ready_full(const clef_sched *s);
 
 enum {

@@ -230,6 +230,9 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
     ec.backend = (const char *) m->backend.data;
     ec.threads = (int) m->threads;
     ec.device = (int) m->device;
+    ec.n_devices = m->n_devices;
+    ngx_memcpy(ec.devices, m->devices, sizeof(ec.devices));
+    ec.tp = (int) m->tp;
     ec.max_length = (int) m->max_length;
     ec.truncate = (int) m->truncate;
     ec.max_batch_tokens = mcf->max_batch_tokens;

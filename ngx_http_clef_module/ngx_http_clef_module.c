@@ -3,7 +3,8 @@
  * hooks.
  *
  *   http:     clef_model NAME PATH [backend=cpu|cuda] [threads=N]
- *                        [devices=N] [max_length=N] [truncate=reject|state];
+ *                        [devices=LIST] [tp=N] [max_length=N]
+ *                        [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
  *                         [max_queue=N] [timeout=TIME]
  *                         [watchdog=TIME|off];
@@ -321,6 +322,89 @@ ngx_http_clef_param_int(ngx_conf_t *cf, ngx_str_t *v, size_t skip,
 }
 
 
+/* devices=0 | 0-7 | 0,2,4-5: CUDA ordinals, each once, in order. */
+static ngx_int_t
+ngx_http_clef_parse_devices(ngx_conf_t *cf, ngx_str_t *v,
+    ngx_http_clef_model_t *m)
+{
+    u_char     *p = v->data + 8, *last = v->data + v->len, *comma, *dash;
+    ngx_int_t   lo, hi, d;
+    int         k;
+
+    m->n_devices = 0;
+    while (p < last) {
+        comma = ngx_strlchr(p, last, ',');
+        if (comma == NULL) {
+            comma = last;
+        }
+        dash = ngx_strlchr(p, comma, '-');
+        lo = ngx_atoi(p, (dash ? dash : comma) - p);
+        hi = dash ? ngx_atoi(dash + 1, comma - dash - 1) : lo;
+        if (lo == NGX_ERROR || hi == NGX_ERROR || hi < lo) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\": a list "
+                               "of device numbers and ranges such as 0-7 or "
+                               "0,2,4-5", v);
+            return NGX_ERROR;
+        }
+        for (d = lo; d <= hi; d++) {
+            for (k = 0; k < m->n_devices; k++) {
+                if (m->devices[k] == d) {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\" names "
+                                       "device %i twice", v, d);
+                    return NGX_ERROR;
+                }
+            }
+            if (m->n_devices == CLEF_MAX_DEVICES) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\": at most %d "
+                                   "devices", v, CLEF_MAX_DEVICES);
+                return NGX_ERROR;
+            }
+            m->devices[m->n_devices++] = (int) d;
+        }
+        p = comma + 1;
+    }
+    if (m->n_devices == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"%V\" names no device", v);
+        return NGX_ERROR;
+    }
+    m->device = m->devices[0];
+    m->devices_text.data = v->data + 8;
+    m->devices_text.len = v->len - 8;
+    return NGX_OK;
+}
+
+
+/* What devices= and tp= can mean for the chosen backend: tp must divide the
+ * devices into replicas.  (Whether the devices exist is the engine's to
+ * find out: it reports a load error.) */
+static ngx_int_t
+ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
+{
+    const clef_backend_entry  *be;
+
+    be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
+    if (be != NULL && !be->uses_devices && (m->n_devices > 0 || m->tp > 1)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": devices= "
+                           "and tp= apply to a backend with devices (cuda), "
+                           "not to backend=%V", &m->name, &m->backend);
+        return NGX_ERROR;
+    }
+    if (m->tp > 1 && (m->n_devices == 0 || m->n_devices % m->tp != 0)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": tp=%i "
+                           "must divide the %d devices of devices= into "
+                           "replicas", &m->name, m->tp, m->n_devices);
+        return NGX_ERROR;
+    }
+    if (m->tp > 1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": tp=%i: "
+                           "tensor parallelism is not built yet; use tp=1 "
+                           "(one replica per device)", &m->name, m->tp);
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
+
 static char *
 ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -351,6 +435,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
     m->name = value[1];
     ngx_str_set(&m->backend, "cpu");
+    m->tp = 1;
     m->max_length = CLEF_DEFAULT_MAX_LENGTH;
     m->truncate = CLEF_TRUNCATE_REJECT;
 
@@ -359,17 +444,24 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "backend=", 8) == 0) {
             m->backend.data = value[i].data + 8;
             m->backend.len = value[i].len - 8;
-            if ((m->backend.len == 3
-                 && ngx_strncmp(m->backend.data, "cpu", 3) == 0)
-                || (m->backend.len == 4
-                    && ngx_strncmp(m->backend.data, "cuda", 4) == 0))
+            if (clef_backend_lookup((char *) m->backend.data, m->backend.len)
+                != NULL)
             {
                 continue;
             }
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "unknown backend \"%V\": cpu or cuda",
-                               &m->backend);
+                               "unknown backend \"%V\" (known: %s)",
+                               &m->backend, clef_backend_names());
             return NGX_CONF_ERROR;
+        }
+
+        if (ngx_strncmp(value[i].data, "tp=", 3) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 3, 1, &m->tp)
+                != NGX_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+            continue;
         }
 
         if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
@@ -382,19 +474,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "devices=", 8) == 0) {
-            /* one engine drives one device in this version */
-            if (ngx_strlchr(value[i].data + 8, value[i].data + value[i].len,
-                            ',')
-                != NULL)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "\"%V\": one device per engine is "
-                                   "supported", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-            if (ngx_http_clef_param_int(cf, &value[i], 8, 0, &m->device)
-                != NGX_OK)
-            {
+            if (ngx_http_clef_parse_devices(cf, &value[i], m) != NGX_OK) {
                 return NGX_CONF_ERROR;
             }
             continue;
@@ -454,6 +534,10 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_http_clef_check_layout(cf, m) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     /* validate the release without loading a weight (nginx -t does this) */
     clef_error_clear(&err);
     cm = clef_model_open((char *) m->path.data, CLEF_MODEL_HEADERS_ONLY, &err);
@@ -496,13 +580,14 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    sizeof("YYYY-MM-DD"), "%Y-%m-%d", &tm);
 
     /* an engine keeps running across reloads while this stays the same */
-    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len + 128);
+    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len
+                                      + m->devices_text.len + 128);
     if (m->fingerprint.data == NULL) {
         return NGX_CONF_ERROR;
     }
-    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%i|%i|%i|%i", &m->path,
-                    &m->backend, m->threads, m->device, m->max_length,
-                    m->truncate);
+    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%i|%V|%i|%i|%i", &m->path,
+                    &m->backend, m->threads, &m->devices_text, m->tp,
+                    m->max_length, m->truncate);
     m->fingerprint.len = p - m->fingerprint.data;
 
     mcf->model = m;

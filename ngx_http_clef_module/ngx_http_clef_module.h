@@ -34,7 +34,12 @@ typedef struct {
     ngx_str_t                  path;          /* absolute, NUL-terminated */
     ngx_str_t                  backend;       /* "cpu" or "cuda" */
     ngx_int_t                  threads;
-    ngx_int_t                  device;
+    ngx_int_t                  device;        /* devices[0], or 0 */
+    int                        devices[CLEF_MAX_DEVICES];
+    int                        n_devices;     /* 0: devices= not given */
+    ngx_int_t                  tp;            /* devices per replica */
+    ngx_str_t                  devices_text;  /* as written, for the
+                                                 fingerprint */
     ngx_int_t                  max_length;
     ngx_int_t                  truncate;      /* clef_truncate */
     ngx_str_t                  description;

@@ -117,7 +117,7 @@ is not a directory
 --- http
 clef_model tiny MODEL backend=tpu;
 --- error
-unknown backend "tpu": cpu or cuda
+unknown backend "tpu" (known: cpu, cuda)
 
 === TEST 5: unknown clef_model parameter
 --- http
@@ -125,11 +125,35 @@ clef_model tiny MODEL speed=fast;
 --- error
 invalid parameter "speed=fast"
 
-=== TEST 6: more than one device
+=== TEST 6: tensor parallelism is not built yet
 --- http
-clef_model tiny MODEL backend=cuda devices=0,1;
+clef_model tiny MODEL backend=cuda devices=0-3 tp=2;
 --- error
-"devices=0,1": one device per engine is supported
+clef_model "tiny": tp=2: tensor parallelism is not built yet; use tp=1 (one replica per device)
+
+=== TEST 6b: tp that does not divide the devices
+--- http
+clef_model tiny MODEL backend=cuda devices=0,1,2 tp=2;
+--- error
+clef_model "tiny": tp=2 must divide the 3 devices of devices= into replicas
+
+=== TEST 6c: a device named twice
+--- http
+clef_model tiny MODEL backend=cuda devices=0-2,1;
+--- error
+"devices=0-2,1" names device 1 twice
+
+=== TEST 6d: a bad device list
+--- http
+clef_model tiny MODEL backend=cuda devices=3-1;
+--- error
+invalid "devices=3-1": a list of device numbers and ranges such as 0-7 or 0,2,4-5
+
+=== TEST 6e: devices for the CPU backend
+--- http
+clef_model tiny MODEL devices=0;
+--- error
+clef_model "tiny": devices= and tp= apply to a backend with devices (cuda), not to backend=cpu
 
 === TEST 7: two models in one http block
 --- http

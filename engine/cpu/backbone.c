@@ -29,6 +29,9 @@ struct clef_cpu_backbone {
     int64_t            rope_positions;
 
     double             prof[CLEF_PROF_COUNT];
+
+    void             (*progress)(void *ctx);
+    void              *progress_ctx;
 };
 
 /* One forward's activations. */
@@ -391,6 +394,9 @@ clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
         TIMED(b, CLEF_PROF_NORM,
               clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->post_norm, eps));
         mlp_layer(b, l, &a, T);
+        if (b->progress != NULL) {
+            b->progress(b->progress_ctx);
+        }
     }
 
     TIMED(b, CLEF_PROF_NORM,
@@ -400,4 +406,13 @@ clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
 done:
     acts_free(&a);
     return rc;
+}
+
+
+void
+clef_cpu_backbone_set_progress(clef_cpu_backbone *b, void (*fn)(void *ctx),
+    void *ctx)
+{
+    b->progress = fn;
+    b->progress_ctx = ctx;
 }

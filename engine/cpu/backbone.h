@@ -30,6 +30,11 @@ int  clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
 
 /* ids: the batch's tokens, packed; record r is [cu[r], cu[r+1]).
  * hidden: [cu[n_records]][hidden_size], the final-norm output. */
+/* fn(ctx) runs after every layer of a forward: the engine's watchdog
+ * counts it as progress, so a long forward is not taken for a hung one. */
+void clef_cpu_backbone_set_progress(clef_cpu_backbone *b,
+    void (*fn)(void *ctx), void *ctx);
+
 int  clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
     const int32_t *cu_seqlens, int n_records, float *hidden, clef_error *err);
 

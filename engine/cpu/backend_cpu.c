@@ -53,6 +53,10 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         return -1;
     }
     b->hidden_size = clef_cpu_backbone_hidden_size(b->backbone);
+    if (o != NULL && o->progress != NULL) {
+        clef_cpu_backbone_set_progress(b->backbone, o->progress,
+                                       o->progress_ctx);
+    }
     /* OpenBLAS is linked into the process but never called here: its core
      * is named so that a log shows the numbers cannot depend on it */
     snprintf(b->describe, sizeof(b->describe),
@@ -148,4 +152,5 @@ const clef_backend_ops  clef_cpu_backend_ops = {
     cpu_forward,
     cpu_hidden,
     cpu_close,
+    clef_cpu_backend_describe,
 };

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PREFIX  "model.language_model."
+#define PREFIX  CLEF_TEXT_PREFIX
 
 typedef struct {
     const clef_tensor  *t;
@@ -84,7 +84,8 @@ take_layer(const clef_model *m, clef_cpu_pool *pool, int layer, const char *what
 {
     char  name[256];
 
-    snprintf(name, sizeof(name), PREFIX "layers.%d.%s", layer, what);
+    clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
+                      sizeof(name));
     return take_into(m, pool, name, numel, dst, NULL, 0, err);
 }
 
@@ -96,7 +97,8 @@ take_packed(const clef_model *m, clef_cpu_pool *pool, int layer,
 {
     char  name[256];
 
-    snprintf(name, sizeof(name), PREFIX "layers.%d.%s", layer, what);
+    clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
+                      sizeof(name));
     return take_into(m, pool, name, rows * pack->k, NULL, pack, row0, err);
 }
 
@@ -219,7 +221,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
 
     for (i = 0; i < c->num_hidden_layers; i++) {
         l = &w->layers[i];
-        l->full = c->layer_full[i] != 0;
+        l->full = c->layer[i].mixer == CLEF_MIXER_FULL;
 
         l->input_norm = cur;
         cur += H;

@@ -325,6 +325,12 @@ test_r2(void)
           && c->linear_key_head_dim == 16 && c->linear_value_head_dim == 12
           && c->linear_conv_kernel_dim == 4, "GDN Hk 3, Hv 6, dk 16, dv 12, kernel 4");
     CHECK(memcmp(c->layer_full, full, 5) == 0, "layer_types L F L L F");
+    CHECK(c->layer[0].mixer == CLEF_MIXER_LINEAR
+          && c->layer[1].mixer == CLEF_MIXER_FULL
+          && c->layer[4].mixer == CLEF_MIXER_FULL
+          && c->layer[4].mlp == CLEF_MLP_DENSE
+          && strcmp(c->layer[4].prefix, "model.language_model.layers.4.") == 0,
+          "layer descriptions: mixer, dense MLP, tensor prefix");
     CHECK(c->attn_output_gate == 1 && c->tie_word_embeddings == 0, "gated, untied");
     CHECK(c->rms_norm_eps == 1e-6 && c->rope_theta == 1e7
           && c->partial_rotary_factor == 0.5, "eps 1e-6, theta 1e7, rotary 0.5");
@@ -867,6 +873,7 @@ test_inventory(void)
     for (i = 0; i < 32; i++) {
         c.layer_full[i] = (i + 1) % 4 == 0;
     }
+    clef_text_config_describe_layers(&c);
     clef_text_tensors(&c, count_spec, &v);
     CHECK_INT(v.params, 8953803264LL, "9B text stack: 8,953,803,264 parameters");
     CHECK_INT(v.bytes, 17907614208LL, "9B text stack: bf16 + F32 A_log/norm bytes");
