@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
 #include "render.h"
 
 void
@@ -228,7 +229,7 @@ clef_answer_json(clef_buf *out, const clef_request *req, const clef_record *rec,
     question_probs  qp;
 
     n = rec->n_options > 0 ? rec->n_options : 1;
-    probs = malloc((size_t) n * sizeof(float));
+    probs = clef_mem_alloc((size_t) n * sizeof(float));
     if (probs == NULL) {
         return -1;
     }
@@ -247,7 +248,7 @@ clef_answer_json(clef_buf *out, const clef_request *req, const clef_record *rec,
         qp.p = probs + rec->option_offset[q];
         qp.K = rec->option_offset[q + 1] - rec->option_offset[q];
         if (qp.K != qp.q->n_options || qp.K <= 0) {
-            free(probs);
+            clef_mem_free(probs);
             return -1;
         }
 
@@ -273,6 +274,6 @@ clef_answer_json(clef_buf *out, const clef_request *req, const clef_record *rec,
 
     rc = rc || clef_buf_printf(out, "},\"usage\":{\"input_tokens\":%zu,"
                                "\"output_tokens\":0}}", rec->ids.n) < 0;
-    free(probs);
+    clef_mem_free(probs);
     return rc ? -1 : 0;
 }

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
+
 struct clef_arena_block {
     clef_arena_block  *next;
     size_t             size;
@@ -35,7 +37,7 @@ clef_arena_alloc(clef_arena *a, size_t n)
     b = a->head;
     if (b == NULL || b->size - b->off < need) {
         size = need > a->block_size ? need : a->block_size;
-        b = malloc(sizeof(clef_arena_block) + size);
+        b = clef_mem_alloc(sizeof(clef_arena_block) + size);
         if (b == NULL) {
             return NULL;
         }
@@ -83,7 +85,7 @@ clef_arena_free(clef_arena *a)
 
     for (b = a->head; b != NULL; b = next) {
         next = b->next;
-        free(b);
+        clef_mem_free(b);
     }
     a->head = NULL;
     a->used = 0;

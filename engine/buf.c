@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "mem.h"
 
 int
 clef_grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -23,7 +24,7 @@ clef_grow(void **p, size_t *cap, size_t need, size_t elem)
         }
         n *= 2;
     }
-    q = realloc(*p, n * elem);
+    q = clef_mem_realloc(*p, n * elem);
     if (q == NULL) {
         return -1;
     }
@@ -83,7 +84,7 @@ clef_buf_printf(clef_buf *b, const char *fmt, ...)
 void
 clef_buf_free(clef_buf *b)
 {
-    free(b->data);
+    clef_mem_free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }
@@ -121,7 +122,7 @@ clef_ids_append(clef_ids *ids, const int32_t *v, size_t n)
 void
 clef_ids_free(clef_ids *ids)
 {
-    free(ids->v);
+    clef_mem_free(ids->v);
     ids->v = NULL;
     ids->n = ids->cap = 0;
 }

@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "error.h"
 #include "keeper.h"
+#include "mem.h"
 #include "plan.h"
 #include "queue.h"
 #include "request.h"

@@ -67,6 +67,7 @@
 
 #include "grow.h"
 #include "json.h"
+#include "mem.h"
 #include "render.h"
 
 #define JSON_MAX_INT_DIGITS   4300
@@ -581,7 +582,7 @@ json_number(json_parser *ps, clef_json **out)
     }
 
     /* strtod wants a terminated string; the C locale reads '.' */
-    text = n < sizeof(small) ? small : malloc(n + 1);
+    text = n < sizeof(small) ? small : clef_mem_alloc(n + 1);
     if (text == NULL) {
         return json_oom(ps);
     }
@@ -591,7 +592,7 @@ json_number(json_parser *ps, clef_json **out)
     d = json_c_locale != (locale_t) 0 ? strtod_l(text, NULL, json_c_locale)
                                       : strtod(text, NULL);
     if (text != small) {
-        free(text);
+        clef_mem_free(text);
     }
 
     if (isinf(d)) {
@@ -682,7 +683,7 @@ json_check_keys(json_parser *ps, const json_key *k, size_t n)
         return 0;
     }
 
-    order = malloc(n * sizeof(*order));
+    order = clef_mem_alloc(n * sizeof(*order));
     if (order == NULL) {
         return json_oom(ps);
     }
@@ -699,7 +700,7 @@ json_check_keys(json_parser *ps, const json_key *k, size_t n)
             first = order[i];
         }
     }
-    free(order);
+    clef_mem_free(order);
 
     return first != NULL ? json_duplicate(ps, first) : 0;
 }
@@ -964,9 +965,9 @@ clef_json_parse(clef_arena *a, const char *text, size_t len, clef_error *err)
         }
     }
 
-    free(ps.vals);
-    free(ps.keys);
-    free(ps.sbuf);
+    clef_mem_free(ps.vals);
+    clef_mem_free(ps.keys);
+    clef_mem_free(ps.sbuf);
     return rc == 0 ? root : NULL;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
 #include "render.h"
 
 #define PLAN_MAGIC  0x31504c43u      /* "CLP1" */
@@ -222,8 +223,10 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
         goto bad;
     }
 
-    p->questions = calloc((size_t) p->n_questions + 1, sizeof(*p->questions));
-    p->options = calloc((size_t) p->n_options + 1, sizeof(*p->options));
+    p->questions = clef_mem_calloc(((size_t) p->n_questions + 1)
+                                   * sizeof(*p->questions));
+    p->options = clef_mem_calloc(((size_t) p->n_options + 1)
+                                 * sizeof(*p->options));
     if (p->questions == NULL || p->options == NULL) {
         clef_plan_free(p);
         return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
@@ -270,8 +273,8 @@ bad:
 void
 clef_plan_free(clef_plan *p)
 {
-    free(p->questions);
-    free(p->options);
+    clef_mem_free(p->questions);
+    clef_mem_free(p->options);
     p->questions = NULL;
     p->options = NULL;
 }

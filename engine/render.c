@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
 #include "render.h"
 
 #define RENDER_STACK_KEYS  32          /* objects up to this size sort on the stack */
@@ -101,7 +102,8 @@ render_object(clef_buf *out, const clef_json *v)
     size_t           i, j, n = v->len;
     int              rc = 0;
 
-    order = n <= RENDER_STACK_KEYS ? stack : malloc(n * sizeof(*order));
+    order = n <= RENDER_STACK_KEYS ? stack
+                                   : clef_mem_alloc(n * sizeof(*order));
     if (order == NULL) {
         return -1;
     }
@@ -143,7 +145,7 @@ render_object(clef_buf *out, const clef_json *v)
     }
 
     if (order != stack) {
-        free(order);
+        clef_mem_free(order);
     }
     return rc;
 }

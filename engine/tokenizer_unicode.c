@@ -10,6 +10,7 @@
 #include <utf8proc.h>
 
 #include "grow.h"
+#include "mem.h"
 
 /* Length of the well-formed sequence at s[0..n), or 0 when ill-formed;
  * *bad then tells how many bytes its maximal subpart spans (>= 1). */
@@ -389,8 +390,8 @@ tk_nfc_append(const char *s, size_t n, clef_buf *out, tk_nfc_scratch *sc)
 void
 tk_nfc_scratch_free(tk_nfc_scratch *sc)
 {
-    free(sc->v);
-    free(sc->tmp);
+    clef_mem_free(sc->v);
+    clef_mem_free(sc->tmp);
     memset(sc, 0, sizeof(*sc));
 }
 

@@ -34,6 +34,7 @@ static char *ngx_http_clef_engine(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_clef_location(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_clef_content_handler(ngx_http_request_t *r);
 static char *ngx_http_clef_api_key(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_clef_add_zone(ngx_conf_t *cf,
@@ -812,19 +813,37 @@ ngx_http_clef_location(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     llcf->handler = cmd->offset;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    switch (cmd->offset) {
-    case NGX_HTTP_CLEF_SYSTEMONE:
-        clcf->handler = ngx_http_clef_systemone_handler;
-        break;
-    case NGX_HTTP_CLEF_MODELS:
-        clcf->handler = ngx_http_clef_models_handler;
-        break;
-    default:
-        clcf->handler = ngx_http_clef_status_handler;
-        break;
-    }
+    clcf->handler = ngx_http_clef_content_handler;
 
     return NGX_CONF_OK;
+}
+
+
+/* Every clef location's handler, with libclef allocating from the
+ * request's pool meanwhile (mem.h). */
+static ngx_int_t
+ngx_http_clef_content_handler(ngx_http_request_t *r)
+{
+    ngx_http_clef_loc_conf_t  *llcf;
+    clef_mem_pool              mp;
+    const clef_mem_pool       *prev;
+    ngx_int_t                  rc;
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
+    prev = ngx_http_clef_mem_begin(r, &mp);
+    switch (llcf->handler) {
+    case NGX_HTTP_CLEF_SYSTEMONE:
+        rc = ngx_http_clef_systemone_handler(r);
+        break;
+    case NGX_HTTP_CLEF_MODELS:
+        rc = ngx_http_clef_models_handler(r);
+        break;
+    default:
+        rc = ngx_http_clef_status_handler(r);
+        break;
+    }
+    clef_mem_use(prev);
+    return rc;
 }
 
 

@@ -14,6 +14,7 @@
 #include <ngx_http.h>
 
 #include "clef.h"
+#include "mem.h"
 
 #ifndef NGX_HTTP_UNPROCESSABLE_ENTITY
 #define NGX_HTTP_UNPROCESSABLE_ENTITY     422
@@ -107,6 +108,9 @@ ngx_int_t ngx_http_clef_wake_init(ngx_cycle_t *cycle,
 void ngx_http_clef_wake_close(ngx_cycle_t *cycle);
 
 /* ngx_http_clef_reply.c */
+/* libclef allocates from r's pool until clef_mem_use(returned value) */
+const clef_mem_pool *ngx_http_clef_mem_begin(ngx_http_request_t *r,
+    clef_mem_pool *mp);
 ngx_http_clef_ctx_t *ngx_http_clef_get_ctx(ngx_http_request_t *r);
 ngx_int_t ngx_http_clef_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *content_type, u_char *body, size_t len);

@@ -90,6 +90,24 @@ ngx_http_clef_request_id(ngx_http_request_t *r)
 }
 
 
+static void *
+ngx_http_clef_pool_alloc(void *ctx, size_t n)
+{
+    u_char  *p = ngx_palloc(ctx, n + 15);
+
+    return p != NULL ? ngx_align_ptr(p, 16) : NULL;
+}
+
+
+const clef_mem_pool *
+ngx_http_clef_mem_begin(ngx_http_request_t *r, clef_mem_pool *mp)
+{
+    mp->alloc = ngx_http_clef_pool_alloc;
+    mp->ctx = r->pool;
+    return clef_mem_use(mp);
+}
+
+
 ngx_int_t
 ngx_http_clef_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *content_type, u_char *body, size_t len)

@@ -38,6 +38,7 @@ static uint64_t               ngx_http_clef_lost_seen;
 #define NGX_HTTP_CLEF_RUNNING_RECHECK  1000
 
 static void ngx_http_clef_body_handler(ngx_http_request_t *r);
+static void ngx_http_clef_process_body(ngx_http_request_t *r);
 static void ngx_http_clef_wake_handler(ngx_event_t *rev);
 static void ngx_http_clef_deadline_handler(ngx_event_t *ev);
 static void ngx_http_clef_cleanup(void *data);
@@ -117,7 +118,7 @@ ngx_http_clef_content_encoding(ngx_http_request_t *r, ngx_str_t *value)
 static void
 ngx_http_clef_free(void *data)
 {
-    free(data);
+    clef_mem_free(data);
 }
 
 
@@ -152,7 +153,7 @@ ngx_http_clef_unzstd(ngx_http_request_t *r, u_char *in, size_t in_len,
     if (cap > limit + 1) {
         cap = limit + 1;
     }
-    buf = malloc(cap);
+    buf = clef_mem_alloc(cap);
     cln->handler = ngx_http_clef_free;
     cln->data = buf;
 
@@ -184,7 +185,7 @@ ngx_http_clef_unzstd(ngx_http_request_t *r, u_char *in, size_t in_len,
         }
         if (ob.pos == ob.size) {
             cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
-            nbuf = realloc(buf, cap);
+            nbuf = clef_mem_realloc(buf, cap);
             if (nbuf == NULL) {
                 break;
             }
@@ -383,8 +384,22 @@ ngx_http_clef_make_plan(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
 }
 
 
+/* The body, parsed, validated, rendered and queued, with every allocation
+ * of libclef in the request's pool (mem.h). */
 static void
 ngx_http_clef_body_handler(ngx_http_request_t *r)
+{
+    clef_mem_pool         mp;
+    const clef_mem_pool  *prev;
+
+    prev = ngx_http_clef_mem_begin(r, &mp);
+    ngx_http_clef_process_body(r);
+    clef_mem_use(prev);
+}
+
+
+static void
+ngx_http_clef_process_body(ngx_http_request_t *r)
 {
     ngx_http_clef_main_conf_t  *mcf;
     ngx_http_clef_loc_conf_t   *llcf;
@@ -643,6 +658,8 @@ ngx_http_clef_finish(ngx_http_clef_ctx_t *ctx)
     clef_result                 res;
     clef_error                  err;
     ngx_int_t                   rc;
+    clef_mem_pool               mp;
+    const clef_mem_pool        *prev;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
 
@@ -652,6 +669,7 @@ ngx_http_clef_finish(ngx_http_clef_ctx_t *ctx)
         ngx_del_timer(&ctx->deadline);
     }
 
+    prev = ngx_http_clef_mem_begin(r, &mp);
     if (clef_result_read(&mcf->queue, ctx->ticket, &res) != 0) {
         clef_error_set(&err, 500, "internal_error", NULL,
                        "the engine lost this request");
@@ -672,6 +690,7 @@ ngx_http_clef_finish(ngx_http_clef_ctx_t *ctx)
 finalize:
     /* the answer is in the request's pool now: the slot can go */
     clef_release(&mcf->queue, ctx->ticket);
+    clef_mem_use(prev);
     ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
 }
@@ -742,6 +761,9 @@ ngx_http_clef_deadline_handler(ngx_event_t *ev)
     ngx_connection_t           *c = r->connection;
     ngx_http_clef_main_conf_t  *mcf;
     clef_status_brief           brief;
+    clef_mem_pool               mp;
+    const clef_mem_pool        *prev;
+    ngx_int_t                   rc;
     u_char                      msg[256];
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
@@ -773,6 +795,7 @@ ngx_http_clef_deadline_handler(ngx_event_t *ev)
     ctx->finished = 1;
     clef_cancel(&mcf->queue, ctx->ticket);
     clef_status_brief_read(&mcf->queue, &brief);
+    prev = ngx_http_clef_mem_begin(r, &mp);
 
     ngx_log_error(NGX_LOG_WARN, c->log, 0,
                   "clef: the engine did not start this record within %M ms "
@@ -782,9 +805,10 @@ ngx_http_clef_deadline_handler(ngx_event_t *ev)
                  "within %M ms (queue depth %uD, engine %s); retry later%Z",
                  mcf->timeout, brief.queued,
                  clef_engine_state_name(brief.state));
-    ngx_http_finalize_request(r,
-        ngx_http_clef_send_typed(r, NGX_HTTP_GATEWAY_TIME_OUT,
-                                 "timeout_error", (char *) msg));
+    rc = ngx_http_clef_send_typed(r, NGX_HTTP_GATEWAY_TIME_OUT,
+                                  "timeout_error", (char *) msg);
+    clef_mem_use(prev);
+    ngx_http_finalize_request(r, rc);
     ngx_http_run_posted_requests(c);
 }
 
