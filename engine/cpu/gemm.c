@@ -219,6 +219,26 @@ b_packed(const clef_cpu_wpack *w, int64_t pc)
     return v;
 }
 
+/* A product with no rows, no columns or no reduction: y is left alone, or
+ * zeroed when nothing is to be added to it.  1 when there is nothing else
+ * to do. */
+static int
+empty_product(int64_t m, const clef_cpu_wpack *w, float beta, float *y,
+    int64_t ldy)
+{
+    if (m <= 0 || w->n <= 0) {
+        return 1;
+    }
+    if (w->k <= 0) {
+        if (beta == 0.0f) {
+            zero_rows(y, ldy, m, w->n);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+
 void
 clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
     const clef_cpu_wpack *w, float beta, float *y, int64_t ldy)
@@ -228,13 +248,7 @@ clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
     a_view        av;
     b_view        bv;
 
-    if (m <= 0 || w->n <= 0) {
-        return;
-    }
-    if (w->k <= 0) {
-        if (beta == 0.0f) {
-            zero_rows(y, ldy, m, w->n);
-        }
+    if (empty_product(m, w, beta, y, ldy)) {
         return;
     }
     for (pc = 0; pc < w->k; pc += KC) {
@@ -319,13 +333,7 @@ clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     linear_job  j;
     int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
 
-    if (m <= 0 || w->n <= 0) {
-        return;
-    }
-    if (w->k <= 0) {
-        if (beta == 0.0f) {
-            zero_rows(y, ldy, m, w->n);
-        }
+    if (empty_product(m, w, beta, y, ldy)) {
         return;
     }
     j.x.p = x;

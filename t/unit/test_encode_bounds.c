@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "encode.h"
+#include "mem.h"
 #include "plan.h"
 #include "splitmix64.h"
 #include "tokenizer.h"
@@ -91,7 +92,7 @@ test_tokenizer_stops(const clef_tokenizer *tk)
     rc = clef_tokenizer_encode_max(tk, text, len, &exact, &part);
     CHECK(rc == 0 && part.n == full.n, "a cap of exactly its %zu ids: done",
           full.n);
-    free(text);
+    clef_mem_free(text);                /* a clef_buf's data (mem.h) */
 
     /* 13 MiB of random letters: one word */
     len = 13 << 20;
