@@ -19,7 +19,12 @@ PKGS       := libpcre2-8 libutf8proc jansson openblas
 WARN       := -Wall -Wextra -Werror -Wno-unused-parameter
 PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -fPIC -g $(WARN) -Iengine $(PKG_CFLAGS)
+# engine/ groups its files by concern (README "Layout"); every group is on
+# the include path, so a file includes another by its name alone
+ENGINE_DIRS := engine engine/base engine/text engine/protocol engine/model \
+               engine/serve
+ENGINE_INC  := $(addprefix -I,$(ENGINE_DIRS))
+CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -fPIC -g $(WARN) $(ENGINE_INC) $(PKG_CFLAGS)
 # The CPU backend is the hot path: AVX2/FMA (x86-64-v3) everywhere we run.
 CFLAGS     ?= -O2
 CPU_CFLAGS ?= -O3 -march=x86-64-v3 -ffp-contract=off
@@ -28,7 +33,7 @@ LIBS        = $(PKG_LIBS) -lm -lpthread -ldl
 SAN_FLAGS  := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
 
-ENGINE_SRC := $(wildcard engine/*.c engine/cpu/*.c engine/media/*.c)
+ENGINE_SRC := $(wildcard engine/*.c engine/*/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
 UNIT_SRC   := $(wildcard t/unit/test_*.c)
 UNIT_NAMES := $(patsubst t/unit/%.c,%,$(UNIT_SRC))
@@ -144,7 +149,7 @@ CUDA_ARCH   := -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,co
 NVCCFLAGS   ?= -O3 -std=c++17 -lineinfo $(CUDA_ARCH) \
                $(if $(strip $(WERROR)),--Werror all-warnings) \
                -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter$(if $(strip $(WERROR)),$(comma)-Werror)
-CUDA_INC     = -Iengine -Icuda -I$(CUDA_HOME)/include $(CUDA_EXTRA_INC)
+CUDA_INC     = $(ENGINE_INC) -Icuda -I$(CUDA_HOME)/include $(CUDA_EXTRA_INC)
 CUDA_CU     := $(wildcard cuda/*.cu)
 CUDA_CSRC   := $(wildcard cuda/*.c)
 CUDA_OBJ    := $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_CU)) \
@@ -222,7 +227,7 @@ NGX_BIN      ?= /usr/sbin/nginx
 NGX_BUILD    := $(ABS_BUILD)/ngx
 NGX_MODULE   := $(BUILD)/ngx_http_clef_module.so
 NGX_MOD_SRC  := $(sort $(wildcard ngx_http_clef_module/*.c))
-NGX_MOD_DEP  := $(wildcard ngx_http_clef_module/*.h engine/*.h)
+NGX_MOD_DEP  := $(wildcard ngx_http_clef_module/*.h engine/*.h engine/*/*.h)
 NGX_SIG      := grep -E '^[0-9]+,[0-9]+,[0-9]+,[01]{30,}$$'
 # -z now, like the packaged nginx (recipe §2)
 export DEB_BUILD_MAINT_OPTIONS ?= hardening=+all

@@ -2,7 +2,7 @@
  * The CUDA backend's clef_backend_ops: device checks, sizes, workspace,
  * one forward = one metadata upload + the launch sequence (or the replay of
  * its CUDA graph, graphs.c) + one copy of the logits back.  Probabilities
- * are the host's: the answer builder (engine/answer.c) takes the softmax of
+ * are the host's: the answer builder (engine/protocol/answer.c) takes the softmax of
  * these logits, the one place that turns logits into an answer.
  */
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * fp32: LayerNorm, span means, exact-erf GELU, the small attentions of the
  * routing and decoder layers, field assembly and option scores.  The
  * head's matrix products are cuBLASLt calls made by cuda/forward.c; the
- * per-question softmax is the host's (engine/answer.c), from the logits.
+ * per-question softmax is the host's (engine/protocol/answer.c), from the logits.
  */
 #include "common.cuh"
 

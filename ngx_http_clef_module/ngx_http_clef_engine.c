@@ -1,8 +1,8 @@
 /*
  * Master side of the engine (DESIGN.md §2): init_module forks a keeper
- * (engine/keeper.c), which forks the engine (engine/engine.c).  The master holds the
- * write end of the keeper's control pipe; that end is the keeper's life
- * line:
+ * (engine/serve/keeper.c), which forks the engine (engine/serve/engine.c).
+ * The master holds the write end of the keeper's control pipe; that end is
+ * the keeper's life line:
  *   - a reload with the same zone and the same model configuration adopts
  *     the running keeper: the new cycle takes the pipe over, the engine and
  *     its loaded weights stay;

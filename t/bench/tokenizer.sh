@@ -33,7 +33,7 @@ import gen_tokenizer_fixtures as g
 shared, out = sys.argv[1], sys.argv[2]
 rng = random.Random(7)
 code = "".join(open(p, encoding="utf-8").read()
-               for p in sorted(glob.glob("engine/*.[ch]") + glob.glob("cli/*.c")
+               for p in sorted(glob.glob("engine/**/*.[ch]", recursive=True) + glob.glob("cli/*.c")
                                + glob.glob("t/unit/*.c") + glob.glob("t/reference/*.py")))
 texts = [json.loads(l)["text"] for p in sorted(glob.glob("t/fixtures/tokenizer/*/cases.jsonl"))
          for l in open(p, encoding="utf-8")]

@@ -25,20 +25,22 @@ TIMEOUT=${FUZZ_TIMEOUT:-1}
 
 PKGS="libpcre2-8 libutf8proc jansson"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -march=x86-64-v3
-        -Wall -Wextra -Werror -Wno-unused-parameter -Iengine
+        -Wall -Wextra -Werror -Wno-unused-parameter -Iengine -Iengine/base
+        -Iengine/text -Iengine/protocol -Iengine/model -Iengine/serve
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
         $(pkg-config --cflags $PKGS)"
 LIBS="$(pkg-config --libs $PKGS) -lm -lpthread"
 
 # the engine files the untrusted path goes through
-SRC="arena buf error json pyfloat render request encode answer
-     tokenizer tokenizer_added tokenizer_map tokenizer_regex tokenizer_unicode
-     bpe bpe_cache"
+SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
+     protocol/request protocol/plan protocol/encode protocol/answer
+     text/tokenizer text/tokenizer_added text/tokenizer_map text/tokenizer_regex
+     text/tokenizer_unicode text/bpe text/bpe_cache"
 
 mkdir -p $OUT/obj $OUT/artifacts
 objs=
 for s in $SRC; do
-    o=$OUT/obj/$s.o
+    o=$OUT/obj/$(basename $s).o
     if [ ! -f $o ] || [ engine/$s.c -nt $o ] \
        || [ -n "$(find engine -name '*.h' -newer $o)" ]; then
         echo "cc engine/$s.c"
