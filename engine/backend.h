@@ -59,7 +59,7 @@ void    clef_batch_init(clef_batch *b, const clef_record * const *records,
 int64_t clef_batch_tokens(const clef_batch *b);
 int     clef_batch_options(const clef_batch *b);
 
-#define CLEF_MAX_DEVICES  64
+#define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
 
 typedef struct {
     int          threads;     /* CPU worker threads; 0 = one per core */
@@ -81,7 +81,10 @@ typedef struct {
     int   (*open)(const clef_model *m, const clef_backend_opts *o,
                   clef_backend **out, clef_error *err);
     /* logits: one float per option of every record, in record order, then
-     * question order, then encoder option order (clef_batch_options()). */
+     * question order, then encoder option order (clef_batch_options()).
+     * An error of type "device_fault" says the backend is unusable until
+     * closed and opened again (a poisoned CUDA context): the engine does
+     * that for this replica alone. */
     int   (*forward)(clef_backend *b, const clef_batch *batch, float *logits,
                      clef_error *err);
     /* hidden: the backbone's final-norm output, [tokens][hidden_size] f32,

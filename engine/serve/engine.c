@@ -59,6 +59,7 @@ typedef struct {
     clef_backend             *backend;
     clef_sched_batch          running;   /* its own batch */
     int                       busy;      /* under e->mu */
+    int                       faulted;   /* its device must be reset */
     int                       started;
     pthread_t                 thread;
 } engine_replica;
@@ -70,6 +71,7 @@ struct engine_s {
     const clef_tokenizer     *tk;
     const clef_backend_ops   *ops;
     engine_replica            replicas[CLEF_MAX_DEVICES];
+    clef_backend_opts         replica_opts[CLEF_MAX_DEVICES];
     int                       n_replicas;
     int                       wake_fd;
 
@@ -242,9 +244,22 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     if (rc != 0) {
         elog(e->conf, CLEF_LOG_ERR, "clef engine: forward of %d records "
              "on replica %d failed: %s", n, rep->index, err.message);
+        if (strcmp(err.type, "device_fault") == 0) {
+            /* its records are answered below; the replica is reopened by
+             * its executor before it takes another batch */
+            rep->faulted = 1;
+            clef_error_set(&err, 503, "engine_unavailable", NULL,
+                           "the device of replica %d faulted and is being "
+                           "reset; retry", rep->index);
+        }
     } else {
         clef_stats_batch(&e->q->h->stats, (uint32_t) n,
                          (uint64_t) clef_batch_tokens(&batch), (uint64_t) ns);
+        if (rep->index < CLEF_STATS_REPLICAS) {
+            atomic_fetch_add(&e->q->h->stats.replica_batches[rep->index], 1);
+            atomic_fetch_add(&e->q->h->stats.replica_busy_ns[rep->index],
+                             (uint64_t) ns);
+        }
     }
 
 answer:
@@ -285,6 +300,51 @@ answer:
 }
 
 
+static void
+replica_set_up(engine *e, int r, int up)
+{
+    uint64_t  bit = (uint64_t) 1 << r;
+
+    if (up) {
+        atomic_fetch_or(&e->q->h->replicas_up, bit);
+    } else {
+        atomic_fetch_and(&e->q->h->replicas_up, ~bit);
+    }
+}
+
+
+/* A replica whose device faulted: close its backend (which resets the
+ * device) and open it again, alone; the other replicas keep serving.  -1
+ * when it cannot come back: its executor stops, the others go on. */
+static int
+engine_replica_reopen(engine *e, engine_replica *rep)
+{
+    clef_error  err;
+
+    replica_set_up(e, rep->index, 0);
+    if (rep->index < CLEF_STATS_REPLICAS) {
+        atomic_fetch_add(&e->q->h->stats.replica_faults[rep->index], 1);
+    }
+    e->ops->close(rep->backend);
+    rep->backend = NULL;
+    clef_error_clear(&err);
+    if (e->ops->open(e->model, &e->replica_opts[rep->index], &rep->backend,
+                     &err) != 0)
+    {
+        rep->backend = NULL;
+        elog(e->conf, CLEF_LOG_ERR, "clef engine %d: replica %d cannot be "
+             "reopened after its fault: %s; it stays out", (int) getpid(),
+             rep->index, err.message);
+        return -1;
+    }
+    rep->faulted = 0;
+    replica_set_up(e, rep->index, 1);
+    elog(e->conf, CLEF_LOG_NOTICE, "clef engine %d: replica %d reopened "
+         "after a device fault", (int) getpid(), rep->index);
+    return 0;
+}
+
+
 /*
  * An executor, one per replica: whenever it is idle and prepared records
  * wait, it takes the next batch from the ready FIFO (scheduler.h) and runs
@@ -316,6 +376,12 @@ engine_exec_main(void *arg)
         engine_run_batch(e, rep, &rep->running);
         clef_sched_batch_clear(&e->sched, &rep->running);
         clef_queue_progress(e->q);
+        if (rep->faulted && engine_replica_reopen(e, rep) != 0) {
+            pthread_mutex_lock(&e->mu);
+            rep->busy = 0;
+            e->busy--;
+            break;
+        }
 
         pthread_mutex_lock(&e->mu);
         rep->busy = 0;
@@ -382,6 +448,7 @@ engine_load(engine *e, clef_error *err)
         bo.progress_ctx = e->q;
         e->replicas[r].e = e;
         e->replicas[r].index = r;
+        e->replica_opts[r] = bo;
         if (e->ops->open(e->model, &bo, &e->replicas[r].backend, err) != 0) {
             e->replicas[r].backend = NULL;
             return -1;
@@ -390,6 +457,10 @@ engine_load(engine *e, clef_error *err)
              (int) getpid(), r, e->ops->describe != NULL
              ? e->ops->describe(e->replicas[r].backend) : conf->backend);
     }
+    atomic_store(&e->q->h->n_replicas, (uint32_t) e->n_replicas);
+    atomic_store(&e->q->h->replicas_up,
+                 e->n_replicas >= 64 ? ~(uint64_t) 0
+                                     : ((uint64_t) 1 << e->n_replicas) - 1);
     atomic_fetch_add(&e->q->h->stats.weight_loads, 1);
     elog(conf, CLEF_LOG_NOTICE, "clef engine %d: ready in %.2f s",
          (int) getpid(), seconds_since(t0));
