@@ -47,6 +47,9 @@ typedef struct {
     ngx_str_t                  release_date;  /* YYYY-MM-DD */
     ngx_str_t                  fingerprint;   /* what an engine restart
                                                  depends on */
+    ngx_flag_t                 images;        /* a vision tower the backend
+                                                 runs: requests may carry
+                                                 "images" */
     size_t                     max_token_bytes;  /* of its tokenizer: the
                                                  worker's cheap bound */
 } ngx_http_clef_model_t;

@@ -478,7 +478,11 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     }
     ctx->parsed = 1;
 
-    if (clef_request_check_media(&ctx->req, 0, &err) != 0) {
+    /* images: wire form, limits, base64 and headers, here in the worker;
+     * their pixels are decoded by the engine's preparing thread */
+    if (clef_request_check_media(&ctx->req, (int) mcf->model->images, &err)
+        != 0)
+    {
         ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, NULL,
                                                               0));
         return;

@@ -514,7 +514,7 @@ emit(const tensor_row *rows, int n, const char *prefix, int layer,
         }
         s.ndim = rows[i].ndim;
         s.dtype = rows[i].dtype;
-        for (k = 0; k < 3; k++) {
+        for (k = 0; k < 5; k++) {
             s.shape[k] = k < s.ndim ? dim[rows[i].dims[k]] : 0;
         }
         rc = fn(&s, ctx);
