@@ -66,6 +66,11 @@ typedef struct {
     double  rms_norm_eps;
     double  rope_theta;
     double  partial_rotary_factor;
+    int     mrope_section[3];           /* rotary pairs on T, H, W (images):
+                                           pair j is on H when j % 3 == 1 and
+                                           j < 3 sec[1], on W when j % 3 == 2
+                                           and j < 3 sec[2], else on T */
+    int     mrope_interleaved;          /* always 1 (transformers' only form) */
     int     tie_word_embeddings;
     uint8_t layer_full[CLEF_MAX_LAYERS]; /* 1: full_attention, 0: linear_attention */
     clef_layer_desc layer[CLEF_MAX_LAYERS];   /* from the above */
