@@ -483,8 +483,8 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     if (clef_request_check_media(&ctx->req, (int) mcf->model->images, &err)
         != 0)
     {
-        ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, NULL,
-                                                              0));
+        ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, body,
+                                                              len));
         return;
     }
 

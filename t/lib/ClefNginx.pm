@@ -72,6 +72,25 @@ sub model_dir {
     return $dir;
 }
 
+# The checkpoint of the image fixtures (t/fixtures/models/v1.json, seed 11,
+# 2 shards: t/fixtures/vision was computed on it), made once.
+sub vision_model_dir {
+    my ($class) = @_;
+    my $dir = "$ROOT/build/t/nginx-model-v1";
+    return $dir if -f "$dir/joint_head_config.json";
+    make_path("$ROOT/build/t");
+    my $tmp = tempdir("nginx-model-v1-XXXXXX", DIR => "$ROOT/build/t");
+    my $bin = clef_bin();
+    my $tok = tokenizer_dir();
+    my $out = `"$bin" mkmodel --config "$ROOT/t/fixtures/models/v1.json" --tokenizer "$tok" --seed 11 --shards 2 --out "$tmp/m" 2>&1`;
+    croak "clef mkmodel failed:\n$out" if $?;
+    chmod 0755, $tmp, "$tmp/m";
+    rename "$tmp/m", $dir or -f "$dir/joint_head_config.json"
+        or croak "rename $tmp/m: $!";
+    remove_tree($tmp);
+    return $dir;
+}
+
 sub new {
     my ($class, %a) = @_;
     my $self = bless {
