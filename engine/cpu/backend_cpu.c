@@ -60,6 +60,10 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     if (o != NULL && o->progress != NULL) {
         clef_cpu_backbone_set_progress(b->backbone, o->progress,
                                        o->progress_ctx);
+        if (b->vision != NULL) {
+            clef_cpu_vision_set_progress(b->vision, o->progress,
+                                         o->progress_ctx);
+        }
     }
     /* OpenBLAS is linked into the process but never called here: its core
      * is named so that a log shows the numbers cannot depend on it */

@@ -31,7 +31,18 @@ struct clef_cpu_vision {
     clef_cpu_wpack       m1, m2;
     float               *m1_b, *m2_b;
     float               *inv_freq;           /* [hd / 4] */
+    void               (*progress)(void *ctx);
+    void                *progress_ctx;
 };
+
+
+void
+clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
+    void *ctx)
+{
+    v->progress = fn;
+    v->progress_ctx = ctx;
+}
 
 
 /* A tensor of the tower as fp32 (malloc'ed), NULL with err filled. */
@@ -465,6 +476,9 @@ clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
         }
         clef_cpu_add_bias(pool, o, H, P, (int) H, b->fc2_b);
         add_rows(pool, x, o, H, P, (int) H);
+        if (v->progress != NULL) {
+            v->progress(v->progress_ctx);
+        }
     }
 
     /* the merger: LayerNorm per patch, each 2 x 2 block's patches side by

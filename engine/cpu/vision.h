@@ -27,6 +27,11 @@ int  clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_vision **out, clef_error *err);
 void clef_cpu_vision_close(clef_cpu_vision *v);
 
+/* fn(ctx) after every block: a tower over large images takes long, and the
+ * engine's watchdog must not take it for a hung forward. */
+void clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
+    void *ctx);
+
 /* features: [sum of clef_image_tokens()][out_hidden_size], the images'
  * merged tokens one image after the other. */
 int  clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
