@@ -256,7 +256,9 @@ attn_task(void *ctx, int64_t begin, int64_t end, int worker)
         /* item = (head, query block of the whole batch) */
         h = (int) (it % j->heads);
         blk = it / j->heads;
-        for (img = 0; blk >= j->blocks[img + 1]; img++) {
+        img = 0;
+        while (blk >= j->blocks[img + 1]) {
+            img++;
         }
         attend(j, img, h, (blk - j->blocks[img]) * VQ, scratch);
     }
