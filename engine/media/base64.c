@@ -55,6 +55,26 @@ clef_base64_decode(const char *s, size_t len, uint8_t *out, size_t *bad,
     uint8_t         v;
 
     for (i = 0; i < len; i++) {
+        /* whole quanta of alphabet characters, the common case, four at a
+         * time: the worker decodes up to 12 MB of them per request */
+        if (q == 0) {
+            while (i + 4 <= len) {
+                uint8_t  a = t[(unsigned char) s[i]], b = t[(unsigned char) s[i + 1]];
+                uint8_t  c = t[(unsigned char) s[i + 2]], d = t[(unsigned char) s[i + 3]];
+
+                if ((a | b | c | d) & 0xc0) {
+                    break;          /* whitespace, '=' or an error: below */
+                }
+                out[n] = (uint8_t) (a << 2 | b >> 4);
+                out[n + 1] = (uint8_t) (b << 4 | c >> 2);
+                out[n + 2] = (uint8_t) (c << 6 | d);
+                n += 3;
+                i += 4;
+            }
+            if (i == len) {
+                break;
+            }
+        }
         v = t[(unsigned char) s[i]];
 
         if (v == B64_SPACE) {
