@@ -7,6 +7,7 @@
 #include "check.h"
 
 #include "base64.h"
+#include "encode.h"
 #include "image_decode.h"
 #include "image_input.h"
 #include "plan.h"
@@ -267,9 +268,47 @@ test_exif(void)
 }
 
 
+/* spec/qwen35-backbone.md §5.3's example: 5 text tokens, <vision_start>,
+ * a 4 x 4 merged image, <vision_end>, text; then a second image, 2 x 6 */
+static void
+test_mrope(void)
+{
+    clef_image  im[2];
+    int32_t     start[2] = { 6, 24 }, pos[3 * 40];
+    int         t, ok = 1;
+
+    memset(im, 0, sizeof(im));
+    im[0].grid_h = 8;
+    im[0].grid_w = 8;
+    im[0].merge = 2;
+    im[1].grid_h = 4;
+    im[1].grid_w = 12;
+    im[1].merge = 2;
+    clef_mrope_positions(40, im, start, 2, pos);
+    for (t = 0; t < 6; t++) {
+        ok &= pos[t] == t && pos[40 + t] == t && pos[80 + t] == t;
+    }
+    CHECK(ok, "M-RoPE: text then <vision_start> count 0..5 on every axis");
+    /* image 1 at 6: T 6, H 6 + i, W 6 + j */
+    CHECK(pos[6] == 6 && pos[46] == 6 && pos[86] == 6
+          && pos[6 + 5] == 6 && pos[46 + 5] == 7 && pos[86 + 5] == 7
+          && pos[21] == 6 && pos[61] == 9 && pos[101] == 9,
+          "M-RoPE: the 4 x 4 image at (6, 6 + i, 6 + j)");
+    /* <vision_end>, text: 6 + max(4, 4) = 10, 11 */
+    CHECK(pos[22] == 10 && pos[62] == 10 && pos[102] == 10 && pos[23] == 11,
+          "M-RoPE: the text after it at 10, 11");
+    /* image 2 at 24, position 12: 2 x 6 -> the next text at 12 + 6 */
+    CHECK(pos[24] == 12 && pos[64] == 12 && pos[104] == 12
+          && pos[35] == 12 && pos[75] == 13 && pos[115] == 17
+          && pos[36] == 18 && pos[76] == 18 && pos[39] == 21,
+          "M-RoPE: a 2 x 6 image moves the text on by 6");
+}
+
+
 int
 main(void)
 {
+    test_mrope();
     test_base64();
     test_refusals();
     test_plan();

@@ -888,6 +888,23 @@ test_real_layout(void)
     t = clef_model_head_tensor(m, "residual_scorer.0.weight");
     CHECK(t != NULL && t->shape[0] == 1024 && t->shape[1] == 4096,
           "residual_scorer.0.weight [1024, 4096]");
+    /* the release's vision tower (spec/qwen35-backbone.md §1.3, §2.5) */
+    CHECK(clef_model_vision_config(m) != NULL
+          && clef_model_vision_config(m)->depth == 27
+          && clef_model_vision_config(m)->hidden_size == 1152
+          && clef_model_vision_config(m)->num_heads == 16
+          && clef_model_vision_config(m)->out_hidden_size == 4096,
+          "clef-flash: the vision tower, 27 blocks of 1152, 16 heads of 72");
+    t = clef_model_tensor(m, "model.visual.patch_embed.proj.weight");
+    CHECK(t != NULL && t->ndim == 5 && t->shape[0] == 1152 && t->shape[1] == 3
+          && t->shape[2] == 2 && t->shape[3] == 16 && t->shape[4] == 16,
+          "patch_embed [1152, 3, 2, 16, 16]");
+    t = clef_model_tensor(m, "model.visual.merger.linear_fc1.weight");
+    CHECK(t != NULL && t->shape[0] == 4608 && t->shape[1] == 4608,
+          "merger.linear_fc1 [4608, 4608]");
+    t = clef_model_tensor(m, "model.visual.blocks.26.mlp.linear_fc2.weight");
+    CHECK(t != NULL && t->shape[0] == 1152 && t->shape[1] == 4304,
+          "blocks.26.mlp.linear_fc2 [1152, 4304]");
     kb = resident_kb("/flash/model-0000", &maps);
     CHECK_INT(maps, 4, "four shards mapped");
     CHECK_INT(kb, 0, "no page of the 17.9 GB of weights resident after open");
