@@ -556,6 +556,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
      * backend does not yet) */
     m->images = clef_model_vision_config(cm) != NULL
                 && ngx_strcmp(m->backend.data, "cpu") == 0;
+    if (m->images) {
+        m->processor = clef_model_vision_config(cm)->processor;
+    }
 
     m->description.data = ngx_pnalloc(cf->pool, 256);
     if (m->description.data == NULL) {

@@ -52,6 +52,8 @@ typedef struct {
                                                  "images" */
     size_t                     max_token_bytes;  /* of its tokenizer: the
                                                  worker's cheap bound */
+    clef_processor_config      processor;     /* images: their token count
+                                                 from their headers */
 } ngx_http_clef_model_t;
 
 typedef struct {

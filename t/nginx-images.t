@@ -137,6 +137,14 @@ refused('over 8 MiB decoded in all',
     . 'to 9437184 bytes; the limit is 8388608 bytes for all images of a request.",'
     . '"loc":["body","images",2]}}');
 
+# four 4096 x 4096 headers: 65,544 image tokens cannot fit 65,536, refused
+# as Workers AI does (413) before any pixel is decoded
+my $huge = 'iVBORw0KGgoAAAANSUhEUgAAEAAAABAACAIAAAB9wbNAAAAAAElFTkSuQmCC';
+my $r413 = ask('[' . join(',', map { qq{"data:image/png;base64,$huge"} } 1 .. 4) . ']');
+is $r413->{status}, 413, 'four 16 Mi pixel images: 413';
+like $r413->{content}, qr/^\{"detail":\{"error_type":"max_tokens_exceeded","message":"Request needs more than \d+ tokens \(its 4 images alone are 65544\); the limit is 65536\."\}\}$/,
+    'four 16 Mi pixel images: the images\' tokens named';
+
 # the engine's refusal: a header that reads, pixels that do not
 my $broken = 'iVBORw0KGgoAAAANSUhEUgAAAEAAAABACAIAAAAlC+aJAAAACElEQVR4nGNggAEAAEJcHV8=';
 refused('pixel data that does not decode', qq{["data:image/png;base64,$png","data:image/png;base64,$broken"]},

@@ -97,6 +97,21 @@ clef_smart_resize(int64_t h, int64_t w, int factor, int64_t min_pixels,
 }
 
 
+int64_t
+clef_image_pad_tokens(int64_t h, int64_t w, const clef_processor_config *pc)
+{
+    const char  *why;
+    int64_t      oh, ow, f = (int64_t) pc->patch_size * pc->merge_size;
+
+    if (clef_smart_resize(h, w, (int) f, pc->min_pixels, pc->max_pixels, &oh,
+                          &ow, &why) != 0)
+    {
+        return -1;
+    }
+    return (oh / f) * (ow / f);
+}
+
+
 int
 clef_image_preprocess(const clef_rgb_image *in, int index,
     const clef_processor_config *pc, clef_image *out, clef_error *err)

@@ -61,6 +61,12 @@ int     clef_image_row_size(const clef_image *im);
 int clef_smart_resize(int64_t h, int64_t w, int factor, int64_t min_pixels,
     int64_t max_pixels, int64_t *oh, int64_t *ow, const char **why);
 
+/* The <|image_pad|> tokens an image of h x w pixels becomes, from its
+ * header's size alone (smart_resize is symmetric, so an EXIF rotation does
+ * not change it); -1 when smart_resize refuses the size. */
+int64_t clef_image_pad_tokens(int64_t h, int64_t w,
+    const clef_processor_config *pc);
+
 /* Steps 1-3 (the normalisation constants): in to out.  400 image_invalid
  * naming image index when smart_resize refuses it. */
 int clef_image_preprocess(const clef_rgb_image *in, int index,

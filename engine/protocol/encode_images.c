@@ -29,13 +29,23 @@ clef_encode_images_prepare(const clef_vision_config *vc,
 {
     clef_image_input  in;
     clef_rgb_image    rgb;
-    int               k, rc;
+    int64_t           ids;
+    int               k, rc, max_length;
 
     opts->images = NULL;
     opts->n_images = 0;
     if (vc == NULL || plan->n_image_files != plan->n_images) {
         return clef_error_set(err, 400, "images_unsupported", "",
                               "This model does not accept images.");
+    }
+    /* images that cannot fit are refused before a pixel is decoded */
+    ids = clef_plan_image_ids(plan, &vc->processor);
+    max_length = opts->max_length > 0 ? opts->max_length
+                                      : CLEF_DEFAULT_MAX_LENGTH;
+    if (ids > max_length) {
+        return clef_error_set(err, 413, "max_tokens_exceeded", "",
+            "The %d images need %lld tokens; the limit is %d.",
+            plan->n_images, (long long) ids, max_length);
     }
     opts->images = calloc((size_t) plan->n_images + 1, sizeof(clef_image));
     if (opts->images == NULL) {

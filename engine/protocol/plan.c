@@ -353,3 +353,20 @@ clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes, int state_only)
     }
     return ids;
 }
+
+
+int64_t
+clef_plan_image_ids(const clef_plan *p, const clef_processor_config *pc)
+{
+    int64_t  ids = 0, n;
+    int      k;
+
+    for (k = 0; k < p->n_image_files; k++) {
+        n = clef_image_pad_tokens(p->images[k].height, p->images[k].width, pc);
+        if (n < 0) {
+            return -1;
+        }
+        ids += n + 2;
+    }
+    return ids;
+}

@@ -30,6 +30,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "processor.h"
 #include "request.h"
 
 typedef struct {
@@ -86,5 +87,15 @@ void clef_plan_free(clef_plan *p);
  */
 size_t clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes,
     int state_only);
+
+/*
+ * The ids the plan's images add, from their headers' sizes: each image's
+ * pads and its <|vision_start|> and <|vision_end|> (the one "\n" after them
+ * is left out: a lower bound).  Exact for the pads, so a worker can refuse
+ * a record whose images alone cannot fit before the engine decodes a
+ * pixel.  0 without images; -1 when the processor refuses a size (the
+ * engine then says which image).
+ */
+int64_t clef_plan_image_ids(const clef_plan *p, const clef_processor_config *pc);
 
 #endif

@@ -213,6 +213,12 @@ test_plan(void)
          && clef_plan_view(&plan, blob.data, blob.len, &err) == 0;
     CHECK(ok, "plan with images");
     if (ok) {
+        clef_processor_config  pc;
+
+        clef_processor_config_default(&pc);
+        /* 1 x 1 grows to 256 x 256: 8 x 8 merged tokens, + 2 each */
+        CHECK_INT(clef_plan_image_ids(&plan, &pc), 2 * (64 + 2),
+                  "plan: the images' ids from their headers");
         CHECK(plan.n_images == 2 && plan.n_image_files == 2
               && plan.images[1].format == CLEF_IMAGE_PNG
               && plan.images[1].len == req.image_inputs[1].len

@@ -392,6 +392,29 @@ main(void)
         n++;
     }
 
+    /* images that cannot fit are refused before they are decoded */
+    {
+        clef_request      req;
+        clef_encode_opts  eo;
+        clef_record       r;
+        char             *body = body_of(json_array_get(cases, 7));
+
+        clef_encode_opts_default(&eo);
+        eo.max_length = 300;
+        ok = clef_request_parse(&req, body, strlen(body), NULL, &err) == 0
+             && clef_request_check_media(&req, 1, &err) == 0;
+        CHECK(ok && clef_encode_with_images(clef_model_tokenizer(m),
+                                            clef_model_vision_config(m), &req,
+                                            &eo, &r, &err) == -1
+              && err.status == 413
+              && strcmp(err.type, "max_tokens_exceeded") == 0
+              && strcmp(err.message, "The 4 images need 452 tokens; the limit "
+                        "is 300.") == 0, "images over the limit: 413 (%s)",
+              err.message);
+        clef_request_free(&req);
+        free(body);
+    }
+
     /* one packed batch: the records with images between two without */
     {
         clef_request      req;
