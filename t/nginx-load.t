@@ -222,9 +222,9 @@ my %hostile = (
     bomb    => [ 400, '{"detail":{"error_type":"max_tokens_exceeded",'
                  . '"message":"Request needs more than 106499 tokens (the '
                  . 'state alone is 13631288 bytes); the limit is 65536."}}' ],
-    image   => [ 400, '{"detail":{"error_type":"images_unsupported",'
-                 . '"message":"This model does not accept images (1 given): '
-                 . 'remove \"images\"; text and JSON states are supported."}}' ],
+    image   => [ 400, '{"detail":{"error_type":"image_invalid",'
+                 . '"message":"Image 0 cannot be read: the PNG has no IHDR '
+                 . 'chunk where the format puts it.","loc":["body","images",0]}}' ],
     broken  => [ 422, undef ],
 );
 for my $k (sort keys %hostile) {

@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "encode.h"
+#include "encode_images.h"
 #include "model.h"
 #include "pid.h"
 #include "plan.h"
@@ -156,8 +157,23 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     clef_encode_opts_default(&opts);
     opts.max_length = s->max_length > 0 ? s->max_length : e->conf->max_length;
     opts.truncate = (clef_truncate) s->truncate;
+    /* images are decoded and resized here, in the preparing thread,
+     * never in an nginx worker */
+    if (plan.n_images > 0
+        && clef_encode_images_prepare(clef_model_vision_config(e->model),
+                                      &plan, &opts, &err) != 0)
+    {
+        clef_plan_free(&plan);
+        free(rec);
+        atomic_fetch_add(&e->q->h->stats.encode_errors, 1);
+        engine_answer_error(e, slot, &err);
+        return -1;
+    }
     rc = clef_encode_plan(e->tk, &plan, &opts, rec, &err);
     clef_plan_free(&plan);
+    /* the record took the images' pixels, after a failure they are freed
+     * here */
+    clef_encode_images_release(&opts);
     if (rc != 0) {
         free(rec);
         atomic_fetch_add(&e->q->h->stats.encode_errors, 1);
@@ -202,7 +218,7 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     int32_t             *cu = NULL;
     float               *logits = NULL;
     clef_wake_note      *notes = NULL;
-    clef_batch           batch;
+    clef_batch           batch = { 0 };
     clef_error           err;
     int                  i, n, n_notes = 0, off, rc, total;
     int64_t              t0, ns;
@@ -230,6 +246,10 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
         records[i] = b->items[i].prep;
     }
     clef_batch_init(&batch, records, n, cu);
+    if (clef_batch_set_media(&batch, &err) != 0) {
+        rc = -1;
+        goto answer;
+    }
     total = clef_batch_options(&batch);
     logits = malloc((size_t) (total > 0 ? total : 1) * sizeof(float));
     if (logits == NULL) {
@@ -293,6 +313,7 @@ answer:
     }
     engine_wake(e, notes, n_notes);
 
+    clef_batch_free_media(&batch);
     free(notes);
     free(logits);
     free(cu);
