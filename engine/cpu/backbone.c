@@ -242,8 +242,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     int                      dv = c->linear_value_head_dim, ld = w->gdn_in_dim;
 
     TIMED(b, CLEF_PROF_GDN_IN,
-          clef_cpu_linear_prec(pool, a->xn, H, T, &l->in_proj, a->proj, ld, 0.0f,
-                          a->gemm, b->w.prec));
+          clef_cpu_linear_prec(pool, a->xn, H, T, &l->in_proj, a->proj, ld,
+                               0.0f, a->gemm, b->w.prec));
     TIMED(b, CLEF_PROF_GDN_CONV,
           clef_cpu_conv_silu(pool, a->proj, ld, a->u, w->qkv_dim, w->qkv_dim,
                              l->conv, c->linear_conv_kernel_dim, cu, n_records));
@@ -273,8 +273,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
                                  a->o, w->gdn_v_dim, T, hv, dv, l->gdn_norm,
                                  (float) c->rms_norm_eps));
     TIMED(b, CLEF_PROF_GDN_OUT,
-          clef_cpu_linear_prec(pool, a->o, w->gdn_v_dim, T, &l->out_proj, a->x, H, 1.0f,
-                          a->gemm, b->w.prec));
+          clef_cpu_linear_prec(pool, a->o, w->gdn_v_dim, T, &l->out_proj, a->x,
+                               H, 1.0f, a->gemm, b->w.prec));
 }
 
 /* x += o_proj(GatedAttention(xn)) */
@@ -290,8 +290,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     int                      rc;
 
     TIMED(b, CLEF_PROF_ATTN_IN,
-          clef_cpu_linear_prec(pool, a->xn, H, T, &l->qkv_proj, a->proj, ld, 0.0f,
-                          a->gemm, b->w.prec));
+          clef_cpu_linear_prec(pool, a->xn, H, T, &l->qkv_proj, a->proj, ld,
+                               0.0f, a->gemm, b->w.prec));
 
     aa.q = a->proj;
     aa.ldq = ld;
@@ -322,8 +322,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
                                       w->q_head_dim, T, aa.hq, hd));
     }
     TIMED(b, CLEF_PROF_ATTN_OUT,
-          clef_cpu_linear_prec(pool, a->o, w->attn_o_dim, T, &l->o_proj, a->x, H, 1.0f,
-                          a->gemm, b->w.prec));
+          clef_cpu_linear_prec(pool, a->o, w->attn_o_dim, T, &l->o_proj, a->x,
+                               H, 1.0f, a->gemm, b->w.prec));
     return 0;
 }
 
@@ -338,12 +338,12 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T)
     for (t0 = 0; t0 < T; t0 += MLP_TILE) {
         n = T - t0 < MLP_TILE ? T - t0 : MLP_TILE;
         TIMED(b, CLEF_PROF_MLP_UP,
-              clef_cpu_linear_prec(pool, a->xn + t0 * H, H, n, &l->gate_up, a->mlp, 2 * I,
-                              0.0f, a->gemm, b->w.prec));
+              clef_cpu_linear_prec(pool, a->xn + t0 * H, H, n, &l->gate_up,
+                                   a->mlp, 2 * I, 0.0f, a->gemm, b->w.prec));
         TIMED(b, CLEF_PROF_MLP_ACT, clef_cpu_swiglu(pool, a->mlp, 2 * I, n, (int) I));
         TIMED(b, CLEF_PROF_MLP_DOWN,
-              clef_cpu_linear_prec(pool, a->mlp, 2 * I, n, &l->down, a->x + t0 * H, H, 1.0f,
-                              a->gemm, b->w.prec));
+              clef_cpu_linear_prec(pool, a->mlp, 2 * I, n, &l->down,
+                                   a->x + t0 * H, H, 1.0f, a->gemm, b->w.prec));
     }
 }
 

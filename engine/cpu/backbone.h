@@ -4,8 +4,9 @@
  * SwiGLU MLP, with zero-centred RMSNorms and an fp32 residual stream), and
  * the final norm, over a packed batch of records.  Everything is fp32 but
  * the weight matrices, kept in bf16 (weights.h), and, at bf16 precision,
- * the activations entering a linear layer, rounded to bf16 (gemm.h).  Positions restart at 0
- * in every record and nothing crosses a record boundary, so a record's
+ * the activations entering a linear layer, rounded to bf16 (gemm.h).
+ * Positions restart at 0 in every record and nothing crosses a record
+ * boundary, so a record's
  * hidden states do not depend on what it is packed with, to the last bit:
  * the matrix products compute every row alike (gemm.h), and the ops that
  * work on a record's tokens together (conv, delta-rule chunks, attention

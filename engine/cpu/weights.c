@@ -177,7 +177,10 @@ check_config(clef_cpu_weights *w, clef_error *err)
     return 0;
 }
 
-static const char  *const mlp_up[] = { "mlp.gate_proj.weight", "mlp.up_proj.weight" };
+/* the tensors of each fused matrix, in the order of its rows */
+static const char  *const mlp_up[] = {
+    "mlp.gate_proj.weight", "mlp.up_proj.weight"
+};
 static const char  *const mlp_down[] = { "mlp.down_proj.weight" };
 static const char  *const attn_in[] = {
     "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"
@@ -365,10 +368,12 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     w->bytes = sizeof(float) * (size_t) size;
     for (i = 0; i < c->num_hidden_layers; i++) {
         l = &w->layers[i];
-        w->bytes += clef_cpu_wpack_bytes(&l->in_proj) + clef_cpu_wpack_bytes(&l->out_proj)
+        w->bytes += clef_cpu_wpack_bytes(&l->in_proj)
+                    + clef_cpu_wpack_bytes(&l->out_proj)
                     + clef_cpu_wpack_bytes(&l->qkv_proj)
                     + clef_cpu_wpack_bytes(&l->o_proj)
-                    + clef_cpu_wpack_bytes(&l->gate_up) + clef_cpu_wpack_bytes(&l->down);
+                    + clef_cpu_wpack_bytes(&l->gate_up)
+                    + clef_cpu_wpack_bytes(&l->down);
     }
     rc = 0;
     goto done;
