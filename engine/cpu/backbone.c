@@ -125,6 +125,12 @@ clef_cpu_backbone_weight_bytes(const clef_cpu_backbone *b)
     return b->w.bytes;
 }
 
+const char *
+clef_cpu_backbone_gemm_describe(const clef_cpu_backbone *b)
+{
+    return b->w.gemm;
+}
+
 void
 clef_cpu_backbone_profile(const clef_cpu_backbone *b, double seconds[CLEF_PROF_COUNT])
 {

@@ -52,6 +52,10 @@ int  clef_cpu_backbone_hidden_size(const clef_cpu_backbone *b);
 /* Bytes the weights take in memory (the embedding stays in the file). */
 size_t clef_cpu_backbone_weight_bytes(const clef_cpu_backbone *b);
 
+/* One line naming the products' path: kernel or library, and at bf16
+ * precision why no native path runs when none does. */
+const char *clef_cpu_backbone_gemm_describe(const clef_cpu_backbone *b);
+
 /* Where the time goes: seconds spent in each op since the last reset,
  * summed over layers and forwards (clef bench --profile). */
 typedef enum {

@@ -68,7 +68,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
              b->prec == CLEF_CPU_BF16 ? "bf16" : "fp32",
              clef_cpu_pool_size(b->pool),
              (double) clef_cpu_backbone_weight_bytes(b->backbone) / 1e9,
-             clef_cpu_gemm_describe_prec(b->prec),
+             clef_cpu_backbone_gemm_describe(b->backbone),
              openblas_get_config(), openblas_get_corename());
     *out = b;
     return 0;

@@ -1,6 +1,7 @@
 #include "gemm.h"
 #include "gemm_kernel.h"
 #include "gemm_pack.h"
+#include "gemm_bf16.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +372,10 @@ clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m
     if (empty_product(m, w, beta, y, ldy)) {
         return;
     }
+    if (w->rows != NULL) {
+        clef_cpu_bf16_native_linear(pool, x, ldx, m, w, y, ldy, beta, scratch);
+        return;
+    }
     j.round_bf16 = prec == CLEF_CPU_BF16;
     j.x.p = x;
     j.x.rs = ldx;
@@ -415,5 +420,5 @@ clef_cpu_gemm_describe_prec(clef_cpu_precision prec)
     }
     return "gemm: clef bf16 x bf16 (activations rounded to bf16 as they are packed) "
            "summed in fp32, AVX2+FMA " STR(MR) "x" STR(NR) " kernel over bf16 "
-           "weights, k summed in blocks of " STR(KC) " (no native bf16 path)";
+           "weights, k summed in blocks of " STR(KC);
 }

@@ -30,7 +30,9 @@
  * activations; CLEF_CPU_BF16 rounds them to bf16 (to nearest even) as
  * they are packed, then runs the same kernel, so its products are exact
  * bf16 x bf16 products summed in fp32 -- the arithmetic of a bf16 dot
- * product instruction -- and deterministic by the same argument.
+ * product instruction -- and deterministic by the same argument.  A weight
+ * packed for a native bf16 library (gemm_bf16.h) has its products computed
+ * there, always in bf16.
  */
 #ifndef CLEF_CPU_GEMM_H
 #define CLEF_CPU_GEMM_H
@@ -69,14 +71,20 @@ clef_cpu_trans(const float *p, int64_t ld)
     return m;
 }
 
+struct clef_cpu_bf16_native;
+
 /* A weight matrix W[n][k] (PyTorch's [out][in]) packed for y = x . W^T:
  * panels of NR rows of W, each [k][NR], the last one zero-padded; in fp32
- * (p) or in bf16 (h, NULL p; the columns of a step interleaved as
- * gemm_kernel.h says).  One of p and h is set. */
+ * (p) or in bf16 (h; the columns of a step interleaved as gemm_kernel.h
+ * says); or, for a native bf16 library (gemm_bf16.h), plain bf16 rows.
+ * One of p, h and rows is set. */
 typedef struct {
     int64_t    n, k;
     float     *p;             /* ceil(n / NR) * k * NR floats, 64-byte aligned */
     uint16_t  *h;             /* or as many bf16 values */
+    uint16_t  *rows;          /* or W in bf16, row-major, n padded to whole
+                                 tiles of the native library */
+    const struct clef_cpu_bf16_native  *native;    /* the library of rows */
 } clef_cpu_wpack;
 
 /* Floats (or bf16 values) a packed n x k weight takes. */
@@ -89,6 +97,12 @@ int    clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k);
 /* The same in bf16: w->h, half the bytes. */
 int    clef_cpu_wpack_alloc_bf16(clef_cpu_wpack *w, int64_t n, int64_t k);
 void   clef_cpu_wpack_free(clef_cpu_wpack *w);
+
+/* Columns of y per call of a native bf16 library (gemm_bf16.h): the rows
+ * of its weights are padded to a multiple of this, which
+ * clef_cpu_wpack_native_rows() gives for n. */
+#define CLEF_GEMM_NATIVE_NB  256
+int64_t clef_cpu_wpack_native_rows(int64_t n);
 
 /* Bytes the packed weight holds in memory. */
 size_t clef_cpu_wpack_bytes(const clef_cpu_wpack *w);
@@ -120,7 +134,8 @@ void   clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha,
     clef_cpu_mat a, clef_cpu_mat b, float beta, float *c, int64_t ldc,
     float *scratch);
 
-/* The same with B = W^T, W packed: y[m][n] = x[m][k] . W^T + beta * y. */
+/* The same with B = W^T, W packed (in fp32 or bf16 panels, not for a
+ * native library): y[m][n] = x[m][k] . W^T + beta * y. */
 void   clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
     const clef_cpu_wpack *w, float beta, float *y, int64_t ldy);
 

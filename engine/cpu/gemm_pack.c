@@ -191,6 +191,8 @@ clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k)
     w->n = n;
     w->k = k;
     w->h = NULL;
+    w->rows = NULL;
+    w->native = NULL;
     w->p = alloc_zeroed(clef_cpu_wpack_floats(n, k) * sizeof(float));
     return w->p != NULL ? 0 : -1;
 }
@@ -201,6 +203,8 @@ clef_cpu_wpack_alloc_bf16(clef_cpu_wpack *w, int64_t n, int64_t k)
     w->n = n;
     w->k = k;
     w->p = NULL;
+    w->rows = NULL;
+    w->native = NULL;
     w->h = alloc_zeroed(clef_cpu_wpack_floats(n, k) * sizeof(uint16_t));
     return w->h != NULL ? 0 : -1;
 }
@@ -210,18 +214,31 @@ clef_cpu_wpack_free(clef_cpu_wpack *w)
 {
     free(w->p);
     free(w->h);
+    free(w->rows);
     w->p = NULL;
     w->h = NULL;
+    w->rows = NULL;
+    w->native = NULL;
 }
 
 size_t
 clef_cpu_wpack_bytes(const clef_cpu_wpack *w)
 {
+    if (w->rows != NULL) {
+        return (size_t) clef_cpu_wpack_native_rows(w->n) * (size_t) w->k
+               * sizeof(uint16_t);
+    }
     if (w->p == NULL && w->h == NULL) {
         return 0;
     }
     return clef_cpu_wpack_floats(w->n, w->k)
            * (w->h != NULL ? sizeof(uint16_t) : sizeof(float));
+}
+
+int64_t
+clef_cpu_wpack_native_rows(int64_t n)
+{
+    return (n + CLEF_GEMM_NATIVE_NB - 1) / CLEF_GEMM_NATIVE_NB * CLEF_GEMM_NATIVE_NB;
 }
 
 /* Where weight row n's step 0 goes in a bf16 pack: its panel, then the
@@ -246,6 +263,13 @@ clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
     for (r = 0; r < rows; r++) {
         n = row + r;
         s = src + r * ld;
+        if (w->rows != NULL) {
+            h = w->rows + n * w->k;
+            for (k = 0; k < w->k; k++) {
+                h[k] = clef_f32_to_bf16(s[k]);
+            }
+            continue;
+        }
         if (w->h != NULL) {
             h = bf16_slot(w, n);
             for (k = 0; k < w->k; k++) {
@@ -272,6 +296,10 @@ clef_cpu_wpack_rows_bf16(clef_cpu_wpack *w, int64_t row, int64_t rows,
     for (r = 0; r < rows; r++) {
         n = row + r;
         s = src + r * ld;
+        if (w->rows != NULL) {
+            memcpy(w->rows + n * w->k, s, sizeof(uint16_t) * (size_t) w->k);
+            continue;
+        }
         if (w->h != NULL) {
             h = bf16_slot(w, n);
             for (k = 0; k < w->k; k++) {

@@ -112,6 +112,9 @@ alloc_pack(const clef_model *m, const clef_cpu_weights *w, int layer,
     char                name[256];
     int                 i, bf16 = 1;
 
+    if (w->native != NULL) {
+        return clef_cpu_wpack_alloc_native(pack, n, k, w->native);
+    }
     for (i = 0; i < n_what && w->prec == CLEF_CPU_FP32; i++) {
         clef_layer_tensor(&w->cfg.layer[layer], what[i], name, sizeof(name));
         t = clef_model_tensor(m, name);
@@ -245,6 +248,26 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
            + (int64_t) full_count
              * (clef_cpu_wpack_floats(w->attn_in_dim, H)
                 + clef_cpu_wpack_floats(H, w->attn_o_dim));
+
+    /* bf16 on native instructions where oneDNN has them for every
+     * reduction length of the model's matrices (gemm_bf16.h) */
+    if (prec == CLEF_CPU_BF16) {
+        int64_t  ks[4] = { H, I, w->gdn_v_dim, w->attn_o_dim };
+        char     why[192];
+
+        w->native = clef_cpu_bf16_native_open(ks, full_count > 0 ? 4 : 3,
+                                              clef_cpu_pool_size(pool), why,
+                                              sizeof(why));
+        if (w->native != NULL) {
+            snprintf(w->gemm, sizeof(w->gemm), "%s",
+                     clef_cpu_bf16_native_describe(w->native));
+        } else {
+            snprintf(w->gemm, sizeof(w->gemm), "%s; no native bf16 path: %s",
+                     clef_cpu_gemm_describe_prec(prec), why);
+        }
+    } else {
+        snprintf(w->gemm, sizeof(w->gemm), "%s", clef_cpu_gemm_describe_prec(prec));
+    }
 
     w->embed = clef_model_tensor(m, PREFIX "embed_tokens.weight");
     if (w->embed == NULL || w->embed->ndim != 2 || w->embed->shape[1] != H
@@ -408,6 +431,8 @@ clef_cpu_weights_free(clef_cpu_weights *w)
     }
     free(w->layers);
     free(w->block);
+    clef_cpu_bf16_native_close(w->native);
     w->layers = NULL;
     w->block = NULL;
+    w->native = NULL;
 }

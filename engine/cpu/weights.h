@@ -15,7 +15,9 @@
  * are released once it is packed (clef_tensor_release), so loading peaks
  * at the packed weights, not at them plus the file.  The embedding table
  * stays in the mmapped checkpoint and only the rows a batch uses are
- * converted.
+ * converted.  At bf16 precision on a CPU with native bf16 instructions the
+ * matrices are laid out for oneDNN instead (gemm_bf16.h): the same bytes,
+ * in plain rows.
  */
 #ifndef CLEF_CPU_WEIGHTS_H
 #define CLEF_CPU_WEIGHTS_H
@@ -24,6 +26,7 @@
 
 #include "error.h"
 #include "gemm.h"
+#include "gemm_bf16.h"
 #include "model.h"
 #include "pool.h"
 
@@ -54,6 +57,8 @@ typedef struct {
 typedef struct {
     clef_text_config    cfg;
     clef_cpu_precision  prec;        /* how the linear layers multiply */
+    clef_cpu_bf16_native *native;    /* bf16 on native instructions, or NULL */
+    char                gemm[512];   /* the product path, for logs */
     size_t              bytes;       /* the packed matrices and vectors */
     const clef_tensor  *embed;       /* in the checkpoint, any float dtype */
     float              *final_norm;  /* [H] */

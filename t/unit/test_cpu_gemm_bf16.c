@@ -10,7 +10,11 @@
  *     denormals, random values);
  *   - CLEF_CPU_BF16 is the fp32 product of x rounded to bf16, bit for bit,
  *     so it inherits the determinism of the fp32 path: a row alone, a row
- *     in a batch from any offset and any thread count give the same bits.
+ *     in a batch from any offset and any thread count give the same bits;
+ *   - the native path (gemm_bf16.h), where the CPU has bf16 instructions:
+ *     within an fp32 sum's rounding of the fallback, and as deterministic
+ *     (a row alone, from any offset, on 1-3 threads: the same bits).
+ *     Elsewhere it must decline, saying why, and the test says it skipped.
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,6 +24,7 @@
 
 #include "check.h"
 #include "cpu/gemm.h"
+#include "cpu/gemm_bf16.h"
 #include "cpu/gemm_pack.h"
 #include "cpu/pool.h"
 #include "splitmix64.h"
@@ -177,6 +182,114 @@ test_shape(clef_cpu_pool **pools, int64_t m, int64_t n, int64_t k, float beta)
     free(lin);
 }
 
+static void
+test_native_shape(clef_cpu_pool **pools, const clef_cpu_bf16_native *nat,
+    int64_t m, int64_t n, int64_t k, float beta)
+{
+    float          *x = malloc(sizeof(float) * m * k), *y0 = malloc(sizeof(float) * m * n);
+    float          *want = malloc(sizeof(float) * m * n);
+    float          *got = malloc(sizeof(float) * m * n);
+    float          *one = malloc(sizeof(float) * m * n);
+    float          *lin = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(k));
+    uint16_t       *wh = malloc(sizeof(uint16_t) * n * k);
+    clef_cpu_wpack  ph, pn;
+    double          sum, worst = 0.0;
+    int64_t         i, j, l;
+    int             t, ok = 1, near = 1;
+
+    for (i = 0; i < n * k; i++) {
+        wh[i] = clef_f32_to_bf16(random_float());
+    }
+    for (i = 0; i < m * k; i++) {
+        x[i] = random_float();
+    }
+    for (i = 0; i < m * n; i++) {
+        y0[i] = random_float();
+    }
+    if (clef_cpu_wpack_alloc_bf16(&ph, n, k) != 0
+        || clef_cpu_wpack_alloc_native(&pn, n, k, nat) != 0)
+    {
+        CHECK(0, "native pack of %lldx%lld", (long long) n, (long long) k);
+        return;
+    }
+    clef_cpu_wpack_rows_bf16(&ph, 0, n, wh, k);
+    clef_cpu_wpack_rows_bf16(&pn, 0, n, wh, k);
+
+    memcpy(want, y0, sizeof(float) * m * n);
+    clef_cpu_linear_prec(pools[0], x, k, m, &ph, want, n, beta, lin, CLEF_CPU_BF16);
+    memcpy(one, y0, sizeof(float) * m * n);
+    clef_cpu_linear_prec(pools[0], x, k, m, &pn, one, n, beta, lin, CLEF_CPU_BF16);
+    for (i = 0; i < m; i++) {
+        for (j = 0; j < n; j++) {
+            sum = fabs(beta * y0[i * n + j]);
+            for (l = 0; l < k; l++) {
+                sum += fabs((double) clef_bf16_to_f32(clef_f32_to_bf16(x[i * k + l]))
+                            * clef_bf16_to_f32(wh[j * k + l]));
+            }
+            worst = fmax(worst, fabs((double) one[i * n + j] - want[i * n + j]));
+            near &= fabs((double) one[i * n + j] - want[i * n + j])
+                    <= 2.0 * (double) (k + 3) * ldexp(1.0, -23) * sum;
+        }
+    }
+    CHECK(near, "%lldx%lldx%lld beta %g: native bf16 within an fp32 sum's rounding "
+          "of the fallback (max %.3g)", (long long) m, (long long) n, (long long) k,
+          beta, worst);
+
+    for (t = 1; t < 3; t++) {
+        memcpy(got, y0, sizeof(float) * m * n);
+        clef_cpu_linear_prec(pools[t], x, k, m, &pn, got, n, beta, lin,
+                             CLEF_CPU_BF16);
+        ok &= same_bits(got, one, m * n);
+    }
+    for (i = 0; i < m; i++) {
+        memcpy(got, y0 + i * n, sizeof(float) * n);
+        clef_cpu_linear_prec(pools[1], x + i * k, k, 1, &pn, got, n, beta, lin,
+                             CLEF_CPU_BF16);
+        ok &= same_bits(got, one + i * n, n);
+    }
+    for (i = 1; i <= 6 && i < m; i++) {
+        memcpy(got, y0 + i * n, sizeof(float) * (m - i) * n);
+        clef_cpu_linear_prec(pools[2], x + i * k, k, m - i, &pn, got, n, beta, lin,
+                             CLEF_CPU_BF16);
+        ok &= same_bits(got, one + i * n, (m - i) * n);
+    }
+    CHECK(ok, "%lldx%lldx%lld: native bf16 on 1-3 threads, each row alone and the "
+          "rows from 1 .. 6 on = the whole product, bit for bit", (long long) m,
+          (long long) n, (long long) k);
+
+    clef_cpu_wpack_free(&ph);
+    clef_cpu_wpack_free(&pn);
+    free(x);
+    free(y0);
+    free(want);
+    free(got);
+    free(one);
+    free(lin);
+    free(wh);
+}
+
+static void
+test_native(clef_cpu_pool **pools)
+{
+    static const int64_t   ks[] = { 300, 64, 520 };
+    clef_cpu_bf16_native  *nat;
+    char                   why[256];
+
+    nat = clef_cpu_bf16_native_open(ks, 3, 3, why, sizeof(why));
+    if (nat == NULL) {
+        printf("# native bf16: %s\n", why);
+        CHECK(why[0] != '\0', "native bf16 declines, saying why # SKIP no native "
+              "bf16 path on this machine: %s", why);
+        return;
+    }
+    printf("# native bf16: %s\n", clef_cpu_bf16_native_describe(nat));
+    test_native_shape(pools, nat, 37, 45, 300, 0.0f);
+    test_native_shape(pools, nat, 37, 45, 300, 1.0f);
+    test_native_shape(pools, nat, 700, 300, 64, 0.0f);
+    test_native_shape(pools, nat, 5, 1100, 520, 1.0f);
+    clef_cpu_bf16_native_close(nat);
+}
+
 int
 main(void)
 {
@@ -202,6 +315,7 @@ main(void)
     test_shape(pools, 700, 300, 64, 0.0f);
     test_shape(pools, 5, 1100, 520, 1.0f);
     test_shape(pools, 1, 16, 1, 0.0f);
+    test_native(pools);
 
     for (t = 0; t < 3; t++) {
         clef_cpu_pool_destroy(pools[t]);
