@@ -36,13 +36,18 @@ typedef struct {
     __typeof__(dnnl_primitive_execute)         *execute;
     __typeof__(dnnl_stream_wait)               *stream_wait;
     __typeof__(dnnl_version)                   *version;
+    __typeof__(dnnl_primitive_attr_create)     *attr_create;
+    __typeof__(dnnl_primitive_attr_destroy)    *attr_destroy;
+    __typeof__(dnnl_primitive_attr_set_scratchpad_mode)  *attr_scratchpad;
+    __typeof__(dnnl_primitive_desc_query_md)   *pd_query_md;
+    __typeof__(dnnl_memory_desc_get_size)      *md_size;
     void                                      (*omp_set_num_threads)(int n);
 } dnnl_api;
 
 typedef struct {
     int64_t             k;
     dnnl_primitive_t    prim;
-    dnnl_memory_desc_t  src, wei, dst;
+    dnnl_memory_desc_t  src, wei, dst, scratch;
 } shape;
 
 struct clef_cpu_bf16_native {
@@ -51,6 +56,11 @@ struct clef_cpu_bf16_native {
     dnnl_engine_t   engine;
     dnnl_stream_t  *streams;         /* one per pool worker */
     float          *tiles;           /* one MB x NB tile per pool worker */
+    /* Each worker hands oneDNN a scratchpad of its own: with the library's
+     * (the default), running one primitive on several threads at once is
+     * not safe unless oneDNN was built for it. */
+    char           *scratch;
+    size_t          scratch_bytes;   /* per worker, 64-byte multiple */
     int             workers;
     shape           shapes[MAX_SHAPES];
     int             n_shapes;
@@ -87,16 +97,25 @@ run_tile(const clef_cpu_bf16_native *nat, const shape *s, int worker,
     const uint16_t *a, const uint16_t *w, float *c)
 {
     const dnnl_api   *api = &nat->api;
-    dnnl_memory_t     ms = NULL, mw = NULL, md = NULL;
-    dnnl_exec_arg_t   args[3];
-    int               rc = -1;
+    dnnl_memory_t     ms = NULL, mw = NULL, md = NULL, mp = NULL;
+    dnnl_exec_arg_t   args[4];
+    int               rc = -1, n = 3;
 
     one_thread(nat);
     if (api->memory_create(&ms, &s->src, nat->engine, (void *) a) != dnnl_success
         || api->memory_create(&mw, &s->wei, nat->engine, (void *) w) != dnnl_success
-        || api->memory_create(&md, &s->dst, nat->engine, c) != dnnl_success)
+        || api->memory_create(&md, &s->dst, nat->engine, c) != dnnl_success
+        || (nat->scratch_bytes > 0
+            && api->memory_create(&mp, &s->scratch, nat->engine,
+                                  nat->scratch + (size_t) worker * nat->scratch_bytes)
+               != dnnl_success))
     {
         goto done;
+    }
+    if (mp != NULL) {
+        args[3].arg = DNNL_ARG_SCRATCHPAD;
+        args[3].memory = mp;
+        n = 4;
     }
     args[0].arg = DNNL_ARG_SRC;
     args[0].memory = ms;
@@ -104,7 +123,7 @@ run_tile(const clef_cpu_bf16_native *nat, const shape *s, int worker,
     args[1].memory = mw;
     args[2].arg = DNNL_ARG_DST;
     args[2].memory = md;
-    if (api->execute(s->prim, nat->streams[worker], 3, args) == dnnl_success
+    if (api->execute(s->prim, nat->streams[worker], n, args) == dnnl_success
         && api->stream_wait(nat->streams[worker]) == dnnl_success)
     {
         rc = 0;
@@ -118,6 +137,9 @@ done:
     }
     if (md != NULL) {
         api->memory_destroy(md);
+    }
+    if (mp != NULL) {
+        api->memory_destroy(mp);
     }
     return rc;
 }
@@ -154,6 +176,11 @@ load_api(clef_cpu_bf16_native *nat, char *why, size_t why_len)
     SYM(execute, dnnl_primitive_execute);
     SYM(stream_wait, dnnl_stream_wait);
     SYM(version, dnnl_version);
+    SYM(attr_create, dnnl_primitive_attr_create);
+    SYM(attr_destroy, dnnl_primitive_attr_destroy);
+    SYM(attr_scratchpad, dnnl_primitive_attr_set_scratchpad_mode);
+    SYM(pd_query_md, dnnl_primitive_desc_query_md);
+    SYM(md_size, dnnl_memory_desc_get_size);
 #undef SYM
     /* Debian's libdnnl runs on libgomp, loaded with it */
     nat->omp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -173,8 +200,11 @@ make_shape(clef_cpu_bf16_native *nat, int64_t k, char *why, size_t why_len)
     dnnl_dims_t              ds = { MB, k }, dw = { k, NB }, dd = { MB, NB };
     dnnl_matmul_desc_t       desc;
     dnnl_primitive_desc_t    pd = NULL;
+    dnnl_primitive_attr_t    attr = NULL;
+    const dnnl_memory_desc_t *sp;
     const char              *impl = NULL;
     dnnl_status_t            st;
+    size_t                   bytes;
 
     s->k = k;
     if (api->md_init_by_tag(&s->src, 2, ds, dnnl_bf16, dnnl_ab) != dnnl_success
@@ -186,8 +216,18 @@ make_shape(clef_cpu_bf16_native *nat, int64_t k, char *why, size_t why_len)
         snprintf(why, why_len, "oneDNN refused the descriptors of a bf16 matmul");
         return -1;
     }
+    if (api->attr_create(&attr) != dnnl_success
+        || api->attr_scratchpad(attr, dnnl_scratchpad_mode_user) != dnnl_success)
+    {
+        if (attr != NULL) {
+            api->attr_destroy(attr);
+        }
+        snprintf(why, why_len, "oneDNN refused a user scratchpad");
+        return -1;
+    }
     one_thread(nat);
-    st = api->pd_create(&pd, &desc, NULL, nat->engine, NULL);
+    st = api->pd_create(&pd, &desc, attr, nat->engine, NULL);
+    api->attr_destroy(attr);
     if (st != dnnl_success) {
         snprintf(why, why_len, "oneDNN has no bf16 matmul for this CPU (status %d)",
                  (int) st);
@@ -206,6 +246,13 @@ make_shape(clef_cpu_bf16_native *nat, int64_t k, char *why, size_t why_len)
                  "%dx%d tiles over the whole k, one thread per tile",
                  api->version()->major, api->version()->minor,
                  api->version()->patch, impl, MB, NB);
+    }
+    memset(&s->scratch, 0, sizeof(s->scratch));
+    sp = api->pd_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (sp != NULL) {
+        s->scratch = *sp;
+        bytes = (api->md_size(sp) + 63) / 64 * 64;
+        nat->scratch_bytes = bytes > nat->scratch_bytes ? bytes : nat->scratch_bytes;
     }
     st = api->prim_create(&s->prim, pd);
     api->pd_destroy(pd);
@@ -347,9 +394,19 @@ clef_cpu_bf16_native_open(const int64_t *ks, int n_ks, int workers, char *why,
             snprintf(why, why_len, "more than %d reduction lengths", MAX_SHAPES);
             goto fail;
         }
-        if (make_shape(nat, ks[i], why, why_len) != 0
-            || self_check(nat, &nat->shapes[nat->n_shapes - 1], why, why_len) != 0)
-        {
+        if (make_shape(nat, ks[i], why, why_len) != 0) {
+            goto fail;
+        }
+    }
+    if (nat->scratch_bytes > 0) {
+        nat->scratch = aligned_alloc(64, nat->scratch_bytes * (size_t) nat->workers);
+        if (nat->scratch == NULL) {
+            snprintf(why, why_len, "out of memory for oneDNN's scratchpads");
+            goto fail;
+        }
+    }
+    for (i = 0; i < nat->n_shapes; i++) {
+        if (self_check(nat, &nat->shapes[i], why, why_len) != 0) {
             goto fail;
         }
     }
@@ -378,6 +435,7 @@ clef_cpu_bf16_native_close(clef_cpu_bf16_native *nat)
     }
     free(nat->streams);
     free(nat->tiles);
+    free(nat->scratch);
     if (nat->engine != NULL) {
         nat->api.engine_destroy(nat->engine);
     }
