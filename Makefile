@@ -14,7 +14,8 @@ BUILD      ?= build
 ABS_BUILD  := $(abspath $(BUILD))
 CC         ?= cc
 JOBS       ?= $(shell nproc)
-PKGS       := libpcre2-8 libutf8proc jansson openblas
+PKGS       := libpcre2-8 libutf8proc jansson openblas libpng libjpeg libwebp \
+              libwebpdemux
 
 WARN       := -Wall -Wextra -Werror -Wno-unused-parameter
 PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -22,7 +23,7 @@ PKG_LIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # engine/ groups its files by concern (README "Layout"); every group is on
 # the include path, so a file includes another by its name alone
 ENGINE_DIRS := engine engine/base engine/text engine/protocol engine/model \
-               engine/serve
+               engine/serve engine/media
 ENGINE_INC  := $(addprefix -I,$(ENGINE_DIRS))
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -fPIC -g $(WARN) $(ENGINE_INC) $(PKG_CFLAGS)
 # The CPU backend is the hot path: AVX2/FMA (x86-64-v3) everywhere we run.

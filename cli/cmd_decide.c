@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "buf.h"
 #include "encode.h"
+#include "encode_images.h"
 #include "error.h"
 #include "model.h"
 #include "render.h"
@@ -202,7 +203,9 @@ answer_batch(decider *d, item *items, int n, clef_buf *out)
     if (nr > 0) {
         clef_batch_init(&batch, recs, nr, cu);
         logits = malloc((size_t) clef_batch_options(&batch) * sizeof(float));
-        if (logits == NULL) {
+        if (clef_batch_set_media(&batch, &ferr) != 0) {
+            failed = 1;
+        } else if (logits == NULL) {
             clef_error_set(&ferr, 500, "out_of_memory", NULL, "out of memory");
             failed = 1;
         } else if (d->ops->forward(d->backend, &batch, logits, &ferr) != 0) {
@@ -228,6 +231,9 @@ answer_batch(decider *d, item *items, int n, clef_buf *out)
             rc = -1;
         }
     }
+    if (nr > 0) {
+        clef_batch_free_media(&batch);
+    }
     free(logits);
     fflush(stdout);
     return rc;
@@ -241,8 +247,14 @@ prepare(decider *d, item *it, const char *line, size_t len)
         return;
     }
     it->parsed = 1;
-    if (clef_encode(clef_model_tokenizer(d->model), &it->req, &d->enc, &it->rec,
-                    &it->err) != 0)
+    /* images as a server with this model takes them (the worker's checks,
+     * then the engine's decoding) */
+    if (clef_request_check_media(&it->req,
+                                 clef_model_vision_config(d->model) != NULL,
+                                 &it->err) != 0
+        || clef_encode_with_images(clef_model_tokenizer(d->model),
+                                   clef_model_vision_config(d->model), &it->req,
+                                   &d->enc, &it->rec, &it->err) != 0)
     {
         return;
     }

@@ -1,13 +1,15 @@
 /*
  * clef mkmodel --config FILE|--shape NAME --tokenizer DIR --seed N --out DIR
- *              [--shards N] [--sparse]
+ *              [--shards N] [--sparse] [--text-only]
  *
  * Writes a complete Clef release directory with deterministic random
- * weights: config.json (Qwen3_5ForConditionalGeneration, with a vision
- * config so that transformers can instantiate it), joint_head_config.json,
+ * weights: config.json (Qwen3_5ForConditionalGeneration with its vision
+ * config), joint_head_config.json, preprocessor_config.json,
  * model.safetensors.index.json + bf16 shards under the release's tensor
- * names (A_log and linear_attn.norm.weight F32), joint_head.safetensors,
- * and the tokenizer files copied from DIR.  The --config format is in
+ * names (A_log and linear_attn.norm.weight F32; the vision tower after the
+ * text stack), joint_head.safetensors, and the tokenizer files copied from
+ * DIR.  --text-only leaves the tower's tensors and the processor config
+ * out: a checkpoint that takes no images.  The --config format is in
  * t/fixtures/models/README.md.
  */
 #include <errno.h>
@@ -20,6 +22,7 @@
 
 #include "commands.h"
 #include "mkmodel.h"
+#include "model_vision.h"
 
 typedef struct {
     const char  *config;
@@ -30,6 +33,7 @@ typedef struct {
     int          have_seed;
     int          shards;
     int          sparse;
+    int          text_only;
 } mk_args;
 
 static void
@@ -37,7 +41,7 @@ usage(FILE *f)
 {
     fprintf(f, "usage: clef mkmodel (--config FILE | --shape NAME) --tokenizer DIR "
                "--seed N --out DIR\n"
-               "                    [--shards N] [--sparse]\n"
+               "                    [--shards N] [--sparse] [--text-only]\n"
                "  --config FILE  text_config keys plus a \"head\" object "
                "(t/fixtures/models/README.md)\n"
                "  --shape NAME   one of: ");
@@ -45,7 +49,8 @@ usage(FILE *f)
     fprintf(f, "  --tokenizer DIR  holds tokenizer.json and tokenizer_config.json\n"
                "  --seed N       weights are a function of N only\n"
                "  --shards N     number of model-*.safetensors files\n"
-               "  --sparse       leave the weight data as holes (for loader tests)\n");
+               "  --sparse       leave the weight data as holes (for loader tests)\n"
+               "  --text-only    no vision tower tensors (a model without images)\n");
 }
 
 static int
@@ -298,9 +303,28 @@ tiny_vision(int out_hidden)
 
 /* Turns the --config object into config.json and joint_head_config.json,
  * both validated by the loader's own parsers. */
+/* preprocessor_config.json of the release (spec/qwen35-backbone.md
+ * §5.1), with the tower's patch sizes */
+static json_t *
+preprocessor_config(const clef_vision_config *vc)
+{
+    return json_pack("{s:{s:i,s:i},s:i,s:i,s:i,s:[f,f,f],s:[f,f,f],s:b,s:f,"
+                     "s:b,s:b,s:b,s:i,s:s,s:s}",
+                     "size", "shortest_edge", 65536, "longest_edge", 16777216,
+                     "patch_size", vc->patch_size,
+                     "temporal_patch_size", vc->temporal_patch_size,
+                     "merge_size", vc->spatial_merge_size,
+                     "image_mean", 0.5, 0.5, 0.5, "image_std", 0.5, 0.5, 0.5,
+                     "do_rescale", 1, "rescale_factor", 1.0 / 255.0,
+                     "do_normalize", 1, "do_resize", 1, "do_convert_rgb", 1,
+                     "resample", 3,
+                     "image_processor_type", "Qwen2VLImageProcessorFast",
+                     "processor_class", "Qwen3VLProcessor");
+}
+
 static int
 build_configs(json_t *in, const mk_tokenizer *tk, json_t **config, json_t **head,
-    clef_text_config *tc, clef_head_config *hc)
+    clef_text_config *tc, clef_head_config *hc, clef_vision_config *vc)
 {
     json_t      *text, *rope, *lt, *vision, *v;
     clef_error   err;
@@ -377,6 +401,9 @@ build_configs(json_t *in, const mk_tokenizer *tk, json_t **config, json_t **head
                         json_boolean(tc->tie_word_embeddings));
     json_object_set_new(*config, "vision_config", vision);
     json_object_update(*config, tk->token_ids);
+    if (clef_vision_config_parse(*config, "vision_config", vc, &err) != 0) {
+        return fail("%s", err.message);
+    }
 
     v = json_object_get(in, "head");
     if (!json_is_object(v)) {
@@ -449,8 +476,8 @@ assign_shards(mk_list *l, int n, uint64_t total)
 }
 
 static int
-write_backbone(const mk_args *a, const clef_text_config *tc, int shards,
-    uint64_t *bytes)
+write_backbone(const mk_args *a, const clef_text_config *tc,
+    const clef_vision_config *vc, int shards, uint64_t *bytes)
 {
     mk_list    l = { NULL, 0, 0 };
     json_t    *index = NULL, *map;
@@ -458,7 +485,11 @@ write_backbone(const mk_args *a, const clef_text_config *tc, int shards,
     char       name[64], *path;
     int        i, s, first, rc = -1;
 
-    if (clef_text_tensors(tc, collect, &l) != 0) {
+    /* the text stack, then the vision tower after it, as the release's
+     * index lists them */
+    if (clef_text_tensors(tc, collect, &l) != 0
+        || (vc->present && clef_vision_tensors(vc, collect, &l) != 0))
+    {
         fail("out of memory");
         goto done;
     }
@@ -538,6 +569,7 @@ parse_args(int argc, char **argv, mk_args *a)
         { "out", required_argument, NULL, 'o' },
         { "shards", required_argument, NULL, 'n' },
         { "sparse", no_argument, NULL, 'p' },
+        { "text-only", no_argument, NULL, 'T' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -554,6 +586,7 @@ parse_args(int argc, char **argv, mk_args *a)
         case 't': a->tokenizer = optarg; break;
         case 'o': a->out = optarg; break;
         case 'p': a->sparse = 1; break;
+        case 'T': a->text_only = 1; break;
         case 's':
             errno = 0;
             a->seed = strtoull(optarg, &end, 0);
@@ -592,8 +625,9 @@ clef_cmd_mkmodel(int argc, char **argv)
     const mkmodel_shape  *shape = NULL;
     clef_text_config      tc;
     clef_head_config      hc;
+    clef_vision_config    vc;
     mk_tokenizer          tk = { 0, NULL };
-    json_t               *in = NULL, *config = NULL, *head = NULL;
+    json_t               *in = NULL, *config = NULL, *head = NULL, *pre = NULL;
     json_error_t          jerr;
     mk_args               a;
     uint64_t              text_bytes = 0, head_bytes = 0;
@@ -623,7 +657,7 @@ clef_cmd_mkmodel(int argc, char **argv)
     shards = a.shards ? a.shards : shape != NULL ? shape->shards : 1;
 
     if (read_tokenizer(a.tokenizer, &tk) != 0
-        || build_configs(in, &tk, &config, &head, &tc, &hc) != 0)
+        || build_configs(in, &tk, &config, &head, &tc, &hc, &vc) != 0)
     {
         goto done;
     }
@@ -631,9 +665,15 @@ clef_cmd_mkmodel(int argc, char **argv)
         fail("%s: %s", a.out, strerror(errno));
         goto done;
     }
+    if (a.text_only) {
+        vc.present = 0;
+    }
+    pre = vc.present ? preprocessor_config(&vc) : NULL;
     if (write_json(a.out, "config.json", config) != 0
         || write_json(a.out, "joint_head_config.json", head) != 0
-        || write_backbone(&a, &tc, shards, &text_bytes) != 0
+        || (pre != NULL
+            && write_json(a.out, "preprocessor_config.json", pre) != 0)
+        || write_backbone(&a, &tc, &vc, shards, &text_bytes) != 0
         || write_head(&a, &hc, &head_count, &head_bytes) != 0
         || copy_file(a.tokenizer, a.out, "tokenizer.json") != 0
         || copy_file(a.tokenizer, a.out, "tokenizer_config.json") != 0)
@@ -651,6 +691,7 @@ done:
     json_decref(in);
     json_decref(config);
     json_decref(head);
+    json_decref(pre);
     json_decref(tk.token_ids);
     return rc;
 }

@@ -13,5 +13,6 @@ int clef_cmd_render(int argc, char **argv) __attribute__((weak));
 int clef_cmd_mkmodel(int argc, char **argv) __attribute__((weak));
 int clef_cmd_decide(int argc, char **argv) __attribute__((weak));
 int clef_cmd_bench(int argc, char **argv) __attribute__((weak));
+int clef_cmd_image(int argc, char **argv) __attribute__((weak));
 
 #endif

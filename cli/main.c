@@ -43,6 +43,9 @@ main(int argc, char **argv)
           "write a random Clef checkpoint in the release layout" },
         { "decide", clef_cmd_decide,
           "stdin System One requests -> System One responses" },
+        { "image", clef_cmd_image,
+          "image files -> what the engine makes of them (grid, tokens; "
+          "--bench: images/s, --model: vision tower patches/s)" },
         { "bench", clef_cmd_bench,
           "time the backbone and the head" },
     };

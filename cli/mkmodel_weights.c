@@ -75,6 +75,13 @@ init_rule(const clef_tensor_spec *s, float *center, float *amp)
     } else if (ends_with(n, "linear_attn.norm.weight")) {
         *center = 1.0f;
         *amp = 0.1f;
+    } else if (strncmp(n, "model.visual.", 13) == 0
+               && strstr(n, "norm") != NULL && ends_with(n, ".weight"))
+    {
+        *center = 1.0f;                     /* the tower's LayerNorms */
+        *amp = 0.1f;
+    } else if (ends_with(n, "visual.pos_embed.weight")) {
+        *amp = 0.5f;
     } else if (strncmp(n, "model.", 6) == 0 && ends_with(n, "norm.weight")) {
         *amp = 0.1f;                        /* (1 + w) RMSNorms of the text stack */
     } else if (strstr(n, "norm") != NULL && ends_with(n, ".weight")) {
@@ -91,7 +98,8 @@ init_rule(const clef_tensor_spec *s, float *center, float *amp)
     } else if (ends_with(n, "bias")) {
         *amp = 0.05f;
     } else {
-        fan_in = s->ndim == 3 ? s->shape[1] * s->shape[2]
+        fan_in = s->ndim == 5 ? s->shape[1] * s->shape[2] * s->shape[3] * s->shape[4]
+                 : s->ndim == 3 ? s->shape[1] * s->shape[2]
                  : s->ndim == 2 ? s->shape[1] : 1;
         *amp = 1.0f / sqrtf((float) fan_in);
     }

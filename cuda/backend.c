@@ -249,6 +249,7 @@ cuda_close(clef_backend *b)
     if (b == NULL) {
         return;
     }
+    cudaSetDevice(b->device);
     if (b->stream != NULL) {
         cudaStreamSynchronize(b->stream);
     }
@@ -274,6 +275,11 @@ cuda_close(clef_backend *b)
     clef_gemm_destroy(b->gemm);
     if (b->stream != NULL) {
         cudaStreamDestroy(b->stream);
+    }
+    /* after a fault that poisoned the context, only a reset lets the next
+     * open of this device work; it touches no other device */
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        cudaDeviceReset();
     }
     free(b);
 }

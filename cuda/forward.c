@@ -13,8 +13,24 @@ cuda_check(cudaError_t e, const char *what, clef_error *err)
     if (e == cudaSuccess) {
         return 0;
     }
-    return clef_error_set(err, 500, "cuda", NULL, "%s: %s", what,
-        cudaGetErrorString(e));
+    /* errors that leave the device's context unusable: the engine reopens
+     * the replica (backend.h, "device_fault") */
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+        return clef_error_set(err, 503, "device_fault", NULL, "%s: %s", what,
+            cudaGetErrorString(e));
+    default:
+        return clef_error_set(err, 500, "cuda", NULL, "%s: %s", what,
+            cudaGetErrorString(e));
+    }
 }
 
 void

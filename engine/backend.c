@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/backend_cpu.h"
@@ -36,10 +37,89 @@ clef_batch_init(clef_batch *b, const clef_record * const *records, int n_records
 }
 
 int
+clef_batch_set_media(clef_batch *b, clef_error *err)
+{
+    const clef_record  *rec;
+    clef_media_span    *spans;
+    int32_t            *pos;
+    int64_t             T = clef_batch_tokens(b), t, n;
+    int                 r, k, m = 0, a;
+
+    for (r = 0; r < b->n_records; r++) {
+        m += b->records[r]->n_images;
+    }
+    if (m == 0) {
+        return 0;
+    }
+    spans = calloc((size_t) m, sizeof(*spans));
+    pos = malloc(sizeof(int32_t) * 3 * (size_t) T);
+    if (spans == NULL || pos == NULL) {
+        free(spans);
+        free(pos);
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    m = 0;
+    for (r = 0; r < b->n_records; r++) {
+        rec = b->records[r];
+        n = (int64_t) rec->ids.n;
+        for (a = 0; a < 3; a++) {
+            for (t = 0; t < n; t++) {
+                pos[a * T + b->cu_seqlens[r] + t] = rec->positions != NULL
+                    ? rec->positions[a * n + t] : (int32_t) t;
+            }
+        }
+        for (k = 0; k < rec->n_images; k++, m++) {
+            spans[m].start = b->cu_seqlens[r] + rec->image_start[k];
+            spans[m].len = (int32_t) clef_image_tokens(&rec->images[k]);
+            spans[m].media = m;
+            spans[m].row = 0;
+        }
+    }
+    b->positions = pos;
+    b->media = spans;
+    b->n_media = m;
+    return 0;
+}
+
+
+void
+clef_batch_free_media(clef_batch *b)
+{
+    free((void *) b->positions);
+    free((void *) b->media);
+    b->positions = NULL;
+    b->media = NULL;
+    b->n_media = 0;
+}
+
+
+const clef_image *
+clef_batch_image(const clef_batch *b, int m)
+{
+    int  r;
+
+    for (r = 0; r < b->n_records; r++) {
+        if (m < b->records[r]->n_images) {
+            return &b->records[r]->images[m];
+        }
+        m -= b->records[r]->n_images;
+    }
+    return NULL;
+}
+
+
+int
 clef_batch_has_media(const clef_batch *b, const char *backend,
     clef_error *err)
 {
-    if (b->positions == NULL && b->n_media == 0) {
+    int  r;
+
+    for (r = 0; r < b->n_records; r++) {
+        if (b->records[r]->n_images > 0) {
+            break;
+        }
+    }
+    if (b->positions == NULL && b->n_media == 0 && r == b->n_records) {
         return 0;
     }
     clef_error_set(err, 500, "media_unsupported", NULL,

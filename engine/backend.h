@@ -56,10 +56,26 @@ typedef struct {
 /* Builds cu_seqlens for records (caller's array of n_records + 1). */
 void    clef_batch_init(clef_batch *b, const clef_record * const *records,
     int n_records, int32_t *cu_seqlens);
+
+/*
+ * The media of a batch from its records' images (encode.h): media item m is
+ * the m-th image counting the records' images in record order; span m
+ * covers its <|image_pad|> tokens (start in the packed batch, row 0 of item
+ * m's merged features); positions are every token's M-RoPE positions
+ * (record-relative; a text-only record counts 0, 1, 2, ... on every axis).
+ * A batch without images is left as it is, with nothing allocated.
+ * clef_batch_free_media() releases what this allocated.  -1 (500) when out
+ * of memory.
+ */
+int     clef_batch_set_media(clef_batch *b, clef_error *err);
+void    clef_batch_free_media(clef_batch *b);
+
+/* The image of media item m (clef_batch_set_media's numbering). */
+const clef_image *clef_batch_image(const clef_batch *b, int m);
 int64_t clef_batch_tokens(const clef_batch *b);
 int     clef_batch_options(const clef_batch *b);
 
-#define CLEF_MAX_DEVICES  64
+#define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
 
 /* How a backend multiplies (the README's "precision"), chosen per model.
  * Weights stay bf16 in memory in both. */
@@ -99,7 +115,10 @@ typedef struct {
     int   (*open)(const clef_model *m, const clef_backend_opts *o,
                   clef_backend **out, clef_error *err);
     /* logits: one float per option of every record, in record order, then
-     * question order, then encoder option order (clef_batch_options()). */
+     * question order, then encoder option order (clef_batch_options()).
+     * An error of type "device_fault" says the backend is unusable until
+     * closed and opened again (a poisoned CUDA context): the engine does
+     * that for this replica alone. */
     int   (*forward)(clef_backend *b, const clef_batch *batch, float *logits,
                      clef_error *err);
     /* hidden: the backbone's final-norm output, [tokens][hidden_size] f32,

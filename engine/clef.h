@@ -134,6 +134,8 @@ typedef struct {
     uint64_t          progress;
     int64_t           watchdog_ms;
     uint64_t          wake_lost;
+    uint32_t          n_replicas;
+    uint64_t          replicas_up;     /* bit r: replica r serves */
     clef_queue_stats  stats;           /* a copy, read counter by counter */
 } clef_status;
 

@@ -46,6 +46,13 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
          && clef_buf_append(&b, ",\"release_date\":", 16) == 0
          && clef_render_string(&b, (char *) m->release_date.data,
                                m->release_date.len) == 0
+         /* an extension the SDKs ignore: what a request may carry */
+         && (m->images
+             ? clef_buf_printf(&b, ",\"capabilities\":[\"systemone\","
+                               "\"images\"],\"max_images\":%d",
+                               (int) llcf->max_images) == 0
+             : clef_buf_append(&b, ",\"capabilities\":[\"systemone\"]",
+                               29) == 0)
          && clef_buf_append(&b, "}]}", 3) == 0;
 
     body = ok ? ngx_pnalloc(r->pool, b.len) : NULL;

@@ -577,6 +577,14 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     m->max_token_bytes = clef_tokenizer_max_token_bytes(
                              clef_model_tokenizer(cm));
 
+    /* images need the vision tower and a backend that runs it (the CUDA
+     * backend does not yet) */
+    m->images = clef_model_vision_config(cm) != NULL
+                && ngx_strcmp(m->backend.data, "cpu") == 0;
+    if (m->images) {
+        m->processor = clef_model_vision_config(cm)->processor;
+    }
+
     m->description.data = ngx_pnalloc(cf->pool, 256);
     if (m->description.data == NULL) {
         clef_model_close(cm);
@@ -584,8 +592,10 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
     p = ngx_snprintf(m->description.data, 256,
                      "Clef decision model %V: %d layers, hidden size %d, "
-                     "%V backend", &m->name, tc->num_hidden_layers,
-                     tc->hidden_size, &m->backend);
+                     "%V backend%s", &m->name, tc->num_hidden_layers,
+                     tc->hidden_size, &m->backend,
+                     m->images ? "; text and images (PNG, JPEG, WebP)"
+                               : "; text only");
     m->description.len = p - m->description.data;
     clef_model_close(cm);
 

@@ -48,8 +48,13 @@ typedef struct {
     ngx_str_t                  release_date;  /* YYYY-MM-DD */
     ngx_str_t                  fingerprint;   /* what an engine restart
                                                  depends on */
+    ngx_flag_t                 images;        /* a vision tower the backend
+                                                 runs: requests may carry
+                                                 "images" */
     size_t                     max_token_bytes;  /* of its tokenizer: the
                                                  worker's cheap bound */
+    clef_processor_config      processor;     /* images: their token count
+                                                 from their headers */
 } ngx_http_clef_model_t;
 
 typedef struct {

@@ -246,7 +246,7 @@ ngx_http_clef_render_input(clef_buf *out, const clef_error *err,
     clef_arena        arena;
     clef_error        e2;
     const clef_json  *root, *loc, *v, *step;
-    size_t            i, n;
+    size_t            i, n, at;
     int               rc;
 
     if (ngx_strcmp(err->type, "json_invalid") == 0 || body == NULL) {
@@ -280,7 +280,17 @@ ngx_http_clef_render_input(clef_buf *out, const clef_error *err,
         }
     }
 
+    at = out->len;
     rc = v != NULL ? clef_render_json(out, v) : clef_buf_append(out, "null", 4);
+    /* an image is megabytes of base64: its entry says how big it was
+     * instead of echoing it */
+    if (rc == 0 && out->len - at > 512
+        && ngx_strncmp(err->loc, "[\"body\",\"images\"", 17) == 0)
+    {
+        n = out->len - at;
+        out->len = at;
+        rc = clef_buf_printf(out, "\"(%zu bytes, not echoed)\"", n);
+    }
     clef_arena_free(&arena);
     return rc;
 }
@@ -307,6 +317,23 @@ ngx_http_clef_send_error(ngx_http_request_t *r, const clef_error *err,
              && clef_buf_append(&b, ",\"input\":", 9) == 0
              && ngx_http_clef_render_input(&b, err, body, len) == 0
              && clef_buf_append(&b, "}]}", 3) == 0;
+        return ngx_http_clef_send_buf(r, status, &b, ok);
+    }
+
+    /* an image refused says which one: the typed form with its loc */
+    if ((status == NGX_HTTP_BAD_REQUEST
+         || status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE)
+        && (ngx_strncmp(err->type, "image_", 6) == 0
+            || ngx_strcmp(err->type, "images_too_large") == 0)
+        && err->loc[0])
+    {
+        ok = clef_buf_append(&b, "{\"detail\":{\"error_type\":", 24) == 0
+             && clef_render_string(&b, err->type, strlen(err->type)) == 0
+             && clef_buf_append(&b, ",\"message\":", 11) == 0
+             && clef_render_string(&b, err->message, strlen(err->message)) == 0
+             && clef_buf_append(&b, ",\"loc\":", 7) == 0
+             && clef_buf_append(&b, err->loc, strlen(err->loc)) == 0
+             && clef_buf_append(&b, "}}", 2) == 0;
         return ngx_http_clef_send_buf(r, status, &b, ok);
     }
 

@@ -32,6 +32,75 @@ counter(clef_buf *b, const char *name, const char *help, uint64_t value)
 #define LOAD(x)  atomic_load(&st->x)
 
 
+/* One executor of the engine each: a replica (a device, or the CPU). */
+static int
+replicas(clef_buf *b, clef_status *snap)
+{
+    clef_queue_stats  *st = &snap->stats;
+    uint32_t           r, n = snap->n_replicas;
+
+    if (n > CLEF_STATS_REPLICAS) {
+        n = CLEF_STATS_REPLICAS;
+    }
+    if (clef_buf_printf(b, "# HELP clef_replica_up 1 while the replica "
+                        "serves (0: its device faulted and could not be "
+                        "reopened).\n# TYPE clef_replica_up gauge\n") != 0)
+    {
+        return -1;
+    }
+    for (r = 0; r < n; r++) {
+        if (clef_buf_printf(b, "clef_replica_up{replica=\"%u\"} %d\n", r,
+                            (int) ((snap->replicas_up >> r) & 1)) != 0)
+        {
+            return -1;
+        }
+    }
+    if (clef_buf_printf(b, "# HELP clef_replica_batches_total Batches a "
+                        "replica ran.\n# TYPE clef_replica_batches_total "
+                        "counter\n") != 0)
+    {
+        return -1;
+    }
+    for (r = 0; r < n; r++) {
+        if (clef_buf_printf(b, "clef_replica_batches_total{replica=\"%u\"} "
+                            "%llu\n", r, (unsigned long long)
+                            LOAD(replica_batches[r])) != 0)
+        {
+            return -1;
+        }
+    }
+    if (clef_buf_printf(b, "# HELP clef_replica_busy_seconds_total Time a "
+                        "replica spent in forwards.\n# TYPE "
+                        "clef_replica_busy_seconds_total counter\n") != 0)
+    {
+        return -1;
+    }
+    for (r = 0; r < n; r++) {
+        if (clef_buf_printf(b, "clef_replica_busy_seconds_total{replica="
+                            "\"%u\"} %.6f\n", r,
+                            (double) LOAD(replica_busy_ns[r]) / 1e9) != 0)
+        {
+            return -1;
+        }
+    }
+    if (clef_buf_printf(b, "# HELP clef_replica_faults_total Device faults "
+                        "after which a replica was reopened.\n# TYPE "
+                        "clef_replica_faults_total counter\n") != 0)
+    {
+        return -1;
+    }
+    for (r = 0; r < n; r++) {
+        if (clef_buf_printf(b, "clef_replica_faults_total{replica=\"%u\"} "
+                            "%llu\n", r, (unsigned long long)
+                            LOAD(replica_faults[r])) != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
 ngx_int_t
 ngx_http_clef_status_handler(ngx_http_request_t *r)
 {
@@ -146,6 +215,7 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
 
     ok &= counter(&b, "clef_batches_total", "Batches run.", LOAD(batches))
           == 0;
+    ok &= replicas(&b, &snap) == 0;
     ok &= counter(&b, "clef_batch_tokens_total", "Tokens run in batches.",
                   LOAD(batch_tokens)) == 0;
     ok &= metric(&b, "clef_batch_records_max", "gauge",

@@ -336,6 +336,7 @@ ngx_http_clef_make_plan(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
     clef_buf    b = { NULL, 0, 0 };
     clef_plan   plan;
     size_t      min_all, min_schema;
+    int64_t     media;
     ngx_int_t   rc = NGX_OK;
     int         q;
 
@@ -354,7 +355,18 @@ ngx_http_clef_make_plan(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
     min_all = clef_plan_min_ids(&plan, mcf->model->max_token_bytes, 0);
     min_schema = min_all - clef_plan_min_ids(&plan,
                                              mcf->model->max_token_bytes, 1);
-    if (min_schema > (size_t) max_length
+    /* images count with the schema (the reference never cuts them); too
+     * many of their tokens is a 413, as Workers AI answers it, before the
+     * engine decodes a pixel */
+    media = mcf->model->images
+            ? clef_plan_image_ids(&plan, &mcf->model->processor) : 0;
+    if (media > 0 && min_schema + (size_t) media > (size_t) max_length) {
+        clef_error_set(err, 413, "max_tokens_exceeded", "",
+            "Request needs more than %zu tokens (its %d images alone are "
+            "%lld); the limit is %d.", min_schema + (size_t) media,
+            plan.n_images, (long long) media, (int) max_length);
+        rc = NGX_DECLINED;
+    } else if (min_schema > (size_t) max_length
         || (mcf->model->truncate == CLEF_TRUNCATE_REJECT
             && min_all > (size_t) max_length))
     {
@@ -478,9 +490,13 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     }
     ctx->parsed = 1;
 
-    if (clef_request_check_media(&ctx->req, 0, &err) != 0) {
-        ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, NULL,
-                                                              0));
+    /* images: wire form, limits, base64 and headers, here in the worker;
+     * their pixels are decoded by the engine's preparing thread */
+    if (clef_request_check_media(&ctx->req, (int) mcf->model->images, &err)
+        != 0)
+    {
+        ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, body,
+                                                              len));
         return;
     }
 

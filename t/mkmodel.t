@@ -22,7 +22,7 @@ plan skip_all => "$clef is not built" unless -x $clef;
 -f "$tokenizer/tokenizer.json" or BAIL_OUT("no $tokenizer/tokenizer.json");
 
 # name => [seed, shards]; t/fixtures/models/README.md says the same.
-my @models = ([r2 => 2, 2], [r3 => 3, 1]);
+my @models = ([r2 => 2, 2], [r3 => 3, 1], [v1 => 11, 2]);
 
 my $tmp = tempdir('clef_mkmodel_XXXXXX', TMPDIR => 1, CLEANUP => 1);
 

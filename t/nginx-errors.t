@@ -22,7 +22,7 @@ filters {
 };
 
 my $srv = ClefNginx->new(
-    model => ClefNginx->model_dir(1),
+    model => ClefNginx->model_dir(1, 1),
     workers => 1,
     http_config => '    limit_req_zone $binary_remote_addr zone=once:1m rate=1r/m;'
                  . "\n    limit_req_status 429;\n",
@@ -54,7 +54,7 @@ $srv->start_ready;
 
 # /v1/models dates a checkpoint directory by its config.json
 my $release_date = POSIX::strftime('%Y-%m-%d',
-    gmtime((stat ClefNginx->model_dir(1) . '/config.json')[9]));
+    gmtime((stat ClefNginx->model_dir(1, 1) . '/config.json')[9]));
 
 my $header_checks = 0;
 for my $b (blocks()) {
@@ -379,4 +379,4 @@ retry-after-ms: 1000
 --- request: GET /v1/models
 --- status: 200
 --- json
-{"models":[{"name":"clef-tiny","description":"Clef decision model clef-tiny: 4 layers, hidden size 64, cpu backend","release_date":"RELEASE_DATE"}]}
+{"models":[{"name":"clef-tiny","description":"Clef decision model clef-tiny: 4 layers, hidden size 64, cpu backend; text only","release_date":"RELEASE_DATE","capabilities":["systemone"]}]}

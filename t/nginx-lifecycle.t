@@ -204,10 +204,15 @@ $r = $srv->post_json($body);
 is $r->{status}, 503, 'requests get 503 at once';
 is $r->{json}{detail}{message}, 'the inference engine and its keeper are '
     . 'gone; nginx -s reload starts them again', 'saying what to do';
+my @old_workers = $srv->worker_pids;
 $srv->reload;
 ok $srv->wait_for(sub { $srv->metric('clef_engine_state{state="ready"}') == 1
                         && ClefNginx->alive($srv->metric('clef_engine_pid')) },
                   20), 'after a reload a new keeper and engine serve';
+# a request that reaches an old worker still closing answers 503 "the
+# model configuration was replaced; retry": wait until they are gone
+ok $srv->wait_for(sub { !grep { ClefNginx->alive($_) } @old_workers }, 20),
+    'the old workers are gone';
 is $srv->post_json($body)->{status}, 200, 'and answer';
 $m = $srv->metrics;
 isnt $m->{clef_keeper_pid}, $keeper, 'a new keeper';

@@ -222,9 +222,9 @@ my %hostile = (
     bomb    => [ 400, '{"detail":{"error_type":"max_tokens_exceeded",'
                  . '"message":"Request needs more than 106499 tokens (the '
                  . 'state alone is 13631288 bytes); the limit is 65536."}}' ],
-    image   => [ 400, '{"detail":{"error_type":"images_unsupported",'
-                 . '"message":"This model does not accept images (1 given): '
-                 . 'remove \"images\"; text and JSON states are supported."}}' ],
+    image   => [ 400, '{"detail":{"error_type":"image_invalid",'
+                 . '"message":"Image 0 cannot be read: the PNG has no IHDR '
+                 . 'chunk where the format puts it.","loc":["body","images",0]}}' ],
     broken  => [ 422, undef ],
 );
 for my $k (sort keys %hostile) {
@@ -240,6 +240,10 @@ $m = $srv->metrics;
 cmp_ok $m->{clef_batch_records_max}, '>=', 2,
     "records shared batches (at most $m->{clef_batch_records_max} in one)";
 is $m->{clef_engine_stalls_total}, 0, 'the watchdog never fired';
+is $m->{'clef_replica_up{replica="0"}'}, 1, 'one replica (the CPU), up';
+is $m->{'clef_replica_batches_total{replica="0"}'}, $m->{clef_batches_total},
+    'it ran every batch';
+ok !exists $m->{'clef_replica_up{replica="1"}'}, 'and no other';
 is $m->{clef_engine_restarts_total}, 0, 'the engine never restarted';
 is $m->{'clef_responses_total{status="504"}'}, 0, 'no request timed out';
 ok $srv->wait_for(sub { $srv->metric('clef_slots_in_use') == 0 }, 10),

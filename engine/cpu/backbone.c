@@ -45,6 +45,13 @@ typedef struct {
     float  *mlp;        /* [MLP_TILE][2 I] */
     float  *scratch;    /* per worker */
     float  *gemm;       /* clef_cpu_linear()'s packed rows */
+    /* RoPE as attention_prepare reads it: the table by position and the
+     * batch's records, or (M-RoPE) a row per token and one "record" */
+    const float    *rcos, *rsin;
+    const int32_t  *rcu;
+    int             rn;
+    float          *mcos, *msin;   /* [T][rot / 2], M-RoPE only */
+    int32_t         one[2];
 } acts;
 
 static const char  *prof_names[CLEF_PROF_COUNT] = {
@@ -182,6 +189,8 @@ acts_free(acts *a)
     free(a->mlp);
     free(a->scratch);
     free(a->gemm);
+    free(a->mcos);
+    free(a->msin);
 }
 
 static int
@@ -315,8 +324,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
 
     TIMED(b, CLEF_PROF_ATTN_PREP,
           clef_cpu_attention_prepare(pool, &aa, l->q_norm, l->k_norm,
-                                     (float) c->rms_norm_eps, w->rot_dim, b->cos,
-                                     b->sin, cu, n_records));
+                                     (float) c->rms_norm_eps, w->rot_dim, a->rcos,
+                                     a->rsin, a->rcu, a->rn));
     TIMED(b, CLEF_PROF_ATTN_CORE,
           rc = clef_cpu_attention(pool, &aa, cu, n_records, a->scratch));
     if (rc != 0) {
@@ -353,9 +362,77 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T)
     }
 }
 
+/* M-RoPE (spec/qwen35-backbone.md §5.3): token t's rotary pair j turns by
+ * its position on pair j's axis, read from the table by position (every
+ * position is below the longest record's length). */
+static int
+mrope_tables(const clef_cpu_backbone *b, acts *a, const int32_t *pos, int64_t T)
+{
+    const clef_text_config  *c = &b->w.cfg;
+    int64_t                  t, p;
+    int                      half = b->w.rot_dim / 2, j, axis;
+
+    a->mcos = malloc(sizeof(float) * (size_t) (T * half + 1));
+    a->msin = malloc(sizeof(float) * (size_t) (T * half + 1));
+    if (a->mcos == NULL || a->msin == NULL) {
+        return -1;
+    }
+    for (j = 0; j < half; j++) {
+        axis = j % 3 == 1 && j < 3 * c->mrope_section[1] ? 1
+               : j % 3 == 2 && j < 3 * c->mrope_section[2] ? 2 : 0;
+        for (t = 0; t < T; t++) {
+            p = pos[axis * T + t];
+            a->mcos[t * half + j] = b->cos[p * half + j];
+            a->msin[t * half + j] = b->sin[p * half + j];
+        }
+    }
+    a->rcos = a->mcos;
+    a->rsin = a->msin;
+    a->one[0] = 0;
+    a->one[1] = (int32_t) T;
+    a->rcu = a->one;
+    a->rn = 1;
+    return 0;
+}
+
+/* The image features over their pad tokens' embeddings, and M-RoPE. */
+static int
+clef_cpu_media_apply(const clef_cpu_backbone *b, const clef_cpu_media *m,
+    acts *a, int64_t T, clef_error *err)
+{
+    int64_t  H = b->w.cfg.hidden_size;
+    int      i;
+
+    for (i = 0; i < m->n_spans; i++) {
+        if (m->spans[i].start < 0 || m->spans[i].len < 0
+            || (int64_t) m->spans[i].start + m->spans[i].len > T)
+        {
+            return clef_error_set(err, 500, "backend", NULL,
+                                  "media span %d is outside the batch", i);
+        }
+        memcpy(a->x + (int64_t) m->spans[i].start * H,
+               m->features + (int64_t) m->spans[i].row * H,
+               sizeof(float) * (size_t) (m->spans[i].len * H));
+    }
+    if (m->positions != NULL && mrope_tables(b, a, m->positions, T) != 0) {
+        return clef_error_set(err, 500, "out_of_memory", NULL,
+                              "out of memory for M-RoPE");
+    }
+    return 0;
+}
+
 int
 clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
     const int32_t *cu_seqlens, int n_records, float *hidden, clef_error *err)
+{
+    return clef_cpu_backbone_forward_media(b, ids, cu_seqlens, n_records, NULL,
+                                           hidden, err);
+}
+
+int
+clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
+    const int32_t *cu_seqlens, int n_records, const clef_cpu_media *media,
+    float *hidden, clef_error *err)
 {
     const clef_text_config  *c = &b->w.cfg;
     clef_cpu_pool           *pool = b->pool;
@@ -382,7 +459,14 @@ clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
         return 0;
     }
 
-    if (b->any_full && rope_reserve(b, longest, err) != 0) {
+    if (media != NULL && media->positions != NULL) {
+        /* every M-RoPE position is below its record's length, but the
+         * table must exist even with no full-attention layer to read it */
+        longest = longest > 0 ? longest : 1;
+    }
+    if ((b->any_full || (media != NULL && media->positions != NULL))
+        && rope_reserve(b, longest, err) != 0)
+    {
         return -1;
     }
     if (acts_alloc(&a, b, T) != 0) {
@@ -394,6 +478,14 @@ clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
     TIMED(b, CLEF_PROF_EMBED,
           rc = clef_cpu_embed(pool, b->w.embed, ids, T, a.x, H, err));
     if (rc != 0) {
+        goto done;
+    }
+    a.rcos = b->cos;
+    a.rsin = b->sin;
+    a.rcu = cu_seqlens;
+    a.rn = n_records;
+    if (media != NULL && clef_cpu_media_apply(b, media, &a, T, err) != 0) {
+        rc = -1;
         goto done;
     }
 

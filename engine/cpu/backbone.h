@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "error.h"
 #include "gemm.h"
 #include "model.h"
@@ -44,6 +45,20 @@ void clef_cpu_backbone_set_progress(clef_cpu_backbone *b,
 
 int  clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
     const int32_t *cu_seqlens, int n_records, float *hidden, clef_error *err);
+
+/* Images (backend.h): the rows of features (hidden_size floats each)
+ * replace the embeddings of the spans' tokens, and positions ([3][T],
+ * NULL: text) are the M-RoPE positions of every token, record-relative. */
+typedef struct {
+    const int32_t          *positions;
+    const clef_media_span  *spans;
+    int                     n_spans;
+    const float            *features;
+} clef_cpu_media;
+
+int  clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
+    const int32_t *cu_seqlens, int n_records, const clef_cpu_media *media,
+    float *hidden, clef_error *err);
 
 void clef_cpu_backbone_close(clef_cpu_backbone *b);
 

@@ -9,11 +9,13 @@
 #include "cpu/gemm.h"
 #include "cpu/head.h"
 #include "cpu/pool.h"
+#include "cpu/vision.h"
 
 struct clef_backend {
     clef_cpu_pool      *pool;
     clef_cpu_backbone  *backbone;
     clef_cpu_head      *head;
+    clef_cpu_vision    *vision;         /* NULL: a model without a tower */
     int                 hidden_size;
     clef_cpu_precision  prec;
     double              backbone_s, head_s;
@@ -27,6 +29,7 @@ cpu_close(clef_backend *b)
         return;
     }
     clef_cpu_head_close(b->head);
+    clef_cpu_vision_close(b->vision);
     clef_cpu_backbone_close(b->backbone);
     clef_cpu_pool_destroy(b->pool);
     free(b);
@@ -50,6 +53,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     b->prec = o != NULL && o->precision == CLEF_PRECISION_BF16 ? CLEF_CPU_BF16
                                                               : CLEF_CPU_FP32;
     if (clef_cpu_backbone_open_prec(m, b->pool, b->prec, &b->backbone, err) != 0
+        || clef_cpu_vision_open(m, b->pool, &b->vision, err) != 0
         || clef_cpu_head_open(m, &b->head, err) != 0)
     {
         cpu_close(b);
@@ -59,6 +63,10 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     if (o != NULL && o->progress != NULL) {
         clef_cpu_backbone_set_progress(b->backbone, o->progress,
                                        o->progress_ctx);
+        if (b->vision != NULL) {
+            clef_cpu_vision_set_progress(b->vision, o->progress,
+                                         o->progress_ctx);
+        }
     }
     /* OpenBLAS is linked into the process but never called here: its core
      * is named so that a log shows the numbers cannot depend on it */
@@ -74,16 +82,81 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     return 0;
 }
 
+/* The vision tower over every image of the batch at once, then the
+ * spans' rows of its output in place of their tokens' embeddings. */
+static int
+cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
+    float *hidden, clef_error *err)
+{
+    const clef_image  **images;
+    clef_media_span    *spans;
+    clef_cpu_media      media;
+    int64_t            *first, rows = 0;
+    float              *features;
+    int                 m, rc = -1;
+
+    if (b->vision == NULL) {
+        return clef_error_set(err, 400, "images_unsupported", NULL,
+                              "This model does not accept images.");
+    }
+    if (batch->positions == NULL) {
+        return clef_error_set(err, 500, "backend", NULL, "a batch with images "
+                              "needs its media (clef_batch_set_media)");
+    }
+    images = calloc((size_t) batch->n_media + 1, sizeof(*images));
+    first = calloc((size_t) batch->n_media + 1, sizeof(*first));
+    spans = calloc((size_t) batch->n_media + 1, sizeof(*spans));
+    if (images == NULL || first == NULL || spans == NULL) {
+        clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        goto done;
+    }
+    for (m = 0; m < batch->n_media; m++) {
+        images[m] = clef_batch_image(batch, m);
+        first[m] = rows;
+        rows += clef_image_tokens(images[m]);
+    }
+    features = malloc(sizeof(float) * (size_t) (rows > 0 ? rows : 1)
+                      * (size_t) b->hidden_size);
+    if (features == NULL) {
+        clef_error_set(err, 500, "out_of_memory", NULL,
+                       "out of memory for %lld image tokens", (long long) rows);
+        goto done;
+    }
+    if (clef_cpu_vision_forward(b->vision, images, batch->n_media, features,
+                                err) == 0)
+    {
+        for (m = 0; m < batch->n_media; m++) {
+            spans[m] = batch->media[m];
+            spans[m].row = (int32_t) (first[batch->media[m].media]
+                                      + batch->media[m].row);
+        }
+        media.positions = batch->positions;
+        media.spans = spans;
+        media.n_spans = batch->n_media;
+        media.features = features;
+        rc = clef_cpu_backbone_forward_media(b->backbone, ids, batch->cu_seqlens,
+                                             batch->n_records, &media, hidden,
+                                             err);
+    }
+    free(features);
+
+done:
+    free(images);
+    free(first);
+    free(spans);
+    return rc;
+}
+
 static int
 cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *err)
 {
     int64_t   T = clef_batch_tokens(batch);
     int32_t  *ids;
-    int       r, rc;
+    int       r, rc, any = 0;
     double    t0 = clef_clock_seconds();
 
-    if (clef_batch_has_media(batch, "cpu", err)) {
-        return -1;
+    for (r = 0; r < batch->n_records; r++) {
+        any |= batch->records[r]->n_images > 0;
     }
     if (T == 0) {
         b->backbone_s = 0;
@@ -97,8 +170,10 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
         memcpy(ids + batch->cu_seqlens[r], batch->records[r]->ids.v,
                sizeof(int32_t) * (batch->cu_seqlens[r + 1] - batch->cu_seqlens[r]));
     }
-    rc = clef_cpu_backbone_forward(b->backbone, ids, batch->cu_seqlens,
-                                   batch->n_records, hidden, err);
+    rc = any || batch->n_media > 0
+         ? cpu_media(b, batch, ids, hidden, err)
+         : clef_cpu_backbone_forward(b->backbone, ids, batch->cu_seqlens,
+                                     batch->n_records, hidden, err);
     free(ids);
     b->backbone_s = clef_clock_seconds() - t0;
     return rc;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "model_config.h"
+#include "model_vision.h"
 #include "safetensors.h"
 
 #define CANONICAL  "model.language_model."
@@ -33,6 +34,7 @@ struct clef_model {
     int                 flags;
     clef_text_config    text;
     clef_head_config    head;
+    clef_vision_config  vision;
     clef_tokenizer     *tokenizer;
     model_file         *files;
     int                 n_files;
@@ -105,17 +107,24 @@ load_json(const char *path, clef_error *err)
 
 /* ---- canonical names ---------------------------------------------------- */
 
-/* The canonical name of a stored tensor, or NULL for one the text path
- * never reads (MTP, vision).  Qwen3_5ForCausalLM stores "model.X". */
+/* The canonical name of a stored tensor, or NULL for one never read (MTP).
+ * Qwen3_5ForCausalLM stores "model.X"; the vision tower keeps its name
+ * (and is skipped when the config has no vision_config). */
 static char *
-canonical_name(const char *stored, int *skip)
+canonical_name(const char *stored, int vision, int *skip)
 {
     size_t  n;
     char   *p;
 
-    *skip = strncmp(stored, "mtp.", 4) == 0 || strncmp(stored, "model.visual.", 13) == 0;
+    /* a text-only config reads no vision tensor, as Qwen3_5ForCausalLM */
+    *skip = strncmp(stored, "mtp.", 4) == 0
+            || (!vision && strncmp(stored, CLEF_VISION_PREFIX,
+                                   sizeof(CLEF_VISION_PREFIX) - 1) == 0);
     if (*skip) {
         return NULL;
+    }
+    if (strncmp(stored, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) == 0) {
+        return strdup(stored);
     }
     if (strncmp(stored, "model.", 6) == 0
         && strncmp(stored, CANONICAL, sizeof(CANONICAL) - 1) != 0)
@@ -179,7 +188,7 @@ add_entry(clef_model *m, const clef_tensor *t, const clef_safetensors *file,
     char  *name;
     int    skip;
 
-    name = canonical_name(t->name, &skip);
+    name = canonical_name(t->name, m->vision.present, &skip);
     return skip ? 0 : push_entry(m, name, t, file, err);
 }
 
@@ -268,7 +277,7 @@ load_index(clef_model *m, const char *index_path, clef_error *err)
     }
 
     json_object_foreach(map, name, v) {
-        canon = canonical_name(name, &skip);
+        canon = canonical_name(name, m->vision.present, &skip);
         free(canon);
         if (skip) {
             continue;                     /* never open a vision-only shard */
@@ -408,6 +417,12 @@ check_text(clef_model *m, clef_error *err)
             if (m->text.tie_word_embeddings && strcmp(e->name, "lm_head.weight") == 0) {
                 continue;
             }
+            /* the vision tower's are check_vision()'s */
+            if (strncmp(e->name, CLEF_VISION_PREFIX,
+                        sizeof(CLEF_VISION_PREFIX) - 1) == 0)
+            {
+                continue;
+            }
             model_error(err, "%s: unexpected tensor '%s'",
                         clef_safetensors_path(e->file), e->t->name);
             goto done;
@@ -461,6 +476,67 @@ done:
     return rc;
 }
 
+/* The vision tower: every tensor the config implies, and nothing else
+ * under model.visual.  A config with a vision_config whose checkpoint has
+ * no model.visual.* tensor at all is a text-only checkpoint (it takes no
+ * images). */
+static int
+check_vision(clef_model *m, clef_error *err)
+{
+    spec_list           specs = { NULL, 0, 0 };
+    clef_tensor_spec    key;
+    const model_entry  *e;
+    int                 i, any = 0, rc = -1;
+
+    for (i = 0; i < m->n_entries; i++) {
+        any |= strncmp(m->entries[i].name, CLEF_VISION_PREFIX,
+                       sizeof(CLEF_VISION_PREFIX) - 1) == 0;
+    }
+    if (!m->vision.present || !any) {
+        m->vision.present = 0;
+        return 0;
+    }
+    if (m->vision.out_hidden_size != m->text.hidden_size) {
+        return model_error(err, "%s: vision_config.out_hidden_size %d is not "
+                           "the text hidden_size %d", m->dir,
+                           m->vision.out_hidden_size, m->text.hidden_size);
+    }
+    if (clef_vision_tensors(&m->vision, collect_spec, &specs) != 0) {
+        free(specs.v);
+        return oom(err);
+    }
+    for (i = 0; i < specs.n; i++) {
+        e = find_entry(m, specs.v[i].name);
+        if (e == NULL) {
+            model_error(err, "%s: tensor '%s' is missing", m->dir, specs.v[i].name);
+            goto done;
+        }
+        if (check_tensor(&specs.v[i], e->t, clef_safetensors_path(e->file), err) != 0) {
+            goto done;
+        }
+    }
+    qsort(specs.v, (size_t) specs.n, sizeof(*specs.v), cmp_spec);
+    for (i = 0; i < m->n_entries; i++) {
+        e = &m->entries[i];
+        if (strncmp(e->name, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) != 0) {
+            continue;
+        }
+        snprintf(key.name, sizeof(key.name), "%s", e->name);
+        if (strlen(e->name) >= sizeof(key.name)
+            || bsearch(&key, specs.v, (size_t) specs.n, sizeof(key), cmp_spec) == NULL)
+        {
+            model_error(err, "%s: unexpected tensor '%s'",
+                        clef_safetensors_path(e->file), e->t->name);
+            goto done;
+        }
+    }
+    rc = 0;
+
+done:
+    free(specs.v);
+    return rc;
+}
+
 /* ---- open / close ------------------------------------------------------- */
 
 static int
@@ -482,9 +558,31 @@ load_configs(clef_model *m, clef_error *err)
         goto done;
     }
     rc = clef_text_config_parse(root, cfg, &m->text, err);
+    if (rc == 0) {
+        rc = clef_vision_config_parse(root, cfg, &m->vision, err);
+    }
     json_decref(root);
     if (rc != 0) {
         goto done;
+    }
+    if (m->vision.present) {
+        free(cfg);
+        cfg = join(m->dir, "preprocessor_config.json");
+        if (cfg == NULL) {
+            rc = oom(err);
+            goto done;
+        }
+        root = exists(cfg) ? load_json(cfg, err) : NULL;
+        if (exists(cfg) && root == NULL) {
+            rc = -1;
+            goto done;
+        }
+        rc = clef_processor_config_parse(root, cfg, &m->vision,
+                                         &m->vision.processor, err);
+        json_decref(root);
+        if (rc != 0) {
+            goto done;
+        }
     }
 
     rc = -1;
@@ -555,7 +653,9 @@ load_weights(clef_model *m, clef_error *err)
         rc = model_error(err, "%s: no model.safetensors.index.json or model.safetensors",
                          m->dir);
     }
-    if (rc != 0 || (rc = sort_entries(m, err)) != 0 || (rc = check_text(m, err)) != 0) {
+    if (rc != 0 || (rc = sort_entries(m, err)) != 0
+        || (rc = check_vision(m, err)) != 0 || (rc = check_text(m, err)) != 0)
+    {
         goto done;
     }
 
@@ -655,6 +755,12 @@ const clef_head_config *
 clef_model_head_config(const clef_model *m)
 {
     return &m->head;
+}
+
+const clef_vision_config *
+clef_model_vision_config(const clef_model *m)
+{
+    return m->vision.present ? &m->vision : NULL;
 }
 
 const clef_tokenizer *

@@ -6,7 +6,8 @@
  *
  * Opening checks that every tensor the text backbone and the head need is
  * present with the shape the configs imply, and says which one is wrong if
- * not.  mtp.* and model.visual.* are skipped.  Weights stay in the mmapped
+ * not.  mtp.* is skipped; model.visual.* is checked tensor by tensor when
+ * config.json has a vision_config and the checkpoint carries the tower.  Weights stay in the mmapped
  * files: opening needs no memory beyond the page cache.
  */
 #ifndef CLEF_MODEL_H
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "processor.h"
 #include "tensor.h"
 #include "tokenizer.h"
 
@@ -64,6 +66,11 @@ typedef struct {
     double  rms_norm_eps;
     double  rope_theta;
     double  partial_rotary_factor;
+    int     mrope_section[3];           /* rotary pairs on T, H, W (images):
+                                           pair j is on H when j % 3 == 1 and
+                                           j < 3 sec[1], on W when j % 3 == 2
+                                           and j < 3 sec[2], else on T */
+    int     mrope_interleaved;          /* always 1 (transformers' only form) */
     int     tie_word_embeddings;
     uint8_t layer_full[CLEF_MAX_LAYERS]; /* 1: full_attention, 0: linear_attention */
     clef_layer_desc layer[CLEF_MAX_LAYERS];   /* from the above */
@@ -77,6 +84,27 @@ typedef struct {
     int  heads;
     int  feedforward;
 } clef_head_config;
+
+/* The vision tower (spec/qwen35-backbone.md §1.3, §5), when the checkpoint
+ * has one: config.json's vision_config and token ids, and the processor. */
+typedef struct {
+    int     present;                /* vision_config and model.visual.* */
+    int     depth;
+    int     hidden_size;
+    int     intermediate_size;
+    int     num_heads;
+    int     in_channels;
+    int     patch_size;
+    int     temporal_patch_size;
+    int     spatial_merge_size;
+    int     num_position_embeddings;
+    int     out_hidden_size;
+    double  rope_theta;             /* the 2D rotary's, 10000 */
+    int     image_token_id;
+    int     vision_start_token_id;
+    int     vision_end_token_id;
+    clef_processor_config  processor;
+} clef_vision_config;
 
 typedef struct clef_model clef_model;
 
@@ -92,10 +120,13 @@ void        clef_model_close(clef_model *m);
 
 const clef_text_config *clef_model_text_config(const clef_model *m);
 const clef_head_config *clef_model_head_config(const clef_model *m);
+/* NULL when the checkpoint has no vision tower (it then takes no images). */
+const clef_vision_config *clef_model_vision_config(const clef_model *m);
 const clef_tokenizer   *clef_model_tokenizer(const clef_model *m);
 const char             *clef_model_dir(const clef_model *m);
 
-/* Backbone tensors by their canonical name, "model.language_model.…" or
+/* Backbone tensors by their canonical name, "model.language_model.…",
+ * "model.visual.…" or
  * "lm_head.weight" (a checkpoint with Qwen3_5ForCausalLM names, "model.…",
  * is mapped onto these).  For a tied model lm_head.weight is the embedding.
  * NULL when absent. */

@@ -177,6 +177,44 @@ parse_layer_types(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
     return 0;
 }
 
+/* The M-RoPE split of the rotary pairs over (T, H, W) that images use, as
+ * transformers' Qwen3_5TextRotaryEmbedding reads it: rope_parameters.
+ * mrope_section, [11, 11, 10] when absent whatever the pair count, never
+ * checked against it (pairs past the section's reach stay on T); the
+ * layout is always interleaved (mrope_interleaved is not read there, so
+ * not here either). */
+static int
+parse_mrope(const cfg_ctx *x, const json_t *rp, const char *rprefix, int pairs,
+    clef_text_config *c)
+{
+    const json_t  *ms = rp != NULL ? json_object_get(rp, "mrope_section") : NULL;
+    int            i;
+
+    (void) pairs;
+    c->mrope_section[0] = 11;
+    c->mrope_section[1] = 11;
+    c->mrope_section[2] = 10;
+    c->mrope_interleaved = 1;
+    if (ms == NULL) {
+        return 0;
+    }
+    if (!json_is_array(ms) || json_array_size(ms) != 3) {
+        return cfg_error(x, "%smrope_section is not a list of 3 integers",
+                         rprefix);
+    }
+    for (i = 0; i < 3; i++) {
+        if (!json_is_integer(json_array_get(ms, (size_t) i))
+            || json_integer_value(json_array_get(ms, (size_t) i)) < 0
+            || json_integer_value(json_array_get(ms, (size_t) i)) > 4096)
+        {
+            return cfg_error(x, "%smrope_section is not a list of 3 integers",
+                             rprefix);
+        }
+        c->mrope_section[i] = (int) json_integer_value(json_array_get(ms, (size_t) i));
+    }
+    return 0;
+}
+
 static int
 parse_rope(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
 {
@@ -216,7 +254,7 @@ parse_rope(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
                          "head_dim %d, need an even number >= 2",
                          c->partial_rotary_factor, rotary, c->head_dim);
     }
-    return 0;
+    return parse_mrope(x, rp, rprefix, rotary / 2, c);
 }
 
 int
@@ -514,7 +552,7 @@ emit(const tensor_row *rows, int n, const char *prefix, int layer,
         }
         s.ndim = rows[i].ndim;
         s.dtype = rows[i].dtype;
-        for (k = 0; k < 3; k++) {
+        for (k = 0; k < 5; k++) {
             s.shape[k] = k < s.ndim ? dim[rows[i].dims[k]] : 0;
         }
         rc = fn(&s, ctx);

@@ -32,7 +32,7 @@ typedef enum {
 typedef struct {
     char             name[96];
     int              ndim;
-    int64_t          shape[3];
+    int64_t          shape[5];        /* the patch embedding is 5-D */
     clef_dtype_want  dtype;
 } clef_tensor_spec;
 

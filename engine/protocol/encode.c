@@ -233,6 +233,70 @@ alloc_record(const clef_plan *plan, clef_record *rec, int *max_options)
 }
 
 
+/* The processor's expansion of the media text: per image <|vision_start|>,
+ * its pads, <|vision_end|>, then "\n" tokenized on its own (special
+ * tokens split the text, so nothing merges across them).  starts[k]: image
+ * k's first pad, counted from the media's first token. */
+static int
+media_ids(const clef_tokenizer *tk, const clef_encode_opts *opts,
+    clef_ids *media, int32_t **starts)
+{
+    int64_t  k, i, n;
+
+    *starts = malloc(sizeof(int32_t) * (size_t) opts->n_images);
+    if (*starts == NULL) {
+        return -1;
+    }
+    for (k = 0; k < opts->n_images; k++) {
+        n = clef_image_tokens(&opts->images[k]);
+        if (clef_ids_push(media, opts->vision_start_token_id) != 0
+            || clef_ids_reserve(media, (size_t) n + 1) != 0)
+        {
+            return -1;
+        }
+        (*starts)[k] = (int32_t) media->n;
+        for (i = 0; i < n; i++) {
+            media->v[media->n++] = opts->image_token_id;
+        }
+        if (clef_ids_push(media, opts->vision_end_token_id) != 0) {
+            return -1;
+        }
+    }
+    return clef_tokenizer_encode(tk, "\n", 1, media);
+}
+
+
+/* The record takes the images: their pixels, token spans and positions. */
+static int
+attach_images(const clef_encode_opts *opts, size_t at, int32_t *starts,
+    clef_record *rec)
+{
+    int  k;
+
+    rec->images = calloc((size_t) opts->n_images, sizeof(clef_image));
+    rec->image_start = malloc(sizeof(int32_t) * (size_t) opts->n_images);
+    rec->positions = malloc(sizeof(int32_t) * 3 * rec->ids.n);
+    if (rec->images == NULL || rec->image_start == NULL
+        || rec->positions == NULL)
+    {
+        return -1;
+    }
+    for (k = 0; k < opts->n_images; k++) {
+        rec->image_start[k] = (int32_t) at + starts[k];
+    }
+    clef_mrope_positions((int64_t) rec->ids.n, opts->images, rec->image_start,
+                         opts->n_images, rec->positions);
+    /* moved last: nothing can fail after it */
+    for (k = 0; k < opts->n_images; k++) {
+        rec->images[k] = opts->images[k];
+        opts->images[k].rgb = NULL;
+        opts->images[k].pixel_values = NULL;
+    }
+    rec->n_images = opts->n_images;
+    return 0;
+}
+
+
 int
 clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     const clef_encode_opts *opts, clef_record *rec, clef_error *err)
@@ -240,7 +304,8 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     clef_encode_opts  defaults;
     encoder           e;
     clef_ids          prefix = { 0 }, suffix = { 0 }, state = { 0 },
-                      schema = { 0 };
+                      schema = { 0 }, media = { 0 };
+    int32_t          *starts = NULL;
     size_t            fixed, total, kept, shift, max_length, n_media;
     clef_tk_limit     lim;
     int               i, max_options, rc, stop;
@@ -253,18 +318,28 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     max_length = opts->max_length > 0 ? (size_t) opts->max_length
                                       : CLEF_DEFAULT_MAX_LENGTH;
 
-    n_media = opts->media_ids != NULL ? opts->n_media_ids : 0;
-
     memset(rec, 0, sizeof(*rec));
     memset(&e, 0, sizeof(e));
     e.tk = tk;
     rc = -1;
 
-    if (plan->n_images > 0 && opts->media_ids == NULL) {
+    if (plan->n_images > 0 && opts->media_ids == NULL
+        && (opts->images == NULL || opts->n_images != plan->n_images))
+    {
         clef_error_set(err, 400, "images_unsupported", "",
             "This model does not accept images.");
         goto done;
     }
+    if (opts->media_ids != NULL) {
+        if (clef_ids_append(&media, opts->media_ids, opts->n_media_ids) != 0) {
+            goto nomem;
+        }
+    } else if (opts->images != NULL && opts->n_images > 0) {
+        if (media_ids(tk, opts, &media, &starts) != 0) {
+            goto nomem;
+        }
+    }
+    n_media = media.n;
 
     if (alloc_record(plan, rec, &max_options) != 0
         || make_pieces(&e, max_options) != 0
@@ -333,7 +408,7 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
 
     if (clef_ids_reserve(&rec->ids, fixed + kept) != 0
         || clef_ids_append(&rec->ids, prefix.v, prefix.n) != 0
-        || clef_ids_append(&rec->ids, opts->media_ids, n_media) != 0
+        || clef_ids_append(&rec->ids, media.v, n_media) != 0
         || clef_ids_append(&rec->ids, state.v, kept) != 0
         || clef_ids_append(&rec->ids, schema.v, schema.n) != 0
         || clef_ids_append(&rec->ids, suffix.v, suffix.n) != 0)
@@ -352,6 +427,9 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     }
     rec->state_tokens = state.n;
     rec->state_kept = kept;
+    if (starts != NULL && attach_images(opts, prefix.n, starts, rec) != 0) {
+        goto nomem;
+    }
     rc = 0;
     goto done;
 
@@ -368,6 +446,8 @@ done:
     clef_ids_free(&suffix);
     clef_ids_free(&state);
     clef_ids_free(&schema);
+    clef_ids_free(&media);
+    free(starts);
     return rc;
 }
 
@@ -397,6 +477,14 @@ clef_encode(const clef_tokenizer *tk, const clef_request *req,
 void
 clef_record_free(clef_record *rec)
 {
+    int  k;
+
+    for (k = 0; k < rec->n_images; k++) {
+        clef_image_free(&rec->images[k]);
+    }
+    free(rec->images);
+    free(rec->image_start);
+    free(rec->positions);
     clef_ids_free(&rec->ids);
     free(rec->question_spans);
     free(rec->question_types);

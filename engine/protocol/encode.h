@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "error.h"
 #include "plan.h"
+#include "processor.h"
 #include "request.h"
 #include "tokenizer.h"
 
@@ -29,6 +30,18 @@ typedef struct {
     clef_truncate  truncate;
     const int32_t *media_ids;    /* processor-expanded media tokens, or NULL */
     size_t         n_media_ids;
+    /* or the images themselves (processor.h), as many as the plan has:
+     * each becomes <|vision_start|>, one <|image_pad|> per merged patch,
+     * <|vision_end|>, all of them followed by one "\n", after the prefix
+     * (spec/clef-encoder-and-head.md §3.6); the record then carries their
+     * token spans and M-RoPE positions.  On success the record owns the
+     * images' pixels (the caller's clef_image structs are left without
+     * them); on failure they stay the caller's. */
+    clef_image    *images;
+    int            n_images;
+    int32_t        image_token_id;       /* config.json's */
+    int32_t        vision_start_token_id;
+    int32_t        vision_end_token_id;
 } clef_encode_opts;
 
 void clef_encode_opts_default(clef_encode_opts *o);
@@ -50,7 +63,23 @@ typedef struct {
     size_t      state_tokens;    /* state tokens before truncation (counted
                                     up to 4 x max_length + 65536) */
     size_t      state_kept;      /* state tokens kept */
+    int         n_images;
+    clef_image *images;          /* [n_images], owned */
+    int32_t    *image_start;     /* [n_images]: first <|image_pad|> token */
+    int32_t    *positions;       /* NULL for text, else [3][ids.n]: the
+                                    temporal, height and width M-RoPE
+                                    positions (clef_mrope_positions) */
 } clef_record;
+
+/*
+ * The reference's get_rope_index for one record (spec/qwen35-backbone.md
+ * §5.3): a run of text counts on from the last position on all three axes;
+ * an image whose merged grid is h x w, starting at position p, puts its
+ * token (i, j) at (p, p + i, p + j) and the text after it at
+ * p + max(h, w).  pos: [3][n].
+ */
+void clef_mrope_positions(int64_t n, const clef_image *images,
+    const int32_t *image_start, int n_images, int32_t *pos);
 
 /* Tokenizes a plan (plan.h) into a record.  The work is bounded by the
  * limit: the schema and the state are tokenized only until they are known

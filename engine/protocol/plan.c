@@ -10,7 +10,7 @@
 #include "mem.h"
 #include "render.h"
 
-#define PLAN_MAGIC  0x31504c43u      /* "CLP1" */
+#define PLAN_MAGIC  0x32504c43u      /* "CLP2" */
 
 static const char *const  qtype_names[] = { "noul", "choice", "score" };
 
@@ -122,16 +122,19 @@ build_question(const clef_question *q, int index, clef_buf *out)
 int
 clef_plan_build(const clef_request *req, clef_buf *out, clef_error *err)
 {
-    size_t  at;
-    int     i, n_options = 0;
+    const clef_image_input  *im;
+    size_t                   at;
+    int                      i, n_options = 0, n_files;
 
     for (i = 0; i < req->n_questions; i++) {
         n_options += req->questions[i].n_options;
     }
+    n_files = req->image_inputs != NULL ? req->n_images : 0;
     if (put_u32(out, PLAN_MAGIC) != 0
         || put_u32(out, (uint32_t) req->n_questions) != 0
         || put_u32(out, (uint32_t) n_options) != 0
-        || put_u32(out, (uint32_t) req->n_images) != 0)
+        || put_u32(out, (uint32_t) req->n_images) != 0
+        || put_u32(out, (uint32_t) n_files) != 0)
     {
         goto nomem;
     }
@@ -149,6 +152,18 @@ clef_plan_build(const clef_request *req, clef_buf *out, clef_error *err)
     }
     for (i = 0; i < req->n_questions; i++) {
         if (build_question(&req->questions[i], i, out) != 0) {
+            goto nomem;
+        }
+    }
+    for (i = 0; i < n_files; i++) {
+        im = &req->image_inputs[i];
+        if (im->len > UINT32_MAX
+            || put_u32(out, (uint32_t) im->format) != 0
+            || put_u32(out, (uint32_t) im->width) != 0
+            || put_u32(out, (uint32_t) im->height) != 0
+            || put_u32(out, (uint32_t) im->len) != 0
+            || clef_buf_append(out, im->data, im->len) != 0)
+        {
             goto nomem;
         }
     }
@@ -206,6 +221,7 @@ int
 clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
 {
     reader     r = { blob, len, 0 };
+    clef_text  t;
     uint32_t   type, n;
     int        i, k, off;
 
@@ -216,9 +232,12 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
     p->n_questions = (int) get_u32(&r);
     p->n_options = (int) get_u32(&r);
     p->n_images = (int) get_u32(&r);
+    p->n_image_files = (int) get_u32(&r);
     /* each count needs bytes of its own further on: bounded by len */
     if (r.bad || p->n_questions < 0 || p->n_options < 0 || p->n_images < 0
-        || (size_t) p->n_questions > len / 8 || (size_t) p->n_options > len / 4)
+        || (size_t) p->n_questions > len / 8 || (size_t) p->n_options > len / 4
+        || p->n_image_files < 0 || (size_t) p->n_image_files > len / 16
+        || (p->n_image_files != 0 && p->n_image_files != p->n_images))
     {
         goto bad;
     }
@@ -227,7 +246,9 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
                                    * sizeof(*p->questions));
     p->options = clef_mem_calloc(((size_t) p->n_options + 1)
                                  * sizeof(*p->options));
-    if (p->questions == NULL || p->options == NULL) {
+    p->images = clef_mem_calloc(((size_t) p->n_image_files + 1)
+                                * sizeof(*p->images));
+    if (p->questions == NULL || p->options == NULL || p->images == NULL) {
         clef_plan_free(p);
         return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
     }
@@ -258,6 +279,14 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
             p->questions[i].options[k] = get_text(&r);
         }
     }
+    for (i = 0; i < p->n_image_files; i++) {
+        p->images[i].format = (int) get_u32(&r);
+        p->images[i].width = (int32_t) get_u32(&r);
+        p->images[i].height = (int32_t) get_u32(&r);
+        t = get_text(&r);
+        p->images[i].data = (const uint8_t *) t.s;
+        p->images[i].len = t.len;
+    }
     if (r.bad || r.left != 0) {
         goto bad;
     }
@@ -275,8 +304,10 @@ clef_plan_free(clef_plan *p)
 {
     clef_mem_free(p->questions);
     clef_mem_free(p->options);
+    clef_mem_free(p->images);
     p->questions = NULL;
     p->options = NULL;
+    p->images = NULL;
 }
 
 
@@ -319,6 +350,23 @@ clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes, int state_only)
             bytes = text_min_bytes(p->questions[i].options[k]);
             ids += (bytes + max_token_bytes - 1) / max_token_bytes;
         }
+    }
+    return ids;
+}
+
+
+int64_t
+clef_plan_image_ids(const clef_plan *p, const clef_processor_config *pc)
+{
+    int64_t  ids = 0, n;
+    int      k;
+
+    for (k = 0; k < p->n_image_files; k++) {
+        n = clef_image_pad_tokens(p->images[k].height, p->images[k].width, pc);
+        if (n < 0) {
+            return -1;
+        }
+        ids += n + 2;
     }
     return ids;
 }

@@ -13,10 +13,14 @@
  * the tests).
  *
  * The blob, little-endian u32 fields, no padding, read with memcpy:
- *   "CLP1", n_questions, n_options, n_images,
+ *   "CLP2", n_questions, n_options, n_images, n_image_files,
  *   n_questions x { type, n_options },
  *   then the texts, each as { length, bytes }: the state, then for every
- *   question its header and its instruction, then its options' texts.
+ *   question its header and its instruction, then its options' texts,
+ *   then n_image_files x { format, width, height, { length, bytes } }: the
+ *   files of the request's images, as the worker read them (image_input.h;
+ *   0 when they were never read).  The engine decodes them (it never parses
+ *   JSON or base64).
  */
 #ifndef CLEF_PLAN_H
 #define CLEF_PLAN_H
@@ -26,6 +30,7 @@
 
 #include "buf.h"
 #include "error.h"
+#include "processor.h"
 #include "request.h"
 
 typedef struct {
@@ -44,12 +49,21 @@ typedef struct {
 } clef_plan_question;
 
 typedef struct {
+    int                  format;      /* clef_image_format */
+    int32_t              width, height;   /* from the header */
+    const uint8_t       *data;
+    size_t               len;
+} clef_plan_image;
+
+typedef struct {
     clef_text            state;
     int                  n_questions;
     int                  n_options;
     int                  n_images;
     clef_plan_question  *questions;   /* owned by the view */
     clef_text           *options;     /* owned by the view */
+    int                  n_image_files;   /* n_images, or 0 */
+    clef_plan_image     *images;      /* owned by the view */
 } clef_plan;
 
 /* Renders req into a blob appended to out.  Returns 0, or -1 (500) on
@@ -73,5 +87,15 @@ void clef_plan_free(clef_plan *p);
  */
 size_t clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes,
     int state_only);
+
+/*
+ * The ids the plan's images add, from their headers' sizes: each image's
+ * pads and its <|vision_start|> and <|vision_end|> (the one "\n" after them
+ * is left out: a lower bound).  Exact for the pads, so a worker can refuse
+ * a record whose images alone cannot fit before the engine decodes a
+ * pixel.  0 without images; -1 when the processor refuses a size (the
+ * engine then says which image).
+ */
+int64_t clef_plan_image_ids(const clef_plan *p, const clef_processor_config *pc);
 
 #endif

@@ -81,6 +81,7 @@ clef_limits_default(clef_limits *lim)
     lim->min_score_levels = 1;
     lim->max_images = 4;
     lim->max_id_len = 100;
+    clef_image_limits_default(&lim->image);
 }
 
 
@@ -558,6 +559,7 @@ clef_request_parse(clef_request *req, const char *body, size_t len,
         goto failed;
     }
 
+    req->image_limits = lim->image;
     v = clef_json_get(req->root, "model");
     req->model = (clef_str) { v->str, v->len };
     req->state = clef_json_get(req->root, "state");
@@ -596,8 +598,7 @@ failed:
 
 
 int
-clef_request_check_media(const clef_request *req, int images_ok,
-    clef_error *err)
+clef_request_check_media(clef_request *req, int images_ok, clef_error *err)
 {
     const clef_json  *assets, *part, *type;
     char              loc[64];
@@ -641,6 +642,12 @@ clef_request_check_media(const clef_request *req, int images_ok,
                     ? ": send images in a top-level \"images\" array" : "");
             }
         }
+    }
+
+    if (req->n_images > 0 && req->image_inputs == NULL) {
+        return clef_image_inputs_read(&req->arena, req->images,
+                                      &req->image_limits, &req->image_inputs,
+                                      err);
     }
     return 0;
 }

@@ -21,6 +21,7 @@
 
 #include "arena.h"
 #include "error.h"
+#include "image_input.h"
 #include "json.h"
 
 typedef enum {
@@ -37,6 +38,8 @@ typedef struct {
     int  min_score_levels;   /* default 1 */
     int  max_images;         /* default 4 */
     int  max_id_len;         /* default 100 */
+    clef_image_limits  image;  /* 4 MiB of base64 each, 8 MiB decoded in
+                                  all, 16 Mi pixels each (image_input.h) */
 } clef_limits;
 
 void clef_limits_default(clef_limits *lim);
@@ -65,6 +68,9 @@ typedef struct {
     int               n_questions;
     const clef_json  *images;        /* the "images" array, or NULL */
     int               n_images;
+    clef_image_limits image_limits;  /* from the clef_limits parsed with */
+    clef_image_input *image_inputs;  /* [n_images] once read by
+                                        clef_request_check_media(), else NULL */
 } clef_request;
 
 /* Parses and validates body.  On success returns 0 and req owns its arena;
@@ -77,12 +83,16 @@ void clef_request_free(clef_request *req);
 /* Refuses, with a precise 400, media the serving model cannot take:
  *   images_unsupported  a non-empty "images" array (Cloudflare's form),
  *                       unless images_ok; loc ["body","images"]
+ *   (images_ok)         every image read by clef_image_inputs_read(): wire
+ *                       form, limits, base64, format and header; its
+ *                       refusals name the image (image_input.c), and
+ *                       req->image_inputs holds the decoded bytes
  *   images_unsupported  OpenRouter-style {"type": "image_url"} parts in a
  *                       state array; loc ["body","state",I]
  *   assets_unsupported  an "assets" map (TypeSafe's experimental
  *                       multipart images); loc ["body","assets"]
  * so that no request is answered as if its media were not there. */
-int  clef_request_check_media(const clef_request *req, int images_ok,
+int  clef_request_check_media(clef_request *req, int images_ok,
     clef_error *err);
 
 /* Encoder-order option index of the request-order criteria entry i. */

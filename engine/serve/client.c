@@ -299,6 +299,8 @@ clef_status_read(clef_queue *q, clef_status *st)
     st->progress = atomic_load(&h->progress);
     st->watchdog_ms = atomic_load(&h->watchdog_ms);
     st->wake_lost = atomic_load(&h->wake_lost);
+    st->n_replicas = atomic_load(&h->n_replicas);
+    st->replicas_up = atomic_load(&h->replicas_up);
     clef_queue_get_usage(q, &st->usage);
     clef_queue_get_message(q, st->message, sizeof(st->message));
 

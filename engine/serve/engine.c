@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "encode.h"
+#include "encode_images.h"
 #include "model.h"
 #include "pid.h"
 #include "plan.h"
@@ -59,6 +60,7 @@ typedef struct {
     clef_backend             *backend;
     clef_sched_batch          running;   /* its own batch */
     int                       busy;      /* under e->mu */
+    int                       faulted;   /* its device must be reset */
     int                       started;
     pthread_t                 thread;
 } engine_replica;
@@ -70,6 +72,7 @@ struct engine_s {
     const clef_tokenizer     *tk;
     const clef_backend_ops   *ops;
     engine_replica            replicas[CLEF_MAX_DEVICES];
+    clef_backend_opts         replica_opts[CLEF_MAX_DEVICES];
     int                       n_replicas;
     int                       wake_fd;
 
@@ -154,8 +157,23 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     clef_encode_opts_default(&opts);
     opts.max_length = s->max_length > 0 ? s->max_length : e->conf->max_length;
     opts.truncate = (clef_truncate) s->truncate;
+    /* images are decoded and resized here, in the preparing thread,
+     * never in an nginx worker */
+    if (plan.n_images > 0
+        && clef_encode_images_prepare(clef_model_vision_config(e->model),
+                                      &plan, &opts, &err) != 0)
+    {
+        clef_plan_free(&plan);
+        free(rec);
+        atomic_fetch_add(&e->q->h->stats.encode_errors, 1);
+        engine_answer_error(e, slot, &err);
+        return -1;
+    }
     rc = clef_encode_plan(e->tk, &plan, &opts, rec, &err);
     clef_plan_free(&plan);
+    /* the record took the images' pixels, after a failure they are freed
+     * here */
+    clef_encode_images_release(&opts);
     if (rc != 0) {
         free(rec);
         atomic_fetch_add(&e->q->h->stats.encode_errors, 1);
@@ -200,7 +218,7 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     int32_t             *cu = NULL;
     float               *logits = NULL;
     clef_wake_note      *notes = NULL;
-    clef_batch           batch;
+    clef_batch           batch = { 0 };
     clef_error           err;
     int                  i, n, n_notes = 0, off, rc, total;
     int64_t              t0, ns;
@@ -228,6 +246,10 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
         records[i] = b->items[i].prep;
     }
     clef_batch_init(&batch, records, n, cu);
+    if (clef_batch_set_media(&batch, &err) != 0) {
+        rc = -1;
+        goto answer;
+    }
     total = clef_batch_options(&batch);
     logits = malloc((size_t) (total > 0 ? total : 1) * sizeof(float));
     if (logits == NULL) {
@@ -242,9 +264,22 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     if (rc != 0) {
         elog(e->conf, CLEF_LOG_ERR, "clef engine: forward of %d records "
              "on replica %d failed: %s", n, rep->index, err.message);
+        if (strcmp(err.type, "device_fault") == 0) {
+            /* its records are answered below; the replica is reopened by
+             * its executor before it takes another batch */
+            rep->faulted = 1;
+            clef_error_set(&err, 503, "engine_unavailable", NULL,
+                           "the device of replica %d faulted and is being "
+                           "reset; retry", rep->index);
+        }
     } else {
         clef_stats_batch(&e->q->h->stats, (uint32_t) n,
                          (uint64_t) clef_batch_tokens(&batch), (uint64_t) ns);
+        if (rep->index < CLEF_STATS_REPLICAS) {
+            atomic_fetch_add(&e->q->h->stats.replica_batches[rep->index], 1);
+            atomic_fetch_add(&e->q->h->stats.replica_busy_ns[rep->index],
+                             (uint64_t) ns);
+        }
     }
 
 answer:
@@ -278,10 +313,56 @@ answer:
     }
     engine_wake(e, notes, n_notes);
 
+    clef_batch_free_media(&batch);
     free(notes);
     free(logits);
     free(cu);
     free(records);
+}
+
+
+static void
+replica_set_up(engine *e, int r, int up)
+{
+    uint64_t  bit = (uint64_t) 1 << r;
+
+    if (up) {
+        atomic_fetch_or(&e->q->h->replicas_up, bit);
+    } else {
+        atomic_fetch_and(&e->q->h->replicas_up, ~bit);
+    }
+}
+
+
+/* A replica whose device faulted: close its backend (which resets the
+ * device) and open it again, alone; the other replicas keep serving.  -1
+ * when it cannot come back: its executor stops, the others go on. */
+static int
+engine_replica_reopen(engine *e, engine_replica *rep)
+{
+    clef_error  err;
+
+    replica_set_up(e, rep->index, 0);
+    if (rep->index < CLEF_STATS_REPLICAS) {
+        atomic_fetch_add(&e->q->h->stats.replica_faults[rep->index], 1);
+    }
+    e->ops->close(rep->backend);
+    rep->backend = NULL;
+    clef_error_clear(&err);
+    if (e->ops->open(e->model, &e->replica_opts[rep->index], &rep->backend,
+                     &err) != 0)
+    {
+        rep->backend = NULL;
+        elog(e->conf, CLEF_LOG_ERR, "clef engine %d: replica %d cannot be "
+             "reopened after its fault: %s; it stays out", (int) getpid(),
+             rep->index, err.message);
+        return -1;
+    }
+    rep->faulted = 0;
+    replica_set_up(e, rep->index, 1);
+    elog(e->conf, CLEF_LOG_NOTICE, "clef engine %d: replica %d reopened "
+         "after a device fault", (int) getpid(), rep->index);
+    return 0;
 }
 
 
@@ -316,6 +397,12 @@ engine_exec_main(void *arg)
         engine_run_batch(e, rep, &rep->running);
         clef_sched_batch_clear(&e->sched, &rep->running);
         clef_queue_progress(e->q);
+        if (rep->faulted && engine_replica_reopen(e, rep) != 0) {
+            pthread_mutex_lock(&e->mu);
+            rep->busy = 0;
+            e->busy--;
+            break;
+        }
 
         pthread_mutex_lock(&e->mu);
         rep->busy = 0;
@@ -383,6 +470,7 @@ engine_load(engine *e, clef_error *err)
         bo.progress_ctx = e->q;
         e->replicas[r].e = e;
         e->replicas[r].index = r;
+        e->replica_opts[r] = bo;
         if (e->ops->open(e->model, &bo, &e->replicas[r].backend, err) != 0) {
             e->replicas[r].backend = NULL;
             return -1;
@@ -391,6 +479,10 @@ engine_load(engine *e, clef_error *err)
              (int) getpid(), r, e->ops->describe != NULL
              ? e->ops->describe(e->replicas[r].backend) : conf->backend);
     }
+    atomic_store(&e->q->h->n_replicas, (uint32_t) e->n_replicas);
+    atomic_store(&e->q->h->replicas_up,
+                 e->n_replicas >= 64 ? ~(uint64_t) 0
+                                     : ((uint64_t) 1 << e->n_replicas) - 1);
     atomic_fetch_add(&e->q->h->stats.weight_loads, 1);
     elog(conf, CLEF_LOG_NOTICE, "clef engine %d: ready in %.2f s",
          (int) getpid(), seconds_since(t0));

@@ -41,7 +41,7 @@
 #include "stats.h"
 #include "wake.h"
 
-#define CLEF_QUEUE_VERSION   2
+#define CLEF_QUEUE_VERSION   3
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
 
 enum {
@@ -123,6 +123,8 @@ typedef struct {
     _Atomic int64_t   stalled_ms;
     _Atomic int64_t   watchdog_ms;  /* set by the master; 0: off */
     _Atomic uint64_t  wake_lost;    /* wake-ups a worker could not take */
+    _Atomic uint32_t  n_replicas;   /* executors of the engine */
+    _Atomic uint64_t  replicas_up;  /* bit r: replica r serves */
 
     /* under lock */
     uint32_t          q_head;

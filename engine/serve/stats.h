@@ -8,6 +8,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* replicas with counters of their own (as many as devices an engine takes) */
+#define CLEF_STATS_REPLICAS  64
+
 /* Statuses counted per response, in clef_queue_stats.responses order. */
 #define CLEF_STATUS_SLOTS  17
 extern const int clef_stats_statuses[CLEF_STATUS_SLOTS];  /* 0 = other */
@@ -48,6 +51,10 @@ typedef struct {
     _Atomic uint64_t  weight_loads;
     _Atomic uint64_t  lock_recoveries;  /* EOWNERDEAD seen */
     _Atomic uint64_t  engine_stalls;    /* engines the watchdog killed */
+    /* per replica (engine executor), the first n_replicas of the zone */
+    _Atomic uint64_t  replica_batches[CLEF_STATS_REPLICAS];
+    _Atomic uint64_t  replica_busy_ns[CLEF_STATS_REPLICAS];
+    _Atomic uint64_t  replica_faults[CLEF_STATS_REPLICAS];  /* reopened */
 } clef_queue_stats;
 
 /* clef_status_read() copies the counters one by one as 64-bit words */

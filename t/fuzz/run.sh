@@ -7,7 +7,10 @@
 #   t/fuzz/run.sh [SECONDS [HARNESS...]]      from the repository root
 #   t/fuzz/run.sh build                       only build
 #
-# HARNESS is json, tokenizer or request (default: all three).  Crashes,
+# HARNESS is json, tokenizer, request, base64, png, jpeg or webp (default:
+# all).  base64 reads "images" items as the worker does; png, jpeg and webp
+# run a decoder entry point, EXIF and preprocessing (fuzz_image.h), seeded
+# with t/fixtures/images/corpus.  Crashes,
 # leaks, timeouts (more than FUZZ_TIMEOUT seconds, default 1, on one input)
 # are written to build/fuzz/artifacts/.  FUZZ_FLAGS adds libFuzzer flags
 # (e.g. FUZZ_FLAGS=-len_control=0 to try long inputs from the start).
@@ -20,22 +23,26 @@ OUT=build/fuzz
 CORPUS=build/fuzz-corpus
 SECONDS_EACH=${1:-180}
 [ $# -gt 0 ] && shift
-HARNESSES=${*:-json tokenizer request}
+HARNESSES=${*:-json tokenizer request base64 png jpeg webp}
 TIMEOUT=${FUZZ_TIMEOUT:-1}
 
-PKGS="libpcre2-8 libutf8proc jansson"
+PKGS="libpcre2-8 libutf8proc jansson libpng libjpeg libwebp libwebpdemux"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -march=x86-64-v3
         -Wall -Wextra -Werror -Wno-unused-parameter -Iengine -Iengine/base
         -Iengine/text -Iengine/protocol -Iengine/model -Iengine/serve
+        -Iengine/media
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
         $(pkg-config --cflags $PKGS)"
 LIBS="$(pkg-config --libs $PKGS) -lm -lpthread"
 
 # the engine files the untrusted path goes through
 SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
-     protocol/request protocol/plan protocol/encode protocol/answer
+     protocol/request protocol/plan protocol/encode protocol/mrope protocol/answer
      text/tokenizer text/tokenizer_added text/tokenizer_map text/tokenizer_regex
-     text/tokenizer_unicode text/bpe text/bpe_cache"
+     text/tokenizer_unicode text/bpe text/bpe_cache media/base64
+     media/image_input media/image_probe media/image_decode media/decode_png
+     media/decode_jpeg media/decode_webp media/exif media/resize
+     media/processor"
 
 mkdir -p $OUT/obj $OUT/artifacts
 objs=
@@ -48,12 +55,26 @@ for s in $SRC; do
     fi
     objs="$objs $o"
 done
-for h in json tokenizer request; do
+for h in json tokenizer request base64 png jpeg webp; do
     echo "cc t/fuzz/fuzz_$h.c"
     $CC $CFLAGS -fsanitize=fuzzer -It/fuzz -o $OUT/fuzz_$h t/fuzz/fuzz_$h.c $objs $LIBS
 done
 
 python3 t/fuzz/seed-corpus.py $CORPUS
+# the decoders start from the image corpus, base64 from its smallest files
+for f in png jpeg webp base64; do
+    mkdir -p $CORPUS/$f
+done
+for p in t/fixtures/images/corpus/*; do
+    case $p in
+        *.png) cp -n "$p" $CORPUS/png/ ;;
+        *.jpg) cp -n "$p" $CORPUS/jpeg/ ;;
+        *.webp) cp -n "$p" $CORPUS/webp/ ;;
+    esac
+    if [ "$(stat -c %s "$p")" -lt 20000 ]; then
+        base64 -w0 "$p" > "$CORPUS/base64/$(basename "$p").b64"
+    fi
+done
 
 [ "$SECONDS_EACH" = build ] && exit 0
 
@@ -63,7 +84,7 @@ for h in $HARNESSES; do
     ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     dict=
-    [ "$h" = tokenizer ] || dict=-dict=t/fuzz/request.dict
+    case $h in json|request) dict=-dict=t/fuzz/request.dict ;; esac
     $OUT/fuzz_$h $dict -max_len=65536 -rss_limit_mb=2048 -timeout="$TIMEOUT" \
         -max_total_time="$SECONDS_EACH" -workers=1 -print_final_stats=1 \
         -artifact_prefix=$OUT/artifacts/$h- ${FUZZ_FLAGS:-} \

@@ -51,17 +51,38 @@ sub tokenizer_dir {
 
 # A tiny random checkpoint (build/clef mkmodel), made once per seed and
 # shared by the suites; made in a temporary directory and renamed, so that
-# suites run in parallel never see half of one.
+# suites run in parallel never see half of one.  With a vision tower, unless
+# $text_only (a model that takes no images).
 sub model_dir {
-    my ($class, $seed) = @_;
+    my ($class, $seed, $text_only) = @_;
     $seed //= 1;
-    my $dir = "$ROOT/build/t/nginx-model-$seed";
+    my $flag = $text_only ? ' --text-only' : '';
+    my $dir = "$ROOT/build/t/nginx-model-$seed" . ($text_only ? '-text' : '');
     return $dir if -f "$dir/joint_head_config.json";
     make_path("$ROOT/build/t");
     my $tmp = tempdir("nginx-model-$seed-XXXXXX", DIR => "$ROOT/build/t");
     my $bin = clef_bin();
     my $tok = tokenizer_dir();
-    my $out = `"$bin" mkmodel --shape tiny --tokenizer "$tok" --seed $seed --out "$tmp/m" 2>&1`;
+    my $out = `"$bin" mkmodel --shape tiny --tokenizer "$tok" --seed $seed$flag --out "$tmp/m" 2>&1`;
+    croak "clef mkmodel failed:\n$out" if $?;
+    chmod 0755, $tmp, "$tmp/m";
+    rename "$tmp/m", $dir or -f "$dir/joint_head_config.json"
+        or croak "rename $tmp/m: $!";
+    remove_tree($tmp);
+    return $dir;
+}
+
+# The checkpoint of the image fixtures (t/fixtures/models/v1.json, seed 11,
+# 2 shards: t/fixtures/vision was computed on it), made once.
+sub vision_model_dir {
+    my ($class) = @_;
+    my $dir = "$ROOT/build/t/nginx-model-v1";
+    return $dir if -f "$dir/joint_head_config.json";
+    make_path("$ROOT/build/t");
+    my $tmp = tempdir("nginx-model-v1-XXXXXX", DIR => "$ROOT/build/t");
+    my $bin = clef_bin();
+    my $tok = tokenizer_dir();
+    my $out = `"$bin" mkmodel --config "$ROOT/t/fixtures/models/v1.json" --tokenizer "$tok" --seed 11 --shards 2 --out "$tmp/m" 2>&1`;
     croak "clef mkmodel failed:\n$out" if $?;
     chmod 0755, $tmp, "$tmp/m";
     rename "$tmp/m", $dir or -f "$dir/joint_head_config.json"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the reference environment used by the fixture generators:
-#   build/refenv/                 a venv with torch, transformers, tokenizers, safetensors
+#   build/refenv/                 a venv with torch, torchvision, transformers,
+#                                 tokenizers, safetensors, pillow (no torchcodec:
+#                                 the image fixtures assume torchvision's decoders)
 #   build/reference/unsloth/_vendor/clef/joint_schema_model.py
 #                                 Cloudflare's reference, as vendored (byte-identical
 #                                 to upstream) in the unsloth wheel; imported by path.
@@ -15,8 +17,8 @@ if [ ! -x "$REFENV/bin/python" ]; then
     python3 -m venv "$REFENV"
     "$REFENV/bin/pip" install -q --upgrade pip
 fi
-"$REFENV/bin/python" -c 'import torch, transformers, tokenizers, safetensors, numpy' 2>/dev/null \
-    || "$REFENV/bin/pip" install -q torch transformers tokenizers safetensors numpy
+"$REFENV/bin/python" -c 'import torch, torchvision, transformers, tokenizers, safetensors, numpy, PIL' 2>/dev/null \
+    || "$REFENV/bin/pip" install -q torch torchvision transformers tokenizers safetensors numpy pillow
 
 if [ ! -f "$REF" ]; then
     tmp=$(mktemp -d)

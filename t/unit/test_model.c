@@ -200,6 +200,23 @@ edit_causal_lm(json_t *h, void *arg)
 }
 
 static void
+edit_vision_drop(json_t *h, void *arg)
+{
+    (void) arg;
+    json_object_del(h, "model.visual.blocks.0.attn.qkv.bias");
+}
+
+static void
+edit_vision_shape(json_t *h, void *arg)
+{
+    json_t  *t = json_object_get(h, "model.visual.pos_embed.weight");
+
+    (void) arg;
+    /* the same bytes, another shape: [16, 32] as [32, 16] */
+    json_object_set_new(t, "shape", json_pack("[i,i]", 32, 16));
+}
+
+static void
 edit_add_bias(json_t *h, void *arg)
 {
     int64_t  end = *(int64_t *) arg;
@@ -442,6 +459,55 @@ test_headers_only(void)
     clef_model_close(m);
 }
 
+/* The vision tower (the default one mkmodel writes: depth 1, hidden 32):
+ * its config, the processor's, every tensor checked. */
+static void
+test_vision(void)
+{
+    const clef_vision_config  *v;
+    clef_model                *m;
+    clef_error                 err;
+    json_t                    *j;
+
+    m = clef_model_open(path_of("r2", NULL), 0, &err);
+    CHECK(m != NULL, "vision: r2 opens");
+    if (m == NULL) {
+        return;
+    }
+    v = clef_model_vision_config(m);
+    CHECK(v != NULL && v->depth == 1 && v->hidden_size == 32 && v->num_heads == 2
+          && v->intermediate_size == 64 && v->num_position_embeddings == 16
+          && v->out_hidden_size == 48 && v->patch_size == 16
+          && v->temporal_patch_size == 2 && v->spatial_merge_size == 2
+          && v->rope_theta == 10000.0, "vision: config");
+    CHECK(v != NULL && v->image_token_id == 151655
+          && v->vision_start_token_id == 151652 && v->vision_end_token_id == 151653,
+          "vision: image token ids from config.json");
+    CHECK(v != NULL && v->processor.min_pixels == 65536
+          && v->processor.max_pixels == 16777216 && v->processor.mean[2] == 0.5
+          && v->processor.std[0] == 0.5, "vision: preprocessor_config.json");
+    CHECK(clef_model_tensor(m, "model.visual.merger.linear_fc2.weight") != NULL
+          && clef_model_tensor(m, "model.visual.merger.linear_fc2.weight")->shape[0] == 48,
+          "vision: merger fc2 [48, 128]");
+    clef_model_close(m);
+
+    clone("r2", "e");
+    rewrite_st("e", "model-00002-of-00002.safetensors", edit_vision_drop, NULL, 0);
+    j = read_json("e", "model.safetensors.index.json");
+    json_object_del(json_object_get(j, "weight_map"),
+                    "model.visual.blocks.0.attn.qkv.bias");
+    write_json("e", "model.safetensors.index.json", j);
+    expect_error("e", 0, 500, "model_invalid", "vision: a tower tensor missing",
+                 "%s: tensor 'model.visual.blocks.0.attn.qkv.bias' is missing",
+                 path_of("e", NULL));
+    clone("r2", "e");
+    rewrite_st("e", "model-00002-of-00002.safetensors", edit_vision_shape, NULL, 0);
+    expect_error("e", 0, 500, "model_invalid", "vision: a tower tensor's shape",
+                 "%s: tensor 'model.visual.pos_embed.weight' has shape [32, 16], "
+                 "expected [16, 32]",
+                 path_of("e", "model-00002-of-00002.safetensors"));
+}
+
 static void
 test_r3_tied(void)
 {
@@ -488,7 +554,7 @@ test_causal_lm_layout(void)
     rename(path_of("causal", "model-00001-of-00001.safetensors"),
            path_of("causal", "model.safetensors"));
     unlink(path_of("causal", "model.safetensors.index.json"));
-    end = 25257936;                          /* the data bytes of r3's shard */
+    end = 25428208;                          /* the data bytes of r3's shard */
     rewrite_st("causal", "model.safetensors", edit_causal_lm, &end, 16);
     cfg = read_json("causal", "config.json");
     text = json_incref(json_object_get(cfg, "text_config"));
@@ -726,14 +792,16 @@ test_errors(void)
     run("head -c %lld %s > %s", (long long) st.st_size - 1000, shard2,
         path_of("e", "model-00002-of-00002.safetensors"));
     expect_error("e", 0, 500, "model_invalid", "truncated shard",
-                 "%s: truncated: tensor 'lm_head.weight' ends at data byte %lld but the "
+                 "%s: truncated: tensor 'model.visual.merger.linear_fc2.bias' ends at data "
+                 "byte %lld but the "
                  "file holds %lld data bytes",
                  path_of("e", "model-00002-of-00002.safetensors"),
                  (long long) (st.st_size - 8 - (off_t) hlen),
                  (long long) (st.st_size - 8 - (off_t) hlen - 1000));
     expect_error("e", CLEF_MODEL_HEADERS_ONLY, 500, "model_invalid",
                  "truncated shard, headers only",
-                 "%s: truncated: tensor 'lm_head.weight' ends at data byte %lld but the "
+                 "%s: truncated: tensor 'model.visual.merger.linear_fc2.bias' ends at data "
+                 "byte %lld but the "
                  "file holds %lld data bytes",
                  path_of("e", "model-00002-of-00002.safetensors"),
                  (long long) (st.st_size - 8 - (off_t) hlen),
@@ -820,6 +888,23 @@ test_real_layout(void)
     t = clef_model_head_tensor(m, "residual_scorer.0.weight");
     CHECK(t != NULL && t->shape[0] == 1024 && t->shape[1] == 4096,
           "residual_scorer.0.weight [1024, 4096]");
+    /* the release's vision tower (spec/qwen35-backbone.md §1.3, §2.5) */
+    CHECK(clef_model_vision_config(m) != NULL
+          && clef_model_vision_config(m)->depth == 27
+          && clef_model_vision_config(m)->hidden_size == 1152
+          && clef_model_vision_config(m)->num_heads == 16
+          && clef_model_vision_config(m)->out_hidden_size == 4096,
+          "clef-flash: the vision tower, 27 blocks of 1152, 16 heads of 72");
+    t = clef_model_tensor(m, "model.visual.patch_embed.proj.weight");
+    CHECK(t != NULL && t->ndim == 5 && t->shape[0] == 1152 && t->shape[1] == 3
+          && t->shape[2] == 2 && t->shape[3] == 16 && t->shape[4] == 16,
+          "patch_embed [1152, 3, 2, 16, 16]");
+    t = clef_model_tensor(m, "model.visual.merger.linear_fc1.weight");
+    CHECK(t != NULL && t->shape[0] == 4608 && t->shape[1] == 4608,
+          "merger.linear_fc1 [4608, 4608]");
+    t = clef_model_tensor(m, "model.visual.blocks.26.mlp.linear_fc2.weight");
+    CHECK(t != NULL && t->shape[0] == 1152 && t->shape[1] == 4304,
+          "blocks.26.mlp.linear_fc2 [1152, 4304]");
     kb = resident_kb("/flash/model-0000", &maps);
     CHECK_INT(maps, 4, "four shards mapped");
     CHECK_INT(kb, 0, "no page of the 17.9 GB of weights resident after open");
@@ -918,6 +1003,7 @@ main(void)
     test_shard_independence();
     test_headers_only();
     test_r3_tied();
+    test_vision();
     test_causal_lm_layout();
     test_errors();
     test_real_layout();

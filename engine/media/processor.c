@@ -1,0 +1,194 @@
+/*
+ * The image processor (see processor.h).
+ */
+#include "processor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resize.h"
+
+
+void
+clef_processor_config_default(clef_processor_config *pc)
+{
+    int  c;
+
+    pc->patch_size = 16;
+    pc->temporal_patch_size = 2;
+    pc->merge_size = 2;
+    pc->min_pixels = 65536;
+    pc->max_pixels = 16777216;
+    pc->rescale_factor = 1.0 / 255.0;
+    for (c = 0; c < 3; c++) {
+        pc->mean[c] = 0.5;
+        pc->std[c] = 0.5;
+    }
+}
+
+
+void
+clef_image_free(clef_image *im)
+{
+    free(im->rgb);
+    free(im->pixel_values);
+    memset(im, 0, sizeof(*im));
+}
+
+
+int64_t
+clef_image_tokens(const clef_image *im)
+{
+    return (int64_t) im->grid_h * im->grid_w / (im->merge * im->merge);
+}
+
+
+int
+clef_image_row_size(const clef_image *im)
+{
+    return 3 * im->temporal * im->patch * im->patch;
+}
+
+
+/* Python's round() of a float: half to even, which nearbyint() does in the
+ * default rounding mode */
+static double
+py_round(double x)
+{
+    return nearbyint(x);
+}
+
+
+int
+clef_smart_resize(int64_t h, int64_t w, int factor, int64_t min_pixels,
+    int64_t max_pixels, int64_t *oh, int64_t *ow, const char **why)
+{
+    double  hb, wb, beta, f = factor;
+
+    if (h <= 0 || w <= 0) {
+        *why = "it has no pixels";
+        return -1;
+    }
+    if ((double) (h > w ? h : w) / (double) (h < w ? h : w) > 200) {
+        *why = "its aspect ratio is over 200";
+        return -1;
+    }
+    hb = py_round((double) h / f) * f;
+    wb = py_round((double) w / f) * f;
+    if (hb * wb > (double) max_pixels) {
+        beta = sqrt((double) (h * w) / (double) max_pixels);
+        hb = fmax(f, floor((double) h / beta / f) * f);
+        wb = fmax(f, floor((double) w / beta / f) * f);
+    } else if (hb * wb < (double) min_pixels) {
+        beta = sqrt((double) min_pixels / (double) (h * w));
+        hb = ceil((double) h * beta / f) * f;
+        wb = ceil((double) w * beta / f) * f;
+    }
+    /* a 200:1 strip of the largest area stays far below this */
+    if (hb < f || wb < f || hb > 65536 || wb > 65536) {
+        *why = "it resizes to no valid size";
+        return -1;
+    }
+    *oh = (int64_t) hb;
+    *ow = (int64_t) wb;
+    return 0;
+}
+
+
+int64_t
+clef_image_pad_tokens(int64_t h, int64_t w, const clef_processor_config *pc)
+{
+    const char  *why;
+    int64_t      oh, ow, f = (int64_t) pc->patch_size * pc->merge_size;
+
+    if (clef_smart_resize(h, w, (int) f, pc->min_pixels, pc->max_pixels, &oh,
+                          &ow, &why) != 0)
+    {
+        return -1;
+    }
+    return (oh / f) * (ow / f);
+}
+
+
+int
+clef_image_preprocess(const clef_rgb_image *in, int index,
+    const clef_processor_config *pc, clef_image *out, clef_error *err)
+{
+    const char  *why;
+    char         loc[64];
+    int64_t      oh, ow;
+    float        inv;
+    int          c;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(loc, sizeof(loc), "[\"body\",\"images\",%d]", index);
+    if (clef_smart_resize(in->height, in->width,
+                          pc->patch_size * pc->merge_size, pc->min_pixels,
+                          pc->max_pixels, &oh, &ow, &why) != 0)
+    {
+        return clef_error_set(err, 400, "image_invalid", loc,
+            "Image %d (%dx%d) cannot be processed: %s.", index,
+            (int) in->width, (int) in->height, why);
+    }
+
+    out->rgb = malloc((size_t) (oh * ow * 3));
+    if (out->rgb == NULL
+        || clef_resize_bicubic_aa(in->rgb, in->width, in->height, out->rgb,
+                                  (int) ow, (int) oh) != 0)
+    {
+        clef_image_free(out);
+        return clef_error_set(err, 500, "internal_error", loc,
+                              "Out of memory for image %d.", index);
+    }
+    out->grid_h = (int32_t) (oh / pc->patch_size);
+    out->grid_w = (int32_t) (ow / pc->patch_size);
+    out->patch = pc->patch_size;
+    out->temporal = pc->temporal_patch_size;
+    out->merge = pc->merge_size;
+
+    /* torch.tensor(mean) * (1.0 / rescale_factor): a float32 tensor times
+     * a Python float, which torch rounds to float32 first */
+    inv = (float) (1.0 / pc->rescale_factor);
+    for (c = 0; c < 3; c++) {
+        out->mean[c] = (float) pc->mean[c] * inv;
+        out->std[c] = (float) pc->std[c] * inv;
+    }
+    return 0;
+}
+
+
+void
+clef_image_patch_row(const clef_image *im, int64_t p, float *row)
+{
+    int64_t         bw = im->grid_w / im->merge, block, in, r, col, y, x;
+    int64_t         W = (int64_t) im->grid_w * im->patch, ps = im->patch;
+    int64_t         plane = ps * ps, n = clef_image_row_size(im);
+    const uint8_t  *px;
+    int             c, t;
+    float           v;
+
+    if (im->pixel_values != NULL) {
+        memcpy(row, im->pixel_values + p * n, sizeof(float) * (size_t) n);
+        return;
+    }
+
+    /* p = (block row, block col, in-block row, in-block col) */
+    block = p / (im->merge * im->merge);
+    in = p % (im->merge * im->merge);
+    r = block / bw * im->merge + in / im->merge;
+    col = block % bw * im->merge + in % im->merge;
+
+    for (c = 0; c < 3; c++) {
+        for (y = 0; y < ps; y++) {
+            px = im->rgb + ((r * ps + y) * W + col * ps) * 3 + c;
+            for (x = 0; x < ps; x++) {
+                v = ((float) px[3 * x] - im->mean[c]) / im->std[c];
+                for (t = 0; t < im->temporal; t++) {
+                    row[(c * im->temporal + t) * plane + y * ps + x] = v;
+                }
+            }
+        }
+    }
+}

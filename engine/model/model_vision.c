@@ -1,0 +1,310 @@
+/*
+ * The vision tower's configuration (see model_vision.h).  Keys follow
+ * transformers' Qwen3_5VisionConfig; every size must be stated, as for the
+ * text stack.
+ */
+#include "model_vision.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_DIM  (1 << 20)
+
+static int
+verror(clef_error *err, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+verror(clef_error *err, const char *file, const char *fmt, ...)
+{
+    char     msg[400];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return clef_error_set(err, 500, "model_invalid", NULL, "%s: %s", file, msg);
+}
+
+
+static int
+vint(const json_t *o, const char *prefix, const char *key, int lo, int hi,
+    int *out, const char *file, clef_error *err)
+{
+    const json_t  *v = json_object_get(o, key);
+
+    if (v == NULL) {
+        return verror(err, file, "%s%s is missing", prefix, key);
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo
+        || json_integer_value(v) > hi)
+    {
+        return verror(err, file, "%s%s must be an integer in [%d, %d]", prefix,
+                      key, lo, hi);
+    }
+    *out = (int) json_integer_value(v);
+    return 0;
+}
+
+
+int
+clef_vision_config_parse(const json_t *root, const char *file,
+    clef_vision_config *v, clef_error *err)
+{
+    const json_t  *vc = json_object_get(root, "vision_config"), *x, *rp;
+    const char    *p = "vision_config.";
+    int            side;
+
+    memset(v, 0, sizeof(*v));
+    clef_processor_config_default(&v->processor);
+    if (vc == NULL || json_is_null(vc)) {
+        return 0;
+    }
+    if (!json_is_object(vc)) {
+        return verror(err, file, "vision_config is not an object");
+    }
+    if (vint(vc, p, "depth", 1, 256, &v->depth, file, err) != 0
+        || vint(vc, p, "hidden_size", 1, MAX_DIM, &v->hidden_size, file, err) != 0
+        || vint(vc, p, "intermediate_size", 1, MAX_DIM, &v->intermediate_size,
+                file, err) != 0
+        || vint(vc, p, "num_heads", 1, 1024, &v->num_heads, file, err) != 0
+        || vint(vc, p, "in_channels", 3, 3, &v->in_channels, file, err) != 0
+        || vint(vc, p, "patch_size", 1, 64, &v->patch_size, file, err) != 0
+        || vint(vc, p, "temporal_patch_size", 1, 8, &v->temporal_patch_size,
+                file, err) != 0
+        || vint(vc, p, "spatial_merge_size", 1, 8, &v->spatial_merge_size,
+                file, err) != 0
+        || vint(vc, p, "num_position_embeddings", 1, 1 << 20,
+                &v->num_position_embeddings, file, err) != 0
+        || vint(vc, p, "out_hidden_size", 1, MAX_DIM, &v->out_hidden_size,
+                file, err) != 0)
+    {
+        return -1;
+    }
+    if (v->hidden_size % v->num_heads != 0
+        || (v->hidden_size / v->num_heads) % 4 != 0)
+    {
+        return verror(err, file, "vision_config: hidden_size %d over %d heads "
+                      "is no head size the 2D rotary can split (a multiple "
+                      "of 4)", v->hidden_size, v->num_heads);
+    }
+    side = (int) lround(sqrt((double) v->num_position_embeddings));
+    if (side * side != v->num_position_embeddings) {
+        return verror(err, file, "vision_config.num_position_embeddings %d is "
+                      "not a square", v->num_position_embeddings);
+    }
+    x = json_object_get(vc, "hidden_act");
+    if (x != NULL && (!json_is_string(x)
+                      || strcmp(json_string_value(x), "gelu_pytorch_tanh") != 0))
+    {
+        return verror(err, file, "vision_config.hidden_act: only "
+                      "\"gelu_pytorch_tanh\" is supported");
+    }
+    x = json_object_get(vc, "deepstack_visual_indexes");
+    if (x != NULL && !(json_is_array(x) && json_array_size(x) == 0)) {
+        return verror(err, file, "vision_config.deepstack_visual_indexes: "
+                      "deepstack mergers are not supported");
+    }
+    /* transformers' default axial rotary: theta 10000 */
+    v->rope_theta = 10000.0;
+    rp = json_object_get(vc, "rope_parameters");
+    x = rp != NULL ? json_object_get(rp, "rope_theta") : NULL;
+    if (x != NULL) {
+        if (!json_is_number(x)) {
+            return verror(err, file, "vision_config.rope_parameters.rope_theta "
+                          "is not a number");
+        }
+        v->rope_theta = json_number_value(x);
+    }
+
+    if (vint(root, "", "image_token_id", 0, 1 << 28, &v->image_token_id, file,
+             err) != 0
+        || vint(root, "", "vision_start_token_id", 0, 1 << 28,
+                &v->vision_start_token_id, file, err) != 0
+        || vint(root, "", "vision_end_token_id", 0, 1 << 28,
+                &v->vision_end_token_id, file, err) != 0)
+    {
+        return -1;
+    }
+    v->present = 1;
+    return 0;
+}
+
+
+static int
+pnum(const json_t *o, const char *key, double *out, const char *file,
+    clef_error *err)
+{
+    const json_t  *x = json_object_get(o, key);
+
+    if (x == NULL) {
+        return 0;
+    }
+    if (!json_is_number(x)) {
+        return verror(err, file, "%s is not a number", key);
+    }
+    *out = json_number_value(x);
+    return 0;
+}
+
+
+static int
+ptriple(const json_t *o, const char *key, double *out, const char *file,
+    clef_error *err)
+{
+    const json_t  *x = json_object_get(o, key);
+    size_t         i;
+
+    if (x == NULL) {
+        return 0;
+    }
+    if (json_is_number(x)) {
+        out[0] = out[1] = out[2] = json_number_value(x);
+        return 0;
+    }
+    if (!json_is_array(x) || json_array_size(x) != 3) {
+        return verror(err, file, "%s is not a list of 3 numbers", key);
+    }
+    for (i = 0; i < 3; i++) {
+        if (!json_is_number(json_array_get(x, i))) {
+            return verror(err, file, "%s is not a list of 3 numbers", key);
+        }
+        out[i] = json_number_value(json_array_get(x, i));
+    }
+    return 0;
+}
+
+
+int
+clef_processor_config_parse(const json_t *root, const char *file,
+    const clef_vision_config *v, clef_processor_config *pc, clef_error *err)
+{
+    const json_t  *size, *x;
+    double         d;
+
+    clef_processor_config_default(pc);
+    if (root != NULL) {
+        x = json_object_get(root, "image_processor_type");
+        if (x != NULL && (!json_is_string(x)
+                          || strncmp(json_string_value(x),
+                                     "Qwen2VLImageProcessor", 21) != 0))
+        {
+            return verror(err, file, "image_processor_type: only "
+                          "Qwen2VLImageProcessor(Fast) is supported");
+        }
+        size = json_object_get(root, "size");
+        if (size != NULL) {
+            d = (double) pc->min_pixels;
+            if (pnum(size, "shortest_edge", &d, file, err) != 0) {
+                return -1;
+            }
+            pc->min_pixels = (int64_t) d;
+            d = (double) pc->max_pixels;
+            if (pnum(size, "longest_edge", &d, file, err) != 0) {
+                return -1;
+            }
+            pc->max_pixels = (int64_t) d;
+        }
+        d = pc->patch_size;
+        if (pnum(root, "patch_size", &d, file, err) != 0) {
+            return -1;
+        }
+        pc->patch_size = (int) d;
+        d = pc->temporal_patch_size;
+        if (pnum(root, "temporal_patch_size", &d, file, err) != 0) {
+            return -1;
+        }
+        pc->temporal_patch_size = (int) d;
+        d = pc->merge_size;
+        if (pnum(root, "merge_size", &d, file, err) != 0) {
+            return -1;
+        }
+        pc->merge_size = (int) d;
+        if (pnum(root, "rescale_factor", &pc->rescale_factor, file, err) != 0
+            || ptriple(root, "image_mean", pc->mean, file, err) != 0
+            || ptriple(root, "image_std", pc->std, file, err) != 0)
+        {
+            return -1;
+        }
+    }
+    if (pc->min_pixels < 1 || pc->max_pixels < pc->min_pixels
+        || pc->rescale_factor <= 0)
+    {
+        return verror(err, file, "size or rescale_factor out of range");
+    }
+    if (v != NULL && v->present
+        && (pc->patch_size != v->patch_size
+            || pc->temporal_patch_size != v->temporal_patch_size
+            || pc->merge_size != v->spatial_merge_size))
+    {
+        return verror(err, file, "patch_size %d, temporal_patch_size %d, "
+                      "merge_size %d differ from the vision tower's %d, %d, %d",
+                      pc->patch_size, pc->temporal_patch_size, pc->merge_size,
+                      v->patch_size, v->temporal_patch_size,
+                      v->spatial_merge_size);
+    }
+    return 0;
+}
+
+
+static int
+spec(clef_tensor_spec_fn fn, void *ctx, const char *name, int ndim,
+    int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4)
+{
+    clef_tensor_spec  s;
+
+    memset(&s, 0, sizeof(s));
+    snprintf(s.name, sizeof(s.name), CLEF_VISION_PREFIX "%.80s", name);
+    s.ndim = ndim;
+    s.shape[0] = d0;
+    s.shape[1] = d1;
+    s.shape[2] = d2;
+    s.shape[3] = d3;
+    s.shape[4] = d4;
+    s.dtype = CLEF_WANT_FLOAT;
+    return fn(&s, ctx);
+}
+
+
+int
+clef_vision_tensors(const clef_vision_config *v, clef_tensor_spec_fn fn,
+    void *ctx)
+{
+    int64_t  H = v->hidden_size, I = v->intermediate_size;
+    int64_t  M = H * v->spatial_merge_size * v->spatial_merge_size;
+    char     name[64];
+    int      l, rc;
+
+#define S(n, ...)  if ((rc = spec(fn, ctx, n, __VA_ARGS__)) != 0) return rc
+    S("patch_embed.proj.weight", 5, H, v->in_channels, v->temporal_patch_size,
+      v->patch_size, v->patch_size);
+    S("patch_embed.proj.bias", 1, H, 0, 0, 0, 0);
+    S("pos_embed.weight", 2, v->num_position_embeddings, H, 0, 0, 0);
+    for (l = 0; l < v->depth; l++) {
+#define B(suffix, ...)                                                      \
+        snprintf(name, sizeof(name), "blocks.%d.%s", l, suffix);            \
+        S(name, __VA_ARGS__)
+        B("norm1.weight", 1, H, 0, 0, 0, 0);
+        B("norm1.bias", 1, H, 0, 0, 0, 0);
+        B("norm2.weight", 1, H, 0, 0, 0, 0);
+        B("norm2.bias", 1, H, 0, 0, 0, 0);
+        B("attn.qkv.weight", 2, 3 * H, H, 0, 0, 0);
+        B("attn.qkv.bias", 1, 3 * H, 0, 0, 0, 0);
+        B("attn.proj.weight", 2, H, H, 0, 0, 0);
+        B("attn.proj.bias", 1, H, 0, 0, 0, 0);
+        B("mlp.linear_fc1.weight", 2, I, H, 0, 0, 0);
+        B("mlp.linear_fc1.bias", 1, I, 0, 0, 0, 0);
+        B("mlp.linear_fc2.weight", 2, H, I, 0, 0, 0);
+        B("mlp.linear_fc2.bias", 1, H, 0, 0, 0, 0);
+#undef B
+    }
+    S("merger.norm.weight", 1, H, 0, 0, 0, 0);
+    S("merger.norm.bias", 1, H, 0, 0, 0, 0);
+    S("merger.linear_fc1.weight", 2, M, M, 0, 0, 0);
+    S("merger.linear_fc1.bias", 1, M, 0, 0, 0, 0);
+    S("merger.linear_fc2.weight", 2, v->out_hidden_size, M, 0, 0, 0);
+    S("merger.linear_fc2.bias", 1, v->out_hidden_size, 0, 0, 0, 0);
+#undef S
+    return 0;
+}

@@ -1,0 +1,32 @@
+/*
+ * The vision tower's configuration and tensors (spec/qwen35-backbone.md
+ * §1.3, §2.5, §5): config.json's vision_config and image token ids, and
+ * preprocessor_config.json.  Shared by the loader and `clef mkmodel`.
+ */
+#ifndef CLEF_MODEL_VISION_H
+#define CLEF_MODEL_VISION_H
+
+#include <jansson.h>
+
+#include "error.h"
+#include "model.h"
+#include "model_config.h"
+
+#define CLEF_VISION_PREFIX  "model.visual."
+
+/* root: config.json.  A config without vision_config leaves v->present 0.
+ * The sizes are checked as the tower needs them (hidden divisible by the
+ * heads, a square position table, gelu_pytorch_tanh, no deepstack). */
+int clef_vision_config_parse(const json_t *root, const char *file,
+    clef_vision_config *v, clef_error *err);
+
+/* root: preprocessor_config.json (NULL: the release's values).  Its patch,
+ * temporal and merge sizes must be the tower's. */
+int clef_processor_config_parse(const json_t *root, const char *file,
+    const clef_vision_config *v, clef_processor_config *pc, clef_error *err);
+
+/* Every model.visual.* tensor of the tower, in checkpoint order. */
+int clef_vision_tensors(const clef_vision_config *v, clef_tensor_spec_fn fn,
+    void *ctx);
+
+#endif

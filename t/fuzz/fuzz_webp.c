@@ -1,0 +1,8 @@
+/* The webp decoder entry point (fuzz_image.h). */
+#include "fuzz_image.h"
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return fuzz_image(CLEF_IMAGE_WEBP, data, size);
+}

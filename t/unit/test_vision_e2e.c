@@ -1,0 +1,467 @@
+/*
+ * Images end to end against the reference (t/fixtures/vision, written by
+ * t/reference/gen_vision_fixtures.py from transformers' Qwen3.5 with its
+ * vision tower and Cloudflare's ClefModel, fp32), on the checkpoint
+ * t/fixtures/models/v1.json that `clef mkmodel` writes again here:
+ *
+ *   - the encoder: input ids, question and option spans and the image pad
+ *     spans identical to the reference's processor + encode_record;
+ *   - fed the reference's own pixel values (its resized images,
+ *     t/fixtures/images/expect), CPU probabilities within 1e-5;
+ *   - end to end from the files (the worker's checks, the engine's
+ *     decoding and processing): the same bound and the same argmax;
+ *   - every record packed into one batch with text-only records: the very
+ *     logits of each record alone (the vision tower and M-RoPE do not
+ *     depend on the batch).
+ */
+#include <jansson.h>
+#include <stdarg.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "check.h"
+#include "encode_images.h"
+#include "model.h"
+#include "request.h"
+
+#define PROB_TOL  1e-5
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CASES  4
+#else
+#define CASES  1000
+#endif
+
+static char    tmp[] = "/tmp/clef_vision_XXXXXX";
+static double  worst_pix, worst_bytes;
+
+
+static int __attribute__((format(printf, 1, 2)))
+sh(const char *fmt, ...)
+{
+    char     cmd[4096];
+    va_list  ap;
+    int      st;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    st = system(cmd);
+    return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+}
+
+
+static char *
+slurp(const char *path, size_t *len)
+{
+    FILE  *f = fopen(path, "rb");
+    char  *p;
+    long   n;
+
+    if (f == NULL) {
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    p = malloc((size_t) n + 1);
+    if (p != NULL && fread(p, 1, (size_t) n, f) != (size_t) n) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *len = (size_t) n;
+    return p;
+}
+
+
+static void
+b64(clef_buf *out, const unsigned char *p, size_t n)
+{
+    static const char  a[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t    i;
+    uint32_t  v;
+
+    for (i = 0; i + 2 < n; i += 3) {
+        v = (uint32_t) p[i] << 16 | (uint32_t) p[i + 1] << 8 | p[i + 2];
+        clef_buf_printf(out, "%c%c%c%c", a[v >> 18], a[(v >> 12) & 63],
+                        a[(v >> 6) & 63], a[v & 63]);
+    }
+    if (n - i == 1) {
+        v = (uint32_t) p[i] << 16;
+        clef_buf_printf(out, "%c%c==", a[v >> 18], a[(v >> 12) & 63]);
+    } else if (n - i == 2) {
+        v = (uint32_t) p[i] << 16 | (uint32_t) p[i + 1] << 8;
+        clef_buf_printf(out, "%c%c%c=", a[v >> 18], a[(v >> 12) & 63],
+                        a[(v >> 6) & 63]);
+    }
+}
+
+
+/* The case's body with every "corpus:NAME" replaced by the file's data
+ * URL. */
+static char *
+body_of(json_t *c)
+{
+    json_t       *body = json_deep_copy(json_object_get(c, "body"));
+    json_t       *images = json_object_get(body, "images"), *v;
+    clef_buf      url = { NULL, 0, 0 };
+    const char   *name, *ext;
+    char          path[1024], *bytes, *text;
+    size_t        i, len;
+
+    json_array_foreach(images, i, v) {
+        name = json_string_value(v) + 7;
+        ext = strrchr(name, '.') + 1;
+        snprintf(path, sizeof(path), "%s/images/corpus/%s", check_fixtures(), name);
+        bytes = slurp(path, &len);
+        url.len = 0;
+        clef_buf_printf(&url, "data:image/%s;base64,",
+                        strcmp(ext, "jpg") == 0 ? "jpeg" : ext);
+        b64(&url, (unsigned char *) bytes, len);
+        json_array_set_new(images, i, json_string(url.data));
+        free(bytes);
+    }
+    clef_buf_free(&url);
+    text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return text;
+}
+
+
+/* The reference's resized image k of case c, as the record's pixels. */
+static int
+reference_pixels(json_t *c, int k, clef_image *im)
+{
+    const char      *name = json_string_value(json_array_get(
+                          json_object_get(json_object_get(c, "body"), "images"),
+                          (size_t) k)) + 7;
+    char             path[1024], base[256], msg[256], *bytes, *dot;
+    size_t           len;
+    clef_rgb_image   rgb;
+    int              orient, rc;
+
+    snprintf(base, sizeof(base), "%s", name);
+    dot = strrchr(base, '.');
+    *dot = '\0';
+    snprintf(path, sizeof(path), "%s/images/expect/%s.png", check_fixtures(), base);
+    bytes = slurp(path, &len);
+    rc = bytes != NULL ? clef_decode_png((uint8_t *) bytes, len, 1 << 26, 1e300,
+                                         &rgb, &orient, msg) : -1;
+    free(bytes);
+    if (rc != 0 || rgb.width != im->grid_w * 16 || rgb.height != im->grid_h * 16) {
+        return -1;
+    }
+    free(im->rgb);
+    im->rgb = rgb.rgb;
+    return 0;
+}
+
+
+static void
+probs(const float *logits, int n, double *p)
+{
+    double  mx = logits[0], s = 0;
+    int     i;
+
+    for (i = 1; i < n; i++) {
+        mx = logits[i] > mx ? logits[i] : mx;
+    }
+    for (i = 0; i < n; i++) {
+        p[i] = exp((double) logits[i] - mx);
+        s += p[i];
+    }
+    for (i = 0; i < n; i++) {
+        p[i] /= s;
+    }
+}
+
+
+/* |p - reference| over every option, and whether each question's argmax
+ * is the reference's. */
+static double
+compare(json_t *c, const clef_record *rec, const float *lg, int *same_argmax)
+{
+    json_t  *rp = json_object_get(c, "probabilities"), *q;
+    double   p[256], d = 0, ref, best, rbest;
+    int      qi, o, n, arg, rarg;
+
+    *same_argmax = 1;
+    for (qi = 0; qi < rec->n_questions; qi++) {
+        q = json_array_get(rp, (size_t) qi);
+        n = rec->option_offset[qi + 1] - rec->option_offset[qi];
+        probs(lg + rec->option_offset[qi], n, p);
+        arg = rarg = 0;
+        best = rbest = -1;
+        for (o = 0; o < n; o++) {
+            ref = json_number_value(json_array_get(q, (size_t) o));
+            d = fabs(p[o] - ref) > d ? fabs(p[o] - ref) : d;
+            if (p[o] > best) {
+                best = p[o];
+                arg = o;
+            }
+            if (ref > rbest) {
+                rbest = ref;
+                rarg = o;
+            }
+        }
+        *same_argmax &= arg == rarg;
+    }
+    return d;
+}
+
+
+static int
+encode_case(const clef_model *m, json_t *c, clef_record *rec)
+{
+    clef_request      req;
+    clef_error        err;
+    clef_encode_opts  eo;
+    char             *body = body_of(c);
+    int               rc;
+
+    clef_encode_opts_default(&eo);
+    rc = clef_request_parse(&req, body, strlen(body), NULL, &err);
+    if (rc == 0) {
+        rc = clef_request_check_media(&req, 1, &err);
+        if (rc == 0) {
+            rc = clef_encode_with_images(clef_model_tokenizer(m),
+                                         clef_model_vision_config(m), &req, &eo,
+                                         rec, &err);
+        }
+        clef_request_free(&req);
+    }
+    if (rc != 0) {
+        printf("#   %s\n", err.message);
+    }
+    free(body);
+    return rc;
+}
+
+
+static int
+forward(const clef_backend_ops *ops, clef_backend *b,
+    const clef_record *const *recs, int n, float *lg)
+{
+    clef_batch  batch;
+    clef_error  err;
+    int32_t     cu[64];
+    int         rc;
+
+    clef_batch_init(&batch, recs, n, cu);
+    rc = clef_batch_set_media(&batch, &err);
+    if (rc == 0) {
+        rc = ops->forward(b, &batch, lg, &err);
+        clef_batch_free_media(&batch);
+    }
+    if (rc != 0) {
+        printf("#   forward: %s\n", err.message);
+    }
+    return rc;
+}
+
+
+static void
+check_encoding(json_t *c, const clef_record *rec, const char *name)
+{
+    json_t  *ids = json_object_get(c, "input_ids"), *qs = json_object_get(c, "questions");
+    json_t  *starts = json_object_get(c, "image_start"), *q, *opts;
+    size_t   i;
+    int      ok, qi, o, off;
+
+    ok = json_array_size(ids) == rec->ids.n;
+    for (i = 0; ok && i < rec->ids.n; i++) {
+        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
+    }
+    CHECK(ok, "%s: %zu input ids identical", name, rec->ids.n);
+    ok = (int) json_array_size(qs) == rec->n_questions;
+    for (qi = 0; ok && qi < rec->n_questions; qi++) {
+        q = json_array_get(qs, (size_t) qi);
+        ok = json_integer_value(json_array_get(json_object_get(q, "span"), 0))
+                 == rec->question_spans[qi].start
+             && json_integer_value(json_array_get(json_object_get(q, "span"), 1))
+                 == rec->question_spans[qi].end;
+        opts = json_object_get(q, "options");
+        off = rec->option_offset[qi];
+        for (o = 0; ok && o < rec->option_offset[qi + 1] - off; o++) {
+            ok = json_integer_value(json_array_get(json_array_get(opts, (size_t) o), 0))
+                     == rec->option_spans[off + o].start
+                 && json_integer_value(json_array_get(json_array_get(opts, (size_t) o), 1))
+                     == rec->option_spans[off + o].end;
+        }
+    }
+    CHECK(ok, "%s: question and option spans identical", name);
+    ok = (int) json_array_size(starts) == rec->n_images;
+    for (i = 0; ok && i < (size_t) rec->n_images; i++) {
+        ok = json_integer_value(json_array_get(starts, i)) == rec->image_start[i]
+             && json_integer_value(json_array_get(json_array_get(
+                    json_object_get(c, "image_grid_thw"), i), 1))
+                == rec->images[i].grid_h
+             && json_integer_value(json_array_get(json_array_get(
+                    json_object_get(c, "image_grid_thw"), i), 2))
+                == rec->images[i].grid_w;
+    }
+    CHECK(ok, "%s: %d images: pad spans and grids identical", name, rec->n_images);
+}
+
+
+int
+main(void)
+{
+    const clef_backend_ops  *ops;
+    clef_backend            *b = NULL;
+    clef_backend_opts        bo = { 0 };
+    clef_model              *m;
+    clef_error               err;
+    clef_record              recs[40], text[2];
+    const clef_record       *ptrs[42];
+    json_t                  *cases = json_array(), *c;
+    char                     path[1024], line[1 << 16], dir[1100];
+    FILE                    *f;
+    float                   *alone[40], packed[4096];
+    double                   d;
+    int                      n = 0, i, k, same, ok, off, o, total;
+
+    if (access("build/clef", X_OK) != 0 || mkdtemp(tmp) == NULL) {
+        printf("1..0 # SKIP build/clef is not built\n");
+        return 0;
+    }
+    snprintf(dir, sizeof(dir), "%s/v1", tmp);
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/v1.json' --tokenizer '%s' "
+                 "--seed 11 --shards 2 --out '%s' > /dev/null", check_fixtures(),
+                 check_qwen3_tokenizer(), dir), 0, "mkmodel v1");
+    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/v1.sha256'", dir,
+                 getcwd(path, sizeof(path)), check_fixtures()), 0,
+              "v1: files as t/fixtures/models/v1.sha256");
+
+    snprintf(path, sizeof(path), "%s/vision/cases.jsonl", check_fixtures());
+    f = fopen(path, "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        json_array_append_new(cases, json_loads(line, 0, NULL));
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    CHECK(json_array_size(cases) >= 30, "%zu requests with images",
+          json_array_size(cases));
+
+    m = clef_model_open(dir, 0, &err);
+    ops = clef_backend_find("cpu", &err);
+    bo.threads = 2;
+    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
+          "v1 opens on the CPU backend");
+    if (b == NULL) {
+        return check_done();
+    }
+
+    json_array_foreach(cases, i, c) {
+        const char  *name = json_string_value(json_object_get(c, "name"));
+        clef_record *rec = &recs[n];
+        float        lg[256];
+
+        if (n >= CASES || n >= 40) {
+            break;
+        }
+        if (encode_case(m, c, rec) != 0) {
+            CHECK(0, "%s: encoded", name);
+            continue;
+        }
+        check_encoding(c, rec, name);
+
+        /* end to end from the files */
+        ok = forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
+        d = ok ? compare(c, rec, lg, &same) : 1;
+        worst_bytes = d > worst_bytes ? d : worst_bytes;
+        CHECK(ok && d <= PROB_TOL && same, "%s: from the files, probabilities "
+              "within %g (max %.3g), the reference's argmax", name, PROB_TOL, d);
+        alone[n] = malloc(sizeof(float) * (size_t) rec->n_options);
+        memcpy(alone[n], lg, sizeof(float) * (size_t) rec->n_options);
+
+        /* fed the reference's own pixels */
+        for (k = 0, ok = 1; k < rec->n_images; k++) {
+            ok &= reference_pixels(c, k, &rec->images[k]) == 0;
+        }
+        CHECK(ok, "%s: the reference's resized images read", name);
+        ok = ok && forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
+        d = ok ? compare(c, rec, lg, &same) : 1;
+        worst_pix = d > worst_pix ? d : worst_pix;
+        CHECK(ok && d <= PROB_TOL && same, "%s: the reference's pixel values: "
+              "probabilities within %g (max %.3g)", name, PROB_TOL, d);
+        n++;
+    }
+
+    /* images that cannot fit are refused before they are decoded */
+    {
+        clef_request      req;
+        clef_encode_opts  eo;
+        clef_record       r;
+        char             *body = body_of(json_array_get(cases, 7));
+
+        clef_encode_opts_default(&eo);
+        eo.max_length = 300;
+        ok = clef_request_parse(&req, body, strlen(body), NULL, &err) == 0
+             && clef_request_check_media(&req, 1, &err) == 0;
+        CHECK(ok && clef_encode_with_images(clef_model_tokenizer(m),
+                                            clef_model_vision_config(m), &req,
+                                            &eo, &r, &err) == -1
+              && err.status == 413
+              && strcmp(err.type, "max_tokens_exceeded") == 0
+              && strcmp(err.message, "The 4 images need 452 tokens; the limit "
+                        "is 300.") == 0, "images over the limit: 413 (%s)",
+              err.message);
+        clef_request_free(&req);
+        free(body);
+    }
+
+    /* one packed batch: the records with images between two without */
+    {
+        clef_request      req;
+        clef_encode_opts  eo;
+        const char       *t = "{\"model\":\"m\",\"state\":\"no image here\","
+                              "\"questions\":{\"q\":{\"type\":\"noul\"}}}";
+        float             tl[2][8];
+
+        clef_encode_opts_default(&eo);
+        for (k = 0; k < 2; k++) {
+            clef_request_parse(&req, t, strlen(t), NULL, &err);
+            clef_encode(clef_model_tokenizer(m), &req, &eo, &text[k], &err);
+            clef_request_free(&req);
+            forward(ops, b, (const clef_record *const []) { &text[k] }, 1, tl[k]);
+        }
+        total = 0;
+        ptrs[0] = &text[0];
+        for (k = 0; k < n; k++) {
+            ptrs[k + 1] = &recs[k];
+            total += recs[k].n_options;
+        }
+        ptrs[n + 1] = &text[1];
+        ok = total + 4 <= 4096 && forward(ops, b, ptrs, n + 2, packed) == 0;
+        same = ok && memcmp(packed, tl[0], sizeof(float) * 2) == 0;
+        off = 2;
+        for (k = 0; ok && k < n; k++) {
+            for (o = 0; o < recs[k].n_options; o++) {
+                same &= packed[off + o] == alone[k][o];
+            }
+            off += recs[k].n_options;
+        }
+        same &= ok && memcmp(packed + off, tl[1], sizeof(float) * 2) == 0;
+        CHECK(same, "%d records with images packed between two without: every "
+              "logit bit-identical to the record alone", n);
+        clef_record_free(&text[0]);
+        clef_record_free(&text[1]);
+    }
+
+    printf("# vision e2e: max |p - reference| %.3g from the reference's pixel "
+           "values, %.3g from the files\n", worst_pix, worst_bytes);
+    for (k = 0; k < n; k++) {
+        clef_record_free(&recs[k]);
+        free(alone[k]);
+    }
+    ops->close(b);
+    clef_model_close(m);
+    json_decref(cases);
+    sh("rm -rf '%s'", tmp);
+    return check_done();
+}
