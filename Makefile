@@ -99,8 +99,8 @@ test-asan: $(SAN_BIN)
 # lacks does not fall back: its first call dies of SIGILL.  The SkylakeX
 # (AVX-512) pass runs on CPUs without AVX-512 too, on purpose: there it
 # fails loudly if any OpenBLAS routine is ever called on this path.
-CORE_TESTS := $(addprefix $(BUILD)/t/,test_cpu_gemm test_cpu_ops test_cpu_backbone \
-              test_head test_decide_e2e)
+CORE_TESTS := $(addprefix $(BUILD)/t/,test_cpu_gemm test_cpu_gemm_bf16 test_cpu_ops \
+              test_cpu_backbone test_head test_decide_e2e)
 test-coretypes: $(CORE_TESTS) $(BUILD)/clef
 	OPENBLAS_CORETYPE=Haswell prove --exec '' $(CORE_TESTS)
 	OPENBLAS_CORETYPE=SkylakeX prove --exec '' $(CORE_TESTS)

@@ -33,6 +33,7 @@
 typedef struct {
     const char  *dir;
     const char  *backend;
+    clef_precision precision;
     int64_t      tokens;
     int          records;
     int          threads;
@@ -48,14 +49,15 @@ usage(FILE *f)
     fprintf(f,
         "usage: clef bench MODEL_DIR --tokens N --records R [-t THREADS]\n"
         "                  [--backend cpu|cuda] [--repeat K] [--max-scaling N]\n"
-        "                  [--profile] [--seed S]\n"
+        "                  [--profile] [--seed S] [--precision fp32|bf16]\n"
         "  --tokens N        tokens in the timed batch (default 2048)\n"
         "  --records R       records it is split into (default 4)\n"
         "  -t, --threads T   CPU worker threads, 0 = one per core (default 0)\n"
         "  --repeat K        timed forwards after one warm-up (default 3)\n"
         "  --max-scaling N   longest record of the scaling table (default 16384,\n"
         "                    0 = no table)\n"
-        "  --profile         the CPU backbone's time per op\n");
+        "  --profile         the CPU backbone's time per op\n"
+        "  --precision P     fp32 or bf16 (default: the backend's own)\n");
 }
 
 static void
@@ -165,6 +167,12 @@ parse_args(int argc, char **argv, bench_args *a)
             i++;
         } else if (strcmp(s, "--backend") == 0) {
             a->backend = v;
+            i++;
+        } else if (strcmp(s, "--precision") == 0) {
+            if (clef_precision_parse(v, strlen(v), &a->precision) != 0) {
+                fprintf(stderr, "clef bench: --precision is fp32 or bf16\n");
+                return -1;
+            }
             i++;
         } else if (strcmp(s, "--repeat") == 0) {
             a->repeat = atoi(v);
@@ -355,8 +363,10 @@ clef_cmd_bench(int argc, char **argv)
     }
     c.cpu = strcmp(c.ops->name, "cpu") == 0;
     c.hidden_size = tc->hidden_size;
+    memset(&opts, 0, sizeof(opts));
     opts.threads = a.threads;
     opts.device = 0;
+    opts.precision = a.precision;
     if (c.ops->open(m, &opts, &c.be, &err) != 0) {
         fprintf(stderr, "clef bench: %s\n", err.message);
         goto done;

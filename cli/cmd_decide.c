@@ -41,7 +41,7 @@ decide_usage(FILE *f)
     fprintf(f,
         "usage: clef decide MODEL_DIR [-t THREADS] [--raw] [--backend cpu|cuda]\n"
         "                   [--device N] [--max-length N] [--truncate-state]\n"
-        "                   [--batch N]\n"
+        "                   [--batch N] [--precision fp32|bf16]\n"
         "\n"
         "Reads one System One request (JSON) per line on stdin and writes one\n"
         "response per line: {\"model\":...,\"answers\":{...},\"usage\":{...}}, or\n"
@@ -58,6 +58,8 @@ decide_usage(FILE *f)
         "                     instead of refusing with max_tokens_exceeded\n"
         "  --batch N          pack up to N requests already waiting on stdin into\n"
         "                     one forward (default 1, at most %d)\n"
+        "  --precision P      fp32 (the CPU's default: exact) or bf16 (bf16\n"
+        "                     activations into the linear layers)\n"
         "  --help             this text\n", CLEF_DEFAULT_MAX_LENGTH, BATCH_MAX);
 }
 
@@ -376,6 +378,13 @@ clef_cmd_decide(int argc, char **argv)
             }
         } else if (strcmp(a, "--backend") == 0 && has) {
             backend = argv[++i];
+        } else if (strcmp(a, "--precision") == 0 && has) {
+            i++;
+            if (clef_precision_parse(argv[i], strlen(argv[i]), &bo.precision)
+                != 0)
+            {
+                goto bad_value;
+            }
         } else if (a[0] == '-' || dir != NULL) {
             fprintf(stderr, "clef decide: unexpected argument '%s'\n", a);
             decide_usage(stderr);

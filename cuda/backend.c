@@ -294,6 +294,11 @@ cuda_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     int                    n = 0, dev = o != NULL ? o->device : 0;
 
     *out = NULL;
+    /* the CUDA backend computes in bf16 (tensor cores) and has no fp32 path */
+    if (o != NULL && o->precision == CLEF_PRECISION_FP32) {
+        return clef_error_set(err, 500, "backend", NULL,
+            "the CUDA backend computes in bf16: precision=fp32 is for the CPU");
+    }
     e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         return clef_error_set(err, 503, "no_device", NULL, "no CUDA device: %s",

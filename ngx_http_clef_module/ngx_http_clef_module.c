@@ -3,8 +3,8 @@
  * hooks.
  *
  *   http:     clef_model NAME PATH [backend=cpu|cuda] [threads=N]
- *                        [devices=LIST] [tp=N] [max_length=N]
- *                        [truncate=reject|state];
+ *                        [precision=fp32|bf16] [devices=LIST] [tp=N]
+ *                        [max_length=N] [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
  *                         [max_queue=N] [timeout=TIME]
  *                         [watchdog=TIME|off];
@@ -390,6 +390,16 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
                            "not to backend=%V", &m->name, &m->backend);
         return NGX_ERROR;
     }
+    /* the CUDA backend computes in bf16 only: refuse here rather than fail
+     * the engine's start */
+    if (m->precision == CLEF_PRECISION_FP32 && m->backend.len == 4
+        && ngx_strncmp(m->backend.data, "cuda", 4) == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": "
+                           "precision=fp32 is for backend=cpu; the CUDA "
+                           "backend computes in bf16", &m->name);
+        return NGX_ERROR;
+    }
     if (m->tp > 1 && (m->n_devices == 0 || m->n_devices % m->tp != 0)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": tp=%i "
                            "must divide the %d devices of devices= into "
@@ -415,6 +425,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_uint_t               i;
     ngx_http_clef_model_t   *m;
     clef_model              *cm;
+    clef_precision           precision;
     const clef_text_config  *tc;
     clef_error               err;
     char                    *real;
@@ -471,6 +482,20 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             {
                 return NGX_CONF_ERROR;
             }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "precision=", 10) == 0) {
+            if (clef_precision_parse((char *) value[i].data + 10,
+                                     value[i].len - 10, &precision)
+                != 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid \"%V\": precision is fp32 or bf16",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            m->precision = precision;
             continue;
         }
 
@@ -596,9 +621,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (m->fingerprint.data == NULL) {
         return NGX_CONF_ERROR;
     }
-    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%i|%V|%i|%i|%i", &m->path,
+    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%i|%V|%i|%i|%i|%i", &m->path,
                     &m->backend, m->threads, &m->devices_text, m->tp,
-                    m->max_length, m->truncate);
+                    m->max_length, m->truncate, m->precision);
     m->fingerprint.len = p - m->fingerprint.data;
 
     mcf->model = m;

@@ -119,6 +119,18 @@ clef_model tiny MODEL backend=tpu;
 --- error
 unknown backend "tpu" (known: cpu, cuda)
 
+=== TEST 4b: unknown precision
+--- http
+clef_model tiny MODEL precision=fp16;
+--- error
+invalid "precision=fp16": precision is fp32 or bf16
+
+=== TEST 4c: fp32 on the CUDA backend, which computes in bf16
+--- http
+clef_model tiny MODEL backend=cuda precision=fp32;
+--- error
+clef_model "tiny": precision=fp32 is for backend=cpu; the CUDA backend computes in bf16
+
 === TEST 5: unknown clef_model parameter
 --- http
 clef_model tiny MODEL speed=fast;

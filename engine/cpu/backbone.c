@@ -78,6 +78,13 @@ int
 clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_backbone **out, clef_error *err)
 {
+    return clef_cpu_backbone_open_prec(m, pool, CLEF_CPU_FP32, out, err);
+}
+
+int
+clef_cpu_backbone_open_prec(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_precision prec, clef_cpu_backbone **out, clef_error *err)
+{
     clef_cpu_backbone  *b;
     int                 i;
 
@@ -86,7 +93,7 @@ clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
         return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
     }
     b->pool = pool;
-    if (clef_cpu_weights_load(&b->w, m, pool, err) != 0) {
+    if (clef_cpu_weights_load(&b->w, m, pool, prec, err) != 0) {
         free(b);
         return -1;
     }
@@ -117,6 +124,18 @@ int
 clef_cpu_backbone_hidden_size(const clef_cpu_backbone *b)
 {
     return b->w.cfg.hidden_size;
+}
+
+size_t
+clef_cpu_backbone_weight_bytes(const clef_cpu_backbone *b)
+{
+    return b->w.bytes;
+}
+
+const char *
+clef_cpu_backbone_gemm_describe(const clef_cpu_backbone *b)
+{
+    return b->w.gemm;
 }
 
 void
@@ -238,8 +257,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     int                      dv = c->linear_value_head_dim, ld = w->gdn_in_dim;
 
     TIMED(b, CLEF_PROF_GDN_IN,
-          clef_cpu_linear(pool, a->xn, H, T, &l->in_proj, a->proj, ld, 0.0f,
-                          a->gemm));
+          clef_cpu_linear_prec(pool, a->xn, H, T, &l->in_proj, a->proj, ld,
+                               0.0f, a->gemm, b->w.prec));
     TIMED(b, CLEF_PROF_GDN_CONV,
           clef_cpu_conv_silu(pool, a->proj, ld, a->u, w->qkv_dim, w->qkv_dim,
                              l->conv, c->linear_conv_kernel_dim, cu, n_records));
@@ -269,8 +288,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
                                  a->o, w->gdn_v_dim, T, hv, dv, l->gdn_norm,
                                  (float) c->rms_norm_eps));
     TIMED(b, CLEF_PROF_GDN_OUT,
-          clef_cpu_linear(pool, a->o, w->gdn_v_dim, T, &l->out_proj, a->x, H, 1.0f,
-                          a->gemm));
+          clef_cpu_linear_prec(pool, a->o, w->gdn_v_dim, T, &l->out_proj, a->x,
+                               H, 1.0f, a->gemm, b->w.prec));
 }
 
 /* x += o_proj(GatedAttention(xn)) */
@@ -286,8 +305,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     int                      rc;
 
     TIMED(b, CLEF_PROF_ATTN_IN,
-          clef_cpu_linear(pool, a->xn, H, T, &l->qkv_proj, a->proj, ld, 0.0f,
-                          a->gemm));
+          clef_cpu_linear_prec(pool, a->xn, H, T, &l->qkv_proj, a->proj, ld,
+                               0.0f, a->gemm, b->w.prec));
 
     aa.q = a->proj;
     aa.ldq = ld;
@@ -318,8 +337,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
                                       w->q_head_dim, T, aa.hq, hd));
     }
     TIMED(b, CLEF_PROF_ATTN_OUT,
-          clef_cpu_linear(pool, a->o, w->attn_o_dim, T, &l->o_proj, a->x, H, 1.0f,
-                          a->gemm));
+          clef_cpu_linear_prec(pool, a->o, w->attn_o_dim, T, &l->o_proj, a->x,
+                               H, 1.0f, a->gemm, b->w.prec));
     return 0;
 }
 
@@ -334,12 +353,12 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T)
     for (t0 = 0; t0 < T; t0 += MLP_TILE) {
         n = T - t0 < MLP_TILE ? T - t0 : MLP_TILE;
         TIMED(b, CLEF_PROF_MLP_UP,
-              clef_cpu_linear(pool, a->xn + t0 * H, H, n, &l->gate_up, a->mlp, 2 * I,
-                              0.0f, a->gemm));
+              clef_cpu_linear_prec(pool, a->xn + t0 * H, H, n, &l->gate_up,
+                                   a->mlp, 2 * I, 0.0f, a->gemm, b->w.prec));
         TIMED(b, CLEF_PROF_MLP_ACT, clef_cpu_swiglu(pool, a->mlp, 2 * I, n, (int) I));
         TIMED(b, CLEF_PROF_MLP_DOWN,
-              clef_cpu_linear(pool, a->mlp, 2 * I, n, &l->down, a->x + t0 * H, H, 1.0f,
-                              a->gemm));
+              clef_cpu_linear_prec(pool, a->mlp, 2 * I, n, &l->down,
+                                   a->x + t0 * H, H, 1.0f, a->gemm, b->w.prec));
     }
 }
 

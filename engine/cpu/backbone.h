@@ -1,9 +1,12 @@
 /*
- * The Qwen3.5 text backbone on the CPU in fp32 (spec §3): embedding, the
+ * The Qwen3.5 text backbone on the CPU (spec §3): embedding, the
  * decoder layers (Gated DeltaNet or gated attention, each followed by the
  * SwiGLU MLP, with zero-centred RMSNorms and an fp32 residual stream), and
- * the final norm, over a packed batch of records.  Positions restart at 0
- * in every record and nothing crosses a record boundary, so a record's
+ * the final norm, over a packed batch of records.  Everything is fp32 but
+ * the weight matrices, kept in bf16 (weights.h), and, at bf16 precision,
+ * the activations entering a linear layer, rounded to bf16 (gemm.h).
+ * Positions restart at 0 in every record and nothing crosses a record
+ * boundary, so a record's
  * hidden states do not depend on what it is packed with, to the last bit:
  * the matrix products compute every row alike (gemm.h), and the ops that
  * work on a record's tokens together (conv, delta-rule chunks, attention
@@ -20,12 +23,16 @@
 
 #include "backend.h"
 #include "error.h"
+#include "gemm.h"
 #include "model.h"
 #include "pool.h"
 
 typedef struct clef_cpu_backbone clef_cpu_backbone;
 
-/* Converts the weights (weights.h); the pool is borrowed, not owned. */
+/* Lays out the weights (weights.h) for products at precision prec; the
+ * pool is borrowed, not owned.  clef_cpu_backbone_open() is fp32. */
+int  clef_cpu_backbone_open_prec(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_precision prec, clef_cpu_backbone **out, clef_error *err);
 int  clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_backbone **out, clef_error *err);
 
@@ -56,6 +63,13 @@ int  clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
 void clef_cpu_backbone_close(clef_cpu_backbone *b);
 
 int  clef_cpu_backbone_hidden_size(const clef_cpu_backbone *b);
+
+/* Bytes the weights take in memory (the embedding stays in the file). */
+size_t clef_cpu_backbone_weight_bytes(const clef_cpu_backbone *b);
+
+/* One line naming the products' path: kernel or library, and at bf16
+ * precision why no native path runs when none does. */
+const char *clef_cpu_backbone_gemm_describe(const clef_cpu_backbone *b);
 
 /* Where the time goes: seconds spent in each op since the last reset,
  * summed over layers and forwards (clef bench --profile). */

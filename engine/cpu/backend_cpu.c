@@ -17,8 +17,9 @@ struct clef_backend {
     clef_cpu_head      *head;
     clef_cpu_vision    *vision;         /* NULL: a model without a tower */
     int                 hidden_size;
+    clef_cpu_precision  prec;
     double              backbone_s, head_s;
-    char                describe[512];
+    char                describe[768];
 };
 
 static void
@@ -49,7 +50,9 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         free(b);
         return -1;
     }
-    if (clef_cpu_backbone_open(m, b->pool, &b->backbone, err) != 0
+    b->prec = o != NULL && o->precision == CLEF_PRECISION_BF16 ? CLEF_CPU_BF16
+                                                              : CLEF_CPU_FP32;
+    if (clef_cpu_backbone_open_prec(m, b->pool, b->prec, &b->backbone, err) != 0
         || clef_cpu_vision_open(m, b->pool, &b->vision, err) != 0
         || clef_cpu_head_open(m, &b->head, err) != 0)
     {
@@ -68,8 +71,12 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     /* OpenBLAS is linked into the process but never called here: its core
      * is named so that a log shows the numbers cannot depend on it */
     snprintf(b->describe, sizeof(b->describe),
-             "cpu backend: %d threads; %s; OpenBLAS not used (%s, core %s)",
-             clef_cpu_pool_size(b->pool), clef_cpu_gemm_describe(),
+             "cpu backend: precision %s, %d threads, %.2f GB of weights; %s; "
+             "OpenBLAS not used (%s, core %s)",
+             b->prec == CLEF_CPU_BF16 ? "bf16" : "fp32",
+             clef_cpu_pool_size(b->pool),
+             (double) clef_cpu_backbone_weight_bytes(b->backbone) / 1e9,
+             clef_cpu_backbone_gemm_describe(b->backbone),
              openblas_get_config(), openblas_get_corename());
     *out = b;
     return 0;

@@ -1,7 +1,8 @@
 /*
- * The "cpu" backend (engine/backend.h): the fp32 backbone (backbone.h) on a
- * thread pool of opts->threads workers, then the joint head (head.h) per
- * record.
+ * The "cpu" backend (engine/backend.h): the backbone (backbone.h) on a
+ * thread pool of opts->threads workers, then the joint head (head.h, fp32)
+ * per record.  opts->precision chooses how the backbone's linear layers
+ * multiply: fp32 (the default: exact against the fp32 reference) or bf16.
  *
  * Deterministic: a record's logits and hidden states are bit-identical
  * whatever it is batched with, wherever it sits in the batch, at any thread

@@ -1,6 +1,7 @@
 #include "gemm.h"
 #include "gemm_kernel.h"
 #include "gemm_pack.h"
+#include "gemm_bf16.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,11 +54,14 @@ typedef struct {
 
 /* B: column j, step k at p + (j / NR) * ps + k * ks + j % NR, for every
  * panel of NR columns but the last partial one when tail is not NULL: that
- * one is read from tail, packed [kc][NR] with zeros past n. */
+ * one is read from tail, packed [kc][NR] with zeros past n.  Or bf16
+ * weight panels (h not NULL): panel j / NR at h + (j / NR) * ps, each
+ * [kc][NR], interleaved as gemm_kernel.h says. */
 typedef struct {
-    const float  *p;
-    int64_t       ps, ks;
-    const float  *tail;
+    const float     *p;
+    int64_t          ps, ks;
+    const float     *tail;
+    const uint16_t  *h;
 } b_view;
 
 /* ---- the macro-kernel -------------------------------------------------- */
@@ -74,10 +78,11 @@ macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
 {
     float         tile[MR * NR] __attribute__((aligned(64)));
     float         atail[KC * MR] __attribute__((aligned(64)));
-    const float  *bp;
-    float        *ct, *cc;
-    int64_t       i, j, mr, nr, r, bks, ldcc, full = m / MR * MR;
-    clef_cpu_mat  rows;
+    const float     *bp;
+    const uint16_t  *bh;
+    float           *ct, *cc;
+    int64_t          i, j, mr, nr, r, bks, ldcc, full = m / MR * MR;
+    clef_cpu_mat     rows;
 
     if (!a->packed && full < m) {
         rows.p = a->p;
@@ -88,6 +93,7 @@ macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
 
     for (j = 0; j < n; j += NR) {
         nr = min64(NR, n - j);
+        bh = b->h != NULL ? b->h + j / NR * b->ps : NULL;
         if (nr < NR && b->tail != NULL) {
             bp = b->tail;
             bks = NR;
@@ -110,7 +116,17 @@ macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
                 cc = tile;
                 ldcc = NR;
             }
-            if (a->packed) {
+            if (bh != NULL) {
+                if (a->packed || mr < MR) {
+                    clef_cpu_gemm_kernel_bf16w(kc, a->packed
+                                                   ? a->p + i / MR * a->ps : atail,
+                                               bh, alpha, cc, ldcc, load_c);
+                } else {
+                    clef_cpu_gemm_kernel_bf16w_strided(kc, a->p + i * a->rs, a->rs,
+                                                       a->cs, bh, alpha, cc, ldcc,
+                                                       load_c);
+                }
+            } else if (a->packed) {
                 clef_cpu_gemm_kernel(kc, a->p + i / MR * a->ps, bp, bks, alpha, cc,
                                      ldcc, load_c);
             } else if (mr < MR) {
@@ -183,6 +199,7 @@ clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, clef_cpu_mat a,
                 bv.ps = NR;
                 bv.ks = b.rs;
                 bv.tail = NULL;
+                bv.h = NULL;
                 whole = nc / NR * NR;
                 if (whole < nc) {
                     clef_cpu_pack_b(&b, pc, kc, jc + whole, nc - whole, tail,
@@ -195,6 +212,7 @@ clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha, clef_cpu_mat a,
                 bv.ps = kc * NR;
                 bv.ks = NR;
                 bv.tail = NULL;
+                bv.h = NULL;
             }
             for (ic = 0; ic < m; ic += MC) {
                 mc = min64(MC, m - ic);
@@ -212,7 +230,8 @@ b_packed(const clef_cpu_wpack *w, int64_t pc)
 {
     b_view  v;
 
-    v.p = w->p + pc * NR;
+    v.p = w->p != NULL ? w->p + pc * NR : NULL;
+    v.h = w->h != NULL ? w->h + pc * NR : NULL;
     v.ps = w->k * NR;
     v.ks = NR;
     v.tail = NULL;
@@ -271,6 +290,7 @@ typedef struct {
     float                 *y;
     int64_t                ldy;
     int                    load_c;
+    int                    round_bf16;     /* CLEF_CPU_BF16 */
     int64_t                row0, rows;     /* the group of rows being run */
     int64_t                col_tiles;
     int64_t                task_rows;      /* a multiple of MC */
@@ -286,6 +306,9 @@ pack_task(void *ctx, int64_t begin, int64_t end, int worker)
     for (p = begin; p < end; p++) {
         clef_cpu_pack_a(&j->x, j->row0 + p * MR, min64(MR, j->rows - p * MR), 0,
                         K, j->ap + p * K * MR, K * MR);
+        if (j->round_bf16) {
+            clef_cpu_round_bf16(j->ap + p * K * MR, K * MR);
+        }
     }
 }
 
@@ -305,7 +328,11 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
         for (pc = 0; pc < K; pc += KC) {
             kc = min64(KC, K - pc);
             bv = b_packed(j->w, pc);
-            bv.p += jc / NR * bv.ps;
+            if (bv.h != NULL) {
+                bv.h += jc / NR * bv.ps;
+            } else {
+                bv.p += jc / NR * bv.ps;
+            }
             for (ic = i0; ic < i1; ic += MC) {
                 mc = min64(MC, i1 - ic);
                 av.p = j->ap + ic / MR * K * MR + pc * MR;
@@ -330,12 +357,26 @@ void
 clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch)
 {
+    clef_cpu_linear_prec(pool, x, ldx, m, w, y, ldy, beta, scratch,
+                         CLEF_CPU_FP32);
+}
+
+void
+clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
+    const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch,
+    clef_cpu_precision prec)
+{
     linear_job  j;
     int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
 
     if (empty_product(m, w, beta, y, ldy)) {
         return;
     }
+    if (w->rows != NULL) {
+        clef_cpu_bf16_native_linear(pool, x, ldx, m, w, y, ldy, beta, scratch);
+        return;
+    }
+    j.round_bf16 = prec == CLEF_CPU_BF16;
     j.x.p = x;
     j.x.rs = ldx;
     j.x.cs = 1;
@@ -368,4 +409,16 @@ clef_cpu_gemm_describe(void)
 {
     return "gemm: clef fp32, AVX2+FMA " STR(MR) "x" STR(NR) " kernel, k summed in "
            "blocks of " STR(KC);
+}
+
+const char *
+clef_cpu_gemm_describe_prec(clef_cpu_precision prec)
+{
+    if (prec == CLEF_CPU_FP32) {
+        return "gemm: clef fp32 over bf16 weights widened in the kernel, AVX2+FMA "
+               STR(MR) "x" STR(NR) ", k summed in blocks of " STR(KC);
+    }
+    return "gemm: clef bf16 x bf16 (activations rounded to bf16 as they are packed) "
+           "summed in fp32, AVX2+FMA " STR(MR) "x" STR(NR) " kernel over bf16 "
+           "weights, k summed in blocks of " STR(KC);
 }

@@ -26,4 +26,16 @@ void clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars,
     int64_t acs, const float *b, int64_t bks, float alpha, float *c, int64_t ldc,
     int load_c);
 
+/* The same two with B a panel of bf16 weights (gemm.h, clef_cpu_wpack):
+ * [kc][NR] 16-bit values, step k at b + k * NR, column j of the tile at
+ * position 2j for j < NR / 2 and 2 (j - NR / 2) + 1 above, so that one
+ * shift and one mask widen a step to the two fp32 vectors the fp32 kernel
+ * loads.  Widening bf16 to fp32 is exact: the arithmetic on a lane is that
+ * of clef_cpu_gemm_kernel() on the widened values, bit for bit. */
+void clef_cpu_gemm_kernel_bf16w(int64_t kc, const float *a, const uint16_t *b,
+    float alpha, float *c, int64_t ldc, int load_c);
+void clef_cpu_gemm_kernel_bf16w_strided(int64_t kc, const float *a, int64_t ars,
+    int64_t acs, const uint16_t *b, float alpha, float *c, int64_t ldc,
+    int load_c);
+
 #endif

@@ -10,7 +10,10 @@
  * a step from one pointer, the strided one from a matrix read in place (the
  * small products, whose packing would cost as much as their arithmetic).
  * The steps, their order and the instructions applied to a lane are the
- * same.
+ * same.  The bf16-weight entry points only load B differently: a step's 16
+ * weights are one 32-byte load, widened to fp32 by a shift (even 16-bit
+ * positions: columns 0-7) and a mask (odd positions: columns 8-15), which
+ * is exact, so the lanes see the values and the FMAs of the fp32 kernel.
  */
 #include "gemm.h"
 #include "gemm_kernel.h"
@@ -67,6 +70,12 @@
     STORE(4);                                                                \
     STORE(5)
 
+/* B's two vectors of step k from a bf16 panel (gemm_kernel.h) */
+#define LOAD_BF16(bp)                                                        \
+    raw = _mm256_loadu_si256((const __m256i *) (bp));                        \
+    b0 = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));                    \
+    b1 = _mm256_castsi256_ps(_mm256_and_si256(raw, hi))
+
 void
 clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b, int64_t bks,
     float alpha, float *c, int64_t ldc, int load_c)
@@ -103,6 +112,55 @@ clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars, int64_t ac
         b0 = _mm256_loadu_ps(b);
         b1 = _mm256_loadu_ps(b + 8);
         b += bks;
+        ROW(0, p);
+        ROW(1, p + ars);
+        ROW(2, p + 2 * ars);
+        ROW(3, q);
+        ROW(4, q + ars);
+        ROW(5, q + 2 * ars);
+        p += acs;
+        q += acs;
+    }
+    FINISH;
+}
+
+void
+clef_cpu_gemm_kernel_bf16w(int64_t kc, const float *a, const uint16_t *b,
+    float alpha, float *c, int64_t ldc, int load_c)
+{
+    __m256i  raw, hi = _mm256_set1_epi32((int) 0xffff0000u);
+    DECLARE;
+
+    START;
+#pragma GCC unroll 4
+    for (k = 0; k < kc; k++) {
+        LOAD_BF16(b);
+        b += CLEF_GEMM_NR;
+        ROW(0, a);
+        ROW(1, a + 1);
+        ROW(2, a + 2);
+        ROW(3, a + 3);
+        ROW(4, a + 4);
+        ROW(5, a + 5);
+        a += CLEF_GEMM_MR;
+    }
+    FINISH;
+}
+
+void
+clef_cpu_gemm_kernel_bf16w_strided(int64_t kc, const float *a, int64_t ars,
+    int64_t acs, const uint16_t *b, float alpha, float *c, int64_t ldc,
+    int load_c)
+{
+    const float  *p = a, *q = a + 3 * ars;
+    __m256i       raw, hi = _mm256_set1_epi32((int) 0xffff0000u);
+    DECLARE;
+
+    START;
+#pragma GCC unroll 4
+    for (k = 0; k < kc; k++) {
+        LOAD_BF16(b);
+        b += CLEF_GEMM_NR;
         ROW(0, p);
         ROW(1, p + ars);
         ROW(2, p + 2 * ars);

@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include "tensor.h"
+
 #define MR  CLEF_GEMM_MR
 #define NR  CLEF_GEMM_NR
 
@@ -137,33 +139,116 @@ clef_cpu_pack_b(const clef_cpu_mat *b, int64_t k0, int64_t kc, int64_t j0, int64
     }
 }
 
+void
+clef_cpu_round_bf16(float *p, int64_t n)
+{
+    __m256i  u, r, one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+    __m256i  hi = _mm256_set1_epi32((int) 0xffff0000u);
+    __m256i  quiet = _mm256_set1_epi32(0x00400000);
+    __m256   x, nan;
+    int64_t  i;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        x = _mm256_loadu_ps(p + i);
+        u = _mm256_castps_si256(x);
+        r = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+        r = _mm256_add_epi32(u, _mm256_add_epi32(half, r));
+        r = _mm256_and_si256(r, hi);
+        nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+        x = _mm256_blendv_ps(_mm256_castsi256_ps(r),
+                             _mm256_castsi256_ps(_mm256_and_si256(
+                                 _mm256_or_si256(u, quiet), hi)),
+                             nan);
+        _mm256_storeu_ps(p + i, x);
+    }
+    for ( ; i < n; i++) {
+        p[i] = clef_bf16_to_f32(clef_f32_to_bf16(p[i]));
+    }
+}
+
 size_t
 clef_cpu_wpack_floats(int64_t n, int64_t k)
 {
     return (size_t) ((n + NR - 1) / NR) * NR * (size_t) k;
 }
 
+static void *
+alloc_zeroed(size_t bytes)
+{
+    void  *p;
+
+    bytes = (bytes + 63) / 64 * 64;
+    p = aligned_alloc(64, bytes > 0 ? bytes : 64);
+    if (p != NULL) {
+        memset(p, 0, bytes);
+    }
+    return p;
+}
+
 int
 clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k)
 {
-    size_t  bytes = clef_cpu_wpack_floats(n, k) * sizeof(float);
-
-    bytes = (bytes + 63) / 64 * 64;
     w->n = n;
     w->k = k;
-    w->p = aligned_alloc(64, bytes > 0 ? bytes : 64);
-    if (w->p == NULL) {
-        return -1;
-    }
-    memset(w->p, 0, bytes);
-    return 0;
+    w->h = NULL;
+    w->rows = NULL;
+    w->native = NULL;
+    w->p = alloc_zeroed(clef_cpu_wpack_floats(n, k) * sizeof(float));
+    return w->p != NULL ? 0 : -1;
+}
+
+int
+clef_cpu_wpack_alloc_bf16(clef_cpu_wpack *w, int64_t n, int64_t k)
+{
+    w->n = n;
+    w->k = k;
+    w->p = NULL;
+    w->rows = NULL;
+    w->native = NULL;
+    w->h = alloc_zeroed(clef_cpu_wpack_floats(n, k) * sizeof(uint16_t));
+    return w->h != NULL ? 0 : -1;
 }
 
 void
 clef_cpu_wpack_free(clef_cpu_wpack *w)
 {
     free(w->p);
+    free(w->h);
+    free(w->rows);
     w->p = NULL;
+    w->h = NULL;
+    w->rows = NULL;
+    w->native = NULL;
+}
+
+size_t
+clef_cpu_wpack_bytes(const clef_cpu_wpack *w)
+{
+    if (w->rows != NULL) {
+        return (size_t) clef_cpu_wpack_native_rows(w->n) * (size_t) w->k
+               * sizeof(uint16_t);
+    }
+    if (w->p == NULL && w->h == NULL) {
+        return 0;
+    }
+    return clef_cpu_wpack_floats(w->n, w->k)
+           * (w->h != NULL ? sizeof(uint16_t) : sizeof(float));
+}
+
+int64_t
+clef_cpu_wpack_native_rows(int64_t n)
+{
+    return (n + CLEF_GEMM_NATIVE_NB - 1) / CLEF_GEMM_NATIVE_NB * CLEF_GEMM_NATIVE_NB;
+}
+
+/* Where weight row n's step 0 goes in a bf16 pack: its panel, then the
+ * interleaved position of its column (gemm_kernel.h) */
+static uint16_t *
+bf16_slot(const clef_cpu_wpack *w, int64_t n)
+{
+    int64_t  c = n % NR;
+
+    return w->h + n / NR * w->k * NR + (c < NR / 2 ? 2 * c : 2 * (c - NR / 2) + 1);
 }
 
 void
@@ -172,11 +257,26 @@ clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
 {
     const float  *s;
     float        *d;
+    uint16_t     *h;
     int64_t       r, k, n;
 
     for (r = 0; r < rows; r++) {
         n = row + r;
         s = src + r * ld;
+        if (w->rows != NULL) {
+            h = w->rows + n * w->k;
+            for (k = 0; k < w->k; k++) {
+                h[k] = clef_f32_to_bf16(s[k]);
+            }
+            continue;
+        }
+        if (w->h != NULL) {
+            h = bf16_slot(w, n);
+            for (k = 0; k < w->k; k++) {
+                h[k * NR] = clef_f32_to_bf16(s[k]);
+            }
+            continue;
+        }
         d = w->p + n / NR * w->k * NR + n % NR;
         for (k = 0; k < w->k; k++) {
             d[k * NR] = s[k];
@@ -184,3 +284,32 @@ clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
     }
 }
 
+void
+clef_cpu_wpack_rows_bf16(clef_cpu_wpack *w, int64_t row, int64_t rows,
+    const uint16_t *src, int64_t ld)
+{
+    const uint16_t  *s;
+    float           *d;
+    uint16_t        *h;
+    int64_t          r, k, n;
+
+    for (r = 0; r < rows; r++) {
+        n = row + r;
+        s = src + r * ld;
+        if (w->rows != NULL) {
+            memcpy(w->rows + n * w->k, s, sizeof(uint16_t) * (size_t) w->k);
+            continue;
+        }
+        if (w->h != NULL) {
+            h = bf16_slot(w, n);
+            for (k = 0; k < w->k; k++) {
+                h[k * NR] = s[k];
+            }
+            continue;
+        }
+        d = w->p + n / NR * w->k * NR + n % NR;
+        for (k = 0; k < w->k; k++) {
+            d[k * NR] = clef_bf16_to_f32(s[k]);
+        }
+    }
+}

@@ -26,6 +26,13 @@ convert_task(void *ctx, int64_t begin, int64_t end, int worker)
         clef_tensor_rows_to_f32(j->t, begin, end - begin, j->dst + begin * j->cols);
         return;
     }
+    if (j->t->dtype == CLEF_DTYPE_BF16) {
+        /* the checkpoint's own bytes, without a conversion in between */
+        clef_cpu_wpack_rows_bf16(j->pack, j->row0 + begin, end - begin,
+                                 (const uint16_t *) j->t->data + begin * j->cols,
+                                 j->cols);
+        return;
+    }
     rows = malloc(sizeof(float) * (size_t) ((end - begin) * j->cols));
     if (rows == NULL) {
         atomic_store(&j->failed, 1);
@@ -75,6 +82,9 @@ take_into(const clef_model *m, clef_cpu_pool *pool, const char *name,
         return clef_error_set(err, 500, "out_of_memory", NULL,
                               "out of memory converting %s", name);
     }
+    if (pack != NULL) {
+        clef_tensor_release(t);
+    }
     return 0;
 }
 
@@ -87,6 +97,33 @@ take_layer(const clef_model *m, clef_cpu_pool *pool, int layer, const char *what
     clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
                       sizeof(name));
     return take_into(m, pool, name, numel, dst, NULL, 0, err);
+}
+
+/* Allocates pack (n x k) for the named tensors of a layer, which fill its
+ * rows: in bf16 when every one of them is stored in bf16 or the products
+ * are bf16, else in fp32 (exact at fp32 precision).  A missing tensor is
+ * left for take_packed() to report. */
+static int
+alloc_pack(const clef_model *m, const clef_cpu_weights *w, int layer,
+    const char *const *what, int n_what, int64_t n, int64_t k,
+    clef_cpu_wpack *pack)
+{
+    const clef_tensor  *t;
+    char                name[256];
+    int                 i, bf16 = 1;
+
+    if (w->native != NULL) {
+        return clef_cpu_wpack_alloc_native(pack, n, k, w->native);
+    }
+    for (i = 0; i < n_what && w->prec == CLEF_CPU_FP32; i++) {
+        clef_layer_tensor(&w->cfg.layer[layer], what[i], name, sizeof(name));
+        t = clef_model_tensor(m, name);
+        if (t != NULL && t->dtype != CLEF_DTYPE_BF16) {
+            bf16 = 0;
+        }
+    }
+    return bf16 ? clef_cpu_wpack_alloc_bf16(pack, n, k)
+                : clef_cpu_wpack_alloc(pack, n, k);
 }
 
 /* A [rows][pack->k] matrix into rows [row0, row0 + rows) of pack. */
@@ -143,9 +180,27 @@ check_config(clef_cpu_weights *w, clef_error *err)
     return 0;
 }
 
+/* the tensors of each fused matrix, in the order of its rows */
+static const char  *const mlp_up[] = {
+    "mlp.gate_proj.weight", "mlp.up_proj.weight"
+};
+static const char  *const mlp_down[] = { "mlp.down_proj.weight" };
+static const char  *const attn_in[] = {
+    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"
+};
+static const char  *const attn_out[] = { "self_attn.o_proj.weight" };
+static const char  *const gdn_in[] = {
+    "linear_attn.in_proj_qkv.weight", "linear_attn.in_proj_z.weight",
+    "linear_attn.in_proj_b.weight", "linear_attn.in_proj_a.weight"
+};
+static const char  *const gdn_out[] = { "linear_attn.out_proj.weight" };
+
+#define ALLOC_PACK(what, n, k, pack)                                         \
+    alloc_pack(m, w, i, what, (int) (sizeof(what) / sizeof(what[0])), n, k, pack)
+
 int
 clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
-    clef_cpu_pool *pool, clef_error *err)
+    clef_cpu_pool *pool, clef_cpu_precision prec, clef_error *err)
 {
     const clef_text_config  *c;
     clef_cpu_layer          *l;
@@ -156,6 +211,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
 
     memset(w, 0, sizeof(*w));
     w->cfg = *clef_model_text_config(m);
+    w->prec = prec;
     c = &w->cfg;
     if (check_config(w, err) != 0) {
         return -1;
@@ -193,6 +249,26 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
              * (clef_cpu_wpack_floats(w->attn_in_dim, H)
                 + clef_cpu_wpack_floats(H, w->attn_o_dim));
 
+    /* bf16 on native instructions where oneDNN has them for every
+     * reduction length of the model's matrices (gemm_bf16.h) */
+    if (prec == CLEF_CPU_BF16) {
+        int64_t  ks[4] = { H, I, w->gdn_v_dim, w->attn_o_dim };
+        char     why[192];
+
+        w->native = clef_cpu_bf16_native_open(ks, full_count > 0 ? 4 : 3,
+                                              clef_cpu_pool_size(pool), why,
+                                              sizeof(why));
+        if (w->native != NULL) {
+            snprintf(w->gemm, sizeof(w->gemm), "%s",
+                     clef_cpu_bf16_native_describe(w->native));
+        } else {
+            snprintf(w->gemm, sizeof(w->gemm), "%s; no native bf16 path: %s",
+                     clef_cpu_gemm_describe_prec(prec), why);
+        }
+    } else {
+        snprintf(w->gemm, sizeof(w->gemm), "%s", clef_cpu_gemm_describe_prec(prec));
+    }
+
     w->embed = clef_model_tensor(m, PREFIX "embed_tokens.weight");
     if (w->embed == NULL || w->embed->ndim != 2 || w->embed->shape[1] != H
         || w->embed->data == NULL)
@@ -208,7 +284,6 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     if (w->layers == NULL || w->block == NULL || tmp == NULL) {
         goto nomem;
     }
-    w->floats = (size_t) (size + packed);
 
     cur = w->block;
     w->final_norm = cur;
@@ -227,8 +302,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         cur += H;
         l->post_norm = cur;
         cur += H;
-        if (clef_cpu_wpack_alloc(&l->gate_up, 2 * I, H) != 0
-            || clef_cpu_wpack_alloc(&l->down, H, I) != 0)
+        if (ALLOC_PACK(mlp_up, 2 * I, H, &l->gate_up) != 0
+            || ALLOC_PACK(mlp_down, H, I, &l->down) != 0)
         {
             goto nomem;
         }
@@ -252,8 +327,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             cur += hd;
             l->k_norm = cur;
             cur += hd;
-            if (clef_cpu_wpack_alloc(&l->qkv_proj, w->attn_in_dim, H) != 0
-                || clef_cpu_wpack_alloc(&l->o_proj, H, w->attn_o_dim) != 0)
+            if (ALLOC_PACK(attn_in, w->attn_in_dim, H, &l->qkv_proj) != 0
+                || ALLOC_PACK(attn_out, H, w->attn_o_dim, &l->o_proj) != 0)
             {
                 goto nomem;
             }
@@ -281,8 +356,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         cur += hv;
         l->gdn_norm = cur;
         cur += dv;
-        if (clef_cpu_wpack_alloc(&l->in_proj, w->gdn_in_dim, H) != 0
-            || clef_cpu_wpack_alloc(&l->out_proj, H, w->gdn_v_dim) != 0)
+        if (ALLOC_PACK(gdn_in, w->gdn_in_dim, H, &l->in_proj) != 0
+            || ALLOC_PACK(gdn_out, H, w->gdn_v_dim, &l->out_proj) != 0)
         {
             goto nomem;
         }
@@ -313,13 +388,24 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             }
         }
     }
+    w->bytes = sizeof(float) * (size_t) size;
+    for (i = 0; i < c->num_hidden_layers; i++) {
+        l = &w->layers[i];
+        w->bytes += clef_cpu_wpack_bytes(&l->in_proj)
+                    + clef_cpu_wpack_bytes(&l->out_proj)
+                    + clef_cpu_wpack_bytes(&l->qkv_proj)
+                    + clef_cpu_wpack_bytes(&l->o_proj)
+                    + clef_cpu_wpack_bytes(&l->gate_up)
+                    + clef_cpu_wpack_bytes(&l->down);
+    }
     rc = 0;
     goto done;
 
 nomem:
     clef_error_set(err, 500, "out_of_memory", NULL,
-                   "out of memory for %.1f GB of fp32 weights",
-                   (double) (size + packed) * 4 / 1e9);
+                   "out of memory for %.1f GB of weights (%.1f GB in bf16)",
+                   (double) (size + packed) * 4 / 1e9,
+                   (double) (size * 4 + packed * 2) / 1e9);
 done:
     free(tmp);
     if (rc != 0) {
@@ -345,6 +431,8 @@ clef_cpu_weights_free(clef_cpu_weights *w)
     }
     free(w->layers);
     free(w->block);
+    clef_cpu_bf16_native_close(w->native);
     w->layers = NULL;
     w->block = NULL;
+    w->native = NULL;
 }

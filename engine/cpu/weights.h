@@ -1,16 +1,23 @@
 /*
- * The backbone's weights as the CPU backend uses them: fp32, converted once
- * when the backend opens.  The matrices of the linear layers are stored
- * packed for the GEMM (gemm.h), with the projections that read the same
- * input concatenated into one matrix so that each runs as one product; the
- * small vectors (norms, conv taps, A_log, dt_bias) stay plain.
+ * The backbone's weights as the CPU backend uses them, laid out once when
+ * the backend opens.  The matrices of the linear layers are stored packed
+ * for the GEMM (gemm.h), with the projections that read the same input
+ * concatenated into one matrix so that each runs as one product; the small
+ * vectors (norms, conv taps, A_log, dt_bias) stay plain fp32, as the
+ * reference keeps them.
  *
- * Why an fp32 copy: the GEMM multiplies fp32, and converting every weight
- * on every forward would add a pass over all of them per batch.  The copy
- * costs 4 bytes a parameter (a release checkpoint stores 2): this backend
- * serves the small and test models; big models go to the GPU.  The
- * embedding table is the exception: it stays in the mmapped checkpoint and
- * only the rows a batch uses are converted.
+ * The matrices keep the checkpoint's bf16 (2 bytes a parameter: Clef-flash
+ * fits a 24 GB machine) in both precisions: the GEMM widens them as it
+ * loads them, which is exact, so fp32 products over them are those of an
+ * fp32 copy to the bit.  A matrix stored in f32 or f16 is kept in fp32 at
+ * fp32 precision (rounding it would change the numbers) and rounded to
+ * bf16 at bf16 precision.  Each tensor's pages of the mapped checkpoint
+ * are released once it is packed (clef_tensor_release), so loading peaks
+ * at the packed weights, not at them plus the file.  The embedding table
+ * stays in the mmapped checkpoint and only the rows a batch uses are
+ * converted.  At bf16 precision on a CPU with native bf16 instructions the
+ * matrices are laid out for oneDNN instead (gemm_bf16.h): the same bytes,
+ * in plain rows.
  */
 #ifndef CLEF_CPU_WEIGHTS_H
 #define CLEF_CPU_WEIGHTS_H
@@ -19,6 +26,7 @@
 
 #include "error.h"
 #include "gemm.h"
+#include "gemm_bf16.h"
 #include "model.h"
 #include "pool.h"
 
@@ -48,11 +56,14 @@ typedef struct {
 
 typedef struct {
     clef_text_config    cfg;
+    clef_cpu_precision  prec;        /* how the linear layers multiply */
+    clef_cpu_bf16_native *native;    /* bf16 on native instructions, or NULL */
+    char                gemm[512];   /* the product path, for logs */
+    size_t              bytes;       /* the packed matrices and vectors */
     const clef_tensor  *embed;       /* in the checkpoint, any float dtype */
     float              *final_norm;  /* [H] */
     clef_cpu_layer     *layers;
     float              *block;       /* every plain fp32 weight, one allocation */
-    size_t              floats;
 
     /* derived sizes */
     int                 qkv_dim;     /* GDN conv channels: 2 Hk dk + Hv dv */
@@ -64,10 +75,11 @@ typedef struct {
     int                 rot_dim;     /* rotated dims of a head (even) */
 } clef_cpu_weights;
 
-/* Fills w from the model (pool converts in parallel).  Refuses a config the
- * backend cannot run and a tensor whose size does not match, naming it. */
+/* Fills w from the model for products at precision prec (pool converts in
+ * parallel).  Refuses a config the backend cannot run and a tensor whose
+ * size does not match, naming it. */
 int  clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
-    clef_cpu_pool *pool, clef_error *err);
+    clef_cpu_pool *pool, clef_cpu_precision prec, clef_error *err);
 void clef_cpu_weights_free(clef_cpu_weights *w);
 
 #endif

@@ -1,6 +1,8 @@
 #include "tensor.h"
 
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static const char  *dtype_names[CLEF_DTYPE_COUNT] = {
     "F32", "F16", "BF16", "I32", "I64", "U8"
@@ -141,4 +143,21 @@ clef_tensor_has_shape(const clef_tensor *t, int ndim, const int64_t *shape)
         }
     }
     return 1;
+}
+
+void
+clef_tensor_release(const clef_tensor *t)
+{
+    uintptr_t  page = (uintptr_t) sysconf(_SC_PAGESIZE);
+    uintptr_t  begin, end;
+
+    if (t == NULL || t->data == NULL || t->nbytes == 0) {
+        return;
+    }
+    begin = ((uintptr_t) t->data + page - 1) & ~(page - 1);
+    end = ((uintptr_t) t->data + t->nbytes) & ~(page - 1);
+    if (end > begin) {
+        /* advice only: a failure leaves the pages where they were */
+        (void) madvise((void *) begin, end - begin, MADV_DONTNEED);
+    }
 }

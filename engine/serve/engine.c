@@ -461,6 +461,7 @@ engine_load(engine *e, clef_error *err)
     for (r = 0; r < e->n_replicas; r++) {
         memset(&bo, 0, sizeof(bo));
         bo.threads = conf->threads;
+        bo.precision = conf->precision;
         bo.tp = tp;
         bo.n_devices = conf->n_devices > 0 ? tp : 0;
         bo.devices = conf->n_devices > 0 ? conf->devices + r * tp : NULL;

@@ -42,6 +42,7 @@ typedef struct {
     const char  *model_path;
     const char  *backend;            /* a name of the backend registry */
     int          threads;            /* 0: one per core */
+    clef_precision precision;        /* how the backend multiplies */
     int          device;             /* the device when n_devices is 0 */
     int          n_devices;          /* devices=: all of them, in order */
     int          devices[CLEF_MAX_DEVICES];

@@ -436,9 +436,12 @@ sub parallel {
 # ---- the reference: build/clef decide on the same model -------------------
 
 # One request at a time on one thread, as the server's engine runs with
-# threads=1; decide echoes the request's "model", the server names its own.
+# threads=1, at the precision= of model_opts; decide echoes the request's
+# "model", the server names its own.
 sub decide {
     my ($self, $body) = @_;
+    my ($prec) = $self->{model_opts} =~ /\bprecision=(\w+)/;
+    my $flags = defined $prec ? "--precision $prec" : '';
     $body = $json->encode($body) if ref $body;
     $body =~ s/\n/ /g;
     my $f = "$self->{prefix}/tmp/decide.json";
@@ -446,7 +449,7 @@ sub decide {
     print $fh "$body\n";
     close $fh;
     my $bin = clef_bin();
-    my $out = `"$bin" decide "$self->{model}" -t 1 < "$f" 2>&1`;
+    my $out = `"$bin" decide "$self->{model}" -t 1 $flags < "$f" 2>&1`;
     croak "clef decide failed:\n$out" if $?;
     my $want = $json->decode($out);
     croak "clef decide refused the request: $out" if $want->{error};

@@ -17,6 +17,11 @@
  *   - `--batch 16` (records packed into one forward) gives the very logits
  *     of one record per forward, and `--batch N` and `-t N` print the same
  *     bytes as the defaults (the CPU backend is deterministic);
+ *   - `--precision fp32` prints the bytes of the default; `--precision bf16`
+ *     (bf16 activations into the linear layers) gives probabilities within
+ *     BF16_TOL of the reference and its argmax wherever the reference's top
+ *     two are more than BF16_TOL apart, and is deterministic too: the same
+ *     bytes with `--batch 16` and `-t 1`;
  *   - the CLI's refusals: an error line per bad request, usage errors, a
  *     missing CUDA backend.
  *
@@ -40,6 +45,8 @@
 
 #define LOGIT_TOL    1e-4
 #define PROB_TOL     1e-5
+/* the bf16 contract, the CUDA backend's too (DESIGN §5) */
+#define BF16_TOL     2e-2
 #define HIDDEN_TOL   5e-5
 /* two values rounded to 4 decimals from inputs within PROB_TOL */
 #define ROUNDED_TOL  (1e-4 + 2 * PROB_TOL)
@@ -503,6 +510,85 @@ check_invariant(const char *model, json_t *cases, const char *text)
     }
 }
 
+/* --precision: fp32 is the default, bf16 within its tolerance and as
+ * deterministic */
+static void
+check_precision(const char *model, json_t *cases, const char *text)
+{
+    static const char  *same[] = { "--batch 16", "-t 1 --batch 3" };
+    json_t             *resp, *other, *c, *q, *raw, *rp, *gp;
+    char               *fp32 = NULL, *bf16 = NULL, *again, flags[64];
+    size_t              i, j, k, K, n = 0;
+    double              worst = 0.0, d, top1, top2, p;
+    int                 ok = 1, arg_ok = 1, rk, gk;
+
+    other = json_array();
+    run_cli(model, cases, other, "--precision fp32", &fp32);
+    CHECK(text != NULL && fp32 != NULL && strcmp(text, fp32) == 0,
+          "--precision fp32: the bytes of the default");
+    json_decref(other);
+
+    resp = json_array();
+    run_cli(model, cases, resp, "--precision bf16", &bf16);
+    json_array_foreach(cases, i, c) {
+        json_array_foreach(json_object_get(c, "questions"), j, q) {
+            raw = json_object_get(json_object_get(json_object_get(
+                      json_object_get(json_array_get(resp, i), "answers"),
+                      json_string_value(json_object_get(q, "id"))), "raw"),
+                  "probabilities");
+            rp = json_object_get(q, "probabilities");
+            K = json_array_size(rp);
+            if (raw == NULL || json_array_size(raw) != K) {
+                ok = 0;
+                continue;
+            }
+            top1 = top2 = -1.0;
+            rk = gk = 0;
+            for (k = 0; k < K; k++) {
+                p = num(json_array_get(rp, k));
+                gp = json_array_get(raw, k);
+                d = fabs(num(gp) - p);
+                worst = d > worst ? d : worst;
+                ok &= d <= BF16_TOL;
+                if (p > top1) {
+                    top2 = top1;
+                    top1 = p;
+                    rk = (int) k;
+                } else if (p > top2) {
+                    top2 = p;
+                }
+                if (num(gp) > num(json_array_get(raw, gk))) {
+                    gk = (int) k;
+                }
+            }
+            if (K > 1 && top1 - top2 > BF16_TOL) {
+                arg_ok &= rk == gk;
+            }
+            n++;
+        }
+    }
+    printf("# --precision bf16: max |probability| diff %.3g over %zu questions\n",
+           worst, n);
+    CHECK(ok && n > 0, "--precision bf16: probabilities within %g of the reference "
+          "(max %.3g)", BF16_TOL, worst);
+    CHECK(arg_ok, "--precision bf16: the reference's argmax where its top two are "
+          "more than %g apart", BF16_TOL);
+    json_decref(resp);
+
+    for (i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        other = json_array();
+        again = NULL;
+        snprintf(flags, sizeof(flags), "--precision bf16 %s", same[i]);
+        run_cli(model, cases, other, flags, &again);
+        CHECK(bf16 != NULL && again != NULL && strcmp(bf16, again) == 0,
+              "clef decide %s: the bytes of --precision bf16 alone", flags);
+        free(again);
+        json_decref(other);
+    }
+    free(fp32);
+    free(bf16);
+}
+
 /* ---- refusals -------------------------------------------------------- */
 
 static void
@@ -619,6 +705,7 @@ main(void)
         run_cli(dir, cases, packed, "--batch 16", &packed_text);
         check_packed(cases, responses, packed, text, packed_text);
         check_invariant(dir, cases, text);
+        check_precision(dir, cases, text);
         free(text);
         free(packed_text);
         {
