@@ -9,6 +9,7 @@
  * printed), the refused ones refused with the same reason.
  */
 #include "check.h"
+#include "slurp.h"
 
 #include <jansson.h>
 
@@ -17,29 +18,6 @@
 #include "json.h"
 #include "processor.h"
 
-
-static char *
-slurp(const char *path, size_t *len)
-{
-    FILE  *f = fopen(path, "rb");
-    char  *p;
-    long   n;
-
-    if (f == NULL) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    p = malloc((size_t) n + 1);
-    if (p != NULL && fread(p, 1, (size_t) n, f) != (size_t) n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t) n;
-    return p;
-}
 
 
 static char *

@@ -8,6 +8,7 @@
  * The files are made here with libjpeg's own encoder and a scan script.
  */
 #include "check.h"
+#include "slurp.h"
 
 #include <jpeglib.h>
 
@@ -95,29 +96,6 @@ encode(int mode, unsigned long *len)
 }
 
 
-static unsigned char *
-slurp(const char *path, size_t *len)
-{
-    FILE           *f = fopen(path, "rb");
-    unsigned char  *p;
-    long            n;
-
-    if (f == NULL) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    p = malloc((size_t) n);
-    if (p != NULL && fread(p, 1, (size_t) n, f) != (size_t) n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t) n;
-    return p;
-}
-
 
 static int
 decode_jpeg(const unsigned char *p, unsigned long len, double deadline,
@@ -173,7 +151,7 @@ main(void)
     CHECK(rc == 0 && im.width == W, "the same baseline JPEG in time decodes");
     clef_rgb_image_free(&im);
 
-    png = slurp("t/fixtures/images/corpus/png_rgb_64x48.png", &png_len);
+    png = (unsigned char *) slurp("t/fixtures/images/corpus/png_rgb_64x48.png", &png_len);
     CHECK(png != NULL, "the corpus' 64x48 RGB PNG is there");
     if (png != NULL) {
         memset(&im, 0, sizeof(im));

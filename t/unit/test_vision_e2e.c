@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "slurp.h"
 #include "encode_images.h"
 #include "model.h"
 #include "request.h"
@@ -51,29 +52,6 @@ sh(const char *fmt, ...)
     return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
 }
 
-
-static char *
-slurp(const char *path, size_t *len)
-{
-    FILE  *f = fopen(path, "rb");
-    char  *p;
-    long   n;
-
-    if (f == NULL) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    p = malloc((size_t) n + 1);
-    if (p != NULL && fread(p, 1, (size_t) n, f) != (size_t) n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t) n;
-    return p;
-}
 
 
 static void
