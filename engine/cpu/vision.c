@@ -71,12 +71,32 @@ load_f32(const clef_model *m, const char *name, clef_error *err)
 }
 
 
+/* A matrix of the tower packed for the GEMM.  A release stores it in bf16
+ * and it stays bf16 (half the memory; the kernel widens it exactly, so the
+ * products are those of an fp32 copy), read in place from the checkpoint,
+ * whose pages are then released; another dtype is packed in fp32. */
 static int
 load_packed(const clef_model *m, const char *name, int64_t n, int64_t k,
     clef_cpu_wpack *w, clef_error *err)
 {
-    float  *p = load_f32(m, name, err);
+    const clef_tensor  *t;
+    char                full[128];
+    float              *p;
 
+    snprintf(full, sizeof(full), PREFIX "%s", name);
+    t = clef_model_tensor(m, full);
+    if (t != NULL && t->data != NULL && t->dtype == CLEF_DTYPE_BF16
+        && t->numel == n * k)
+    {
+        if (clef_cpu_wpack_alloc_bf16(w, n, k) != 0) {
+            return clef_error_set(err, 500, "out_of_memory", NULL,
+                                  "out of memory packing '%s'", name);
+        }
+        clef_cpu_wpack_rows_bf16(w, 0, n, (const uint16_t *) t->data, k);
+        clef_tensor_release(t);
+        return 0;
+    }
+    p = load_f32(m, name, err);
     if (p == NULL) {
         return -1;
     }
