@@ -15,13 +15,14 @@
 #     tower of half the release's width (t/bench/vision-medium.json: depth 6,
 #     hidden 576, 8 heads of 72 as in the release), made once under
 #     build/bench/.
-# Each side runs SECONDS (default 5) per measure, ROUNDS (3) rounds
+# Each side runs BENCH_SECONDS (default 5; not SECONDS, which bash keeps
+# as its own clock) per measure, ROUNDS (3) rounds
 # alternating; the best round of each is compared.  REFENV: build/refenv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 THREADS=${1:-$(nproc)}
-SECONDS_EACH=${SECONDS:-5}
+SECONDS_EACH=${BENCH_SECONDS:-5}
 ROUNDS=${ROUNDS:-3}
 MODEL=build/bench/vision-medium
 PY=${REFENV:-build/refenv}/bin/python
