@@ -216,6 +216,7 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
                 return -1;
             }
             cuda_mark(b, CLEF_CUDA_PROF_COMM);
+            cur = -1;           /* whatever device the collective left current */
         }
 
         for (r = 0; r < b->tp; r++) {
@@ -231,6 +232,7 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
                 return -1;
             }
             cuda_mark(b, CLEF_CUDA_PROF_COMM);
+            cur = -1;           /* whatever device the collective left current */
         }
     }
     /* the head runs on rank 0 alone, which holds the whole residual */

@@ -68,6 +68,21 @@ cuda_slice_total(const cuda_range *r, int n)
     return t;
 }
 
+int64_t
+cuda_slice_stack(const clef_text_config *c, const clef_shard *s,
+    const cuda_slice_kind *kinds, int n, int64_t *off)
+{
+    cuda_range  r[CUDA_SLICE_MAX];
+    int64_t     at = 0;
+    int         i;
+
+    for (i = 0; i < n; i++) {
+        off[i] = at;
+        at += cuda_slice_total(r, cuda_slice_ranges(c, s, kinds[i], r));
+    }
+    return at;
+}
+
 void
 cuda_slice_rows(const void *src, int64_t cols, size_t esz, const cuda_range *r,
     int n, void *dst)

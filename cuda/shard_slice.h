@@ -61,6 +61,13 @@ int      cuda_slice_columns(cuda_slice_kind k);
 /* The sum of the ranges' counts. */
 int64_t  cuda_slice_total(const cuda_range *r, int n);
 
+/* Where each of n stacked parts (kinds[i]'s rows, one part after another,
+ * as weights.c stacks gdn_in = qkv | z | b | a, attn_in = q | k | v and
+ * mlp_gu = gate | up) starts in the rank's stacked matrix: off[i] rows;
+ * returns the rows used. */
+int64_t  cuda_slice_stack(const clef_text_config *c, const clef_shard *s,
+    const cuda_slice_kind *kinds, int n, int64_t *off);
+
 /* dst = the ranges' rows of src [.][cols], one after another (elements of
  * esz bytes). */
 void     cuda_slice_rows(const void *src, int64_t cols, size_t esz,

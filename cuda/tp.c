@@ -177,11 +177,17 @@ cuda_tp_wait(clef_backend *b, clef_error *err)
             "a collective of the forward failed: the replica is reopened");
         bad = 1;
     }
+    /* Polled rather than synchronized stream by stream: a stream waiting
+     * inside a collective for a faulted peer would never return from
+     * cudaStreamSynchronize. */
     while (!bad) {
         busy = 0;
         for (r = 0; r < b->tp && !bad; r++) {
             k = b->ranks[r];
-            e = cudaStreamQuery(k->stream);
+            e = cudaSetDevice(k->device);
+            if (e == cudaSuccess) {
+                e = cudaStreamQuery(k->stream);
+            }
             if (e == cudaErrorNotReady) {
                 busy = 1;
             } else if (e != cudaSuccess) {
@@ -202,7 +208,7 @@ cuda_tp_wait(clef_backend *b, clef_error *err)
         sched_yield();
     }
     if (!bad) {
-        return 0;
+        return cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err);
     }
     if (b->comm != NULL) {
         b->comm->faulted = 1;

@@ -165,11 +165,21 @@ up_bf16(clef_backend *b, const clef_tensor *t, clef_bf16 **out, clef_error *err)
     return put_bf16(d, t, err);
 }
 
-/* Whether the ranges are the whole of an extent n (a tp = 1 load). */
+/* Whether the ranges, one after another, are the whole of an extent (a
+ * tp = 1 load: in_proj_qkv's q | k | v ranges are then contiguous). */
 static int
 whole(const cuda_range *r, int n, int64_t extent)
 {
-    return n == 1 && r[0].start == 0 && r[0].count == extent;
+    int64_t  at = 0;
+    int      i;
+
+    for (i = 0; i < n; i++) {
+        if (r[i].start != at) {
+            return 0;
+        }
+        at += r[i].count;
+    }
+    return at == extent;
 }
 
 /* The ranges' rows (or, with cols_split, columns) of t [rows][cols] into
@@ -231,18 +241,20 @@ up_stack(clef_backend *b, const clef_tensor **parts, const cuda_slice_kind *kind
 {
     const clef_text_config  *tc = clef_model_text_config(b->model);
     cuda_range               r[CUDA_SLICE_MAX];
+    int64_t                  off[4], used;
     void                    *d;
-    size_t                   off = 0;
-    int64_t                  local, used = 0;
     int                      i, nr;
 
     for (i = 0; i < n; i++) {
         if (parts[i] == NULL) {
             return -1;
         }
-        nr = cuda_slice_ranges(tc, &b->shard, kinds[i], r);
-        used += cuda_slice_total(r, nr);
     }
+    if (n > 4) {
+        return clef_error_set(err, 500, "internal", NULL,
+            "cuda backend: %d stacked parts", n);
+    }
+    used = cuda_slice_stack(tc, &b->shard, kinds, n, off);
     if (used > rows) {
         return clef_error_set(err, 500, "internal", NULL,
             "cuda backend: %lld stacked rows for %d allocated", (long long) used, rows);
@@ -255,13 +267,11 @@ up_stack(clef_backend *b, const clef_tensor **parts, const cuda_slice_kind *kind
     }
     for (i = 0; i < n; i++) {
         nr = cuda_slice_ranges(tc, &b->shard, kinds[i], r);
-        local = cuda_slice_total(r, nr);
-        if (put_slice((char *) d + off, parts[i], parts[i]->numel / cols, cols, 0, r, nr,
-                      err) != 0)
+        if (put_slice((char *) d + (size_t) off[i] * cols * 2, parts[i],
+                      parts[i]->numel / cols, cols, 0, r, nr, err) != 0)
         {
             return -1;
         }
-        off += (size_t) local * cols * 2;
     }
     *out = d;
     return 0;
