@@ -175,7 +175,7 @@ CUDA_LINK    = -L$(BUILD) -lclef_cuda -L$(CUDA_LIBDIR) -lcudart \
                -Wl,--enable-new-dtags,-rpath,$(ABS_BUILD):$(CUDA_LIBDIR)
 CUDA_TSRC   := $(wildcard t/cuda/test_*.c)
 CUDA_TESTS  := $(patsubst t/cuda/%.c,$(BUILD)/t/cuda/%,$(CUDA_TSRC))
-CUDA_BENCH  := $(BUILD)/t/cuda/cuda_bench
+CUDA_BENCH  := $(BUILD)/t/cuda/cuda_bench $(BUILD)/t/cuda/cuda_bench_tp
 
 .PHONY: cuda test-cuda clean-cuda
 all: cuda
