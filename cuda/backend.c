@@ -579,12 +579,18 @@ prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
     {
         return -1;
     }
-    /* Every rank reads the metadata from its own device; the pinned
-     * staging buffer is rank 0's, rewritten only by the next forward's
-     * plan, after every rank's stream has been waited for. */
+    /* Every rank's workspace first, so that nothing is in flight when one
+     * cannot grow; then every rank's copy of the metadata, read from rank
+     * 0's pinned staging buffer, which only the next forward's plan
+     * rewrites, after every rank's stream has been waited for. */
+    for (r = 0; r < b->tp; r++) {
+        if (cuda_rank_device(b, r, &cur, err) != 0 || ensure_ws(b->ranks[r], p, err) != 0) {
+            return -1;
+        }
+    }
     for (r = 0; r < b->tp; r++) {
         k = b->ranks[r];
-        if (cuda_rank_device(b, r, &cur, err) != 0 || ensure_ws(k, p, err) != 0
+        if (cuda_rank_device(b, r, &cur, err) != 0
             || cuda_check(cudaMemcpyAsync(k->dmeta, b->hmeta,
                                           p->total * sizeof(int32_t),
                                           cudaMemcpyHostToDevice, k->stream),
