@@ -779,11 +779,18 @@ clef_cuda_graph_stats(const clef_backend *b, long *replays, long *captures)
     *captures = b->captures;
 }
 
+/* Summed over the replica's ranks: each has its own cuBLASLt plans. */
 void
 clef_cuda_gemm_stats(const clef_backend *b, long *fallbacks, long *heuristics)
 {
-    *fallbacks = clef_gemm_fallbacks(b->gemm);
-    *heuristics = clef_gemm_heuristic_calls(b->gemm);
+    int  r;
+
+    *fallbacks = 0;
+    *heuristics = 0;
+    for (r = 0; r < b->tp; r++) {
+        *fallbacks += clef_gemm_fallbacks(b->ranks[r]->gemm);
+        *heuristics += clef_gemm_heuristic_calls(b->ranks[r]->gemm);
+    }
 }
 
 int

@@ -32,7 +32,8 @@ void clef_cuda_graph_stats(const clef_backend *b, long *replays, long *captures)
 
 /* GEMM shapes that could not use their shape's row-independent algorithm
  * and fell back to one chosen for their row count (each breaks batch
- * invariance for that shape; 0 is the contract), and heuristic queries. */
+ * invariance for that shape; 0 is the contract), and heuristic queries;
+ * summed over the ranks at tp > 1. */
 void clef_cuda_gemm_stats(const clef_backend *b, long *fallbacks, long *heuristics);
 
 typedef enum {

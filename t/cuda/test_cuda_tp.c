@@ -24,7 +24,8 @@
  *    reference; the figures are printed to show how far inside it is;
  *  - determinism at tp > 1: the packed batch twice gives the same bits,
  *    and each record alone gives its packed bits (the sum over ranks is
- *    element-wise in rank order, so it keeps batch invariance);
+ *    element-wise in rank order, so it keeps batch invariance); no GEMM
+ *    of any rank fell back to a row-dependent algorithm;
  *  - CUDA events: at tp = 2 the profile has time in every layer type and
  *    in the all-reduces;
  *  - refusals: tp = 3 names the head count it does not divide; an unknown
@@ -256,6 +257,13 @@ check_determinism(fixture *f, clef_backend *b, const float *packed, const char *
     CHECK(rc == 0 && memcmp(alone, packed, (size_t) f->N * sizeof(float)) == 0,
           "%s: each record alone gives its packed logits bit for bit (%.3g)", label,
           max_abs_diff(alone, packed, f->N));
+    {
+        long  fallbacks, heur;
+
+        clef_cuda_gemm_stats(b, &fallbacks, &heur);
+        CHECK_INT(fallbacks, 0, "%s: every rank's GEMMs ran their shape's "
+                  "row-independent algorithm (%ld heuristic queries)", label, heur);
+    }
     free(again);
     free(alone);
 }
