@@ -158,12 +158,19 @@ nccl_destroy(clef_comm *c)
     if (n->c.faulted) {
         nccl_abort(&n->c);
     }
-    /* NCCL's own example for communicators of one thread: destroy them one
-     * by one.  The backend has waited for every rank's stream before. */
+    /* As NCCL's own example for the communicators of one thread: finalize
+     * (flush) and destroy them one by one; the backend has waited for every
+     * rank's stream before.  A finalize that fails leaves an abort. */
     for (i = 0; i < c->size; i++) {
-        if (n->comms[i] != NULL) {
-            ncclCommDestroy(n->comms[i]);
+        if (n->comms[i] == NULL) {
+            continue;
         }
+        if (ncclCommFinalize(n->comms[i]) == ncclSuccess) {
+            ncclCommDestroy(n->comms[i]);
+        } else {
+            ncclCommAbort(n->comms[i]);
+        }
+        n->comms[i] = NULL;
     }
     free(n);
 }
