@@ -6,6 +6,12 @@
  * attention layers), with six records packed (1, 63, 64, 65, 300 and 3
  * tokens, 1-3 questions each):
  *
+ *  - the communicators alone (comm_cuda.h): the same-device sum of 4 ranks
+ *    on 4 streams, fp32 over more elements than one grid covers and bf16,
+ *    equals the host's fp32 sum in rank order in every rank's buffer, bit
+ *    for bit; a group missing a rank, a rank called twice and a call
+ *    outside a group are refused; NCCL with one rank leaves its buffer as
+ *    it was, and with two GPUs sums two ranks;
  *  - communicators with one rank: the tensor-parallel path (per-rank
  *    loop, grouped all-reduces) over the same-device sum and over NCCL at
  *    tp = 1 gives the unsharded logits bit for bit (a sum of one buffer is
@@ -44,6 +50,7 @@
 #include <unistd.h>
 
 #include "clef_cuda.h"
+#include "comm_cuda.h"
 #include "cuda_test.h"
 #include "encode.h"
 
@@ -307,6 +314,156 @@ check_profile(fixture *f, clef_backend *b, const char *label)
     free(l);
 }
 
+/* ---- the communicators alone ------------------------------------------- */
+
+#define SUM_RANKS  4
+
+/* n elements per rank on `ranks` streams of device 0 (or devices 0 and 1
+ * when devs says so): each rank's buffer filled with its own values; after
+ * one grouped all-reduce every buffer must hold the host's fp32 sum in rank
+ * order (rounded to bf16 once for bf16). */
+static void
+comm_sum(cuda_comm *c, const int *devs, int ranks, size_t n, int bf16,
+    const char *label)
+{
+    clef_comm     *cc = &c->base;
+    cudaStream_t   st[SUM_RANKS] = { NULL };
+    void          *d[SUM_RANKS] = { NULL };
+    float         *h[SUM_RANKS] = { NULL }, *want = NULL;
+    uint16_t      *hb = NULL;
+    clef_error     err;
+    size_t         i, esz = bf16 ? 2 : 4, bad = 0;
+    int            r, rc = 0;
+
+    memset(&err, 0, sizeof(err));
+    want = calloc(n, sizeof(float));
+    hb = malloc(n * 2);
+    for (r = 0; r < ranks; r++) {
+        h[r] = malloc(n * sizeof(float));
+        die_cuda(cudaSetDevice(devs[r]), "cudaSetDevice");
+        die_cuda(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking), "stream");
+        die_cuda(cudaMalloc(&d[r], n * esz), "cudaMalloc");
+        for (i = 0; i < n; i++) {
+            /* magnitudes that make the order of an fp32 sum visible */
+            h[r][i] = rnd_bf((float) (1 << (r * 5 % 17)));
+            want[i] += h[r][i];
+        }
+        if (bf16) {
+            for (i = 0; i < n; i++) {
+                hb[i] = clef_f32_to_bf16(h[r][i]);
+            }
+            die_cuda(cudaMemcpy(d[r], hb, n * 2, cudaMemcpyHostToDevice), "upload");
+        } else {
+            die_cuda(cudaMemcpy(d[r], h[r], n * 4, cudaMemcpyHostToDevice), "upload");
+        }
+    }
+    if (cc->ops->group_begin != NULL) {
+        rc |= cc->ops->group_begin(cc, &err);
+    }
+    for (r = 0; r < ranks; r++) {
+        rc |= cc->ops->all_reduce_sum(cc, r, d[r], n,
+                                      bf16 ? CLEF_COMM_BF16 : CLEF_COMM_F32, st[r], &err);
+    }
+    if (cc->ops->group_end != NULL) {
+        rc |= cc->ops->group_end(cc, &err);
+    }
+    for (r = 0; r < ranks; r++) {
+        cudaSetDevice(devs[r]);
+        if (cudaStreamSynchronize(st[r]) != cudaSuccess) {
+            rc = -1;
+        }
+    }
+    for (r = 0; rc == 0 && r < ranks; r++) {
+        cudaSetDevice(devs[r]);
+        if (bf16) {
+            die_cuda(cudaMemcpy(hb, d[r], n * 2, cudaMemcpyDeviceToHost), "download");
+            for (i = 0; i < n; i++) {
+                bad += hb[i] != clef_f32_to_bf16(want[i]);
+            }
+        } else {
+            die_cuda(cudaMemcpy(h[r], d[r], n * 4, cudaMemcpyDeviceToHost), "download");
+            for (i = 0; i < n; i++) {
+                bad += memcmp(&h[r][i], &want[i], 4) != 0;
+            }
+        }
+    }
+    CHECK(rc == 0 && bad == 0, "%s: %d ranks, %zu %s elements: every buffer holds the "
+          "fp32 sum in rank order (%zu differ)%s%s", label, ranks, n,
+          bf16 ? "bf16" : "fp32", bad, rc ? ": " : "", rc ? err.message : "");
+    for (r = 0; r < ranks; r++) {
+        cudaSetDevice(devs[r]);
+        cudaFree(d[r]);
+        cudaStreamDestroy(st[r]);
+        free(h[r]);
+    }
+    cudaSetDevice(0);
+    free(want);
+    free(hb);
+}
+
+static void
+communicators(int n_dev)
+{
+    static const int  zeros[SUM_RANKS] = { 0, 0, 0, 0 }, pair[2] = { 0, 1 };
+    cuda_comm        *c = NULL;
+    clef_comm        *cc;
+    clef_error        err;
+    void             *d = NULL;
+    int               rc;
+
+    memset(&err, 0, sizeof(err));
+    rc = clef_cuda_comm_same_device(0, SUM_RANKS, &c, &err);
+    CHECK(rc == 0, "same-device communicator of %d ranks: %s", SUM_RANKS, err.message);
+    if (rc == 0) {
+        /* past one grid of 65536 blocks of 256: the grid-stride loop */
+        comm_sum(c, zeros, SUM_RANKS, (size_t) 65536 * 256 + 1001, 0, "same-device");
+        comm_sum(c, zeros, SUM_RANKS, 100003, 1, "same-device");
+        cc = &c->base;
+        die_cuda(cudaMalloc(&d, 64), "cudaMalloc");
+        rc = cc->ops->all_reduce_sum(cc, 0, d, 16, CLEF_COMM_F32, NULL, &err);
+        CHECK(rc != 0 && strstr(err.message, "group_begin") != NULL,
+              "same-device: a call outside a group is refused: %s", err.message);
+        rc = cc->ops->group_begin(cc, &err)
+             | cc->ops->all_reduce_sum(cc, 0, d, 16, CLEF_COMM_F32, NULL, &err);
+        rc = rc == 0 ? cc->ops->all_reduce_sum(cc, 0, d, 16, CLEF_COMM_F32, NULL, &err)
+                     : 0;
+        CHECK(rc != 0 && strstr(err.message, "twice") != NULL,
+              "same-device: a rank called twice in a group is refused: %s", err.message);
+        rc = cc->ops->group_end(cc, &err);
+        CHECK(rc != 0 && strstr(err.message, "1 of 4 ranks") != NULL,
+              "same-device: a group missing ranks is refused: %s", err.message);
+        cudaFree(d);
+        cc->ops->destroy(cc);
+    }
+
+    c = NULL;
+    rc = clef_cuda_comm_nccl(zeros, 1, &c, &err);
+    CHECK(rc == 0, "NCCL communicator of one rank (NCCL %s): %s", clef_cuda_nccl_version(),
+          rc == 0 ? "" : err.message);
+    if (rc == 0) {
+        comm_sum(c, zeros, 1, 100003, 0, "NCCL");
+        comm_sum(c, zeros, 1, 100003, 1, "NCCL");
+        c->base.ops->destroy(&c->base);
+    }
+    c = NULL;
+    rc = clef_cuda_comm_nccl(zeros, 2, &c, &err);
+    CHECK(rc != 0 && strstr(err.message, "device per rank") != NULL,
+          "NCCL over device 0 twice is refused: %s", err.message);
+    if (n_dev >= 2) {
+        c = NULL;
+        rc = clef_cuda_comm_nccl(pair, 2, &c, &err);
+        CHECK(rc == 0, "NCCL communicator over devices 0, 1: %s", rc == 0 ? "" : err.message);
+        if (rc == 0) {
+            /* two terms: the sum is the same whoever adds first */
+            comm_sum(c, pair, 2, 100003, 0, "NCCL");
+            c->base.ops->destroy(&c->base);
+        }
+    } else {
+        printf("ok %d # SKIP NCCL over two GPUs: %d device%s here\n", ++check_count,
+               n_dev, n_dev == 1 ? "" : "s");
+    }
+}
+
 static void
 refusals(clef_model *m)
 {
@@ -352,6 +509,10 @@ main(void)
     if (cuda_test_skip()) {
         return 0;
     }
+    if (cudaGetDeviceCount(&n_dev) != cudaSuccess) {
+        n_dev = 0;
+    }
+    communicators(n_dev);
     m = make_model(dir);
     CHECK(m != NULL, "tp4: checkpoint from clef mkmodel opens");
     if (m == NULL) {
@@ -445,7 +606,7 @@ main(void)
     refusals(m);
 
     /* NCCL across devices, where there are several. */
-    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev < 2) {
+    if (n_dev < 2) {
         printf("ok %d # SKIP NCCL tp=2 across GPUs: %d device%s here (the same-device "
                "runs above cover the sharded forward)\n", ++check_count, n_dev,
                n_dev == 1 ? "" : "s");
