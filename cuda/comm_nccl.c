@@ -21,6 +21,7 @@
  * Built without NCCL (nccl.h or libnccl not found, Makefile), creation
  * fails with a message saying so and everything else stays usable.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,6 +33,12 @@
 #ifdef CLEF_HAVE_NCCL
 
 #include <nccl.h>
+
+/* Replicas open and close from their own executor threads; NCCL's
+ * creation and destruction of communicators are not documented as safe
+ * to run concurrently, so they take turns (a forward never takes it: the
+ * collectives of replicas on disjoint devices may run in parallel). */
+static pthread_mutex_t  nccl_setup = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
     cuda_comm    c;
@@ -155,6 +162,7 @@ nccl_destroy(clef_comm *c)
     if (n == NULL) {
         return;
     }
+    pthread_mutex_lock(&nccl_setup);
     if (n->c.faulted) {
         nccl_abort(&n->c);
     }
@@ -172,6 +180,7 @@ nccl_destroy(clef_comm *c)
         }
         n->comms[i] = NULL;
     }
+    pthread_mutex_unlock(&nccl_setup);
     free(n);
 }
 
@@ -226,7 +235,9 @@ clef_cuda_comm_nccl(const int *devices, int count, cuda_comm **out,
     for (i = 0; i < count; i++) {
         n->devices[i] = devices[i];
     }
+    pthread_mutex_lock(&nccl_setup);
     r = ncclCommInitAll(n->comms, count, n->devices);
+    pthread_mutex_unlock(&nccl_setup);
     if (r != ncclSuccess) {
         const char  *detail = ncclGetLastError(NULL);
 
