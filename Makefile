@@ -132,6 +132,10 @@ clean:
 # and one warning new to it must not cost the only GPU run.  CI keeps it.
 # CUDA_EXTRA_INC / CUDA_EXTRA_LIBS: where cuBLASLt lives outside the
 # toolkit (the device check points them at a wheel's nvidia/cublas).
+# NCCL (tensor parallelism over several GPUs, cuda/comm_nccl.c) is linked
+# when NCCL_HOME (default: the toolkit) has include/nccl.h and
+# lib64/ or lib/libnccl.so; without them the library still builds, and
+# its NCCL communicator says so when a replica of several devices opens.
 
 WERROR      ?= -Werror
 ifeq ($(strip $(WERROR)),)
@@ -150,6 +154,16 @@ CUDA_ARCH   := -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,co
 NVCCFLAGS   ?= -O3 -std=c++17 -lineinfo $(CUDA_ARCH) \
                $(if $(strip $(WERROR)),--Werror all-warnings) \
                -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter$(if $(strip $(WERROR)),$(comma)-Werror)
+NCCL_HOME   ?= $(CUDA_HOME)
+NCCL_LIBDIR ?= $(patsubst %/libnccl.so,%,$(firstword $(wildcard $(NCCL_HOME)/lib64/libnccl.so $(NCCL_HOME)/lib/libnccl.so)))
+ifneq ($(and $(wildcard $(NCCL_HOME)/include/nccl.h),$(NCCL_LIBDIR)),)
+NCCL_CFLAGS := -DCLEF_HAVE_NCCL -I$(NCCL_HOME)/include
+NCCL_LIBS   := -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+else
+NCCL_CFLAGS :=
+NCCL_LIBS   :=
+$(info NCCL not found under NCCL_HOME=$(NCCL_HOME): libclef_cuda.so is built without it (tp over one device only))
+endif
 CUDA_INC     = $(ENGINE_INC) -Icuda -I$(CUDA_HOME)/include $(CUDA_EXTRA_INC)
 CUDA_CU     := $(wildcard cuda/*.cu)
 CUDA_CSRC   := $(wildcard cuda/*.c)
@@ -161,7 +175,7 @@ CUDA_LINK    = -L$(BUILD) -lclef_cuda -L$(CUDA_LIBDIR) -lcudart \
                -Wl,--enable-new-dtags,-rpath,$(ABS_BUILD):$(CUDA_LIBDIR)
 CUDA_TSRC   := $(wildcard t/cuda/test_*.c)
 CUDA_TESTS  := $(patsubst t/cuda/%.c,$(BUILD)/t/cuda/%,$(CUDA_TSRC))
-CUDA_BENCH  := $(BUILD)/t/cuda/cuda_bench
+CUDA_BENCH  := $(BUILD)/t/cuda/cuda_bench $(BUILD)/t/cuda/cuda_bench_tp
 
 .PHONY: cuda test-cuda clean-cuda
 all: cuda
@@ -175,7 +189,7 @@ $(BUILD)/cuda/%.cu.o: cuda/%.cu $(CUDA_HDRS)
 
 $(BUILD)/cuda/%.c.o: cuda/%.c $(CUDA_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) $(CUDA_INC) -MMD -MP -c -o $@ $<
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) $(CUDA_INC) $(NCCL_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/cuda/ptxas.log: $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_CU))
 	cat $(patsubst cuda/%.cu,$(BUILD)/cuda/%.ptxas,$(CUDA_CU)) > $@
@@ -183,7 +197,8 @@ $(BUILD)/cuda/ptxas.log: $(patsubst cuda/%.cu,$(BUILD)/cuda/%.cu.o,$(CUDA_CU))
 $(CUDA_LIB): $(CUDA_OBJ) $(BUILD)/libclef.a cuda/exports.map
 	$(CC) -shared -o $@ -Wl,-soname,libclef_cuda.so $(CUDA_OBJ) $(BUILD)/libclef.a \
 	  -Wl,--version-script=cuda/exports.map $(CUDA_EXTRA_LIBS) -L$(CUDA_LIBDIR) \
-	  -Wl,--enable-new-dtags,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcudart -lstdc++ $(LIBS)
+	  -Wl,--enable-new-dtags,-rpath,$(CUDA_LIBDIR) $(NCCL_LIBS) -lcublasLt -lcudart \
+	  -lstdc++ $(LIBS)
 
 $(BUILD)/t/cuda/%: t/cuda/%.c t/unit/check.h $(BUILD)/libclef.a $(CUDA_LIB)
 	@mkdir -p $(dir $@)

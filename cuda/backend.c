@@ -56,6 +56,10 @@ ws_layout(clef_backend *b, char *base)
     w->proj = carve(&c, T * (size_t) b->proj_ld * 2);
     w->mix = carve(&c, T * (size_t) b->mix_ld * 2);
     w->act = carve(&c, T * (size_t) b->act_ld * 2);
+    if (b->rank > 0) {
+        /* the head runs on rank 0 alone */
+        return c.off;
+    }
     w->X = carve(&c, T * H * 4);
     w->M = carve(&c, T * W * 4);
     w->Mn = carve(&c, T * W * 4);
@@ -140,7 +144,7 @@ ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
         b->dmeta_cap = cap;
     }
 
-    if ((size_t) p->N > b->hout_cap) {
+    if (b->rank == 0 && (size_t) p->N > b->hout_cap) {
         size_t  cap = (size_t) p->N + 256;
 
         if (b->hout != NULL) {
@@ -226,6 +230,25 @@ sizes(clef_backend *b, clef_error *err)
             "rotary %d)", b->Hq, b->Hkv, b->hd, b->rot);
     }
 
+    /* The rank's share (shard.h; the whole model at tp = 1): every size
+     * below, the stacked projections' rows and the workspace strides, is
+     * the rank's, and the kernels see a model with fewer heads and
+     * intermediate columns. */
+    if (b->tp > 1) {
+        b->Hq = b->shard.q_heads;
+        b->Hkv = b->shard.kv_heads;
+        b->Hk = b->shard.k_heads;
+        b->Hv = b->shard.v_heads;
+        b->I = b->shard.inter;
+        b->Cconv = 2 * b->Hk * b->dk + b->Hv * b->dv;
+        if (b->I % 8 || (n_gdn && b->Cconv % 8)) {
+            return clef_error_set(err, 500, "model", NULL,
+                "cuda backend: tp=%d leaves %d intermediate columns and %d conv "
+                "channels per rank; the kernels need multiples of 8", b->tp, b->I,
+                n_gdn ? b->Cconv : 0);
+        }
+    }
+
     b->q_rows = b->Hq * b->hd * (b->gated ? 2 : 1);
     b->gdn_rows = round_up(b->Cconv + b->Hv * b->dv + 2 * b->Hv, 8);
     b->z_off = b->Cconv;
@@ -241,14 +264,12 @@ sizes(clef_backend *b, clef_error *err)
     return 0;
 }
 
+/* Frees one rank's resources (its stream waited for first). */
 static void
-cuda_close(clef_backend *b)
+rank_free(clef_backend *b)
 {
     int  i;
 
-    if (b == NULL) {
-        return;
-    }
     cudaSetDevice(b->device);
     if (b->stream != NULL) {
         cudaStreamSynchronize(b->stream);
@@ -276,22 +297,136 @@ cuda_close(clef_backend *b)
     if (b->stream != NULL) {
         cudaStreamDestroy(b->stream);
     }
-    /* after a fault that poisoned the context, only a reset lets the next
-     * open of this device work; it touches no other device */
-    if (cudaDeviceSynchronize() != cudaSuccess) {
-        cudaDeviceReset();
-    }
     free(b);
 }
 
-static int
-cuda_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
-    clef_error *err)
+static void
+cuda_close(clef_backend *b)
 {
-    clef_backend          *b;
+    int  devs[CUDA_TP_MAX], n = 0, r, i;
+
+    if (b == NULL) {
+        return;
+    }
+    /* A faulted communicator first: a rank's stream may be waiting inside
+     * a collective for a peer that will never come, and only the abort
+     * lets it drain (the waits in rank_free would hang). */
+    if (b->comm != NULL && b->comm->faulted) {
+        b->comm->abort(b->comm);
+    }
+    for (r = 0; r < b->tp; r++) {
+        if (b->ranks[r] != NULL && b->ranks[r]->stream != NULL) {
+            cudaSetDevice(b->ranks[r]->device);
+            cudaStreamSynchronize(b->ranks[r]->stream);
+        }
+    }
+    if (b->comm != NULL) {
+        b->comm->base.ops->destroy(&b->comm->base);
+        b->comm = NULL;
+    }
+    for (r = b->tp - 1; r >= 0; r--) {
+        clef_backend  *k = b->ranks[r];
+
+        if (k == NULL && r > 0) {
+            continue;
+        }
+        if (k == NULL) {
+            k = b;
+        }
+        for (i = 0; i < n && devs[i] != k->device; i++) {
+            /* seen */
+        }
+        if (i == n) {
+            devs[n++] = k->device;
+        }
+        rank_free(k);
+    }
+    /* after a fault that poisoned a context, only a reset lets the next
+     * open of that device work; it touches no other device */
+    for (i = 0; i < n; i++) {
+        if (cudaSetDevice(devs[i]) == cudaSuccess
+            && cudaDeviceSynchronize() != cudaSuccess)
+        {
+            cudaDeviceReset();
+        }
+    }
+}
+
+/* Whether device dev can run this build; its kernels' shared-memory
+ * limits raised (once per device: the attribute is per device). */
+static int
+check_device(int dev, struct cudaDeviceProp *prop, clef_error *err)
+{
+    cudaError_t  e;
+
+    e = cudaSetDevice(dev);
+    if (e == cudaSuccess) {
+        e = cudaGetDeviceProperties(prop, dev);
+    }
+    if (e != cudaSuccess) {
+        return clef_error_set(err, 503, "no_device", NULL, "no CUDA device: %s",
+            cudaGetErrorString(e));
+    }
+    if (prop->major < 9) {
+        return clef_error_set(err, 503, "no_device", NULL,
+            "no CUDA device: %s (device %d) has compute capability %d.%d; this "
+            "build needs 9.0", prop->name, dev, prop->major, prop->minor);
+    }
+    e = clef_k_setup();
+    if (e != cudaSuccess) {
+        return cuda_check(e, "kernel setup", err);
+    }
+    return 0;
+}
+
+/* Rank `rank` of tp on device dev: sizes of its shard and its stream; the
+ * weights come once the communicator exists. */
+static int
+rank_new(const clef_model *m, const clef_backend_opts *o, int rank, int tp,
+    int dev, clef_backend **out, clef_error *err)
+{
+    clef_backend  *b;
+    cudaError_t    e;
+
+    *out = NULL;
+    b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+    }
+    b->device = dev;
+    b->rank = rank;
+    b->tp = tp;
+    b->model = m;
+    b->use_graphs = 1;
+    clef_shard_of(clef_model_text_config(m), tp, rank, &b->shard);
+    if (o != NULL && rank == 0) {
+        b->progress = o->progress;
+        b->progress_ctx = o->progress_ctx;
+    }
+    if (sizes(b, err) != 0) {
+        free(b);
+        return -1;
+    }
+    e = cudaSetDevice(dev);
+    if (e == cudaSuccess) {
+        e = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking);
+    }
+    if (e != cudaSuccess) {
+        b->stream = NULL;
+        rank_free(b);
+        return cuda_check(e, "stream", err);
+    }
+    *out = b;
+    return 0;
+}
+
+static int
+open_replica(const clef_model *m, const clef_backend_opts *o, const char *comm,
+    clef_backend **out, clef_error *err)
+{
+    clef_backend          *b = NULL, *k;
     struct cudaDeviceProp  prop;
-    cudaError_t            e;
-    int                    n = 0, dev = o != NULL ? o->device : 0;
+    int                    devs[CUDA_TP_MAX], tp, r, i, len;
 
     *out = NULL;
     /* the CUDA backend computes in bf16 (tensor cores) and has no fp32 path */
@@ -299,66 +434,91 @@ cuda_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         return clef_error_set(err, 500, "backend", NULL,
             "the CUDA backend computes in bf16: precision=fp32 is for the CPU");
     }
-    e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        return clef_error_set(err, 503, "no_device", NULL, "no CUDA device: %s",
-            e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-    }
-    if (dev < 0 || dev >= n) {
-        return clef_error_set(err, 503, "no_device", NULL,
-            "no CUDA device: ordinal %d asked for, %d present", dev, n);
-    }
-    e = cudaSetDevice(dev);
-    if (e == cudaSuccess) {
-        e = cudaGetDeviceProperties(&prop, dev);
-    }
-    if (e != cudaSuccess) {
-        return clef_error_set(err, 503, "no_device", NULL, "no CUDA device: %s",
-            cudaGetErrorString(e));
-    }
-    if (prop.major < 9) {
-        return clef_error_set(err, 503, "no_device", NULL,
-            "no CUDA device: %s has compute capability %d.%d; this build needs 9.0",
-            prop.name, prop.major, prop.minor);
-    }
-
-    e = clef_k_setup();
-    if (e != cudaSuccess) {
-        return cuda_check(e, "kernel setup", err);
-    }
-
-    b = calloc(1, sizeof(*b));
-    if (b == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
-    }
-    b->device = dev;
-    b->model = m;
-    b->use_graphs = 1;
-    if (o != NULL) {
-        b->progress = o->progress;
-        b->progress_ctx = o->progress_ctx;
-    }
-    snprintf(b->describe, sizeof(b->describe), "cuda backend: device %d "
-             "(%s, compute capability %d.%d, %.0f GiB); bf16 weights, "
-             "cuBLASLt GEMMs with one algorithm per shape", dev, prop.name,
-             prop.major, prop.minor,
-             (double) prop.totalGlobalMem / (1024.0 * 1024 * 1024));
-    if (sizes(b, err) != 0) {
-        free(b);
+    if (cuda_tp_devices(o, devs, &tp, err) != 0) {
         return -1;
     }
-    e = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking);
-    if (e != cudaSuccess) {
-        b->stream = NULL;
-        cuda_close(b);
-        return cuda_check(e, "stream", err);
+    for (r = 0; r < tp; r++) {
+        for (i = 0; i < r && devs[i] != devs[r]; i++) {
+            /* a device checked already */
+        }
+        if (i == r && check_device(devs[r], &prop, err) != 0) {
+            return -1;
+        }
     }
-    if (clef_gemm_create(&b->gemm, err) != 0 || cuda_weights_upload(b, err) != 0) {
+    if (clef_shard_check(clef_model_text_config(m), tp, err) != 0) {
+        return -1;
+    }
+
+    for (r = 0; r < tp; r++) {
+        if (rank_new(m, o, r, tp, devs[r], &k, err) != 0) {
+            cuda_close(b);
+            return -1;
+        }
+        if (r == 0) {
+            b = k;
+        }
+        b->ranks[r] = k;
+    }
+
+    if (check_device(devs[0], &prop, err) != 0
+        || cuda_tp_comm(b, devs, comm, err) != 0)
+    {
+        cuda_close(b);
+        return -1;
+    }
+    if (tp == 1 && b->comm == NULL) {
+        snprintf(b->describe, sizeof(b->describe), "cuda backend: device %d "
+                 "(%s, compute capability %d.%d, %.0f GiB); bf16 weights, "
+                 "cuBLASLt GEMMs with one algorithm per shape", devs[0], prop.name,
+                 prop.major, prop.minor,
+                 (double) prop.totalGlobalMem / (1024.0 * 1024 * 1024));
+    } else {
+        len = snprintf(b->describe, sizeof(b->describe), "cuda backend: tp=%d over "
+                       "%s, devices", tp, b->comm->describe);
+        for (r = 0; r < tp && len > 0 && (size_t) len < sizeof(b->describe); r++) {
+            len += snprintf(b->describe + len, sizeof(b->describe) - (size_t) len,
+                            "%s%d", r ? "," : " ", devs[r]);
+        }
+        if (len > 0 && (size_t) len < sizeof(b->describe)) {
+            snprintf(b->describe + len, sizeof(b->describe) - (size_t) len,
+                     " (%s, compute capability %d.%d, %.0f GiB); bf16 weights "
+                     "sharded Megatron style, one bf16 all-reduce after each "
+                     "mixer and each MLP; cuBLASLt GEMMs with one algorithm per "
+                     "shape", prop.name, prop.major, prop.minor,
+                     (double) prop.totalGlobalMem / (1024.0 * 1024 * 1024));
+        }
+    }
+
+    for (r = 0; r < tp; r++) {
+        k = b->ranks[r];
+        if (cuda_check(cudaSetDevice(k->device), "cudaSetDevice", err) != 0
+            || clef_gemm_create(&k->gemm, err) != 0
+            || cuda_weights_upload(k, err) != 0)
+        {
+            cuda_close(b);
+            return -1;
+        }
+    }
+    if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0) {
         cuda_close(b);
         return -1;
     }
     *out = b;
     return 0;
+}
+
+static int
+cuda_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
+    clef_error *err)
+{
+    return open_replica(m, o, NULL, out, err);
+}
+
+int
+clef_cuda_open_tp(const clef_model *m, const clef_backend_opts *o,
+    const char *comm, clef_backend **out, clef_error *err)
+{
+    return open_replica(m, o, comm, out, err);
 }
 
 /* ---- forward ------------------------------------------------------------- */
@@ -408,17 +568,50 @@ capture(clef_backend *b, const cuda_plan *p, cuda_graph *g, clef_error *err)
 static int
 prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
 {
+    clef_backend  *k;
+    int            r, cur = b->device;
+
     if (clef_batch_has_media(batch, "cuda", err)) {
         return -1;
     }
     if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
-        || cuda_plan_build(b, batch, p, err) != 0 || ensure_ws(b, p, err) != 0)
+        || cuda_plan_build(b, batch, p, err) != 0)
     {
         return -1;
     }
-    return cuda_check(cudaMemcpyAsync(b->dmeta, b->hmeta, p->total * sizeof(int32_t),
-                                      cudaMemcpyHostToDevice, b->stream),
-                      "metadata upload", err);
+    /* Every rank's workspace first, so that nothing is in flight when one
+     * cannot grow; then every rank's copy of the metadata, read from rank
+     * 0's pinned staging buffer, which only the next forward's plan
+     * rewrites, after every rank's stream has been waited for. */
+    for (r = 0; r < b->tp; r++) {
+        if (cuda_rank_device(b, r, &cur, err) != 0 || ensure_ws(b->ranks[r], p, err) != 0) {
+            return -1;
+        }
+    }
+    for (r = 0; r < b->tp; r++) {
+        k = b->ranks[r];
+        if (cuda_rank_device(b, r, &cur, err) != 0
+            || cuda_check(cudaMemcpyAsync(k->dmeta, b->hmeta,
+                                          p->total * sizeof(int32_t),
+                                          cudaMemcpyHostToDevice, k->stream),
+                          "metadata upload", err) != 0)
+        {
+            return -1;
+        }
+    }
+    return cuda_rank_device(b, 0, &cur, err);
+}
+
+/* Waits for the forward's work: rank 0's stream alone at tp = 1 (as
+ * before tensor parallelism), every rank's with the communicator polled
+ * otherwise (tp.c). */
+static int
+wait_ranks(clef_backend *b, const char *what, clef_error *err)
+{
+    if (b->tp == 1 && b->comm == NULL) {
+        return cuda_check(cudaStreamSynchronize(b->stream), what, err);
+    }
+    return cuda_tp_wait(b, err);
 }
 
 static void
@@ -453,7 +646,8 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
     }
 
     b->n_marks = 0;
-    if (b->use_graphs && !b->profile) {
+    /* No graphs across ranks (graphs.c says why): tp > 1 launches eagerly. */
+    if (b->use_graphs && !b->profile && b->tp == 1 && b->comm == NULL) {
         g = cuda_graph_lookup(b, &p, &fresh);
     }
     if (g != NULL && g->exec != NULL) {
@@ -477,8 +671,21 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
         rc = cuda_check(cudaMemcpyAsync(b->hout, b->ws.logits, (size_t) p.N * sizeof(float),
                                         cudaMemcpyDeviceToHost, b->stream), "logits", err);
     }
-    /* Wait even after a failed enqueue: the staging buffers are reused. */
-    if (cuda_check(cudaStreamSynchronize(b->stream), "forward", err) != 0 || rc != 0) {
+    /* Wait even after a failed enqueue: the staging buffers are reused.
+     * The first error is the one reported. */
+    if (rc != 0) {
+        clef_error  later;
+
+        memset(&later, 0, sizeof(later));
+        if (wait_ranks(b, "forward", &later) != 0
+            && strcmp(later.type, "device_fault") == 0)
+        {
+            *err = later;
+        }
+        b->n_marks = 0;
+        return -1;
+    }
+    if (wait_ranks(b, "forward", err) != 0) {
         b->n_marks = 0;
         return -1;
     }
@@ -515,7 +722,19 @@ cuda_hidden(clef_backend *b, const clef_batch *batch, float *hidden,
                                         (size_t) p.T * b->H * sizeof(float),
                                         cudaMemcpyDeviceToHost, b->stream), "hidden", err);
     }
-    if (cuda_check(cudaStreamSynchronize(b->stream), "hidden", err) != 0 || rc != 0) {
+    if (rc != 0) {
+        clef_error  later;
+
+        memset(&later, 0, sizeof(later));
+        if (wait_ranks(b, "hidden", &later) != 0
+            && strcmp(later.type, "device_fault") == 0)
+        {
+            *err = later;
+        }
+        b->n_marks = 0;
+        return -1;
+    }
+    if (wait_ranks(b, "hidden", err) != 0) {
         b->n_marks = 0;
         return -1;
     }
@@ -539,7 +758,10 @@ clef_cuda_set_profile(clef_backend *b, int profile)
 {
     int  i;
 
-    if (profile && b->ev[CUDA_MARKS_MAX - 1] == NULL) {
+    /* the marks are recorded on rank 0's stream: its device's events */
+    if (profile && b->ev[CUDA_MARKS_MAX - 1] == NULL
+        && cudaSetDevice(b->device) == cudaSuccess)
+    {
         for (i = 0; i < CUDA_MARKS_MAX; i++) {
             if (b->ev[i] == NULL && cudaEventCreate(&b->ev[i]) != cudaSuccess) {
                 b->ev[i] = NULL;
@@ -557,11 +779,18 @@ clef_cuda_graph_stats(const clef_backend *b, long *replays, long *captures)
     *captures = b->captures;
 }
 
+/* Summed over the replica's ranks: each has its own cuBLASLt plans. */
 void
 clef_cuda_gemm_stats(const clef_backend *b, long *fallbacks, long *heuristics)
 {
-    *fallbacks = clef_gemm_fallbacks(b->gemm);
-    *heuristics = clef_gemm_heuristic_calls(b->gemm);
+    int  r;
+
+    *fallbacks = 0;
+    *heuristics = 0;
+    for (r = 0; r < b->tp; r++) {
+        *fallbacks += clef_gemm_fallbacks(b->ranks[r]->gemm);
+        *heuristics += clef_gemm_heuristic_calls(b->ranks[r]->gemm);
+    }
 }
 
 int
@@ -581,6 +810,18 @@ clef_cuda_profile_reset(clef_backend *b)
 {
     memset(b->prof_ms, 0, sizeof(b->prof_ms));
     b->prof_forwards = 0;
+}
+
+int
+clef_cuda_tp(const clef_backend *b)
+{
+    return b->tp;
+}
+
+const char *
+clef_cuda_comm_name(const clef_backend *b)
+{
+    return b->comm != NULL ? b->comm->base.ops->name : "none";
 }
 
 static const char *

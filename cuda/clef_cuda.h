@@ -32,7 +32,8 @@ void clef_cuda_graph_stats(const clef_backend *b, long *replays, long *captures)
 
 /* GEMM shapes that could not use their shape's row-independent algorithm
  * and fell back to one chosen for their row count (each breaks batch
- * invariance for that shape; 0 is the contract), and heuristic queries. */
+ * invariance for that shape; 0 is the contract), and heuristic queries;
+ * summed over the ranks at tp > 1. */
 void clef_cuda_gemm_stats(const clef_backend *b, long *fallbacks, long *heuristics);
 
 typedef enum {
@@ -41,8 +42,25 @@ typedef enum {
     CLEF_CUDA_PROF_ATTN,         /* input norm + gated attention mixer */
     CLEF_CUDA_PROF_MLP,          /* post norm + SwiGLU MLP */
     CLEF_CUDA_PROF_HEAD,         /* final norm + joint schema head */
+    CLEF_CUDA_PROF_COMM,         /* tp > 1: the all-reduces, measured on
+                                    rank 0's stream from the end of its own
+                                    part to the sum (waiting for the slowest
+                                    rank included) */
     CLEF_CUDA_PROF_COUNT
 } clef_cuda_prof;
+
+/* Opens the backend as clef_cuda_backend_ops.open does, with the
+ * communicator named: "nccl" or "same-device" (every rank on o->device,
+ * tp of them: the sharded forward on one GPU), or NULL for the default
+ * (none at tp = 1; NCCL over distinct devices).  A communicator named at
+ * tp = 1 runs the tensor-parallel path with one rank (its all-reduces sum
+ * one buffer): how a single GPU exercises NCCL inside the forward. */
+int  clef_cuda_open_tp(const clef_model *m, const clef_backend_opts *o,
+    const char *comm, clef_backend **out, clef_error *err);
+
+/* Ranks and the communicator's name ("none", "nccl", "same-device"). */
+int         clef_cuda_tp(const clef_backend *b);
+const char *clef_cuda_comm_name(const clef_backend *b);
 
 /* Milliseconds per layer type summed over the profiled forwards since the
  * last reset, and their count.  Waits for the device. */

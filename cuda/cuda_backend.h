@@ -12,13 +12,16 @@
 #include <cuda_runtime_api.h>
 
 #include "clef_cuda.h"
+#include "comm_cuda.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "model.h"
+#include "shard.h"
 
 #define CUDA_GRAPHS      16          /* launch shapes kept as graphs */
 #define CUDA_GRAPH_KEY   13          /* int32 counts of a launch shape (graphs.c) */
 #define CUDA_MARKS_MAX   (4 * CLEF_MAX_LAYERS + 8)
+#define CUDA_TP_MAX      CLEF_K_RANKS_MAX  /* ranks of one replica */
 
 typedef struct {
     int          full;               /* 1: gated attention, 0: gated delta net */
@@ -101,8 +104,23 @@ typedef struct {
     uint64_t         stamp;
 } cuda_graph;
 
+/*
+ * One rank of a replica.  At tp = 1 the replica is this one struct, as
+ * before tensor parallelism.  At tp > 1 (tp.c) the handle the engine holds
+ * is rank 0, which owns the other ranks (ranks[]), the communicator and
+ * everything of the head; every rank owns its device, stream, cuBLASLt
+ * handle, shard of the layers (sizes below are the rank's: its heads and
+ * intermediate columns), a replicated embedding, a backbone-only
+ * workspace and a copy of the batch metadata.
+ */
 struct clef_backend {
     int               device;
+    int               rank, tp;          /* this rank of tp */
+    clef_shard        shard;             /* what this rank holds */
+    clef_backend     *ranks[CUDA_TP_MAX];  /* rank 0: every rank, itself first */
+    cuda_comm        *comm;              /* rank 0, tp > 1 (or forced): the
+                                            all-reduce of the row-parallel
+                                            outputs; NULL: none */
     char              describe[512];
     void            (*progress)(void *ctx);    /* after each forward */
     void             *progress_ctx;
@@ -125,7 +143,7 @@ struct clef_backend {
     cuda_layer  layers[CLEF_MAX_LAYERS];
     cuda_head_w head;
 
-    /* per forward */
+    /* per forward (ranks > 0: the backbone's buffers and dmeta only) */
     void       *ws_mem;
     cuda_ws     ws;
     int32_t    *dmeta;               /* device copy of the metadata */
@@ -164,10 +182,30 @@ int   cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err);
 int   cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err);
 void  cuda_mark(clef_backend *b, int type);
 
+/* tp.c: tensor parallelism.  cuda_tp_devices: the replica's devices from
+ * the options (devices[0 .. n_devices), or tp consecutive ordinals from
+ * `device`), checked to exist, one CUDA device per rank.  cuda_tp_comm:
+ * the communicator a replica of these devices needs (comm: "nccl",
+ * "same-device", or NULL for the default: none at tp = 1, NCCL over
+ * distinct devices, same-device when every rank has one device).
+ * cuda_all_reduce: the grouped in-place sum of every rank's hid over T
+ * rows.  cuda_tp_wait: waits for every rank's stream, polling the
+ * communicator, and aborts it on the first error so that no stream waits
+ * forever for a faulted peer. */
+int   cuda_tp_devices(const clef_backend_opts *o, int *devices, int *tp,
+    clef_error *err);
+int   cuda_tp_comm(clef_backend *b, const int *devices, const char *comm,
+    clef_error *err);
+int   cuda_all_reduce(clef_backend *b, int T, clef_error *err);
+int   cuda_tp_wait(clef_backend *b, clef_error *err);
+
 /* graphs.c: the entry for p's launch shape, a new one (evicting the least
  * recently used) with *fresh set when absent. */
 cuda_graph *cuda_graph_lookup(clef_backend *b, const cuda_plan *p, int *fresh);
 void        cuda_graphs_clear(clef_backend *b);
+
+/* cudaSetDevice(b->ranks[r]->device) when *cur is another device. */
+int   cuda_rank_device(clef_backend *b, int r, int *cur, clef_error *err);
 
 /* Turns a failed CUDA call into a clef_error (returns 0 on success). */
 int   cuda_check(cudaError_t e, const char *what, clef_error *err);

@@ -58,111 +58,189 @@ cuda_mark(clef_backend *b, int type)
         }                                                                     \
     } while (0)
 
+/* Layer l's mixer on one rank: input norm, the rank's heads, and its
+ * row-parallel share of the output projection added into hid with beta
+ * (1: hid += the product, the residual; 0: hid = the product, a partial
+ * sum for the all-reduce). */
+static int
+layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
+    clef_error *err)
+{
+    cudaStream_t       s = b->stream;
+    cuda_ws           *w = &b->ws;
+    const int32_t     *meta = b->dmeta;
+    const int          T = p->T, H = b->H;
+    const cuda_layer  *ly = &b->layers[l];
+
+    CK(clef_k_rmsnorm(w->hid, ly->in_ln, w->xn, T, H, b->eps, s), "input norm");
+    if (!ly->full) {
+        clef_k_gdn_args  g;
+
+        GEMM(CLEF_GEMM_BF16, T, b->gdn_rows, H, ly->gdn_in, H, w->xn, H,
+             w->proj, b->proj_ld, 0.0f, NULL);
+        CK(clef_k_conv_silu(w->proj, b->proj_ld, ly->conv_wt, b->Kc,
+                            meta + p->o_pos, w->mix, T, b->Cconv, s), "conv");
+        g.u = w->mix;
+        g.ldu = b->Cconv;
+        g.ba = w->proj;
+        g.ldba = b->proj_ld;
+        g.b_off = b->b_off;
+        g.a_off = b->a_off;
+        g.neg_a = ly->neg_a;
+        g.dt_bias = ly->dt_bias;
+        g.cu = meta + p->o_cu;
+        g.n_records = p->NR;
+        g.o = w->act;
+        g.Hk = b->Hk;
+        g.Hv = b->Hv;
+        g.dk = b->dk;
+        g.dv = b->dv;
+        CK(clef_k_gdn(&g, s), "gated delta rule");
+        CK(clef_k_gated_norm(w->act, w->proj + b->z_off, b->proj_ld, ly->gnorm,
+                             T, b->Hv, b->dv, b->eps, s), "gated norm");
+        GEMM(CLEF_GEMM_BF16, T, H, b->Hv * b->dv, ly->gdn_out, b->Hv * b->dv,
+             w->act, b->Hv * b->dv, w->hid, H, beta, NULL);
+    } else {
+        clef_k_rope_args  r;
+        clef_k_attn_args  a;
+        clef_bf16        *kbuf = w->mix + (size_t) T * b->Hq * b->hd;
+
+        GEMM(CLEF_GEMM_BF16, T, b->attn_rows, H, ly->attn_in, H, w->xn, H,
+             w->proj, b->proj_ld, 0.0f, NULL);
+        r.proj = w->proj;
+        r.ldp = b->proj_ld;
+        r.q_hstride = b->gated ? 2 * b->hd : b->hd;
+        r.k_off = b->k_off;
+        r.q_norm = ly->q_norm;
+        r.k_norm = ly->k_norm;
+        r.pos = meta + p->o_pos;
+        r.inv_freq = b->inv_freq;
+        r.rot = b->rot;
+        r.q = w->mix;
+        r.k = kbuf;
+        r.T = T;
+        r.Hq = b->Hq;
+        r.Hkv = b->Hkv;
+        r.hd = b->hd;
+        r.eps = b->eps;
+        CK(clef_k_qk_norm_rope(&r, s), "q/k norm and rope");
+
+        a.q = w->mix;
+        a.ldq = b->Hq * b->hd;
+        a.q_hs = b->hd;
+        a.k = kbuf;
+        a.ldk = b->Hkv * b->hd;
+        a.k_hs = b->hd;
+        a.v = w->proj + b->v_off;
+        a.ldv = b->proj_ld;
+        a.v_hs = b->hd;
+        a.gate = b->gated ? w->proj + b->hd : NULL;
+        a.ldg = b->proj_ld;
+        a.g_hs = 2 * b->hd;
+        a.out = w->act;
+        a.ldo = b->Hq * b->hd;
+        a.o_hs = b->hd;
+        a.tiles = meta + p->o_tiles;
+        a.n_tiles = p->n_tiles;
+        a.Hq = b->Hq;
+        a.Hkv = b->Hkv;
+        a.hd = b->hd;
+        CK(clef_k_attention(&a, s), "attention");
+        GEMM(CLEF_GEMM_BF16, T, H, b->Hq * b->hd, ly->attn_out, b->Hq * b->hd,
+             w->act, b->Hq * b->hd, w->hid, H, beta, NULL);
+    }
+    return 0;
+}
+
+/* Layer l's MLP on one rank: post norm, its intermediate columns, its
+ * share of down_proj into hid with beta (as layer_mixer). */
+static int
+layer_mlp(clef_backend *b, const cuda_plan *p, int l, float beta,
+    clef_error *err)
+{
+    cudaStream_t       s = b->stream;
+    cuda_ws           *w = &b->ws;
+    const int          T = p->T, H = b->H;
+    const cuda_layer  *ly = &b->layers[l];
+
+    CK(clef_k_rmsnorm(w->hid, ly->post_ln, w->xn, T, H, b->eps, s), "post norm");
+    GEMM(CLEF_GEMM_BF16, T, 2 * b->I, H, ly->mlp_gu, H, w->xn, H, w->proj,
+         b->proj_ld, 0.0f, NULL);
+    CK(clef_k_swiglu(w->proj, b->proj_ld, w->act, T, b->I, s), "swiglu");
+    GEMM(CLEF_GEMM_BF16, T, H, b->I, ly->mlp_down, b->I, w->act, b->I, w->hid,
+         H, beta, NULL);
+    return 0;
+}
+
+/*
+ * The backbone over the replica's ranks.  At tp = 1 (no communicator) this
+ * is one rank, beta 1, no collective: the launch sequence of a single GPU.
+ * At tp > 1 every rank holds the residual stream hid, replicated: each
+ * layer half runs on every rank (its device current, its stream), rank 0
+ * adding its partial product to the residual and the others writing
+ * theirs in place of it, and the in-place all-reduce of hid then leaves
+ * residual + the sum of the partials on every rank, bit-identical across
+ * ranks (comm.h): the next norm reads it on each rank's own stream.
+ * The all-reduce is bf16, the residual stream's own precision, as vLLM and
+ * SGLang reduce; each partial is rounded to bf16 once before the sum.
+ */
 int
 cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
 {
-    cudaStream_t    s = b->stream;
-    cuda_ws        *w = &b->ws;
-    const int32_t  *meta = b->dmeta;
-    const int       T = p->T, H = b->H;
-    int             l;
+    const int  T = p->T, H = b->H;
+    int        l, r, cur = b->device;
 
     cuda_mark(b, -1);
-    CK(clef_k_embed(meta + p->o_ids, b->embed, w->hid, T, H, s), "embedding");
+    for (r = 0; r < b->tp; r++) {
+        clef_backend  *k = b->ranks[r];
+
+        if (cuda_rank_device(b, r, &cur, err) != 0) {
+            return -1;
+        }
+        CK(clef_k_embed(k->dmeta + p->o_ids, k->embed, k->ws.hid, T, H, k->stream),
+           "embedding");
+    }
     cuda_mark(b, CLEF_CUDA_PROF_EMBED);
 
     for (l = 0; l < b->L; l++) {
-        const cuda_layer  *ly = &b->layers[l];
-
-        CK(clef_k_rmsnorm(w->hid, ly->in_ln, w->xn, T, H, b->eps, s), "input norm");
-        if (!ly->full) {
-            clef_k_gdn_args  g;
-
-            GEMM(CLEF_GEMM_BF16, T, b->gdn_rows, H, ly->gdn_in, H, w->xn, H,
-                 w->proj, b->proj_ld, 0.0f, NULL);
-            CK(clef_k_conv_silu(w->proj, b->proj_ld, ly->conv_wt, b->Kc,
-                                meta + p->o_pos, w->mix, T, b->Cconv, s), "conv");
-            g.u = w->mix;
-            g.ldu = b->Cconv;
-            g.ba = w->proj;
-            g.ldba = b->proj_ld;
-            g.b_off = b->b_off;
-            g.a_off = b->a_off;
-            g.neg_a = ly->neg_a;
-            g.dt_bias = ly->dt_bias;
-            g.cu = meta + p->o_cu;
-            g.n_records = p->NR;
-            g.o = w->act;
-            g.Hk = b->Hk;
-            g.Hv = b->Hv;
-            g.dk = b->dk;
-            g.dv = b->dv;
-            CK(clef_k_gdn(&g, s), "gated delta rule");
-            CK(clef_k_gated_norm(w->act, w->proj + b->z_off, b->proj_ld, ly->gnorm,
-                                 T, b->Hv, b->dv, b->eps, s), "gated norm");
-            GEMM(CLEF_GEMM_BF16, T, H, b->Hv * b->dv, ly->gdn_out, b->Hv * b->dv,
-                 w->act, b->Hv * b->dv, w->hid, H, 1.0f, NULL);
-            cuda_mark(b, CLEF_CUDA_PROF_GDN);
-        } else {
-            clef_k_rope_args  r;
-            clef_k_attn_args     a;
-            clef_bf16         *kbuf = w->mix + (size_t) T * b->Hq * b->hd;
-
-            GEMM(CLEF_GEMM_BF16, T, b->attn_rows, H, ly->attn_in, H, w->xn, H,
-                 w->proj, b->proj_ld, 0.0f, NULL);
-            r.proj = w->proj;
-            r.ldp = b->proj_ld;
-            r.q_hstride = b->gated ? 2 * b->hd : b->hd;
-            r.k_off = b->k_off;
-            r.q_norm = ly->q_norm;
-            r.k_norm = ly->k_norm;
-            r.pos = meta + p->o_pos;
-            r.inv_freq = b->inv_freq;
-            r.rot = b->rot;
-            r.q = w->mix;
-            r.k = kbuf;
-            r.T = T;
-            r.Hq = b->Hq;
-            r.Hkv = b->Hkv;
-            r.hd = b->hd;
-            r.eps = b->eps;
-            CK(clef_k_qk_norm_rope(&r, s), "q/k norm and rope");
-
-            a.q = w->mix;
-            a.ldq = b->Hq * b->hd;
-            a.q_hs = b->hd;
-            a.k = kbuf;
-            a.ldk = b->Hkv * b->hd;
-            a.k_hs = b->hd;
-            a.v = w->proj + b->v_off;
-            a.ldv = b->proj_ld;
-            a.v_hs = b->hd;
-            a.gate = b->gated ? w->proj + b->hd : NULL;
-            a.ldg = b->proj_ld;
-            a.g_hs = 2 * b->hd;
-            a.out = w->act;
-            a.ldo = b->Hq * b->hd;
-            a.o_hs = b->hd;
-            a.tiles = meta + p->o_tiles;
-            a.n_tiles = p->n_tiles;
-            a.Hq = b->Hq;
-            a.Hkv = b->Hkv;
-            a.hd = b->hd;
-            CK(clef_k_attention(&a, s), "attention");
-            GEMM(CLEF_GEMM_BF16, T, H, b->Hq * b->hd, ly->attn_out, b->Hq * b->hd,
-                 w->act, b->Hq * b->hd, w->hid, H, 1.0f, NULL);
-            cuda_mark(b, CLEF_CUDA_PROF_ATTN);
+        for (r = 0; r < b->tp; r++) {
+            if (cuda_rank_device(b, r, &cur, err) != 0
+                || layer_mixer(b->ranks[r], p, l, r == 0 ? 1.0f : 0.0f, err) != 0)
+            {
+                return -1;
+            }
+        }
+        cuda_mark(b, b->layers[l].full ? CLEF_CUDA_PROF_ATTN : CLEF_CUDA_PROF_GDN);
+        if (b->comm != NULL) {
+            if (cuda_all_reduce(b, T, err) != 0) {
+                return -1;
+            }
+            cuda_mark(b, CLEF_CUDA_PROF_COMM);
+            cur = -1;           /* whatever device the collective left current */
         }
 
-        CK(clef_k_rmsnorm(w->hid, ly->post_ln, w->xn, T, H, b->eps, s), "post norm");
-        GEMM(CLEF_GEMM_BF16, T, 2 * b->I, H, ly->mlp_gu, H, w->xn, H, w->proj,
-             b->proj_ld, 0.0f, NULL);
-        CK(clef_k_swiglu(w->proj, b->proj_ld, w->act, T, b->I, s), "swiglu");
-        GEMM(CLEF_GEMM_BF16, T, H, b->I, ly->mlp_down, b->I, w->act, b->I, w->hid,
-             H, 1.0f, NULL);
+        for (r = 0; r < b->tp; r++) {
+            if (cuda_rank_device(b, r, &cur, err) != 0
+                || layer_mlp(b->ranks[r], p, l, r == 0 ? 1.0f : 0.0f, err) != 0)
+            {
+                return -1;
+            }
+        }
         cuda_mark(b, CLEF_CUDA_PROF_MLP);
+        if (b->comm != NULL) {
+            if (cuda_all_reduce(b, T, err) != 0) {
+                return -1;
+            }
+            cuda_mark(b, CLEF_CUDA_PROF_COMM);
+            cur = -1;           /* whatever device the collective left current */
+        }
     }
-    CK(clef_k_rmsnorm(w->hid, b->final_norm, w->xn, T, H, b->eps, s), "final norm");
+    /* the head runs on rank 0 alone, which holds the whole residual */
+    if (cuda_rank_device(b, 0, &cur, err) != 0) {
+        return -1;
+    }
+    CK(clef_k_rmsnorm(b->ws.hid, b->final_norm, b->ws.xn, T, H, b->eps, b->stream),
+       "final norm");
     return 0;
 }
 

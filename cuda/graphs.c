@@ -20,6 +20,15 @@
  * would run padded rows; that is worth doing only if the eager/graph gap
  * measured on the device is a real part of the 10 ms target.
  *
+ * Tensor parallelism (tp > 1, or a communicator forced at tp = 1) runs
+ * eagerly, without graphs: a forward then spans several devices and
+ * streams, and its collectives sit between launches on every rank.  A
+ * graph would have to be captured per rank, each capture open on its own
+ * device while one thread enqueues the grouped NCCL calls of all of them
+ * (or the same-device sum with its cross-stream events), then replayed
+ * rank by rank; that is possible (NCCL supports capture) but only pays if
+ * launch gaps matter, and production traffic runs eagerly anyway (above).
+ *
  * A shape is captured the second time it is seen (a lone batch is not worth
  * a capture) and replayed from the third; the least recently used of
  * CUDA_GRAPHS entries makes room for a new shape.

@@ -324,6 +324,56 @@ clef_k_bf16_to_f32(const clef_bf16 *src, float *dst, int64_t n, cudaStream_t s)
     return cudaGetLastError();
 }
 
+/* ---- sum over ranks on one device (comm_same.c) ------------------------ */
+
+/* Element i of every rank's buffer becomes their sum, taken in fp32 in rank
+ * order 0, 1, ... and rounded once (bf16) or not at all (fp32): the same
+ * bits in every buffer, whatever the launch geometry. */
+static __global__ void
+sum_ranks_kernel(clef_k_rank_bufs b, int n_ranks, int64_t n, int is_bf16)
+{
+    int64_t  i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t  step = (int64_t) gridDim.x * blockDim.x;
+    float    acc;
+    int      r;
+
+    for (; i < n; i += step) {
+        acc = 0.0f;
+        if (is_bf16) {
+            for (r = 0; r < n_ranks; r++) {
+                acc += bf(((const bf16 *) b.buf[r])[i]);
+            }
+            for (r = 0; r < n_ranks; r++) {
+                ((bf16 *) b.buf[r])[i] = tobf(acc);
+            }
+        } else {
+            for (r = 0; r < n_ranks; r++) {
+                acc += ((const float *) b.buf[r])[i];
+            }
+            for (r = 0; r < n_ranks; r++) {
+                ((float *) b.buf[r])[i] = acc;
+            }
+        }
+    }
+}
+
+extern "C" cudaError_t
+clef_k_sum_ranks(const clef_k_rank_bufs *b, int n_ranks, int64_t n, int is_bf16,
+    cudaStream_t s)
+{
+    int64_t  blocks = (n + 255) / 256;
+
+    if (n_ranks < 1 || n_ranks > CLEF_K_RANKS_MAX) {
+        return cudaErrorInvalidValue;
+    }
+    if (n > 0) {
+        /* a grid-stride loop past 64k blocks: no limit on n */
+        sum_ranks_kernel<<<(unsigned) (blocks < 65536 ? blocks : 65536), 256, 0, s>>>(
+            *b, n_ranks, n, is_bf16);
+    }
+    return cudaGetLastError();
+}
+
 /* ---- setup ------------------------------------------------------------------ */
 
 extern "C" cudaError_t

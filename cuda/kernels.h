@@ -82,6 +82,21 @@ cudaError_t clef_k_swiglu(const clef_bf16 *gu, int ld, clef_bf16 *out, int T,
 cudaError_t clef_k_bf16_to_f32(const clef_bf16 *src, float *dst, int64_t n,
     cudaStream_t s);
 
+/* ---- all-reduce of ranks that share one device (comm_same.c) ----------- */
+
+#define CLEF_K_RANKS_MAX  16
+
+typedef struct {
+    void  *buf[CLEF_K_RANKS_MAX];
+} clef_k_rank_bufs;
+
+/* Every buffer b->buf[0 .. n_ranks) (n elements, bf16 or fp32, all on the
+ * current device) becomes their element-wise sum, taken in fp32 in rank
+ * order and rounded once: identical bits in every buffer.  The caller
+ * orders the other ranks' streams around s. */
+cudaError_t clef_k_sum_ranks(const clef_k_rank_bufs *b, int n_ranks, int64_t n,
+    int is_bf16, cudaStream_t s);
+
 /* ---- gated delta rule (gdn.cu) --------------------------------------- */
 
 typedef struct {

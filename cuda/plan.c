@@ -43,7 +43,8 @@ grow_host(clef_backend *b, size_t ints, clef_error *err)
         b->hmeta = NULL;
         b->hmeta_cap = 0;
     }
-    e = cudaHostAlloc((void **) &b->hmeta, cap * sizeof(int32_t), cudaHostAllocDefault);
+    /* portable: every rank's device copies its metadata from it (tp.c) */
+    e = cudaHostAlloc((void **) &b->hmeta, cap * sizeof(int32_t), cudaHostAllocPortable);
     if (e != cudaSuccess) {
         b->hmeta = NULL;
         return clef_error_set(err, 500, "cuda", NULL, "pinned staging: %s",

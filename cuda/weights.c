@@ -7,6 +7,14 @@
  *   attention:  q_proj | k_proj | v_proj
  *   MLP:        gate_proj | up_proj
  * with zero rows up to a multiple of 8 (16-byte aligned output rows).
+ *
+ * A tensor-parallel rank (tp > 1) uploads only its shard of each layer
+ * (shard_slice.h: rows of the column-parallel projections, conv channels,
+ * A_log and dt_bias of its heads; columns of the row-parallel ones),
+ * stacked the same way, so that its kernels see a model with fewer heads;
+ * norms and the embedding are replicated, and the head (with lm_head and
+ * the final norm) lives on rank 0 alone.  At tp = 1 every range is the
+ * whole tensor and the bytes uploaded are those of an unsharded load.
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +22,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "shard_slice.h"
 
 #define TEXT  CLEF_TEXT_PREFIX
 
@@ -156,20 +165,99 @@ up_bf16(clef_backend *b, const clef_tensor *t, clef_bf16 **out, clef_error *err)
     return put_bf16(d, t, err);
 }
 
-/* Row blocks of `cols` columns stacked into [rows][cols] (rows >= the sum;
- * the rest is zero). */
+/* Whether the ranges, one after another, are the whole of an extent (a
+ * tp = 1 load: in_proj_qkv's q | k | v ranges are then contiguous). */
 static int
-up_stack(clef_backend *b, const clef_tensor **parts, int n, int rows, int cols,
-    clef_bf16 **out, clef_error *err)
+whole(const cuda_range *r, int n, int64_t extent)
 {
-    void    *d;
-    size_t   off = 0;
+    int64_t  at = 0;
     int      i;
+
+    for (i = 0; i < n; i++) {
+        if (r[i].start != at) {
+            return 0;
+        }
+        at += r[i].count;
+    }
+    return at == extent;
+}
+
+/* The ranges' rows (or, with cols_split, columns) of t [rows][cols] into
+ * device memory at dst as bf16. */
+static int
+put_slice(void *dst, const clef_tensor *t, int64_t rows, int64_t cols,
+    int cols_split, const cuda_range *r, int n, clef_error *err)
+{
+    int64_t    total = cuda_slice_total(r, n), i;
+    size_t     out = (size_t) (cols_split ? rows * total : total * cols);
+    uint16_t  *h;
+    float     *f = NULL, *g = NULL;
+    int        rc;
+
+    if (whole(r, n, cols_split ? cols : rows)) {
+        return put_bf16(dst, t, err);
+    }
+    h = malloc((out ? out : 1) * sizeof(uint16_t));
+    if (h == NULL) {
+        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+    }
+    if (t->dtype == CLEF_DTYPE_BF16) {
+        if (cols_split) {
+            cuda_slice_cols(t->data, rows, cols, 2, r, n, h);
+        } else {
+            cuda_slice_rows(t->data, cols, 2, r, n, h);
+        }
+    } else {
+        f = malloc((size_t) t->numel * sizeof(float));
+        g = malloc((out ? out : 1) * sizeof(float));
+        if (f == NULL || g == NULL) {
+            free(f);
+            free(g);
+            free(h);
+            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        }
+        clef_tensor_to_f32(t, f);
+        if (cols_split) {
+            cuda_slice_cols(f, rows, cols, sizeof(float), r, n, g);
+        } else {
+            cuda_slice_rows(f, cols, sizeof(float), r, n, g);
+        }
+        for (i = 0; i < (int64_t) out; i++) {
+            h[i] = clef_f32_to_bf16(g[i]);
+        }
+        free(f);
+        free(g);
+    }
+    rc = copy_up(dst, h, out * sizeof(uint16_t), err);
+    free(h);
+    return rc;
+}
+
+/* The rank's rows of each part (the ranges of kinds[i], rows of `cols`
+ * columns), stacked into [rows][cols] (rows >= the sum; the rest is zero). */
+static int
+up_stack(clef_backend *b, const clef_tensor **parts, const cuda_slice_kind *kinds,
+    int n, int rows, int cols, clef_bf16 **out, clef_error *err)
+{
+    const clef_text_config  *tc = clef_model_text_config(b->model);
+    cuda_range               r[CUDA_SLICE_MAX];
+    int64_t                  off[4], used;
+    void                    *d;
+    int                      i, nr;
 
     for (i = 0; i < n; i++) {
         if (parts[i] == NULL) {
             return -1;
         }
+    }
+    if (n > 4) {
+        return clef_error_set(err, 500, "internal", NULL,
+            "cuda backend: %d stacked parts", n);
+    }
+    used = cuda_slice_stack(tc, &b->shard, kinds, n, off);
+    if (used > rows) {
+        return clef_error_set(err, 500, "internal", NULL,
+            "cuda backend: %lld stacked rows for %d allocated", (long long) used, rows);
     }
     if (dev_alloc(b, (size_t) rows * cols * 2, &d, err) != 0) {
         return -1;
@@ -178,13 +266,35 @@ up_stack(clef_backend *b, const clef_tensor **parts, int n, int rows, int cols,
         return clef_error_set(err, 500, "cuda", NULL, "cudaMemset failed");
     }
     for (i = 0; i < n; i++) {
-        if (put_bf16((char *) d + off, parts[i], err) != 0) {
+        nr = cuda_slice_ranges(tc, &b->shard, kinds[i], r);
+        if (put_slice((char *) d + (size_t) off[i] * cols * 2, parts[i],
+                      parts[i]->numel / cols, cols, 0, r, nr, err) != 0)
+        {
             return -1;
         }
-        off += (size_t) parts[i]->numel * 2;
     }
     *out = d;
     return 0;
+}
+
+/* The rank's columns (kind's ranges) of t [rows][cols]. */
+static int
+up_cols(clef_backend *b, const clef_tensor *t, int64_t rows, int64_t cols,
+    cuda_slice_kind kind, clef_bf16 **out, clef_error *err)
+{
+    cuda_range  r[CUDA_SLICE_MAX];
+    void       *d;
+    int         nr;
+
+    if (t == NULL) {
+        return -1;
+    }
+    nr = cuda_slice_ranges(clef_model_text_config(b->model), &b->shard, kind, r);
+    if (dev_alloc(b, (size_t) (rows * cuda_slice_total(r, nr)) * 2, &d, err) != 0) {
+        return -1;
+    }
+    *out = d;
+    return put_slice(d, t, rows, cols, 1, r, nr, err);
 }
 
 static int
@@ -231,56 +341,70 @@ scalar(const clef_tensor *t, float *v)
 static int
 upload_layer(clef_backend *b, int l, clef_error *err)
 {
-    cuda_layer         *ly = &b->layers[l];
-    const clef_tensor  *p[4];
-    int64_t             H = b->H;
+    static const cuda_slice_kind  mlp[2] = { CUDA_SLICE_MLP_IN, CUDA_SLICE_MLP_IN };
+    static const cuda_slice_kind  gdn[4] = {
+        CUDA_SLICE_GDN_QKV, CUDA_SLICE_GDN_Z, CUDA_SLICE_GDN_HEAD, CUDA_SLICE_GDN_HEAD
+    };
+    static const cuda_slice_kind  attn[3] = {
+        CUDA_SLICE_Q_PROJ, CUDA_SLICE_KV_PROJ, CUDA_SLICE_KV_PROJ
+    };
+    const clef_text_config  *tc = clef_model_text_config(b->model);
+    cuda_layer              *ly = &b->layers[l];
+    const clef_tensor       *p[4];
+    int64_t                  H = b->H, gI = tc->intermediate_size;
+    int64_t                  gHv = tc->linear_num_value_heads;
+    int64_t                  gCconv = 2 * (int64_t) tc->linear_num_key_heads * b->dk
+                                      + gHv * b->dv;
 
-    ly->full = clef_model_text_config(b->model)->layer[l].mixer
-               == CLEF_MIXER_FULL;
+    ly->full = tc->layer[l].mixer == CLEF_MIXER_FULL;
     if (up_bf16(b, layer_t(b, l, "input_layernorm.weight", H, err), &ly->in_ln, err)
         || up_bf16(b, layer_t(b, l, "post_attention_layernorm.weight", H, err),
                    &ly->post_ln, err))
     {
         return -1;
     }
-    p[0] = layer_t(b, l, "mlp.gate_proj.weight", (int64_t) b->I * H, err);
-    p[1] = p[0] ? layer_t(b, l, "mlp.up_proj.weight", (int64_t) b->I * H, err) : NULL;
-    if (up_stack(b, p, 2, 2 * b->I, b->H, &ly->mlp_gu, err)
-        || up_bf16(b, layer_t(b, l, "mlp.down_proj.weight", H * b->I, err),
-                   &ly->mlp_down, err))
+    p[0] = layer_t(b, l, "mlp.gate_proj.weight", gI * H, err);
+    p[1] = p[0] ? layer_t(b, l, "mlp.up_proj.weight", gI * H, err) : NULL;
+    if (up_stack(b, p, mlp, 2, 2 * b->I, b->H, &ly->mlp_gu, err)
+        || up_cols(b, layer_t(b, l, "mlp.down_proj.weight", H * gI, err), H, gI,
+                   CUDA_SLICE_MLP_DOWN, &ly->mlp_down, err))
     {
         return -1;
     }
 
     if (!ly->full) {
         const clef_tensor  *conv, *alog, *dtb;
-        int64_t             vd = (int64_t) b->Hv * b->dv;
+        int64_t             gvd = gHv * b->dv;
+        cuda_range          ch[CUDA_SLICE_MAX], hv[CUDA_SLICE_MAX];
         uint16_t           *wt;
         float              *tmp;
         void               *d;
-        int                 c, i, rc;
+        int                 c, i, k, n_ch, rc;
 
-        p[0] = layer_t(b, l, "linear_attn.in_proj_qkv.weight", (int64_t) b->Cconv * H, err);
-        p[1] = p[0] ? layer_t(b, l, "linear_attn.in_proj_z.weight", vd * H, err) : NULL;
-        p[2] = p[1] ? layer_t(b, l, "linear_attn.in_proj_b.weight", (int64_t) b->Hv * H, err) : NULL;
-        p[3] = p[2] ? layer_t(b, l, "linear_attn.in_proj_a.weight", (int64_t) b->Hv * H, err) : NULL;
-        if (up_stack(b, p, 4, b->gdn_rows, b->H, &ly->gdn_in, err)
-            || up_bf16(b, layer_t(b, l, "linear_attn.out_proj.weight", H * vd, err),
-                       &ly->gdn_out, err)
+        p[0] = layer_t(b, l, "linear_attn.in_proj_qkv.weight", gCconv * H, err);
+        p[1] = p[0] ? layer_t(b, l, "linear_attn.in_proj_z.weight", gvd * H, err) : NULL;
+        p[2] = p[1] ? layer_t(b, l, "linear_attn.in_proj_b.weight", gHv * H, err) : NULL;
+        p[3] = p[2] ? layer_t(b, l, "linear_attn.in_proj_a.weight", gHv * H, err) : NULL;
+        if (up_stack(b, p, gdn, 4, b->gdn_rows, b->H, &ly->gdn_in, err)
+            || up_cols(b, layer_t(b, l, "linear_attn.out_proj.weight", H * gvd, err),
+                       H, gvd, CUDA_SLICE_GDN_OUT, &ly->gdn_out, err)
             || up_f32(b, layer_t(b, l, "linear_attn.norm.weight", b->dv, err),
                       &ly->gnorm, err))
         {
             return -1;
         }
 
-        conv = layer_t(b, l, "linear_attn.conv1d.weight", (int64_t) b->Cconv * b->Kc, err);
-        alog = conv ? layer_t(b, l, "linear_attn.A_log", b->Hv, err) : NULL;
-        dtb = alog ? layer_t(b, l, "linear_attn.dt_bias", b->Hv, err) : NULL;
+        conv = layer_t(b, l, "linear_attn.conv1d.weight", gCconv * b->Kc, err);
+        alog = conv ? layer_t(b, l, "linear_attn.A_log", gHv, err) : NULL;
+        dtb = alog ? layer_t(b, l, "linear_attn.dt_bias", gHv, err) : NULL;
         if (dtb == NULL) {
             return -1;
         }
-        /* conv [C][1][K] -> [K][C] so a thread reads 8 channels of a tap. */
-        tmp = malloc((size_t) b->Cconv * b->Kc * sizeof(float));
+        n_ch = cuda_slice_ranges(tc, &b->shard, CUDA_SLICE_GDN_QKV, ch);
+        cuda_slice_ranges(tc, &b->shard, CUDA_SLICE_GDN_HEAD, hv);
+        /* conv [C][1][K] -> [K][C] so a thread reads 8 channels of a tap;
+         * the rank's channels are its q | k | v ranges, in that order */
+        tmp = malloc((size_t) gCconv * b->Kc * sizeof(float));
         wt = malloc((size_t) b->Cconv * b->Kc * sizeof(uint16_t));
         if (tmp == NULL || wt == NULL) {
             free(tmp);
@@ -288,37 +412,55 @@ upload_layer(clef_backend *b, int l, clef_error *err)
             return clef_error_set(err, 500, "internal", NULL, "out of memory");
         }
         clef_tensor_to_f32(conv, tmp);
-        for (c = 0; c < b->Cconv; c++) {
-            for (i = 0; i < b->Kc; i++) {
-                wt[(size_t) i * b->Cconv + c] = clef_f32_to_bf16(tmp[(size_t) c * b->Kc + i]);
+        c = 0;
+        for (k = 0; k < n_ch; k++) {
+            int64_t  g;
+
+            for (g = ch[k].start; g < ch[k].start + ch[k].count; g++, c++) {
+                for (i = 0; i < b->Kc; i++) {
+                    wt[(size_t) i * b->Cconv + c] =
+                        clef_f32_to_bf16(tmp[(size_t) g * b->Kc + i]);
+                }
             }
         }
-        rc = dev_alloc(b, (size_t) b->Cconv * b->Kc * 2, &d, err);
+        rc = c == b->Cconv ? 0
+             : clef_error_set(err, 500, "internal", NULL,
+                              "cuda backend: %d conv channels for %d", c, b->Cconv);
+        if (rc == 0) {
+            rc = dev_alloc(b, (size_t) b->Cconv * b->Kc * 2, &d, err);
+        }
         if (rc == 0) {
             ly->conv_wt = d;
             rc = copy_up(d, wt, (size_t) b->Cconv * b->Kc * 2, err);
         }
+        /* A_log and dt_bias of the rank's value heads */
         if (rc == 0) {
             clef_tensor_to_f32(alog, tmp);
             for (i = 0; i < b->Hv; i++) {
-                tmp[i] = -expf(tmp[i]);
+                tmp[i] = -expf(tmp[hv[0].start + i]);
             }
             rc = up_f32_host(b, tmp, (size_t) b->Hv, &ly->neg_a, err);
         }
+        if (rc == 0) {
+            clef_tensor_to_f32(dtb, tmp);
+            rc = up_f32_host(b, tmp + hv[0].start, (size_t) b->Hv, &ly->dt_bias, err);
+        }
         free(tmp);
         free(wt);
-        if (rc != 0 || up_f32(b, dtb, &ly->dt_bias, err) != 0) {
+        if (rc != 0) {
             return -1;
         }
     } else {
-        int64_t  qr = b->q_rows, kv = (int64_t) b->Hkv * b->hd;
+        int64_t  gq = (int64_t) tc->num_attention_heads * b->hd;
+        int64_t  qr = gq * (b->gated ? 2 : 1);
+        int64_t  kv = (int64_t) tc->num_key_value_heads * b->hd;
 
         p[0] = layer_t(b, l, "self_attn.q_proj.weight", qr * H, err);
         p[1] = p[0] ? layer_t(b, l, "self_attn.k_proj.weight", kv * H, err) : NULL;
         p[2] = p[1] ? layer_t(b, l, "self_attn.v_proj.weight", kv * H, err) : NULL;
-        if (up_stack(b, p, 3, b->attn_rows, b->H, &ly->attn_in, err)
-            || up_bf16(b, layer_t(b, l, "self_attn.o_proj.weight",
-                                  H * b->Hq * b->hd, err), &ly->attn_out, err)
+        if (up_stack(b, p, attn, 3, b->attn_rows, b->H, &ly->attn_in, err)
+            || up_cols(b, layer_t(b, l, "self_attn.o_proj.weight", H * gq, err), H, gq,
+                       CUDA_SLICE_O_PROJ, &ly->attn_out, err)
             || up_bf16(b, layer_t(b, l, "self_attn.q_norm.weight", b->hd, err),
                        &ly->q_norm, err)
             || up_bf16(b, layer_t(b, l, "self_attn.k_norm.weight", b->hd, err),
@@ -507,21 +649,27 @@ cuda_weights_upload(clef_backend *b, clef_error *err)
     float                    inv[128];
     int                      l, j;
 
+    /* every rank embeds (replicated: shard.h says why) */
     emb = text(b, TEXT "embed_tokens.weight", (int64_t) b->V * b->H, err);
     if (emb == NULL || up_bf16(b, emb, &b->embed, err) != 0) {
         return -1;
     }
-    lm = text(b, "lm_head.weight", (int64_t) b->V * b->H, err);
-    if (lm == NULL) {
-        return -1;
-    }
-    if (lm->data == emb->data) {
-        b->lm_head = b->embed;                  /* tied */
-    } else if (up_bf16(b, lm, &b->lm_head, err) != 0) {
-        return -1;
-    }
-    if (up_bf16(b, text(b, TEXT "norm.weight", b->H, err), &b->final_norm, err) != 0) {
-        return -1;
+    /* lm_head and the final norm serve the head: rank 0 alone */
+    if (b->rank == 0) {
+        lm = text(b, "lm_head.weight", (int64_t) b->V * b->H, err);
+        if (lm == NULL) {
+            return -1;
+        }
+        if (lm->data == emb->data) {
+            b->lm_head = b->embed;              /* tied */
+        } else if (up_bf16(b, lm, &b->lm_head, err) != 0) {
+            return -1;
+        }
+        if (up_bf16(b, text(b, TEXT "norm.weight", b->H, err), &b->final_norm, err)
+            != 0)
+        {
+            return -1;
+        }
     }
 
     /* RoPE inverse frequencies as HF computes them, in fp32. */
@@ -541,5 +689,5 @@ cuda_weights_upload(clef_backend *b, clef_error *err)
             return -1;
         }
     }
-    return upload_head(b, err);
+    return b->rank == 0 ? upload_head(b, err) : 0;
 }

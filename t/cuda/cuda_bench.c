@@ -50,7 +50,7 @@
 #define REQ_LEN          328
 
 static const char  *prof_names[CLEF_CUDA_PROF_COUNT] = {
-    "embed", "gdn", "attention", "mlp", "head"
+    "embed", "gdn", "attention", "mlp", "head", "comm"
 };
 static const long   budgets[3] = { 4096, 16384, 65536 };
 

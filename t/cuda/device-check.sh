@@ -19,9 +19,10 @@
 #                    cuBLASLt / NCCL libraries and headers, nvidia-smi, disk
 #   build.log        make (with WERROR= : no -Werror there), check-spills
 #   tests.log        test_cuda_open, test_cuda_kernels NAME for each
-#                    sub-test, test_cuda_forward (TAP)
+#                    sub-test, test_cuda_forward, test_cuda_tp (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
-#   bench.txt        cuda_bench, each figure printed as measured
+#   bench.txt        cuda_bench, each figure printed as measured, then
+#                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)
 #   cuda_bench.json  its numbers, rewritten after each section
 #   sanitizer.log    compute-sanitizer --tool memcheck per kernel sub-test
 # Exit: 0 everything ran and passed, 1 something failed or was cut short,
@@ -228,6 +229,23 @@ if [ ! -f "$CUDA_HOME/include/cublasLt.h" ] || ! ls "$CUDA_HOME"/lib64/libcublas
     fi
 fi
 
+# NCCL from a wheel when the toolkit has none (tensor parallelism; the
+# library builds without it too, and test_cuda_tp then fails its NCCL
+# checks with a message saying so).
+if [ ! -f "$CUDA_HOME/include/nccl.h" ] || ! ls "$CUDA_HOME"/lib64/libnccl.so* > /dev/null 2>&1; then
+    if nc=$(wheel_dir nccl) && [ -f "$nc/include/nccl.h" ]; then
+        so=$(ls "$nc"/lib/libnccl.so.* 2> /dev/null | head -1)
+        mkdir -p /tmp/clef-nccl/lib
+        ln -sfn "$nc/include" /tmp/clef-nccl/include
+        ln -sf "$so" /tmp/clef-nccl/lib/libnccl.so
+        ln -sf "$so" /tmp/clef-nccl/lib/libnccl.so.2
+        MAKEVARS+=("NCCL_HOME=/tmp/clef-nccl")
+        deps_note="$deps_note, NCCL of $nc"
+    else
+        deps_note="$deps_note, no NCCL"
+    fi
+fi
+
 # the Qwen tokenizer travels with the working tree
 TOKENIZER=t/fixtures/tokenizer/qwen3
 note "dependencies" ok "$deps_note; tokenizer $TOKENIZER"
@@ -333,6 +351,11 @@ done
 
 run_test "test_cuda_forward" "$(budget 120 "$R_FORWARD")" build/t/cuda/test_cuda_forward
 
+# Tensor parallelism: tp=1 over both communicators, tp=2 and 4 as logical
+# ranks of this GPU, NCCL across GPUs where several exist (test_cuda_tp.c).
+run_test "test_cuda_tp" "$(budget 90 "$R_MKMODEL")" build/t/cuda/test_cuda_tp
+grep -E '^# (tp=|cuda backend)' "$TLOG" | sed 's/^/    /' >> "$SUM"
+
 # ---- the benchmark -------------------------------------------------------
 
 if [ -n "$MKPID" ]; then
@@ -349,7 +372,8 @@ if [ -n "$MKPID" ]; then
 fi
 
 if [ -f "$MODEL/config.json" ]; then
-    limit=$(budget 240 10)
+    # 50 s kept for cuda_bench_tp after it
+    limit=$(budget 240 50)
     timeout -k 5 "$limit" build/t/cuda/cuda_bench "$MODEL" --out "$OUT" \
         > "$OUT/bench.txt" 2>&1
     rc=$?
@@ -357,6 +381,15 @@ if [ -f "$MODEL/config.json" ]; then
     [ $rc -ne 0 ] && FAILED=1
     note "gpu after bench" "" "$(timeout 20 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw \
                                --format=csv,noheader 2> /dev/null | head -1)"
+    # tp=1 against tp=2 (same-device on one GPU, NCCL on two), appended
+    # to bench.txt: the device tool brings back 8 files, all taken
+    limit=$(budget 120 5)
+    { echo; echo "==== cuda_bench_tp"; } >> "$OUT/bench.txt"
+    timeout -k 5 "$limit" build/t/cuda/cuda_bench_tp "$MODEL" --budget 16384 --runs 3 \
+        >> "$OUT/bench.txt" 2>&1
+    rc=$?
+    note "bench tp" "$(status_of $rc)" "limit $limit s; $(sed -n '/^==== cuda_bench_tp/,$p' "$OUT/bench.txt" | grep -c '^check: FAILED') checks failed"
+    [ $rc -ne 0 ] && FAILED=1
 else
     note "bench" "not run" "no checkpoint at $MODEL"
     FAILED=1
@@ -397,7 +430,7 @@ fi
 {
     echo
     echo "---- figures (bench.txt) ----"
-    grep -E '^(device|check|  (eager|graph)|  [0-9]+ |long record|  (328|16k|65536))' \
+    grep -E '^(device|check|  (eager|graph)|  [0-9]+ |long record|  (328|16k|65536)|tp=|  tp=)' \
         "$OUT/bench.txt" 2> /dev/null
     echo "done at t=$(now)s; $( [ $FAILED -eq 0 ] && echo 'everything passed' || echo 'something failed: see above')"
 } >> "$SUM"
