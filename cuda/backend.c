@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "vision.h"
 
 static int
 round_up(int v, int unit)
@@ -271,6 +272,7 @@ cuda_close(clef_backend *b)
     if (b->hout != NULL) {
         cudaFreeHost(b->hout);
     }
+    cuda_vision_close(b);           /* images (vision.c) */
     cuda_weights_free(b);
     clef_gemm_destroy(b->gemm);
     if (b->stream != NULL) {
@@ -353,7 +355,9 @@ cuda_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         cuda_close(b);
         return cuda_check(e, "stream", err);
     }
-    if (clef_gemm_create(&b->gemm, err) != 0 || cuda_weights_upload(b, err) != 0) {
+    if (clef_gemm_create(&b->gemm, err) != 0 || cuda_weights_upload(b, err) != 0
+        || cuda_vision_open(b, err) != 0)   /* images (vision.c) */
+    {
         cuda_close(b);
         return -1;
     }
@@ -408,11 +412,9 @@ capture(clef_backend *b, const cuda_plan *p, cuda_graph *g, clef_error *err)
 static int
 prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
 {
-    if (clef_batch_has_media(batch, "cuda", err)) {
-        return -1;
-    }
     if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
-        || cuda_plan_build(b, batch, p, err) != 0 || ensure_ws(b, p, err) != 0)
+        || cuda_plan_build(b, batch, p, err) != 0 || ensure_ws(b, p, err) != 0
+        || cuda_vision_prepare(b, batch, err) != 0)   /* images (vision.c) */
     {
         return -1;
     }
@@ -453,7 +455,9 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
     }
 
     b->n_marks = 0;
-    if (b->use_graphs && !b->profile) {
+    /* a batch with images runs eagerly: the graph key does not hold its
+     * images' grids (vision.c) */
+    if (b->use_graphs && !b->profile && !cuda_vision_active(b)) {
         g = cuda_graph_lookup(b, &p, &fresh);
     }
     if (g != NULL && g->exec != NULL) {

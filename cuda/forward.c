@@ -6,6 +6,7 @@
  * can be captured into a CUDA graph.
  */
 #include "cuda_backend.h"
+#include "vision.h"
 
 int
 cuda_check(cudaError_t e, const char *what, clef_error *err)
@@ -69,6 +70,10 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
 
     cuda_mark(b, -1);
     CK(clef_k_embed(meta + p->o_ids, b->embed, w->hid, T, H, s), "embedding");
+    /* images: the tower, its features over the pad tokens (vision.c) */
+    if (cuda_vision_embed(b, err) != 0) {
+        return -1;
+    }
     cuda_mark(b, CLEF_CUDA_PROF_EMBED);
 
     for (l = 0; l < b->L; l++) {
@@ -118,6 +123,7 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
             r.k_norm = ly->k_norm;
             r.pos = meta + p->o_pos;
             r.inv_freq = b->inv_freq;
+            cuda_vision_rope(b, &r);        /* M-RoPE with images (vision.c) */
             r.rot = b->rot;
             r.q = w->mix;
             r.k = kbuf;
