@@ -138,6 +138,24 @@ cudaError_t clef_k_attention_bidir(const clef_k_attn_args *a, cudaStream_t s);
 cudaError_t clef_k_vlayernorm(const float *x, const float *w, const float *b,
     clef_bf16 *y, int rows, int n, float eps, cudaStream_t s);
 
+/* The patch rows [P][row] (row = 3 temporal ps^2) in bf16, as
+ * clef_image_patch_row() makes them: patch p of image img[p] at (row, col)
+ * rc[p] reads its ps x ps pixels of the image's RGB bytes (rgb + imeta[2k],
+ * imeta[2k + 1] pixels wide) as (px - mean[c]) / std[c] (inorm [k][6]:
+ * mean, std), repeated over the temporal slots; a patch with src[p] >= 0
+ * instead copies row src[p] of staged (images given as pixel values). */
+typedef struct {
+    const uint8_t    *rgb;
+    const int64_t    *imeta;
+    const float      *inorm;
+    const int32_t    *img, *rc, *src;
+    const clef_bf16  *staged;
+    clef_bf16        *rows;
+    int               P, ps, temporal;
+} clef_k_patch_args;
+
+cudaError_t clef_k_vpatchify(const clef_k_patch_args *a, cudaStream_t s);
+
 /* x[p] = (bf16 y[p] + bias) + sum_k pw[p][k] pos[tap[p][k]] over rows of H:
  * the patch embedding's bias and the resampled position table.  meta
  * [P][4] taps (rows of pos [.][H]), pw [P][4] weights. */

@@ -3,7 +3,8 @@
  * metadata built on the host from the batch's images (vision_layout.h) and
  * uploaded with one copy, the workspace, and the launch sequence
  *
- *   patch rows (bf16) --GEMM--> + bias + resampled position table  (fp32 x)
+ *   RGB bytes -> patch rows (bf16) --GEMM--> + bias + resampled position
+ *   table (fp32 x)
  *   depth x [ LayerNorm -> qkv GEMM -> bias + 2D rotary
  *             -> bidirectional attention per image (attention.cu)
  *             -> proj GEMM -> x += . + bias
@@ -68,8 +69,18 @@ vplan_layout(const cuda_vision *v, cuda_vplan *p)
 {
     size_t  o = 0, q = (size_t) (v->hd / 4);
 
+    p->o_rgb = o;
+    o = align256(o + (size_t) p->rgb_bytes);
+    p->o_imeta = o;
+    o = align256(o + (size_t) p->n_img * 2 * 8);
+    p->o_inorm = o;
+    o = align256(o + (size_t) p->n_img * 6 * 4);
+    p->o_img = o;
+    o = align256(o + (size_t) p->P * 4);
+    p->o_src = o;
+    o = align256(o + (size_t) p->P * 4);
     p->o_rows = o;
-    o = align256(o + (size_t) p->P * v->row * 2);
+    o = align256(o + (size_t) p->P1 * v->row * 2);
     p->o_tap = o;
     o = align256(o + (size_t) p->P * 4 * 4);
     p->o_pw = o;
@@ -134,6 +145,7 @@ vws_layout(cuda_vision *v, char *base)
 #define CARVE(field, type, bytes)                                           \
     v->field = base != NULL ? (type *) (base + off) : NULL;                 \
     off = align256(off + (bytes))
+    CARVE(rows, clef_bf16, P * (size_t) v->row * 2);
     CARVE(x, float, P * H * 4);
     CARVE(xn, clef_bf16, P * H * 2);
     CARVE(qkv, clef_bf16, P * 3 * H * 2);
@@ -182,11 +194,15 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     int32_t           *tap = (int32_t *) (s + p->o_tap);
     float             *pw = (float *) (s + p->o_pw);
     int32_t           *rc = (int32_t *) (s + p->o_rc);
+    int64_t           *imeta = (int64_t *) (s + p->o_imeta);
+    float             *inorm = (float *) (s + p->o_inorm);
+    int32_t           *img = (int32_t *) (s + p->o_img);
+    int32_t           *src = (int32_t *) (s + p->o_src);
     const clef_image  *im;
     const char        *why = NULL;
-    int64_t           *cu, g = 0, lp, n, i;
+    int64_t           *cu, g = 0, lp, n, i, rgb = 0, staged = 0, bytes;
     float             *row;
-    int                m;
+    int                m, c;
 
     cu = malloc(sizeof(int64_t) * ((size_t) batch->n_media + 1));
     row = malloc(sizeof(float) * (size_t) v->row);
@@ -199,11 +215,29 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     for (m = 0; m < batch->n_media; m++) {
         im = clef_batch_image(batch, m);
         n = (int64_t) im->grid_h * im->grid_w;
+        /* RGB bytes go up as they are (a quarter of the bf16 rows) and
+         * become patch rows on the device; pixel values given as floats
+         * (the tests' reference pixels) become rows here */
+        bytes = n * im->patch * im->patch * 3;
+        imeta[2 * m] = rgb;
+        imeta[2 * m + 1] = (int64_t) im->grid_w * im->patch;
+        for (c = 0; c < 3; c++) {
+            inorm[6 * m + c] = im->mean[c];
+            inorm[6 * m + 3 + c] = im->std[c];
+        }
+        if (im->pixel_values == NULL) {
+            memcpy(s + p->o_rgb + rgb, im->rgb, (size_t) bytes);
+            rgb += bytes;
+        }
         for (lp = 0; lp < n; lp++, g++) {
-            /* the processor's own patch flattening, then bf16 */
-            clef_image_patch_row(im, lp, row);
-            for (i = 0; i < v->row; i++) {
-                rows[g * v->row + i] = clef_f32_to_bf16(row[i]);
+            img[g] = m;
+            src[g] = -1;
+            if (im->pixel_values != NULL) {
+                clef_image_patch_row(im, lp, row);
+                for (i = 0; i < v->row; i++) {
+                    rows[staged * v->row + i] = clef_f32_to_bf16(row[i]);
+                }
+                src[g] = (int32_t) staged++;
             }
             clef_vision_patch_rc(im, lp, &rc[2 * g], &rc[2 * g + 1]);
             clef_vision_pos_taps(rc[2 * g], rc[2 * g + 1], im->grid_h, im->grid_w,
@@ -230,7 +264,7 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     cuda_vision       *v = b->vision;
     cuda_vplan        *p;
     const clef_image  *im;
-    int64_t            P = 0, side = 1;
+    int64_t            P = 0, side = 1, P1 = 0, rgb = 0, n;
     int                r, m, any = 0;
 
     if (v != NULL) {
@@ -253,6 +287,7 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     for (m = 0; m < batch->n_media; m++) {
         im = clef_batch_image(batch, m);
         if (im == NULL || clef_image_row_size(im) != v->row
+            || im->patch != v->ps || im->temporal != v->temporal
             || im->merge != v->merge || im->grid_h < v->merge || im->grid_w < v->merge
             || im->grid_h % v->merge != 0 || im->grid_w % v->merge != 0
             || (im->rgb == NULL && im->pixel_values == NULL))
@@ -260,7 +295,13 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
             return clef_error_set(err, 500, "backend", NULL,
                                   "image %d was prepared for another tower", m);
         }
-        P += (int64_t) im->grid_h * im->grid_w;
+        n = (int64_t) im->grid_h * im->grid_w;
+        P += n;
+        if (im->pixel_values != NULL) {
+            P1 += n;
+        } else {
+            rgb += n * im->patch * im->patch * 3;
+        }
         side = im->grid_h > side ? im->grid_h : side;
         side = im->grid_w > side ? im->grid_w : side;
         if (P > MAX_PATCHES) {
@@ -278,6 +319,9 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     p = &v->plan;
     memset(p, 0, sizeof(*p));
     p->P = P;
+    p->P1 = P1;
+    p->rgb_bytes = rgb;
+    p->n_img = batch->n_media;
     p->R = P / v->unit;
     p->T = clef_batch_tokens(batch);
     p->n_pos = (int) side;
@@ -349,13 +393,26 @@ cuda_vision_tower(clef_backend *b, clef_error *err)
     const unsigned char *d = v->dmeta;
     cudaStream_t        s = b->stream;
     const int           P = (int) p->P, R = (int) p->R, H = v->H;
+    clef_k_patch_args   pa;
     clef_k_attn_args    a;
     int                 l;
 
     if (P == 0) {
         return 0;
     }
-    VGEMM(P, H, v->row, v->patch_w, d + p->o_rows, v->y);
+    pa.rgb = d + p->o_rgb;
+    pa.imeta = (const int64_t *) (d + p->o_imeta);
+    pa.inorm = (const float *) (d + p->o_inorm);
+    pa.img = (const int32_t *) (d + p->o_img);
+    pa.rc = (const int32_t *) (d + p->o_rc);
+    pa.src = (const int32_t *) (d + p->o_src);
+    pa.staged = (const clef_bf16 *) (d + p->o_rows);
+    pa.rows = v->rows;
+    pa.P = P;
+    pa.ps = v->ps;
+    pa.temporal = v->temporal;
+    CK(clef_k_vpatchify(&pa, s), "vision patch rows");
+    VGEMM(P, H, v->row, v->patch_w, v->rows, v->y);
     CK(clef_k_vpos_embed(v->y, v->patch_b, v->pos, (const int32_t *) (d + p->o_tap),
                          (const float *) (d + p->o_pw), v->x, P, H, s),
        "vision position embedding");

@@ -41,7 +41,14 @@ typedef struct {
     int64_t  n_tiles;        /* attention tiles */
     int64_t  T;              /* tokens of the batch */
     int      n_pos;          /* rows of the rotary tables */
-    size_t   o_rows;         /* bf16 [P][row]: the patch rows */
+    int      n_img;          /* images */
+    int64_t  P1;             /* patches of images given as pixel values */
+    int64_t  rgb_bytes;      /* RGB bytes of the other images */
+    size_t   o_rgb;          /* uint8: each image's RGB pixels */
+    size_t   o_imeta;        /* int64 [n_img][2]: RGB offset, pixel width */
+    size_t   o_inorm;        /* f32 [n_img][6]: mean, std */
+    size_t   o_img, o_src;   /* int32 [P]: image; staged row or -1 */
+    size_t   o_rows;         /* bf16 [P1][row]: rows given as pixel values */
     size_t   o_tap, o_pw;    /* int32 / f32 [P][4]: position-table taps */
     size_t   o_rc;           /* int32 [P][2]: (row, col) of each patch */
     size_t   o_cos, o_sin;   /* f32 [n_pos][hd / 4] */
@@ -54,6 +61,7 @@ typedef struct {
 typedef struct cuda_vision {
     /* sizes */
     int          H, I, heads, hd, depth, side, row, merge, unit, M, out;
+    int          ps, temporal;       /* patch size, temporal slots */
     double       theta;
     int          msec[3];            /* the backbone's M-RoPE sections */
 
@@ -77,6 +85,7 @@ typedef struct cuda_vision {
     /* workspace, sized for cap_P patches */
     void        *ws_mem;
     int64_t      cap_P;
+    clef_bf16   *rows;               /* [P][row] patch rows */
     float       *x;                  /* [P][H] residual stream */
     clef_bf16   *xn, *qkv, *o, *y;   /* [P][H] [P][3H] [P][H] [P][H] */
     clef_bf16   *mlp;                /* [P][max(I, H)]: fc1, merger fc1 */

@@ -53,6 +53,52 @@ clef_k_vlayernorm(const float *x, const float *w, const float *b, clef_bf16 *y,
     return cudaGetLastError();
 }
 
+/* ---- patch rows ---------------------------------------------------------- */
+
+/* One block per patch.  The division is IEEE's (nvcc's default
+ * -prec-div=true), so a value is the CPU's bit for bit before the bf16
+ * rounding. */
+static __global__ void
+vpatchify_kernel(clef_k_patch_args a)
+{
+    int64_t      p = blockIdx.x;
+    int          plane = a.ps * a.ps, n = 3 * a.temporal * plane;
+    bf16        *dst = (bf16 *) a.rows + p * n;
+    const bf16  *st;
+    int32_t      k, r, col;
+    int64_t      off, W;
+
+    if (a.src[p] >= 0) {
+        st = (const bf16 *) a.staged + (int64_t) a.src[p] * n;
+        for (int e = threadIdx.x; e < n; e += blockDim.x) {
+            dst[e] = st[e];
+        }
+        return;
+    }
+    k = a.img[p];
+    r = a.rc[2 * p];
+    col = a.rc[2 * p + 1];
+    off = a.imeta[2 * k];
+    W = a.imeta[2 * k + 1];
+    for (int e = threadIdx.x; e < n; e += blockDim.x) {
+        int      c = e / (a.temporal * plane), yx = e % plane;
+        int      y = yx / a.ps, x = yx % a.ps;
+        uint8_t  px = a.rgb[off + (((int64_t) r * a.ps + y) * W
+                                   + (int64_t) col * a.ps + x) * 3 + c];
+
+        dst[e] = tobf(((float) px - a.inorm[6 * k + c]) / a.inorm[6 * k + 3 + c]);
+    }
+}
+
+extern "C" cudaError_t
+clef_k_vpatchify(const clef_k_patch_args *a, cudaStream_t s)
+{
+    if (a->P > 0) {
+        vpatchify_kernel<<<a->P, 256, 0, s>>>(*a);
+    }
+    return cudaGetLastError();
+}
+
 /* ---- patch bias + resampled position embedding ------------------------ */
 
 /* One block per patch; the four taps' sum in the CPU tower's order. */

@@ -174,6 +174,8 @@ vsizes(cuda_vision *v, const clef_vision_config *c, const clef_text_config *tc,
     v->side = (int) lround(sqrt((double) c->num_position_embeddings));
     v->row = c->in_channels * c->temporal_patch_size * c->patch_size * c->patch_size;
     v->merge = c->spatial_merge_size;
+    v->ps = c->patch_size;
+    v->temporal = c->temporal_patch_size;
     v->unit = v->merge * v->merge;
     v->M = v->H * v->unit;
     v->out = c->out_hidden_size;

@@ -391,7 +391,8 @@ else
     # the delta rule and attention first: shared-memory tiles and tile edges
     # (vision:NAME: a sub-test of test_cuda_vision)
     for s in gdn gdn_slow_decay attention vision:vattention vision:vrotary \
-             vision:vpos vision:vlayernorm vision:velementwise conv rmsnorm \
+             vision:vpatchify vision:vpos vision:vlayernorm vision:velementwise \
+             conv rmsnorm \
              gated_norm embed swiglu group_attention span_mean fields_scores \
              layernorm rows gemm; do
         limit=$(budget 90 5)

@@ -6,6 +6,8 @@
  *
  * Kernels, on random bf16-valued inputs, against the CPU tower's own ops
  * (engine/cpu/vision_ops.c) or plain loops; outputs poisoned with NaN:
+ *   vpatchify    patch rows from RGB bytes and from staged pixel values:
+ *                clef_image_patch_row()'s in bf16, bit for bit
  *   vlayernorm   rows of 1152 (Clef) and 64 (test towers), bf16 out: 1e-2
  *   vpos         bias + resampled position table, fp32: 1e-5
  *   vrotary      qkv bias + 2D rotary, heads 16 x 72 and 4 x 16: 1e-2
@@ -108,6 +110,119 @@ test_vlayernorm(void)
         cudaFree(b_d);
         cudaFree(y_d);
     }
+}
+
+/* Two images as the plan lays them out (cuda/vision.c): one of RGB bytes
+ * (6 x 4 patches), one given as pixel values (4 x 4), rows staged. */
+static void
+test_vpatchify(void)
+{
+    const int          ps = 16, tp = 2, row = 3 * tp * ps * ps;
+    clef_image         im[2];
+    clef_k_patch_args  a;
+    int64_t            imeta[4], P, np[2], n;
+    float              inorm[12], *want, *got, *f;
+    uint16_t          *staged;
+    int32_t           *img, *rc, *src;
+    void              *rgb_d, *im_d, *in_d, *img_d, *rc_d, *src_d, *st_d, *rows_d;
+    int                k, c, i, ok;
+    int64_t            p, g;
+
+    memset(im, 0, sizeof(im));
+    for (k = 0; k < 2; k++) {
+        im[k].grid_h = k == 0 ? 6 : 4;
+        im[k].grid_w = 4;
+        im[k].patch = ps;
+        im[k].temporal = tp;
+        im[k].merge = 2;
+        for (c = 0; c < 3; c++) {
+            im[k].mean[c] = 120.0f + 3.5f * (float) c;
+            im[k].std[c] = 66.0f + 1.25f * (float) c;
+        }
+        np[k] = (int64_t) im[k].grid_h * im[k].grid_w;
+    }
+    n = np[0] * ps * ps * 3;
+    im[0].rgb = malloc((size_t) n);
+    for (i = 0; i < n; i++) {
+        im[0].rgb[i] = (uint8_t) (rnd_u64() >> 56);
+    }
+    im[1].pixel_values = fvec((size_t) np[1] * row);
+    fill_bf(im[1].pixel_values, (size_t) np[1] * row, 2.0f);
+    /* a value bf16 cannot hold exactly, to see the rounding */
+    im[1].pixel_values[5] = 0.1f;
+
+    P = np[0] + np[1];
+    want = fvec((size_t) P * row);
+    f = fvec((size_t) row);
+    staged = malloc(sizeof(uint16_t) * (size_t) np[1] * row);
+    img = malloc(sizeof(int32_t) * (size_t) P);
+    rc = malloc(sizeof(int32_t) * 2 * (size_t) P);
+    src = malloc(sizeof(int32_t) * (size_t) P);
+    for (k = 0, g = 0; k < 2; k++) {
+        imeta[2 * k] = 0;
+        imeta[2 * k + 1] = (int64_t) im[k].grid_w * ps;
+        for (c = 0; c < 3; c++) {
+            inorm[6 * k + c] = im[k].mean[c];
+            inorm[6 * k + 3 + c] = im[k].std[c];
+        }
+        for (p = 0; p < np[k]; p++, g++) {
+            clef_image_patch_row(&im[k], p, f);
+            for (i = 0; i < row; i++) {
+                want[g * row + i] = clef_bf16_to_f32(clef_f32_to_bf16(f[i]));
+                if (k == 1) {
+                    staged[p * row + i] = clef_f32_to_bf16(f[i]);
+                }
+            }
+            img[g] = k;
+            src[g] = k == 1 ? (int32_t) p : -1;
+            clef_vision_patch_rc(&im[k], p, &rc[2 * g], &rc[2 * g + 1]);
+        }
+    }
+    die_cuda(cudaMalloc(&rgb_d, (size_t) n), "cudaMalloc");
+    die_cuda(cudaMemcpy(rgb_d, im[0].rgb, (size_t) n, cudaMemcpyHostToDevice), "rgb");
+    die_cuda(cudaMalloc(&im_d, sizeof(imeta)), "cudaMalloc");
+    die_cuda(cudaMemcpy(im_d, imeta, sizeof(imeta), cudaMemcpyHostToDevice), "imeta");
+    in_d = up_f32(inorm, 12);
+    img_d = up_i32(img, (size_t) P);
+    rc_d = up_i32(rc, 2 * (size_t) P);
+    src_d = up_i32(src, (size_t) P);
+    die_cuda(cudaMalloc(&st_d, sizeof(uint16_t) * (size_t) np[1] * row), "cudaMalloc");
+    die_cuda(cudaMemcpy(st_d, staged, sizeof(uint16_t) * (size_t) np[1] * row,
+                        cudaMemcpyHostToDevice), "staged");
+    rows_d = dev_poison((size_t) P * row, 2);
+    a.rgb = rgb_d;
+    a.imeta = im_d;
+    a.inorm = in_d;
+    a.img = img_d;
+    a.rc = rc_d;
+    a.src = src_d;
+    a.staged = st_d;
+    a.rows = rows_d;
+    a.P = (int) P;
+    a.ps = ps;
+    a.temporal = tp;
+    die_cuda(clef_k_vpatchify(&a, 0), "vpatchify");
+    got = down_bf(rows_d, (size_t) P * row);
+    ok = memcmp(got, want, sizeof(float) * (size_t) P * row) == 0;
+    CHECK(ok, "patch rows of an RGB image (6 x 4 patches) and of pixel values "
+          "(4 x 4): clef_image_patch_row's, rounded to bf16, bit for bit");
+    free(im[0].rgb);
+    free(im[1].pixel_values);
+    free(want);
+    free(f);
+    free(got);
+    free(staged);
+    free(img);
+    free(rc);
+    free(src);
+    cudaFree(rgb_d);
+    cudaFree(im_d);
+    cudaFree(in_d);
+    cudaFree(img_d);
+    cudaFree(rc_d);
+    cudaFree(src_d);
+    cudaFree(st_d);
+    cudaFree(rows_d);
 }
 
 static void
@@ -847,6 +962,7 @@ typedef struct {
 } subtest;
 
 static const subtest  subtests[] = {
+    { "vpatchify", test_vpatchify },
     { "vlayernorm", test_vlayernorm },
     { "vpos", test_vpos },
     { "vrotary", test_vrotary },
