@@ -280,6 +280,11 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
         return clef_error_set(err, 400, "images_unsupported", NULL,
                               "This model does not accept images.");
     }
+    if (!v->enabled) {
+        /* clef_batch_has_media()'s refusal, word for word */
+        return clef_error_set(err, 500, "media_unsupported", NULL,
+                              "the cuda backend does not run media records yet");
+    }
     if (batch->positions == NULL) {
         return clef_error_set(err, 500, "backend", NULL, "a batch with images "
                               "needs its media (clef_batch_set_media)");
@@ -487,6 +492,16 @@ cuda_vision_embed(clef_backend *b, clef_error *err)
 }
 
 /* ---- for the tests (clef_cuda.h) ----------------------------------------- */
+
+int
+clef_cuda_set_images(clef_backend *b, int on)
+{
+    if (b->vision == NULL) {
+        return -1;
+    }
+    b->vision->enabled = on != 0;
+    return 0;
+}
 
 int
 clef_cuda_vision_features(clef_backend *b, const clef_batch *batch,
