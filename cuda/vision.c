@@ -34,11 +34,23 @@ align256(size_t v)
     return (v + 255) / 256 * 256;
 }
 
+/* 1 once t/cuda/device-check.sh has passed on a GPU (cuda/README.md,
+ * "Images"); until then a batch with images is refused unless
+ * clef_cuda_set_images() turned them on. */
+#define IMAGES_BY_DEFAULT  0
+
 int
 cuda_vision_open(clef_backend *b, clef_error *err)
 {
-    return cuda_vision_weights_upload(b->model, clef_model_text_config(b->model),
-                                      &b->vision, err);
+    if (cuda_vision_weights_upload(b->model, clef_model_text_config(b->model),
+                                   &b->vision, err) != 0)
+    {
+        return -1;
+    }
+    if (b->vision != NULL) {
+        b->vision->enabled = IMAGES_BY_DEFAULT;
+    }
+    return 0;
 }
 
 void
