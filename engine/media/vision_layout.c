@@ -72,15 +72,15 @@ void
 clef_vision_rotary_table(int hd, double theta, int positions, float *cos,
     float *sin)
 {
-    float  inv[256];
-    int    quarter = hd / 4, p, i;
+    int    quarter = hd / 4, sd = hd / 2, p, i;
+    float  inv;
 
-    /* hd <= 1024: the towers have 72 (Clef) and 16 (test checkpoints) */
-    clef_vision_inv_freq(hd, theta, inv);
-    for (p = 0; p < positions; p++) {
-        for (i = 0; i < quarter; i++) {
-            cos[(int64_t) p * quarter + i] = cosf((float) p * inv[i]);
-            sin[(int64_t) p * quarter + i] = sinf((float) p * inv[i]);
+    for (i = 0; i < quarter; i++) {
+        /* clef_vision_inv_freq()'s steps */
+        inv = 1.0f / powf((float) theta, (float) (2 * i) / (float) sd);
+        for (p = 0; p < positions; p++) {
+            cos[(int64_t) p * quarter + i] = cosf((float) p * inv);
+            sin[(int64_t) p * quarter + i] = sinf((float) p * inv);
         }
     }
 }
