@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "vision.h"
 
 static int
 round_up(int v, int unit)
@@ -292,6 +293,7 @@ rank_free(clef_backend *b)
     if (b->hout != NULL) {
         cudaFreeHost(b->hout);
     }
+    cuda_vision_close(b);           /* images (vision.c) */
     cuda_weights_free(b);
     clef_gemm_destroy(b->gemm);
     if (b->stream != NULL) {
@@ -499,7 +501,10 @@ open_replica(const clef_model *m, const clef_backend_opts *o, const char *comm,
             return -1;
         }
     }
-    if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0) {
+    /* images (vision.c): the tower on rank 0, which alone runs it */
+    if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
+        || cuda_vision_open(b, err) != 0)
+    {
         cuda_close(b);
         return -1;
     }
@@ -571,8 +576,12 @@ prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
     clef_backend  *k;
     int            r, cur = b->device;
 
-    if (clef_batch_has_media(batch, "cuda", err)) {
-        return -1;
+    /* The tower and its M-RoPE run on rank 0 only: under tensor
+     * parallelism every rank would need the features in its own copy of
+     * the embeddings, which is not built yet. */
+    if (b->tp > 1 && clef_batch_has_media(batch, "cuda", err)) {
+        return clef_error_set(err, 500, "media_unsupported", NULL,
+                              "the cuda backend runs images at tp=1 only");
     }
     if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
         || cuda_plan_build(b, batch, p, err) != 0)
@@ -587,6 +596,12 @@ prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
         if (cuda_rank_device(b, r, &cur, err) != 0 || ensure_ws(b->ranks[r], p, err) != 0) {
             return -1;
         }
+    }
+    /* images (vision.c): after the workspace, as the tower's plan reads it */
+    if (cuda_rank_device(b, 0, &cur, err) != 0
+        || cuda_vision_prepare(b, batch, err) != 0)
+    {
+        return -1;
     }
     for (r = 0; r < b->tp; r++) {
         k = b->ranks[r];
@@ -646,8 +661,12 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
     }
 
     b->n_marks = 0;
-    /* No graphs across ranks (graphs.c says why): tp > 1 launches eagerly. */
-    if (b->use_graphs && !b->profile && b->tp == 1 && b->comm == NULL) {
+    /* No graphs across ranks (graphs.c says why): tp > 1 launches
+     * eagerly; so does a batch with images: the graph key does not hold
+     * its images' grids (vision.c). */
+    if (b->use_graphs && !b->profile && b->tp == 1 && b->comm == NULL
+        && !cuda_vision_active(b))
+    {
         g = cuda_graph_lookup(b, &p, &fresh);
     }
     if (g != NULL && g->exec != NULL) {

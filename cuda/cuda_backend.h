@@ -142,6 +142,7 @@ struct clef_backend {
     float      *inv_freq;
     cuda_layer  layers[CLEF_MAX_LAYERS];
     cuda_head_w head;
+    struct cuda_vision *vision;      /* vision.h; NULL: no tower */
 
     /* per forward (ranks > 0: the backbone's buffers and dmeta only) */
     void       *ws_mem;

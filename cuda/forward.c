@@ -6,6 +6,7 @@
  * can be captured into a CUDA graph.
  */
 #include "cuda_backend.h"
+#include "vision.h"
 
 int
 cuda_check(cudaError_t e, const char *what, clef_error *err)
@@ -115,6 +116,7 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         r.k_norm = ly->k_norm;
         r.pos = meta + p->o_pos;
         r.inv_freq = b->inv_freq;
+        cuda_vision_rope(b, &r);        /* M-RoPE with images (vision.c) */
         r.rot = b->rot;
         r.q = w->mix;
         r.k = kbuf;
@@ -199,6 +201,11 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
         }
         CK(clef_k_embed(k->dmeta + p->o_ids, k->embed, k->ws.hid, T, H, k->stream),
            "embedding");
+        /* images: the tower, its features over the pad tokens (vision.c;
+         * rank 0 only, which is every rank when images run: tp = 1) */
+        if (r == 0 && cuda_vision_embed(k, err) != 0) {
+            return -1;
+        }
     }
     cuda_mark(b, CLEF_CUDA_PROF_EMBED);
 

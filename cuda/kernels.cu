@@ -238,7 +238,17 @@ qk_rope_kernel(clef_k_rope_args a)
 
         if (d < a.rot) {
             int    j = d < half ? d : d - half;
-            float  th = (float) p * a.inv_freq[j];
+            int    pj = p;
+            float  th;
+
+            if (a.mpos != NULL) {
+                /* M-RoPE: the pair's axis, interleaved (clef_mrope_axis) */
+                int  axis = j % 3 == 1 && j < 3 * a.msec[1] ? 1
+                            : j % 3 == 2 && j < 3 * a.msec[2] ? 2 : 0;
+
+                pj = a.mpos[(int64_t) axis * a.T + t];
+            }
+            th = (float) pj * a.inv_freq[j];
             float  c = rbf(cosf(th)), sn = rbf(sinf(th));
 
             if (d < half) {

@@ -64,6 +64,10 @@ typedef struct {
     const clef_bf16  *q_norm;
     const clef_bf16  *k_norm;
     const int32_t    *pos;
+    /* M-RoPE (a batch with images): NULL for text, else [3][T] positions;
+     * rotary pair j then turns by mpos[clef_mrope_axis(msec, j)][t] */
+    const int32_t    *mpos;
+    int               msec[3];
     const float      *inv_freq;       /* [rot / 2] */
     int               rot;
     clef_bf16        *q;
@@ -136,6 +140,65 @@ typedef struct {
 cudaError_t clef_k_attention(const clef_k_attn_args *a, cudaStream_t s);
 int         clef_k_attention_supported(int hd);
 #define CLEF_K_ATTN_TILE  64
+
+/* The same without the causal mask and without the gate (a.gate must be
+ * NULL), GQA or not: every query of a tile's record sees all its keys.
+ * The vision tower's attention inside each image (tiles of one image). */
+cudaError_t clef_k_attention_bidir(const clef_k_attn_args *a, cudaStream_t s);
+
+/* ---- vision tower (vision_kernels.cu) -------------------------------- */
+
+/* y = bf16((x - mean) / sqrt(var + eps) * w + b) per row of n fp32 values
+ * (biased variance, fp32 moments, two passes). */
+cudaError_t clef_k_vlayernorm(const float *x, const float *w, const float *b,
+    clef_bf16 *y, int rows, int n, float eps, cudaStream_t s);
+
+/* The patch rows [P][row] (row = 3 temporal ps^2) in bf16, as
+ * clef_image_patch_row() makes them: patch p of image img[p] at (row, col)
+ * rc[p] reads its ps x ps pixels of the image's RGB bytes (rgb + imeta[2k],
+ * imeta[2k + 1] pixels wide) as (px - mean[c]) / std[c] (inorm [k][6]:
+ * mean, std), repeated over the temporal slots; a patch with src[p] >= 0
+ * instead copies row src[p] of staged (images given as pixel values). */
+typedef struct {
+    const uint8_t    *rgb;
+    const int64_t    *imeta;
+    const float      *inorm;
+    const int32_t    *img, *rc, *src;
+    const clef_bf16  *staged;
+    clef_bf16        *rows;
+    int               P, ps, temporal;
+} clef_k_patch_args;
+
+cudaError_t clef_k_vpatchify(const clef_k_patch_args *a, cudaStream_t s);
+
+/* x[p] = (bf16 y[p] + bias) + sum_k pw[p][k] pos[tap[p][k]] over rows of H:
+ * the patch embedding's bias and the resampled position table.  meta
+ * [P][4] taps (rows of pos [.][H]), pw [P][4] weights. */
+cudaError_t clef_k_vpos_embed(const clef_bf16 *y, const float *bias,
+    const float *pos, const int32_t *tap, const float *pw, float *x, int P,
+    int H, cudaStream_t s);
+
+/* In place on qkv [P][3H] (a GEMM's output without its bias): + bias, then
+ * the 2D rotary on the q and k heads (pairs (i, i + hd/2); pair i < hd/4
+ * turns by the patch's row, the others by its column: rc [P][2], cos/sin
+ * [positions][hd/4]), each result rounded to bf16. */
+cudaError_t clef_k_vqkv_rotary(clef_bf16 *qkv, const float *bias,
+    const int32_t *rc, const float *cos, const float *sin, int P, int heads,
+    int hd, cudaStream_t s);
+
+/* y = bf16(gelu(y + b)) in place on rows of n (ld n): tanh_form 1 is
+ * gelu_pytorch_tanh, 0 the exact erf form. */
+cudaError_t clef_k_vbias_gelu(clef_bf16 *y, const float *b, int rows, int n,
+    int tanh_form, cudaStream_t s);
+
+/* x += bf16 y + b, rows of n (x fp32, the residual stream). */
+cudaError_t clef_k_vresidual(float *x, const clef_bf16 *y, const float *b,
+    int rows, int n, cudaStream_t s);
+
+/* hid[dst[j]] = bf16(f[j] + b) for every merged row j with dst[j] >= 0
+ * (rows of n): the tower's features over their pad tokens. */
+cudaError_t clef_k_vscatter(const clef_bf16 *f, const float *b,
+    const int32_t *dst, clef_bf16 *hid, int rows, int n, cudaStream_t s);
 
 /* ---- joint schema head (head_kernels.cu), fp32 ----------------------- */
 

@@ -16,6 +16,12 @@
  *              packed inside a 4k batch gives its lone logits bit for bit
  *              (cuda/README.md, "Determinism"); no GEMM fell back to a
  *              row-dependent algorithm
+ *  images      (a checkpoint with a vision tower) eager, random pixels: the
+ *              request with one 224 x 320 image (280 patches, 70 tokens):
+ *              p50/p90/p99; with four 1024 x 1024 images (16,384 patches,
+ *              4,096 tokens): the forward, and the tower alone
+ *              (clef_cuda_vision_features) in patches/s; finite
+ *              probabilities
  *  latency     that request end to end (metadata upload, launches, logits
  *              back): p50/p90/p99 over N runs (default 300), eager and graph
  *              replay.  Production sees the eager figure: a graph replays
@@ -43,6 +49,7 @@
 #include "answer.h"
 #include "clef_cuda.h"
 #include "clock.h"
+#include "encode.h"
 #include "splitmix64.h"
 
 #define GFLOP_PER_TOKEN  13.84
@@ -89,6 +96,9 @@ typedef struct {
     int      have_prof[3];
     double   prof[3][CLEF_CUDA_PROF_COUNT];
     long     replays, captures;
+    lat_fig  img1;                    /* the request with one image */
+    int      have_img4;
+    double   img4_s, tower4_s;        /* four 1024 x 1024 images */
     const char *stopped;              /* what failed, NULL when all ran */
 } results;
 
@@ -140,6 +150,13 @@ json_write(void)
     json_lat(f, "eager", &res.eager);
     fprintf(f, ",\n");
     json_lat(f, "graph", &res.graph);
+    fprintf(f, "\n  },\n  \"images\": {\n");
+    json_lat(f, "one_image_328", &res.img1);
+    if (res.have_img4) {
+        fprintf(f, ",\n    \"four_images_ms\": %.3f, \"tower_16384_patches_ms\": %.3f, "
+                   "\"tower_patches_per_s\": %.0f", res.img4_s * 1e3,
+                res.tower4_s * 1e3, 16384 / res.tower4_s);
+    }
     fprintf(f, "\n  },\n  \"gflop_per_token\": %.2f,\n  \"peak_tflops\": %.0f,\n",
             GFLOP_PER_TOKEN, PEAK_TFLOPS);
     fprintf(f, "  \"throughput\": [");
@@ -487,6 +504,138 @@ check_probs(const bench_batch *b, const float *logits)
     free(p);
 }
 
+/* ---- images -------------------------------------------------------------- */
+
+/* A request with n images of gh x gw patches of random RGB: 10 text
+ * tokens, each image's pads between two other tokens, then make_record()'s
+ * text and schema (its spans sit in the last 150 tokens, past the images
+ * when text_len >= 170). */
+static int
+make_image_record(clef_record *r, const clef_vision_config *vc, int n, int gh,
+    int gw, int text_len, int vocab)
+{
+    int64_t  tok = (int64_t) gh * gw / (vc->spatial_merge_size * vc->spatial_merge_size);
+    int      len = text_len + n * (int) (tok + 2), k, p, c;
+    int32_t  pad = vc->image_token_id < vocab ? vc->image_token_id : 0;
+    size_t   bytes = (size_t) gh * vc->patch_size * gw * vc->patch_size * 3, i;
+
+    if (make_record(r, len, vocab) != 0) {
+        return -1;
+    }
+    r->images = calloc((size_t) n, sizeof(clef_image));
+    r->image_start = calloc((size_t) n, sizeof(int32_t));
+    r->positions = malloc(sizeof(int32_t) * 3 * (size_t) len);
+    if (r->images == NULL || r->image_start == NULL || r->positions == NULL) {
+        return -1;
+    }
+    r->n_images = n;
+    p = 10;
+    for (k = 0; k < n; k++) {
+        clef_image  *im = &r->images[k];
+
+        im->grid_h = gh;
+        im->grid_w = gw;
+        im->patch = vc->patch_size;
+        im->temporal = vc->temporal_patch_size;
+        im->merge = vc->spatial_merge_size;
+        for (c = 0; c < 3; c++) {
+            im->mean[c] = 127.5f;
+            im->std[c] = 127.5f;
+        }
+        im->rgb = malloc(bytes);
+        if (im->rgb == NULL) {
+            return -1;
+        }
+        for (i = 0; i < bytes; i++) {
+            im->rgb[i] = (uint8_t) (rnd() >> 56);
+        }
+        r->image_start[k] = p + 1;
+        for (i = 0; i < (size_t) tok; i++) {
+            r->ids.v[p + 1 + i] = pad;
+        }
+        p += (int) tok + 2;
+    }
+    clef_mrope_positions(len, r->images, r->image_start, n, r->positions);
+    return 0;
+}
+
+/* 0, or -1 when a figure could not be measured (a failed check says why). */
+static int
+images_bench(clef_backend *g, const clef_model *m, int vocab, int quick)
+{
+    const clef_vision_config  *vc = clef_model_vision_config(m);
+    bench_batch                one, four;
+    clef_record                r1, r4;
+    clef_error                 err;
+    double                     t[3], t0;
+    float                     *lg = NULL, *feat = NULL;
+    int                        i, ok, runs = quick ? 10 : 30;
+    uint64_t                   saved = rng;
+
+    if (vc == NULL) {
+        say("\nimages: the model has no vision tower\n");
+        return 0;
+    }
+    memset(&err, 0, sizeof(err));
+    memset(&one, 0, sizeof(one));
+    memset(&four, 0, sizeof(four));
+    memset(&r1, 0, sizeof(r1));
+    memset(&r4, 0, sizeof(r4));
+    clef_cuda_set_images(g, 1);
+    say("\nimages, eager (the vision tower, then the backbone with M-RoPE)\n");
+    ok = make_image_record(&r1, vc, 1, 14, 20, REQ_LEN, vocab) == 0
+         && make_image_record(&r4, vc, 4, 64, 64, REQ_LEN, vocab) == 0
+         && batch_make(&one, NULL, 1, vocab, &r1, 0) == 0
+         && batch_make(&four, NULL, 1, vocab, &r4, 0) == 0
+         && clef_batch_set_media(&one.batch, &err) == 0
+         && clef_batch_set_media(&four.batch, &err) == 0;
+    ok = ok && latency(g, &one, 3, runs, "1 image (280 patches) + 328 tokens",
+                       &res.img1) == 0;
+    json_write();
+    if (ok) {
+        lg = malloc(sizeof(float) * (size_t) clef_batch_options(&four.batch));
+        feat = malloc(sizeof(float) * 4096 * (size_t) vc->out_hidden_size);
+        ok = lg != NULL && feat != NULL && time_forward(g, &four, 1, 3, t) == 0;
+    }
+    if (ok) {
+        res.img4_s = t[1];
+        for (i = 0; ok && i < 3; i++) {
+            t0 = clef_clock_seconds();
+            ok = clef_cuda_vision_features(g, &four.batch, feat, &err) == 0;
+            t[i] = clef_clock_seconds() - t0;
+        }
+        if (!ok) {
+            say("cuda_bench: vision tower: %s\n", err.message);
+        }
+    }
+    if (ok) {
+        qsort(t, 3, sizeof(double), cmp_double);
+        res.tower4_s = t[1];
+        res.have_img4 = 1;
+        say("  4 images of 64 x 64 patches (16384 patches, 4096 tokens) + 328 tokens: "
+            "forward %.1f ms; the tower alone %.1f ms (%.0f patches/s)\n",
+            res.img4_s * 1e3, res.tower4_s * 1e3, 16384 / res.tower4_s);
+        ok = forward(g, &four, lg) == 0;
+        if (ok) {
+            check_probs(&four, lg);
+        }
+    }
+    check(ok, "the image cases ran%s%s", err.message[0] ? ": " : "",
+          err.message[0] ? err.message : "");
+    json_write();
+    clef_batch_free_media(&one.batch);
+    clef_batch_free_media(&four.batch);
+    batch_free(&one);
+    batch_free(&four);
+    clef_record_free(&r1);
+    clef_record_free(&r4);
+    free(lg);
+    free(feat);
+    /* the batches after this section keep the lengths of runs without it */
+    rng = saved;
+    return ok ? 0 : -1;
+}
+
 static void
 stop(const char *what)
 {
@@ -626,6 +775,9 @@ main(int argc, char **argv)
         res.have_prof[0] = 1;
         json_write();
     }
+
+    /* Images: a failure is a failed check; the text figures go on. */
+    images_bench(g, m, vocab, quick);
 
     /* Throughput, eager: packed batches at three budgets. */
     clef_cuda_set_graphs(g, 0);

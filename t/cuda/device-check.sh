@@ -19,7 +19,9 @@
 #                    cuBLASLt / NCCL libraries and headers, nvidia-smi, disk
 #   build.log        make (with WERROR= : no -Werror there), check-spills
 #   tests.log        test_cuda_open, test_cuda_kernels NAME for each
-#                    sub-test, test_cuda_forward, test_cuda_tp (TAP)
+#                    sub-test, test_cuda_vision NAME for each sub-test (the
+#                    vision tower: kernels, then images end to end against
+#                    the CPU backend), test_cuda_forward, test_cuda_tp (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
 #                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)
@@ -49,6 +51,7 @@ JOBS=$(nproc 2>/dev/null || echo 4)
 # by 310 and mkmodel by 350; the bench then has at least two minutes and
 # memcheck whatever remains.
 R_KERNELS=$(( DEADLINE * 280 / 480 ))
+R_VISION=$(( DEADLINE * 230 / 480 ))
 R_FORWARD=$(( DEADLINE * 170 / 480 ))
 R_MKMODEL=$(( DEADLINE * 130 / 480 ))
 T0=$(date +%s)
@@ -349,6 +352,22 @@ for s in $SUBTESTS; do
     run_test "kernels/$s" "$(budget 60 "$R_KERNELS")" build/t/cuda/test_cuda_kernels "$s"
 done
 
+# The vision tower (cuda/vision*.c): its kernels, then the towers of v1
+# and vision72 with the requests of t/fixtures/vision against the CPU
+# backend; each in a process of its own, ending R_VISION before the
+# deadline so that the forward test keeps its time.
+VSUBTESTS=$(build/t/cuda/test_cuda_vision --list 2> /dev/null)
+[ -z "$VSUBTESTS" ] && { note "vision" "not run" "build/t/cuda/test_cuda_vision --list gave nothing"; FAILED=1; }
+for s in $VSUBTESTS; do
+    if [ "$(budget 120 "$R_VISION")" -lt 10 ]; then
+        note "vision/$s" "not run" "no time left before the forward test"
+        FAILED=1
+        continue
+    fi
+    run_test "vision/$s" "$(budget 120 "$R_VISION")" build/t/cuda/test_cuda_vision "$s"
+done
+grep -E '^# (v1|vision72): ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM"
+
 run_test "test_cuda_forward" "$(budget 120 "$R_FORWARD")" build/t/cuda/test_cuda_forward
 
 # Tensor parallelism: tp=1 over both communicators, tp=2 and 4 as logical
@@ -403,16 +422,24 @@ if [ -z "$SAN" ]; then
     note "memcheck" "not run" "no compute-sanitizer"
 else
     # the delta rule and attention first: shared-memory tiles and tile edges
-    for s in gdn gdn_slow_decay attention conv rmsnorm gated_norm embed swiglu \
-             group_attention span_mean fields_scores layernorm rows gemm; do
+    # (vision:NAME: a sub-test of test_cuda_vision)
+    for s in gdn gdn_slow_decay attention vision:vattention vision:vrotary \
+             vision:vpatchify vision:vpos vision:vlayernorm vision:velementwise \
+             conv rmsnorm \
+             gated_norm embed swiglu group_attention span_mean fields_scores \
+             layernorm rows gemm; do
         limit=$(budget 90 5)
         if [ "$limit" -lt 20 ]; then
             note "memcheck/$s" "not run" "no time left"
             continue
         fi
         tmp=$(mktemp)
+        case $s in
+        vision:*) bin=build/t/cuda/test_cuda_vision; sub=${s#vision:} ;;
+        *)        bin=build/t/cuda/test_cuda_kernels; sub=$s ;;
+        esac
         timeout -k 5 "$limit" "$SAN" --tool memcheck --error-exitcode 9 --print-limit 10 \
-            build/t/cuda/test_cuda_kernels "$s" > "$tmp" 2>&1
+            "$bin" "$sub" > "$tmp" 2>&1
         rc=$?
         { echo "== memcheck $s: exit $rc"; cat "$tmp"; } >> "$OUT/sanitizer.log"
         case $rc in

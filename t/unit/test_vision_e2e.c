@@ -21,7 +21,7 @@
 
 #include "backend.h"
 #include "check.h"
-#include "slurp.h"
+#include "vision_cases.h"
 #include "encode_images.h"
 #include "model.h"
 #include "request.h"
@@ -50,62 +50,6 @@ sh(const char *fmt, ...)
     va_end(ap);
     st = system(cmd);
     return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-}
-
-
-
-static void
-b64(clef_buf *out, const unsigned char *p, size_t n)
-{
-    static const char  a[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t    i;
-    uint32_t  v;
-
-    for (i = 0; i + 2 < n; i += 3) {
-        v = (uint32_t) p[i] << 16 | (uint32_t) p[i + 1] << 8 | p[i + 2];
-        clef_buf_printf(out, "%c%c%c%c", a[v >> 18], a[(v >> 12) & 63],
-                        a[(v >> 6) & 63], a[v & 63]);
-    }
-    if (n - i == 1) {
-        v = (uint32_t) p[i] << 16;
-        clef_buf_printf(out, "%c%c==", a[v >> 18], a[(v >> 12) & 63]);
-    } else if (n - i == 2) {
-        v = (uint32_t) p[i] << 16 | (uint32_t) p[i + 1] << 8;
-        clef_buf_printf(out, "%c%c%c=", a[v >> 18], a[(v >> 12) & 63],
-                        a[(v >> 6) & 63]);
-    }
-}
-
-
-/* The case's body with every "corpus:NAME" replaced by the file's data
- * URL. */
-static char *
-body_of(json_t *c)
-{
-    json_t       *body = json_deep_copy(json_object_get(c, "body"));
-    json_t       *images = json_object_get(body, "images"), *v;
-    clef_buf      url = { NULL, 0, 0 };
-    const char   *name, *ext;
-    char          path[1024], *bytes, *text;
-    size_t        i, len;
-
-    json_array_foreach(images, i, v) {
-        name = json_string_value(v) + 7;
-        ext = strrchr(name, '.') + 1;
-        snprintf(path, sizeof(path), "%s/images/corpus/%s", check_fixtures(), name);
-        bytes = slurp(path, &len);
-        url.len = 0;
-        clef_buf_printf(&url, "data:image/%s;base64,",
-                        strcmp(ext, "jpg") == 0 ? "jpeg" : ext);
-        b64(&url, (unsigned char *) bytes, len);
-        json_array_set_new(images, i, json_string(url.data));
-        free(bytes);
-    }
-    clef_buf_free(&url);
-    text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    return text;
 }
 
 
@@ -188,56 +132,6 @@ compare(json_t *c, const clef_record *rec, const float *lg, int *same_argmax)
         *same_argmax &= arg == rarg;
     }
     return d;
-}
-
-
-static int
-encode_case(const clef_model *m, json_t *c, clef_record *rec)
-{
-    clef_request      req;
-    clef_error        err;
-    clef_encode_opts  eo;
-    char             *body = body_of(c);
-    int               rc;
-
-    clef_encode_opts_default(&eo);
-    rc = clef_request_parse(&req, body, strlen(body), NULL, &err);
-    if (rc == 0) {
-        rc = clef_request_check_media(&req, 1, &err);
-        if (rc == 0) {
-            rc = clef_encode_with_images(clef_model_tokenizer(m),
-                                         clef_model_vision_config(m), &req, &eo,
-                                         rec, &err);
-        }
-        clef_request_free(&req);
-    }
-    if (rc != 0) {
-        printf("#   %s\n", err.message);
-    }
-    free(body);
-    return rc;
-}
-
-
-static int
-forward(const clef_backend_ops *ops, clef_backend *b,
-    const clef_record *const *recs, int n, float *lg)
-{
-    clef_batch  batch;
-    clef_error  err;
-    int32_t     cu[64];
-    int         rc;
-
-    clef_batch_init(&batch, recs, n, cu);
-    rc = clef_batch_set_media(&batch, &err);
-    if (rc == 0) {
-        rc = ops->forward(b, &batch, lg, &err);
-        clef_batch_free_media(&batch);
-    }
-    if (rc != 0) {
-        printf("#   forward: %s\n", err.message);
-    }
-    return rc;
 }
 
 

@@ -1,0 +1,121 @@
+/*
+ * The vision tower on the CUDA backend (issue 11 item 5): the CPU tower's
+ * steps (engine/cpu/vision.c, spec/qwen35-backbone.md §5.2) with bf16
+ * GEMM inputs and an fp32 residual stream, run on the backend's stream
+ * right after the token embedding of a batch with images; its merged
+ * features replace the image-pad tokens' embeddings, and the backbone's
+ * full-attention rope turns by the batch's M-RoPE positions (§5.3).
+ *
+ * The backend.c / forward.c side is five calls: open and close with the
+ * backend, prepare after the batch plan (validates, builds and uploads the
+ * per-patch metadata, or marks a text batch, which then runs exactly as
+ * before), embed after the embedding gather, rope when filling the rope
+ * arguments.
+ *
+ * Under tensor parallelism the tower is not sharded: every rank holds all
+ * of its weights and runs it whole on its own images (the same images on
+ * every rank), because its cost is small beside the backbone's and its
+ * output must be replicated anyway (each rank's backbone reads every
+ * token's embedding).
+ */
+#ifndef CLEF_CUDA_VISION_H
+#define CLEF_CUDA_VISION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "kernels.h"
+
+typedef struct {
+    float      *n1_w, *n1_b, *n2_w, *n2_b;        /* [H] LayerNorms */
+    clef_bf16  *qkv, *proj, *fc1, *fc2;           /* [3H][H] [H][H] [I][H] [H][I] */
+    float      *qkv_b, *proj_b, *fc1_b, *fc2_b;
+} cuda_vblock;
+
+/* The per-batch metadata, byte offsets into one staging buffer (pinned)
+ * and its device copy, each 256-byte aligned; sizes in elements. */
+typedef struct {
+    int64_t  P;              /* patches of the batch's images */
+    int64_t  R;              /* merged rows: P / merge^2 */
+    int64_t  n_tiles;        /* attention tiles */
+    int64_t  T;              /* tokens of the batch */
+    int      n_pos;          /* rows of the rotary tables */
+    int      n_img;          /* images */
+    int64_t  P1;             /* patches of images given as pixel values */
+    int64_t  rgb_bytes;      /* RGB bytes of the other images */
+    size_t   o_rgb;          /* uint8: each image's RGB pixels */
+    size_t   o_imeta;        /* int64 [n_img][2]: RGB offset, pixel width */
+    size_t   o_inorm;        /* f32 [n_img][6]: mean, std */
+    size_t   o_img, o_src;   /* int32 [P]: image; staged row or -1 */
+    size_t   o_rows;         /* bf16 [P1][row]: rows given as pixel values */
+    size_t   o_tap, o_pw;    /* int32 / f32 [P][4]: position-table taps */
+    size_t   o_rc;           /* int32 [P][2]: (row, col) of each patch */
+    size_t   o_cos, o_sin;   /* f32 [n_pos][hd / 4] */
+    size_t   o_tiles;        /* int32 [n_tiles][3] */
+    size_t   o_dst;          /* int32 [R]: the token each merged row replaces */
+    size_t   o_mpos;         /* int32 [3][T]: M-RoPE positions */
+    size_t   bytes;
+} cuda_vplan;
+
+typedef struct cuda_vision {
+    /* sizes */
+    int          H, I, heads, hd, depth, side, row, merge, unit, M, out;
+    int          ps, temporal;       /* patch size, temporal slots */
+    double       theta;
+    int          msec[3];            /* the backbone's M-RoPE sections */
+
+    /* weights (vision_weights.c) */
+    void       **allocs;
+    int          n_allocs, cap_allocs;
+    clef_bf16   *patch_w;            /* [H][row] */
+    float       *patch_b;            /* [H] */
+    float       *pos;                /* [side^2][H] */
+    cuda_vblock *blocks;             /* [depth] */
+    float       *mn_w, *mn_b;        /* merger LayerNorm [H] */
+    clef_bf16   *m1, *m2;            /* [M][M], [out][M] */
+    float       *m1_b, *m2_b;
+
+    /* 0 (the default until t/cuda/device-check.sh has passed on a GPU):
+     * batches with images are refused as before the tower existed;
+     * clef_cuda_set_images() turns it on (the tests, the bench) */
+    int          enabled;
+
+    /* the current batch (vision.c) */
+    int          active;             /* it has images */
+    cuda_vplan   plan;
+    unsigned char *hstage, *dmeta;
+    size_t       stage_cap, dmeta_cap;
+
+    /* workspace, sized for cap_P patches */
+    void        *ws_mem;
+    int64_t      cap_P;
+    clef_bf16   *rows;               /* [P][row] patch rows */
+    float       *x;                  /* [P][H] residual stream */
+    clef_bf16   *xn, *qkv, *o, *y;   /* [P][H] [P][3H] [P][H] [P][H] */
+    clef_bf16   *mlp;                /* [P][max(I, H)]: fc1, merger fc1 */
+    clef_bf16   *feat;               /* [R][out] */
+} cuda_vision;
+
+/* vision_weights.c: the tower's weights on the device, bf16 matrices and
+ * fp32 norms, biases and position table; *out NULL for a model without a
+ * tower.  The size checks name what the kernels cannot run. */
+int   cuda_vision_weights_upload(const clef_model *m, const clef_text_config *tc,
+    cuda_vision **out, clef_error *err);
+void  cuda_vision_weights_free(cuda_vision *v);
+
+/* vision.c: the backend's hooks. */
+int   cuda_vision_open(clef_backend *b, clef_error *err);
+void  cuda_vision_close(clef_backend *b);
+int   cuda_vision_prepare(clef_backend *b, const clef_batch *batch,
+    clef_error *err);
+int   cuda_vision_active(const clef_backend *b);
+int   cuda_vision_embed(clef_backend *b, clef_error *err);
+void  cuda_vision_rope(const clef_backend *b, clef_k_rope_args *r);
+
+/* The tower alone over a prepared batch's images into v->feat (merged
+ * rows, before the last bias): for the tests, through
+ * clef_cuda_vision_features (clef_cuda.h). */
+int   cuda_vision_tower(clef_backend *b, clef_error *err);
+
+#endif
