@@ -12,11 +12,13 @@
  * before), embed after the embedding gather, rope when filling the rope
  * arguments.
  *
- * Under tensor parallelism the tower is not sharded: every rank holds all
- * of its weights and runs it whole on its own images (the same images on
- * every rank), because its cost is small beside the backbone's and its
+ * The tower runs on rank 0 and a batch with images is refused at tp > 1
+ * (backend.c, prepare).  The plan for tensor parallelism is not to shard
+ * it: every rank would hold all of its weights and run it whole on the
+ * same images, because its cost is small beside the backbone's and its
  * output must be replicated anyway (each rank's backbone reads every
- * token's embedding).
+ * token's embedding); what is missing is a tower per rank and its
+ * features scattered into every rank's embeddings.
  */
 #ifndef CLEF_CUDA_VISION_H
 #define CLEF_CUDA_VISION_H
