@@ -18,6 +18,11 @@
  * converted.  At bf16 precision on a CPU with native bf16 instructions the
  * matrices are laid out for oneDNN instead (gemm_bf16.h): the same bytes,
  * in plain rows.
+ *
+ * Tensor parallelism: a rank loads only its shard (shard.h), cutting rows
+ * of the column-parallel matrices and columns of the row-parallel ones
+ * straight out of the mapped checkpoint, so a rank never holds more than
+ * its share; the sizes below are then the rank's.
  */
 #ifndef CLEF_CPU_WEIGHTS_H
 #define CLEF_CPU_WEIGHTS_H
