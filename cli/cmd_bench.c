@@ -37,6 +37,7 @@ typedef struct {
     int64_t      tokens;
     int          records;
     int          threads;
+    int          tp;
     int          repeat;
     int64_t      max_scaling;
     int          profile;
@@ -49,7 +50,7 @@ usage(FILE *f)
     fprintf(f,
         "usage: clef bench MODEL_DIR --tokens N --records R [-t THREADS]\n"
         "                  [--backend cpu|cuda] [--repeat K] [--max-scaling N]\n"
-        "                  [--profile] [--seed S] [--precision fp32|bf16]\n"
+        "                  [--profile] [--seed S] [--precision fp32|bf16] [--tp N]\n"
         "  --tokens N        tokens in the timed batch (default 2048)\n"
         "  --records R       records it is split into (default 4)\n"
         "  -t, --threads T   CPU worker threads, 0 = one per core (default 0)\n"
@@ -57,7 +58,10 @@ usage(FILE *f)
         "  --max-scaling N   longest record of the scaling table (default 16384,\n"
         "                    0 = no table)\n"
         "  --profile         the CPU backbone's time per op\n"
-        "  --precision P     fp32 or bf16 (default: the backend's own)\n");
+        "  --precision P     fp32 or bf16 (default: the backend's own)\n"
+        "  --tp N            tensor-parallel ranks (default 1); the CPU splits\n"
+        "                    the threads between them and reports the share of\n"
+        "                    time its ranks spend in the all-reduce\n");
 }
 
 static void
@@ -165,6 +169,9 @@ parse_args(int argc, char **argv, bench_args *a)
         } else if (strcmp(s, "-t") == 0 || strcmp(s, "--threads") == 0) {
             a->threads = atoi(v);
             i++;
+        } else if (strcmp(s, "--tp") == 0) {
+            a->tp = atoi(v);
+            i++;
         } else if (strcmp(s, "--backend") == 0) {
             a->backend = v;
             i++;
@@ -199,6 +206,7 @@ parse_args(int argc, char **argv, bench_args *a)
     }
     if (a->records < 1 || a->tokens < (int64_t) a->records * MIN_RECORD
         || a->tokens > INT32_MAX || a->repeat < 1 || a->threads < 0
+        || a->tp < 0
         || a->max_scaling < 0)
     {
         fprintf(stderr, "clef bench: need --records >= 1, --tokens >= %d per "
@@ -365,6 +373,7 @@ clef_cmd_bench(int argc, char **argv)
     c.hidden_size = tc->hidden_size;
     memset(&opts, 0, sizeof(opts));
     opts.threads = a.threads;
+    opts.tp = a.tp;
     opts.device = 0;
     opts.precision = a.precision;
     if (c.ops->open(m, &opts, &c.be, &err) != 0) {
@@ -406,6 +415,7 @@ clef_cmd_bench(int argc, char **argv)
     }
     if (c.cpu) {
         clef_cpu_backbone_profile_reset(clef_cpu_backend_backbone(c.be));
+        clef_cpu_backend_allreduce_reset(c.be);
     }
     if (bench_batch(&c, recs, a.records, a.repeat, &bb, &hd, &err) != 0) {
         goto fail;
@@ -414,6 +424,14 @@ clef_cmd_bench(int argc, char **argv)
     printf("head: %.1f tokens/s (%.4f s per forward)\n",
            hd > 0 ? a.tokens / hd : 0.0, hd);
     printf("total: %.1f tokens/s (%.4f s per forward)\n", a.tokens / (bb + hd), bb + hd);
+    if (c.cpu && clef_cpu_backend_tp(c.be) > 1) {
+        double  ar = clef_cpu_backend_allreduce_seconds(c.be)
+                     / clef_cpu_backend_tp(c.be) / a.repeat;
+
+        printf("tp %d: all-reduce %.1f%% of the backbone time (%.4f s per "
+               "forward per rank, waiting for the other ranks included)\n",
+               clef_cpu_backend_tp(c.be), bb > 0 ? 100 * ar / bb : 0.0, ar);
+    }
     if (a.profile && c.cpu) {
         print_profile(clef_cpu_backend_backbone(c.be), a.repeat);
     }

@@ -41,7 +41,7 @@ decide_usage(FILE *f)
     fprintf(f,
         "usage: clef decide MODEL_DIR [-t THREADS] [--raw] [--backend cpu|cuda]\n"
         "                   [--device N] [--max-length N] [--truncate-state]\n"
-        "                   [--batch N] [--precision fp32|bf16]\n"
+        "                   [--batch N] [--precision fp32|bf16] [--tp N]\n"
         "\n"
         "Reads one System One request (JSON) per line on stdin and writes one\n"
         "response per line: {\"model\":...,\"answers\":{...},\"usage\":{...}}, or\n"
@@ -60,6 +60,8 @@ decide_usage(FILE *f)
         "                     one forward (default 1, at most %d)\n"
         "  --precision P      fp32 (the CPU's default: exact) or bf16 (bf16\n"
         "                     activations into the linear layers)\n"
+        "  --tp N             tensor-parallel ranks (default 1): N rank threads\n"
+        "                     on the CPU, each holding 1/N of the backbone\n"
         "  --help             this text\n", CLEF_DEFAULT_MAX_LENGTH, BATCH_MAX);
 }
 
@@ -362,6 +364,10 @@ clef_cmd_decide(int argc, char **argv)
             d.enc.truncate = CLEF_TRUNCATE_STATE;
         } else if (strcmp(a, "-t") == 0 && has) {
             if (int_arg(argv[++i], 0, &bo.threads) != 0) {
+                goto bad_value;
+            }
+        } else if (strcmp(a, "--tp") == 0 && has) {
+            if (int_arg(argv[++i], 1, &bo.tp) != 0) {
                 goto bad_value;
             }
         } else if (strcmp(a, "--device") == 0 && has) {

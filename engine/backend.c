@@ -214,10 +214,10 @@ cpu_load(clef_error *err)
 
 static const clef_backend_entry  registry[] = {
     { "cpu", "fp32 on the CPU cores, a thread pool",
-      0, cpu_load },
+      0, 1, cpu_load },
     { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)",
-      1, cuda_find },
-    { NULL, NULL, 0, NULL }
+      1, 1, cuda_find },
+    { NULL, NULL, 0, 0, NULL }
 };
 
 const clef_backend_entry *

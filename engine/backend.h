@@ -136,7 +136,10 @@ typedef struct {
 typedef struct {
     const char  *name;
     const char  *what;          /* one line for messages and --help */
-    int          uses_devices;  /* devices= and tp= mean something */
+    int          uses_devices;  /* devices= means something */
+    int          tensor_parallel;  /* tp= above 1 means something (the
+                                      backend itself refuses at open a
+                                      layout it cannot run) */
     /* the ops, loading them on first use (cuda: dlopen of
      * libclef_cuda.so, so that processes that never ask for it never map
      * the CUDA libraries); NULL with err filled when unavailable */

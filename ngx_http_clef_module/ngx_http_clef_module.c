@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "model.h"
+#include "shard.h"
 
 static void *ngx_http_clef_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);
@@ -375,19 +376,28 @@ ngx_http_clef_parse_devices(ngx_conf_t *cf, ngx_str_t *v,
 }
 
 
-/* What devices= and tp= can mean for the chosen backend: tp must divide the
- * devices into replicas.  (Whether the devices exist is the engine's to
- * find out: it reports a load error.) */
+/* What devices= and tp= can mean for the chosen backend: devices= only
+ * where a backend has devices; tp= where it shards (the CPU backend runs
+ * tp rank threads, the CUDA backend tp devices per replica, so there tp
+ * must divide the devices into replicas).  Whether the model splits by tp
+ * is checked once its headers are read (clef_shard_check); whether the
+ * devices exist is the engine's to find out: it reports a load error. */
 static ngx_int_t
 ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
 {
     const clef_backend_entry  *be;
 
     be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
-    if (be != NULL && !be->uses_devices && (m->n_devices > 0 || m->tp > 1)) {
+    if (be != NULL && !be->uses_devices && m->n_devices > 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": devices= "
-                           "and tp= apply to a backend with devices (cuda), "
-                           "not to backend=%V", &m->name, &m->backend);
+                           "applies to a backend with devices (cuda), not to "
+                           "backend=%V", &m->name, &m->backend);
+        return NGX_ERROR;
+    }
+    if (be != NULL && !be->tensor_parallel && m->tp > 1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": backend=%V "
+                           "has no tensor parallelism; use tp=1", &m->name,
+                           &m->backend);
         return NGX_ERROR;
     }
     /* the CUDA backend computes in bf16 only: refuse here rather than fail
@@ -400,16 +410,12 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
                            "backend computes in bf16", &m->name);
         return NGX_ERROR;
     }
-    if (m->tp > 1 && (m->n_devices == 0 || m->n_devices % m->tp != 0)) {
+    if (be != NULL && be->uses_devices && m->tp > 1
+        && (m->n_devices == 0 || m->n_devices % m->tp != 0))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": tp=%i "
                            "must divide the %d devices of devices= into "
                            "replicas", &m->name, m->tp, m->n_devices);
-        return NGX_ERROR;
-    }
-    if (m->tp > 1) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": tp=%i: "
-                           "tensor parallelism is not built yet; use tp=1 "
-                           "(one replica per device)", &m->name, m->tp);
         return NGX_ERROR;
     }
     return NGX_OK;
@@ -574,6 +580,15 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
     tc = clef_model_text_config(cm);
+
+    /* tp must divide every sharded count of this model (nginx -t says
+     * which one it does not) */
+    if (m->tp > 1 && clef_shard_check(tc, (int) m->tp, &err) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
+                           &m->name, err.message);
+        clef_model_close(cm);
+        return NGX_CONF_ERROR;
+    }
     m->max_token_bytes = clef_tokenizer_max_token_bytes(
                              clef_model_tokenizer(cm));
 

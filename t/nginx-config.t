@@ -137,11 +137,17 @@ clef_model tiny MODEL speed=fast;
 --- error
 invalid parameter "speed=fast"
 
-=== TEST 6: tensor parallelism is not built yet
+=== TEST 6: a tp the model cannot be split by (the tiny shape has 4 attention heads)
 --- http
-clef_model tiny MODEL backend=cuda devices=0-3 tp=2;
+clef_model tiny MODEL backend=cpu tp=3;
 --- error
-clef_model "tiny": tp=2: tensor parallelism is not built yet; use tp=1 (one replica per device)
+clef_model "tiny": tp=3 does not divide the 4 attention heads of the model
+
+=== TEST 6a: the same on CUDA, once tp divides the devices
+--- http
+clef_model tiny MODEL backend=cuda devices=0-5 tp=3;
+--- error
+clef_model "tiny": tp=3 does not divide the 4 attention heads of the model
 
 === TEST 6b: tp that does not divide the devices
 --- http
@@ -165,7 +171,13 @@ invalid "devices=3-1": a list of device numbers and ranges such as 0-7 or 0,2,4-
 --- http
 clef_model tiny MODEL devices=0;
 --- error
-clef_model "tiny": devices= and tp= apply to a backend with devices (cuda), not to backend=cpu
+clef_model "tiny": devices= applies to a backend with devices (cuda), not to backend=cpu
+
+=== TEST 6f: devices for the CPU backend, with tp
+--- http
+clef_model tiny MODEL backend=cpu devices=0-1 tp=2;
+--- error
+clef_model "tiny": devices= applies to a backend with devices (cuda), not to backend=cpu
 
 === TEST 7: two models in one http block
 --- http

@@ -24,6 +24,10 @@ struct clef_cpu_backbone {
     clef_cpu_pool     *pool;
     int                any_full, any_gdn;
 
+    /* tensor parallelism: the rank's all-reduce, NULL when unsharded */
+    clef_comm         *comm;
+    int                fail_layer;     /* test hook: fail there, or -1 */
+
     /* RoPE table for positions [0, rope_positions), grown on demand */
     float             *cos, *sin;
     int64_t            rope_positions;
@@ -43,6 +47,8 @@ typedef struct {
     float  *o;          /* [T][max(Hv dv, Hq hd)] mixer output before out_proj */
     float  *beta, *g;   /* [T][Hv] */
     float  *mlp;        /* [MLP_TILE][2 I] */
+    float  *part;       /* [T][H] a rank's partial sum of a row-parallel
+                           product, summed over the ranks; sharded only */
     float  *scratch;    /* per worker */
     float  *gemm;       /* clef_cpu_linear()'s packed rows */
     /* RoPE as attention_prepare reads it: the table by position and the
@@ -58,7 +64,7 @@ static const char  *prof_names[CLEF_PROF_COUNT] = {
     "embed", "rmsnorm", "gdn in_proj", "gdn conv+silu", "gdn l2norm/beta/g",
     "gdn delta rule", "gdn gated norm", "gdn out_proj", "attn qkv_proj",
     "attn qk-norm+rope", "attn softmax", "attn gate", "attn o_proj",
-    "mlp gate/up", "mlp silu*up", "mlp down"
+    "mlp gate/up", "mlp silu*up", "mlp down", "all-reduce"
 };
 
 const char *
@@ -85,15 +91,32 @@ int
 clef_cpu_backbone_open_prec(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_precision prec, clef_cpu_backbone **out, clef_error *err)
 {
+    return clef_cpu_backbone_open_shard(m, pool, prec, NULL, NULL, out, err);
+}
+
+int
+clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_precision prec, const clef_shard *shard, clef_comm *comm,
+    clef_cpu_backbone **out, clef_error *err)
+{
     clef_cpu_backbone  *b;
     int                 i;
 
+    if (shard != NULL && shard->size > 1
+        && (comm == NULL || comm->size != shard->size))
+    {
+        return clef_error_set(err, 500, "backend", NULL, "rank %d of %d needs "
+                              "a communicator of its size", shard->rank,
+                              shard->size);
+    }
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
         return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
     }
     b->pool = pool;
-    if (clef_cpu_weights_load(&b->w, m, pool, prec, err) != 0) {
+    b->fail_layer = -1;
+    b->comm = shard != NULL && shard->size > 1 ? comm : NULL;
+    if (clef_cpu_weights_load(&b->w, m, pool, prec, shard, err) != 0) {
         free(b);
         return -1;
     }
@@ -187,6 +210,7 @@ acts_free(acts *a)
     free(a->beta);
     free(a->g);
     free(a->mlp);
+    free(a->part);
     free(a->scratch);
     free(a->gemm);
     free(a->mcos);
@@ -197,7 +221,7 @@ static int
 acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
 {
     const clef_cpu_weights  *w = &b->w;
-    int64_t                  H = w->cfg.hidden_size, hv = w->cfg.linear_num_value_heads;
+    int64_t                  H = w->cfg.hidden_size, hv = w->hv;
     int64_t                  proj = 0, o = 0, tile, k;
     size_t                   scratch = 0, s;
 
@@ -210,14 +234,12 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     if (b->any_full) {
         proj = w->attn_in_dim > proj ? w->attn_in_dim : proj;
         o = w->attn_o_dim > o ? w->attn_o_dim : o;
-        s = clef_cpu_attention_scratch_floats(w->cfg.num_attention_heads
-                                              / w->cfg.num_key_value_heads,
-                                              w->cfg.head_dim);
+        s = clef_cpu_attention_scratch_floats(w->hq / w->hkv, w->cfg.head_dim);
         scratch = s > scratch ? s : scratch;
     }
     tile = T < MLP_TILE ? T : MLP_TILE;
     /* the widest input of a linear layer */
-    k = H > w->cfg.intermediate_size ? H : w->cfg.intermediate_size;
+    k = H > w->inter ? H : w->inter;
     k = o > k ? o : k;
 
     memset(a, 0, sizeof(*a));
@@ -225,7 +247,10 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     a->xn = malloc(sizeof(float) * (size_t) (T * H));
     a->proj = malloc(sizeof(float) * (size_t) (T * proj));
     a->o = malloc(sizeof(float) * (size_t) (T * o));
-    a->mlp = malloc(sizeof(float) * (size_t) (tile * 2 * w->cfg.intermediate_size));
+    a->mlp = malloc(sizeof(float) * (size_t) (tile * 2 * w->inter));
+    if (b->comm != NULL) {
+        a->part = malloc(sizeof(float) * (size_t) (T * H));
+    }
     a->scratch = malloc(sizeof(float) * scratch * (size_t) clef_cpu_pool_size(b->pool));
     a->gemm = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(k));
     if (b->any_gdn) {
@@ -235,6 +260,7 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     }
     if (a->x == NULL || a->xn == NULL || a->proj == NULL || a->o == NULL
         || a->mlp == NULL || a->scratch == NULL || a->gemm == NULL
+        || (b->comm != NULL && a->part == NULL)
         || (b->any_gdn && (a->u == NULL || a->beta == NULL || a->g == NULL)))
     {
         acts_free(a);
@@ -243,17 +269,68 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     return 0;
 }
 
-/* x += out_proj(GatedDeltaNet(xn)) */
+/* Where a row-parallel product (o_proj, out_proj, down) goes: straight
+ * into the residual stream when unsharded (beta 1: the numbers of an
+ * unsharded model, unchanged), else into the rank's partial sum, which
+ * residual_add() sums over the ranks before adding it. */
+static float *
+row_parallel_out(const clef_cpu_backbone *b, acts *a, float *beta)
+{
+    *beta = b->comm != NULL ? 0.0f : 1.0f;
+    return b->comm != NULL ? a->part : a->x;
+}
+
+typedef struct {
+    float        *x;
+    const float  *part;
+    int64_t       H;
+} add_job;
+
 static void
+add_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const add_job  *j = ctx;
+    int64_t         i;
+
+    for (i = begin * j->H; i < end * j->H; i++) {
+        j->x[i] += j->part[i];
+    }
+}
+
+/* Sharded: x += the sum over the ranks of their partial products (one
+ * all-reduce; every rank gets the same bits, comm.h). */
+static int
+residual_add(clef_cpu_backbone *b, acts *a, int64_t T, clef_error *err)
+{
+    add_job  j = { a->x, a->part, b->w.cfg.hidden_size };
+    int      rc;
+
+    if (b->comm == NULL) {
+        return 0;
+    }
+    TIMED(b, CLEF_PROF_ALLREDUCE,
+          rc = b->comm->ops->all_reduce_sum(b->comm, b->w.shard.rank, a->part,
+                                            (size_t) (T * j.H), CLEF_COMM_F32,
+                                            NULL, err));
+    if (rc != 0) {
+        return -1;
+    }
+    clef_cpu_pool_for(b->pool, T, 64, add_task, &j);
+    return 0;
+}
+
+/* x += out_proj(GatedDeltaNet(xn)) */
+static int
 gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
-    const int32_t *cu, int n_records)
+    const int32_t *cu, int n_records, clef_error *err)
 {
     const clef_cpu_weights  *w = &b->w;
     const clef_text_config  *c = &w->cfg;
     clef_cpu_pool           *pool = b->pool;
     clef_gdn_args            ga;
-    int                      H = c->hidden_size, hk = c->linear_num_key_heads;
-    int                      hv = c->linear_num_value_heads, dk = c->linear_key_head_dim;
+    float                   *out, beta;
+    int                      H = c->hidden_size, hk = w->hk;
+    int                      hv = w->hv, dk = c->linear_key_head_dim;
     int                      dv = c->linear_value_head_dim, ld = w->gdn_in_dim;
 
     TIMED(b, CLEF_PROF_GDN_IN,
@@ -287,15 +364,17 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
           clef_cpu_rmsnorm_gated(pool, a->o, w->gdn_v_dim, a->proj + w->qkv_dim, ld,
                                  a->o, w->gdn_v_dim, T, hv, dv, l->gdn_norm,
                                  (float) c->rms_norm_eps));
+    out = row_parallel_out(b, a, &beta);
     TIMED(b, CLEF_PROF_GDN_OUT,
-          clef_cpu_linear_prec(pool, a->o, w->gdn_v_dim, T, &l->out_proj, a->x,
-                               H, 1.0f, a->gemm, b->w.prec));
+          clef_cpu_linear_prec(pool, a->o, w->gdn_v_dim, T, &l->out_proj, out,
+                               H, beta, a->gemm, b->w.prec));
+    return residual_add(b, a, T, err);
 }
 
 /* x += o_proj(GatedAttention(xn)) */
 static int
 attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
-    const int32_t *cu, int n_records)
+    const int32_t *cu, int n_records, clef_error *err)
 {
     const clef_cpu_weights  *w = &b->w;
     const clef_text_config  *c = &w->cfg;
@@ -303,6 +382,7 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     clef_attn_args           aa;
     int                      H = c->hidden_size, hd = c->head_dim, ld = w->attn_in_dim;
     int                      rc;
+    float                   *out, beta;
 
     TIMED(b, CLEF_PROF_ATTN_IN,
           clef_cpu_linear_prec(pool, a->xn, H, T, &l->qkv_proj, a->proj, ld,
@@ -311,14 +391,14 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     aa.q = a->proj;
     aa.ldq = ld;
     aa.q_head_stride = w->q_head_dim;
-    aa.k = a->proj + (int64_t) c->num_attention_heads * w->q_head_dim;
+    aa.k = a->proj + (int64_t) w->hq * w->q_head_dim;
     aa.ldk = ld;
-    aa.v = aa.k + (int64_t) c->num_key_value_heads * hd;
+    aa.v = aa.k + (int64_t) w->hkv * hd;
     aa.ldv = ld;
     aa.o = a->o;
     aa.ldo = w->attn_o_dim;
-    aa.hq = c->num_attention_heads;
-    aa.hkv = c->num_key_value_heads;
+    aa.hq = w->hq;
+    aa.hkv = w->hkv;
     aa.hd = hd;
     aa.scale = (float) pow((double) hd, -0.5);
 
@@ -329,26 +409,33 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     TIMED(b, CLEF_PROF_ATTN_CORE,
           rc = clef_cpu_attention(pool, &aa, cu, n_records, a->scratch));
     if (rc != 0) {
-        return -1;
+        return clef_error_set(err, 500, "out_of_memory", NULL,
+                              "out of memory in attention");
     }
     if (c->attn_output_gate) {
         TIMED(b, CLEF_PROF_ATTN_GATE,
               clef_cpu_attention_gate(pool, a->o, w->attn_o_dim, a->proj + hd, ld,
                                       w->q_head_dim, T, aa.hq, hd));
     }
+    out = row_parallel_out(b, a, &beta);
     TIMED(b, CLEF_PROF_ATTN_OUT,
-          clef_cpu_linear_prec(pool, a->o, w->attn_o_dim, T, &l->o_proj, a->x,
-                               H, 1.0f, a->gemm, b->w.prec));
-    return 0;
+          clef_cpu_linear_prec(pool, a->o, w->attn_o_dim, T, &l->o_proj, out,
+                               H, beta, a->gemm, b->w.prec));
+    return residual_add(b, a, T, err);
 }
 
-/* x += down(silu(gate xn) * up xn), MLP_TILE rows at a time */
-static void
-mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T)
+/* x += down(silu(gate xn) * up xn), MLP_TILE rows at a time (sharded:
+ * every tile's partial product first, then one all-reduce) */
+static int
+mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
+    clef_error *err)
 {
     const clef_text_config  *c = &b->w.cfg;
     clef_cpu_pool           *pool = b->pool;
-    int64_t                  H = c->hidden_size, I = c->intermediate_size, t0, n;
+    int64_t                  H = c->hidden_size, I = b->w.inter, t0, n;
+    float                   *out, beta;
+
+    out = row_parallel_out(b, a, &beta);
 
     for (t0 = 0; t0 < T; t0 += MLP_TILE) {
         n = T - t0 < MLP_TILE ? T - t0 : MLP_TILE;
@@ -358,8 +445,9 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T)
         TIMED(b, CLEF_PROF_MLP_ACT, clef_cpu_swiglu(pool, a->mlp, 2 * I, n, (int) I));
         TIMED(b, CLEF_PROF_MLP_DOWN,
               clef_cpu_linear_prec(pool, a->mlp, 2 * I, n, &l->down,
-                                   a->x + t0 * H, H, 1.0f, a->gemm, b->w.prec));
+                                   out + t0 * H, H, beta, a->gemm, b->w.prec));
     }
+    return residual_add(b, a, T, err);
 }
 
 /* M-RoPE (spec/qwen35-backbone.md §5.3): token t's rotary pair j turns by
@@ -493,25 +581,33 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
         l = &b->w.layers[i];
         TIMED(b, CLEF_PROF_NORM,
               clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->input_norm, eps));
-        if (l->full) {
-            if (attn_layer(b, l, &a, T, cu_seqlens, n_records) != 0) {
-                rc = clef_error_set(err, 500, "out_of_memory", NULL,
-                                    "out of memory in attention");
-                goto done;
-            }
-        } else {
-            gdn_layer(b, l, &a, T, cu_seqlens, n_records);
+        if (i == b->fail_layer) {
+            rc = clef_error_set(err, 500, "backend", NULL, "rank %d: a fault "
+                                "injected at layer %d", b->w.shard.rank, i);
+            goto done;
+        }
+        rc = l->full ? attn_layer(b, l, &a, T, cu_seqlens, n_records, err)
+                     : gdn_layer(b, l, &a, T, cu_seqlens, n_records, err);
+        if (rc != 0) {
+            goto done;
         }
         TIMED(b, CLEF_PROF_NORM,
               clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->post_norm, eps));
-        mlp_layer(b, l, &a, T);
+        rc = mlp_layer(b, l, &a, T, err);
+        if (rc != 0) {
+            goto done;
+        }
         if (b->progress != NULL) {
             b->progress(b->progress_ctx);
         }
     }
 
-    TIMED(b, CLEF_PROF_NORM,
-          clef_cpu_rmsnorm1p(pool, a.x, H, hidden, H, T, (int) H, b->w.final_norm, eps));
+    /* a rank other than the one running the head needs no output */
+    if (hidden != NULL) {
+        TIMED(b, CLEF_PROF_NORM,
+              clef_cpu_rmsnorm1p(pool, a.x, H, hidden, H, T, (int) H,
+                                 b->w.final_norm, eps));
+    }
     rc = 0;
 
 done:
@@ -519,6 +615,12 @@ done:
     return rc;
 }
 
+
+void
+clef_cpu_backbone_fail_at(clef_cpu_backbone *b, int layer)
+{
+    b->fail_layer = layer;
+}
 
 void
 clef_cpu_backbone_set_progress(clef_cpu_backbone *b, void (*fn)(void *ctx),

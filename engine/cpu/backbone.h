@@ -22,10 +22,12 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "comm.h"
 #include "error.h"
 #include "gemm.h"
 #include "model.h"
 #include "pool.h"
+#include "shard.h"
 
 typedef struct clef_cpu_backbone clef_cpu_backbone;
 
@@ -36,8 +38,20 @@ int  clef_cpu_backbone_open_prec(const clef_model *m, clef_cpu_pool *pool,
 int  clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_backbone **out, clef_error *err);
 
+/* Tensor parallelism: rank shard->rank of shard->size keeps only its heads
+ * and columns (shard.h) and sums the partial products of the row-parallel
+ * layers (o_proj, out_proj, down) over the ranks through comm (borrowed)
+ * before adding them to the residual stream, one all-reduce after each
+ * mixer and each MLP.  Every rank runs the same forward on the same batch
+ * and ends with the same hidden states.  shard NULL or of size 1: the
+ * unsharded backbone of clef_cpu_backbone_open_prec(), to the bit. */
+int  clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_precision prec, const clef_shard *shard, clef_comm *comm,
+    clef_cpu_backbone **out, clef_error *err);
+
 /* ids: the batch's tokens, packed; record r is [cu[r], cu[r+1]).
- * hidden: [cu[n_records]][hidden_size], the final-norm output. */
+ * hidden: [cu[n_records]][hidden_size], the final-norm output; NULL: none
+ * (a rank whose hidden states another rank hands on). */
 /* fn(ctx) runs after every layer of a forward: the engine's watchdog
  * counts it as progress, so a long forward is not taken for a hung one. */
 void clef_cpu_backbone_set_progress(clef_cpu_backbone *b,
@@ -61,6 +75,10 @@ int  clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     float *hidden, clef_error *err);
 
 void clef_cpu_backbone_close(clef_cpu_backbone *b);
+
+/* For tests: every later forward fails with an error when it reaches
+ * layer `layer` (-1: never), as a rank that runs out of memory would. */
+void clef_cpu_backbone_fail_at(clef_cpu_backbone *b, int layer);
 
 int  clef_cpu_backbone_hidden_size(const clef_cpu_backbone *b);
 
@@ -90,6 +108,8 @@ typedef enum {
     CLEF_PROF_MLP_UP,        /* gate/up GEMM */
     CLEF_PROF_MLP_ACT,       /* silu(gate) * up */
     CLEF_PROF_MLP_DOWN,      /* down GEMM */
+    CLEF_PROF_ALLREDUCE,     /* tensor parallel: inside all_reduce_sum,
+                                waiting for the other ranks included */
     CLEF_PROF_COUNT
 } clef_cpu_prof_op;
 

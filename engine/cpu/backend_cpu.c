@@ -1,38 +1,139 @@
 #include "cpu/backend_cpu.h"
 
 #include <cblas.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "cpu/comm_cpu.h"
 #include "cpu/gemm.h"
 #include "cpu/head.h"
 #include "cpu/pool.h"
+#include "cpu/ranks.h"
 #include "cpu/vision.h"
+#include "shard.h"
 
 struct clef_backend {
-    clef_cpu_pool      *pool;
-    clef_cpu_backbone  *backbone;
+    clef_cpu_pool      *pool;           /* rank 0's: the vision tower's too */
+    clef_cpu_backbone  *backbone;       /* rank 0's */
     clef_cpu_head      *head;
     clef_cpu_vision    *vision;         /* NULL: a model without a tower */
     int                 hidden_size;
     clef_cpu_precision  prec;
     double              backbone_s, head_s;
     char                describe[768];
+
+    /* tensor parallelism (tp > 1): rank r's workers and backbone shard,
+     * the ranks' threads and their all-reduce; tp 1: [0] only, no
+     * threads, no communicator */
+    int                 tp;
+    clef_cpu_pool     **pools;
+    clef_cpu_backbone **backbones;
+    clef_cpu_ranks     *ranks;
+    clef_comm          *comm;
 };
+
+/* One forward as every rank runs it. */
+typedef struct {
+    clef_backend          *b;
+    const int32_t         *ids;
+    const int32_t         *cu_seqlens;
+    int                    n_records;
+    const clef_cpu_media  *media;
+    float                 *hidden;         /* rank 0's output */
+    atomic_int             first_failed;   /* the rank that failed first */
+    clef_error             first_err;
+} tp_forward;
 
 static void
 cpu_close(clef_backend *b)
 {
+    int  r;
+
     if (b == NULL) {
         return;
     }
     clef_cpu_head_close(b->head);
     clef_cpu_vision_close(b->vision);
-    clef_cpu_backbone_close(b->backbone);
-    clef_cpu_pool_destroy(b->pool);
+    /* the rank threads first: none may still use a backbone */
+    clef_cpu_ranks_destroy(b->ranks);
+    for (r = 0; b->backbones != NULL && r < b->tp; r++) {
+        clef_cpu_backbone_close(b->backbones[r]);
+    }
+    for (r = 0; b->pools != NULL && r < b->tp; r++) {
+        clef_cpu_pool_destroy(b->pools[r]);
+    }
+    if (b->comm != NULL) {
+        b->comm->ops->destroy(b->comm);
+    }
+    free(b->backbones);
+    free(b->pools);
     free(b);
+}
+
+/* Rank r's share of the worker threads: all of them split as evenly as
+ * they go, the first ranks taking the remainder, each at least one. */
+static int
+rank_threads(int threads, int tp, int r)
+{
+    int  n;
+
+    threads = threads > 0 ? threads : clef_cpu_count();
+    n = threads / tp + (r < threads % tp);
+    return n > 0 ? n : 1;
+}
+
+/* The pools, shards and rank threads of tp ranks; the backbone of rank 0
+ * is b->backbone. */
+static int
+cpu_open_ranks(clef_backend *b, const clef_model *m, const clef_backend_opts *o,
+    clef_error *err)
+{
+    clef_shard  s;
+    int         r, threads = o != NULL ? o->threads : 0;
+
+    b->pools = calloc((size_t) b->tp, sizeof(*b->pools));
+    b->backbones = calloc((size_t) b->tp, sizeof(*b->backbones));
+    if (b->pools == NULL || b->backbones == NULL) {
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    if (b->tp > 1) {
+        if (clef_shard_check(clef_model_text_config(m), b->tp, err) != 0) {
+            return -1;
+        }
+        b->comm = clef_comm_cpu_create(b->tp, err);
+        if (b->comm == NULL) {
+            return -1;
+        }
+    }
+    for (r = 0; r < b->tp; r++) {
+        /* tp 1: the configured threads as they always were (0: one per
+         * CPU, which the pool counts itself) */
+        b->pools[r] = clef_cpu_pool_create(b->tp > 1 ? rank_threads(threads, b->tp, r)
+                                                     : threads, err);
+        if (b->pools[r] == NULL) {
+            return -1;
+        }
+        /* loaded one rank after the other: each keeps only its slices, so
+         * loading peaks at the largest rank's share, not the whole model */
+        clef_shard_of(clef_model_text_config(m), b->tp, r, &s);
+        if (clef_cpu_backbone_open_shard(m, b->pools[r], b->prec, &s, b->comm,
+                                         &b->backbones[r], err) != 0)
+        {
+            return -1;
+        }
+    }
+    if (b->tp > 1) {
+        b->ranks = clef_cpu_ranks_create(b->tp, err);
+        if (b->ranks == NULL) {
+            return -1;
+        }
+    }
+    b->pool = b->pools[0];
+    b->backbone = b->backbones[0];
+    return 0;
 }
 
 static int
@@ -45,14 +146,12 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     if (b == NULL) {
         return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
     }
-    b->pool = clef_cpu_pool_create(o != NULL ? o->threads : 0, err);
-    if (b->pool == NULL) {
-        free(b);
-        return -1;
-    }
+    b->tp = o != NULL && o->tp > 1 ? o->tp : 1;
     b->prec = o != NULL && o->precision == CLEF_PRECISION_BF16 ? CLEF_CPU_BF16
                                                               : CLEF_CPU_FP32;
-    if (clef_cpu_backbone_open_prec(m, b->pool, b->prec, &b->backbone, err) != 0
+    /* the vision tower and the joint head are not sharded: they run once,
+     * on rank 0's thread and workers, before and after the ranks' forward */
+    if (cpu_open_ranks(b, m, o, err) != 0
         || clef_cpu_vision_open(m, b->pool, &b->vision, err) != 0
         || clef_cpu_head_open(m, &b->head, err) != 0)
     {
@@ -70,15 +169,81 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     }
     /* OpenBLAS is linked into the process but never called here: its core
      * is named so that a log shows the numbers cannot depend on it */
-    snprintf(b->describe, sizeof(b->describe),
-             "cpu backend: precision %s, %d threads, %.2f GB of weights; %s; "
-             "OpenBLAS not used (%s, core %s)",
-             b->prec == CLEF_CPU_BF16 ? "bf16" : "fp32",
-             clef_cpu_pool_size(b->pool),
-             (double) clef_cpu_backbone_weight_bytes(b->backbone) / 1e9,
-             clef_cpu_backbone_gemm_describe(b->backbone),
-             openblas_get_config(), openblas_get_corename());
+    if (b->tp > 1) {
+        snprintf(b->describe, sizeof(b->describe),
+                 "cpu backend: precision %s, tensor parallel over %d ranks "
+                 "(%d threads on rank 0, %d on rank %d), %.2f GB of weights on "
+                 "rank 0; %s; OpenBLAS not used (%s, core %s)",
+                 b->prec == CLEF_CPU_BF16 ? "bf16" : "fp32", b->tp,
+                 clef_cpu_pool_size(b->pools[0]),
+                 clef_cpu_pool_size(b->pools[b->tp - 1]), b->tp - 1,
+                 (double) clef_cpu_backbone_weight_bytes(b->backbone) / 1e9,
+                 clef_cpu_backbone_gemm_describe(b->backbone),
+                 openblas_get_config(), openblas_get_corename());
+    } else {
+        snprintf(b->describe, sizeof(b->describe),
+                 "cpu backend: precision %s, %d threads, %.2f GB of weights; %s; "
+                 "OpenBLAS not used (%s, core %s)",
+                 b->prec == CLEF_CPU_BF16 ? "bf16" : "fp32",
+                 clef_cpu_pool_size(b->pool),
+                 (double) clef_cpu_backbone_weight_bytes(b->backbone) / 1e9,
+                 clef_cpu_backbone_gemm_describe(b->backbone),
+                 openblas_get_config(), openblas_get_corename());
+    }
     *out = b;
+    return 0;
+}
+
+/* Rank `rank`'s forward; a rank that fails is recorded (the first one to
+ * fail is the cause: the others fail after it, released by the abort) and
+ * releases every rank waiting in an all-reduce. */
+static int
+tp_rank(void *ctx, int rank, clef_error *err)
+{
+    tp_forward  *f = ctx;
+    int          none = -1, rc;
+
+    rc = clef_cpu_backbone_forward_media(f->b->backbones[rank], f->ids,
+                                         f->cu_seqlens, f->n_records, f->media,
+                                         rank == 0 ? f->hidden : NULL, err);
+    if (rc != 0) {
+        if (atomic_compare_exchange_strong(&f->first_failed, &none, rank)) {
+            f->first_err = *err;
+        }
+        clef_comm_cpu_abort(f->b->comm);
+    }
+    return rc;
+}
+
+/* The backbone over a batch: on this thread alone (tp 1), or on every
+ * rank, the hidden states coming from rank 0 (they are the same on every
+ * rank: each one adds the same all-reduced sums). */
+static int
+cpu_backbone(clef_backend *b, const int32_t *ids, const int32_t *cu_seqlens,
+    int n_records, const clef_cpu_media *media, float *hidden, clef_error *err)
+{
+    tp_forward  f;
+
+    if (b->tp == 1) {
+        return clef_cpu_backbone_forward_media(b->backbone, ids, cu_seqlens,
+                                               n_records, media, hidden, err);
+    }
+    f.b = b;
+    f.ids = ids;
+    f.cu_seqlens = cu_seqlens;
+    f.n_records = n_records;
+    f.media = media;
+    f.hidden = hidden;
+    atomic_init(&f.first_failed, -1);
+    /* no rank is inside the communicator between forwards: a past abort
+     * can be cleared */
+    clef_comm_cpu_reset(b->comm);
+    if (clef_cpu_ranks_run(b->ranks, tp_rank, &f, err) != 0) {
+        if (atomic_load(&f.first_failed) >= 0) {
+            *err = f.first_err;
+        }
+        return -1;
+    }
     return 0;
 }
 
@@ -134,9 +299,8 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
         media.spans = spans;
         media.n_spans = batch->n_media;
         media.features = features;
-        rc = clef_cpu_backbone_forward_media(b->backbone, ids, batch->cu_seqlens,
-                                             batch->n_records, &media, hidden,
-                                             err);
+        rc = cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, &media,
+                          hidden, err);
     }
     free(features);
 
@@ -172,8 +336,8 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
     }
     rc = any || batch->n_media > 0
          ? cpu_media(b, batch, ids, hidden, err)
-         : clef_cpu_backbone_forward(b->backbone, ids, batch->cu_seqlens,
-                                     batch->n_records, hidden, err);
+         : cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, NULL,
+                        hidden, err);
     free(ids);
     b->backbone_s = clef_clock_seconds() - t0;
     return rc;
@@ -213,6 +377,47 @@ clef_cpu_backbone *
 clef_cpu_backend_backbone(clef_backend *b)
 {
     return b->backbone;
+}
+
+int
+clef_cpu_backend_tp(const clef_backend *b)
+{
+    return b->tp;
+}
+
+double
+clef_cpu_backend_allreduce_seconds(const clef_backend *b)
+{
+    double  s = 0;
+    int     r;
+
+    for (r = 0; b->comm != NULL && r < b->tp; r++) {
+        s += clef_comm_cpu_seconds(b->comm, r);
+    }
+    return s;
+}
+
+void
+clef_cpu_backend_allreduce_reset(clef_backend *b)
+{
+    if (b->comm != NULL) {
+        clef_comm_cpu_reset_time(b->comm);
+    }
+}
+
+size_t
+clef_cpu_backend_rank_weight_bytes(const clef_backend *b, int rank)
+{
+    return rank >= 0 && rank < b->tp
+           ? clef_cpu_backbone_weight_bytes(b->backbones[rank]) : 0;
+}
+
+void
+clef_cpu_backend_fail_at(clef_backend *b, int rank, int layer)
+{
+    if (rank >= 0 && rank < b->tp) {
+        clef_cpu_backbone_fail_at(b->backbones[rank], layer);
+    }
 }
 
 const char *

@@ -7,11 +7,18 @@
 
 #define PREFIX  CLEF_TEXT_PREFIX
 
+/* Which part of a tensor (its first dimension by the rest) a rank keeps:
+ * rows [row0, row0 + rows) and columns [col0, col0 + cols). */
+typedef struct {
+    int64_t  row0, rows, col0, cols;
+} slice;
+
 typedef struct {
     const clef_tensor  *t;
-    int64_t             cols;
-    float              *dst;       /* plain: [rows][cols] */
-    clef_cpu_wpack     *pack;      /* or packed, tensor row r as row row0 + r */
+    int64_t             cols;      /* of the tensor */
+    slice               s;
+    float              *dst;       /* plain: [s.rows][cols] */
+    clef_cpu_wpack     *pack;      /* or packed, slice row r as row row0 + r */
     int64_t             row0;
     atomic_int          failed;
 } convert_job;
@@ -21,16 +28,18 @@ convert_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     convert_job  *j = ctx;
     float        *rows;
+    int64_t       first = j->s.row0 + begin;
 
     if (j->pack == NULL) {
-        clef_tensor_rows_to_f32(j->t, begin, end - begin, j->dst + begin * j->cols);
+        /* plain vectors are cut by rows only (check_slice) */
+        clef_tensor_rows_to_f32(j->t, first, end - begin, j->dst + begin * j->cols);
         return;
     }
     if (j->t->dtype == CLEF_DTYPE_BF16) {
         /* the checkpoint's own bytes, without a conversion in between */
         clef_cpu_wpack_rows_bf16(j->pack, j->row0 + begin, end - begin,
-                                 (const uint16_t *) j->t->data + begin * j->cols,
-                                 j->cols);
+                                 (const uint16_t *) j->t->data + first * j->cols
+                                 + j->s.col0, j->cols);
         return;
     }
     rows = malloc(sizeof(float) * (size_t) ((end - begin) * j->cols));
@@ -38,17 +47,18 @@ convert_task(void *ctx, int64_t begin, int64_t end, int worker)
         atomic_store(&j->failed, 1);
         return;
     }
-    clef_tensor_rows_to_f32(j->t, begin, end - begin, rows);
-    clef_cpu_wpack_rows(j->pack, j->row0 + begin, end - begin, rows, j->cols);
+    clef_tensor_rows_to_f32(j->t, first, end - begin, rows);
+    clef_cpu_wpack_rows(j->pack, j->row0 + begin, end - begin, rows + j->s.col0,
+                        j->cols);
     free(rows);
 }
 
-/* Converts tensor `name` (numel floats expected) into dst, or into rows
- * [row0, row0 + its rows) of pack. */
+/* Converts slice sl (NULL: all) of tensor `name` (numel floats expected)
+ * into dst, or into rows [row0, row0 + the slice's rows) of pack. */
 static int
-take_into(const clef_model *m, clef_cpu_pool *pool, const char *name,
-    int64_t numel, float *dst, clef_cpu_wpack *pack, int64_t row0,
-    clef_error *err)
+take_slice(const clef_model *m, clef_cpu_pool *pool, const char *name,
+    int64_t numel, const slice *sl, float *dst, clef_cpu_wpack *pack,
+    int64_t row0, clef_error *err)
 {
     const clef_tensor  *t = clef_model_tensor(m, name);
     convert_job         j;
@@ -65,7 +75,7 @@ take_into(const clef_model *m, clef_cpu_pool *pool, const char *name,
                               clef_dtype_name(t->dtype));
     }
     if (t->numel != numel || t->data == NULL || t->ndim < 1
-        || (pack != NULL && (t->ndim != 2 || t->shape[1] != pack->k)))
+        || (pack != NULL && t->ndim != 2))
     {
         return clef_error_set(err, 500, "model_invalid", NULL,
                               "tensor %s has %lld elements, the config implies %lld",
@@ -73,11 +83,26 @@ take_into(const clef_model *m, clef_cpu_pool *pool, const char *name,
     }
     j.t = t;
     j.cols = t->numel / t->shape[0];
+    if (sl != NULL) {
+        j.s = *sl;
+    } else {
+        j.s = (slice) { 0, t->shape[0], 0, j.cols };
+    }
+    if (j.s.row0 < 0 || j.s.rows < 0 || j.s.row0 + j.s.rows > t->shape[0]
+        || j.s.col0 < 0 || j.s.col0 + j.s.cols > j.cols
+        || (pack == NULL ? j.s.cols != j.cols : j.s.cols != pack->k))
+    {
+        return clef_error_set(err, 500, "model_invalid", NULL,
+                              "tensor %s cannot be cut into rows %lld+%lld, "
+                              "columns %lld+%lld", name, (long long) j.s.row0,
+                              (long long) j.s.rows, (long long) j.s.col0,
+                              (long long) j.s.cols);
+    }
     j.dst = dst;
     j.pack = pack;
     j.row0 = row0;
     atomic_init(&j.failed, 0);
-    clef_cpu_pool_for(pool, t->shape[0], 64, convert_task, &j);
+    clef_cpu_pool_for(pool, j.s.rows, 64, convert_task, &j);
     if (atomic_load(&j.failed)) {
         return clef_error_set(err, 500, "out_of_memory", NULL,
                               "out of memory converting %s", name);
@@ -89,14 +114,38 @@ take_into(const clef_model *m, clef_cpu_pool *pool, const char *name,
 }
 
 static int
-take_layer(const clef_model *m, clef_cpu_pool *pool, int layer, const char *what,
+take_into(const clef_model *m, clef_cpu_pool *pool, const char *name,
     int64_t numel, float *dst, clef_error *err)
 {
-    char  name[256];
+    return take_slice(m, pool, name, numel, NULL, dst, NULL, 0, err);
+}
+
+/* Rows [row0, row0 + rows) of a layer's vector or matrix of numel floats
+ * (all of it: rows -1) into dst. */
+static int
+take_layer_rows(const clef_model *m, clef_cpu_pool *pool, int layer,
+    const char *what, int64_t numel, int64_t row0, int64_t rows, float *dst,
+    clef_error *err)
+{
+    const clef_tensor  *t;
+    char                name[256];
+    slice               sl;
 
     clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
                       sizeof(name));
-    return take_into(m, pool, name, numel, dst, NULL, 0, err);
+    t = clef_model_tensor(m, name);
+    if (rows < 0 || t == NULL || t->ndim < 1 || t->shape[0] <= 0) {
+        return take_slice(m, pool, name, numel, NULL, dst, NULL, 0, err);
+    }
+    sl = (slice) { row0, rows, 0, t->numel / t->shape[0] };
+    return take_slice(m, pool, name, numel, &sl, dst, NULL, 0, err);
+}
+
+static int
+take_layer(const clef_model *m, clef_cpu_pool *pool, int layer, const char *what,
+    int64_t numel, float *dst, clef_error *err)
+{
+    return take_layer_rows(m, pool, layer, what, numel, 0, -1, dst, err);
 }
 
 /* Allocates pack (n x k) for the named tensors of a layer, which fill its
@@ -126,17 +175,36 @@ alloc_pack(const clef_model *m, const clef_cpu_weights *w, int layer,
                 : clef_cpu_wpack_alloc(pack, n, k);
 }
 
-/* A [rows][pack->k] matrix into rows [row0, row0 + rows) of pack. */
+/* Rows [src0, src0 + rows) of a [rows_total][pack->k] matrix into rows
+ * [row0, row0 + rows) of pack (column-parallel: a rank's heads). */
 static int
-take_packed(const clef_model *m, clef_cpu_pool *pool, int layer,
-    const char *what, int64_t rows, clef_cpu_wpack *pack, int64_t row0,
-    clef_error *err)
+take_packed_rows(const clef_model *m, clef_cpu_pool *pool, int layer,
+    const char *what, int64_t rows_total, int64_t src0, int64_t rows,
+    clef_cpu_wpack *pack, int64_t row0, clef_error *err)
 {
-    char  name[256];
+    char   name[256];
+    slice  sl = { src0, rows, 0, pack->k };
 
     clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
                       sizeof(name));
-    return take_into(m, pool, name, rows * pack->k, NULL, pack, row0, err);
+    return take_slice(m, pool, name, rows_total * pack->k, &sl, NULL, pack,
+                      row0, err);
+}
+
+/* Columns [col0, col0 + pack->k) of a [pack->n][cols_total] matrix into
+ * pack (row-parallel: the inputs that come from a rank's heads). */
+static int
+take_packed_cols(const clef_model *m, clef_cpu_pool *pool, int layer,
+    const char *what, int64_t cols_total, int64_t col0, clef_cpu_wpack *pack,
+    clef_error *err)
+{
+    char   name[256];
+    slice  sl = { 0, pack->n, col0, pack->k };
+
+    clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
+                      sizeof(name));
+    return take_slice(m, pool, name, pack->n * cols_total, &sl, NULL, pack, 0,
+                      err);
 }
 
 static int
@@ -200,13 +268,16 @@ static const char  *const gdn_out[] = { "linear_attn.out_proj.weight" };
 
 int
 clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
-    clef_cpu_pool *pool, clef_cpu_precision prec, clef_error *err)
+    clef_cpu_pool *pool, clef_cpu_precision prec, const clef_shard *shard,
+    clef_error *err)
 {
     const clef_text_config  *c;
+    const clef_shard        *sh;
     clef_cpu_layer          *l;
     float                   *cur, *tmp = NULL;
-    int64_t                  H, I, K, hv, dv, hd, size, packed, ch;
-    int                      i, full_count = 0;
+    int64_t                  H, I, K, hv, dv, hd, dk, size, packed, ch, qkv_all;
+    int64_t                  HI, Hk, Hv, Hq, Hkv, qhd, src[3], len[3];
+    int                      i, p, full_count = 0;
     int                      rc = -1;
 
     memset(w, 0, sizeof(*w));
@@ -216,20 +287,42 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     if (check_config(w, err) != 0) {
         return -1;
     }
+    if (shard != NULL && shard->size > 1) {
+        if (clef_shard_check(c, shard->size, err) != 0) {
+            return -1;
+        }
+        w->shard = *shard;
+    } else {
+        clef_shard_of(c, 1, 0, &w->shard);
+    }
+    sh = &w->shard;
 
+    /* the model's sizes in capitals, this rank's in lower case */
     H = c->hidden_size;
-    I = c->intermediate_size;
+    HI = c->intermediate_size;
+    Hk = c->linear_num_key_heads;
+    Hv = c->linear_num_value_heads;
+    Hq = c->num_attention_heads;
+    Hkv = c->num_key_value_heads;
     K = c->linear_conv_kernel_dim;
-    hv = c->linear_num_value_heads;
+    dk = c->linear_key_head_dim;
     dv = c->linear_value_head_dim;
     hd = c->head_dim;
-    w->qkv_dim = 2 * c->linear_num_key_heads * c->linear_key_head_dim + (int) (hv * dv);
+    I = sh->inter;
+    hv = sh->v_heads;
+    w->hq = sh->q_heads;
+    w->hkv = sh->kv_heads;
+    w->hk = sh->k_heads;
+    w->hv = sh->v_heads;
+    w->inter = sh->inter;
+    qkv_all = 2 * Hk * dk + Hv * dv;
+    w->qkv_dim = (int) (2 * w->hk * dk + hv * dv);
     w->gdn_v_dim = (int) (hv * dv);
     w->gdn_in_dim = w->qkv_dim + w->gdn_v_dim + 2 * (int) hv;
     w->q_head_dim = (int) hd * (c->attn_output_gate ? 2 : 1);
-    w->attn_in_dim = c->num_attention_heads * w->q_head_dim
-                     + 2 * c->num_key_value_heads * (int) hd;
-    w->attn_o_dim = c->num_attention_heads * (int) hd;
+    qhd = w->q_head_dim;
+    w->attn_in_dim = w->hq * w->q_head_dim + 2 * w->hkv * (int) hd;
+    w->attn_o_dim = w->hq * (int) hd;
 
     for (i = 0; i < c->num_hidden_layers; i++) {
         full_count += c->layer_full[i] != 0;
@@ -280,7 +373,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
 
     w->layers = calloc((size_t) c->num_hidden_layers, sizeof(*w->layers));
     w->block = malloc(sizeof(float) * (size_t) size);
-    tmp = malloc(sizeof(float) * (size_t) (K * w->qkv_dim));
+    tmp = malloc(sizeof(float) * (size_t) (K * qkv_all));
     if (w->layers == NULL || w->block == NULL || tmp == NULL) {
         goto nomem;
     }
@@ -288,9 +381,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     cur = w->block;
     w->final_norm = cur;
     cur += H;
-    if (take_into(m, pool, PREFIX "norm.weight", H, w->final_norm, NULL, 0, err)
-        != 0)
-    {
+    if (take_into(m, pool, PREFIX "norm.weight", H, w->final_norm, err) != 0) {
         goto done;
     }
 
@@ -307,21 +398,24 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         {
             goto nomem;
         }
+        /* gate_up: this rank's intermediate columns of gate, then of up;
+         * down: the matching columns of its input */
         if (take_layer(m, pool, i, "input_layernorm.weight", H, l->input_norm, err)
             || take_layer(m, pool, i, "post_attention_layernorm.weight", H,
                           l->post_norm, err)
-            || take_packed(m, pool, i, "mlp.gate_proj.weight", I, &l->gate_up, 0,
-                           err)
-            || take_packed(m, pool, i, "mlp.up_proj.weight", I, &l->gate_up, I,
-                           err)
-            || take_packed(m, pool, i, "mlp.down_proj.weight", H, &l->down, 0, err))
+            || take_packed_rows(m, pool, i, "mlp.gate_proj.weight", HI,
+                                sh->inter0, I, &l->gate_up, 0, err)
+            || take_packed_rows(m, pool, i, "mlp.up_proj.weight", HI,
+                                sh->inter0, I, &l->gate_up, I, err)
+            || take_packed_cols(m, pool, i, "mlp.down_proj.weight", HI,
+                                sh->inter0, &l->down, err))
         {
             goto done;
         }
 
         if (l->full) {
-            int64_t  qrows = (int64_t) c->num_attention_heads * w->q_head_dim;
-            int64_t  kvrows = (int64_t) c->num_key_value_heads * hd;
+            int64_t  qrows = (int64_t) w->hq * qhd;
+            int64_t  kvrows = (int64_t) w->hkv * hd;
 
             l->q_norm = cur;
             cur += hd;
@@ -332,16 +426,20 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             {
                 goto nomem;
             }
-            if (take_packed(m, pool, i, "self_attn.q_proj.weight", qrows,
-                            &l->qkv_proj, 0, err)
-                || take_packed(m, pool, i, "self_attn.k_proj.weight", kvrows,
-                               &l->qkv_proj, qrows, err)
-                || take_packed(m, pool, i, "self_attn.v_proj.weight", kvrows,
-                               &l->qkv_proj, qrows + kvrows, err)
+            /* q (with each head's gate rows), k, v of this rank's heads;
+             * o_proj's columns that read them */
+            if (take_packed_rows(m, pool, i, "self_attn.q_proj.weight", Hq * qhd,
+                                 sh->q_head0 * qhd, qrows, &l->qkv_proj, 0, err)
+                || take_packed_rows(m, pool, i, "self_attn.k_proj.weight",
+                                    Hkv * hd, sh->kv_head0 * hd, kvrows,
+                                    &l->qkv_proj, qrows, err)
+                || take_packed_rows(m, pool, i, "self_attn.v_proj.weight",
+                                    Hkv * hd, sh->kv_head0 * hd, kvrows,
+                                    &l->qkv_proj, qrows + kvrows, err)
                 || take_layer(m, pool, i, "self_attn.q_norm.weight", hd, l->q_norm, err)
                 || take_layer(m, pool, i, "self_attn.k_norm.weight", hd, l->k_norm, err)
-                || take_packed(m, pool, i, "self_attn.o_proj.weight", H,
-                               &l->o_proj, 0, err))
+                || take_packed_cols(m, pool, i, "self_attn.o_proj.weight", Hq * hd,
+                                    sh->q_head0 * hd, &l->o_proj, err))
             {
                 goto done;
             }
@@ -361,30 +459,52 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         {
             goto nomem;
         }
-        if (take_packed(m, pool, i, "linear_attn.in_proj_qkv.weight", w->qkv_dim,
-                        &l->in_proj, 0, err)
-            || take_packed(m, pool, i, "linear_attn.in_proj_z.weight", w->gdn_v_dim,
-                           &l->in_proj, w->qkv_dim, err)
-            || take_packed(m, pool, i, "linear_attn.in_proj_b.weight", hv,
-                           &l->in_proj, w->qkv_dim + w->gdn_v_dim, err)
-            || take_packed(m, pool, i, "linear_attn.in_proj_a.weight", hv,
-                           &l->in_proj, w->qkv_dim + w->gdn_v_dim + hv, err)
-            || take_layer(m, pool, i, "linear_attn.conv1d.weight", w->qkv_dim * K,
+        /* the conv channels (rows of in_proj_qkv) of this rank's heads:
+         * its key heads' q and k, its value heads' v */
+        src[0] = sh->k_head0 * dk;
+        src[1] = Hk * dk + sh->k_head0 * dk;
+        src[2] = 2 * Hk * dk + sh->v_head0 * dv;
+        len[0] = w->hk * dk;
+        len[1] = w->hk * dk;
+        len[2] = hv * dv;
+        if (take_packed_rows(m, pool, i, "linear_attn.in_proj_qkv.weight", qkv_all,
+                             src[0], len[0], &l->in_proj, 0, err)
+            || take_packed_rows(m, pool, i, "linear_attn.in_proj_qkv.weight",
+                                qkv_all, src[1], len[1], &l->in_proj, len[0], err)
+            || take_packed_rows(m, pool, i, "linear_attn.in_proj_qkv.weight",
+                                qkv_all, src[2], len[2], &l->in_proj,
+                                len[0] + len[1], err)
+            || take_packed_rows(m, pool, i, "linear_attn.in_proj_z.weight", Hv * dv,
+                                sh->v_head0 * dv, hv * dv, &l->in_proj,
+                                w->qkv_dim, err)
+            || take_packed_rows(m, pool, i, "linear_attn.in_proj_b.weight", Hv,
+                                sh->v_head0, hv, &l->in_proj,
+                                w->qkv_dim + w->gdn_v_dim, err)
+            || take_packed_rows(m, pool, i, "linear_attn.in_proj_a.weight", Hv,
+                                sh->v_head0, hv, &l->in_proj,
+                                w->qkv_dim + w->gdn_v_dim + hv, err)
+            || take_layer(m, pool, i, "linear_attn.conv1d.weight", qkv_all * K,
                           tmp, err)
-            || take_layer(m, pool, i, "linear_attn.A_log", hv, l->A_log, err)
-            || take_layer(m, pool, i, "linear_attn.dt_bias", hv, l->dt_bias, err)
+            || take_layer_rows(m, pool, i, "linear_attn.A_log", Hv, sh->v_head0,
+                               hv, l->A_log, err)
+            || take_layer_rows(m, pool, i, "linear_attn.dt_bias", Hv, sh->v_head0,
+                               hv, l->dt_bias, err)
             || take_layer(m, pool, i, "linear_attn.norm.weight", dv, l->gdn_norm, err)
-            || take_packed(m, pool, i, "linear_attn.out_proj.weight", H,
-                           &l->out_proj, 0, err))
+            || take_packed_cols(m, pool, i, "linear_attn.out_proj.weight", Hv * dv,
+                                sh->v_head0 * dv, &l->out_proj, err))
         {
             goto done;
         }
-        /* conv1d.weight [channels][1][kernel] -> [kernel][channels] */
-        for (ch = 0; ch < w->qkv_dim; ch++) {
-            int64_t  k;
+        /* conv1d.weight [channels][1][kernel] -> [kernel][this rank's
+         * channels], in the order of its in_proj rows */
+        ch = 0;
+        for (p = 0; p < 3; p++) {
+            int64_t  j, k;
 
-            for (k = 0; k < K; k++) {
-                l->conv[k * w->qkv_dim + ch] = tmp[ch * K + k];
+            for (j = 0; j < len[p]; j++, ch++) {
+                for (k = 0; k < K; k++) {
+                    l->conv[k * w->qkv_dim + ch] = tmp[(src[p] + j) * K + k];
+                }
             }
         }
     }

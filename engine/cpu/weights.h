@@ -18,6 +18,11 @@
  * converted.  At bf16 precision on a CPU with native bf16 instructions the
  * matrices are laid out for oneDNN instead (gemm_bf16.h): the same bytes,
  * in plain rows.
+ *
+ * Tensor parallelism: a rank loads only its shard (shard.h), cutting rows
+ * of the column-parallel matrices and columns of the row-parallel ones
+ * straight out of the mapped checkpoint, so a rank never holds more than
+ * its share; the sizes below are then the rank's.
  */
 #ifndef CLEF_CPU_WEIGHTS_H
 #define CLEF_CPU_WEIGHTS_H
@@ -29,6 +34,7 @@
 #include "gemm_bf16.h"
 #include "model.h"
 #include "pool.h"
+#include "shard.h"
 
 typedef struct {
     int              full;         /* 1: gated attention, 0: Gated DeltaNet */
@@ -65,21 +71,32 @@ typedef struct {
     clef_cpu_layer     *layers;
     float              *block;       /* every plain fp32 weight, one allocation */
 
+    /* this rank's share (size 1: the whole model) and its head counts:
+     * the sizes below are the rank's, the config's are the model's */
+    clef_shard          shard;
+    int                 hq, hkv;     /* attention query and KV heads */
+    int                 hk, hv;      /* DeltaNet key and value heads */
+    int                 inter;       /* MLP intermediate columns */
+
     /* derived sizes */
-    int                 qkv_dim;     /* GDN conv channels: 2 Hk dk + Hv dv */
-    int                 gdn_v_dim;   /* Hv dv */
-    int                 gdn_in_dim;  /* qkv_dim + gdn_v_dim + 2 Hv */
+    int                 qkv_dim;     /* GDN conv channels: 2 hk dk + hv dv */
+    int                 gdn_v_dim;   /* hv dv */
+    int                 gdn_in_dim;  /* qkv_dim + gdn_v_dim + 2 hv */
     int                 q_head_dim;  /* head_dim, doubled with the output gate */
-    int                 attn_in_dim; /* Hq q_head_dim + 2 Hkv head_dim */
-    int                 attn_o_dim;  /* Hq head_dim */
+    int                 attn_in_dim; /* hq q_head_dim + 2 hkv head_dim */
+    int                 attn_o_dim;  /* hq head_dim */
     int                 rot_dim;     /* rotated dims of a head (even) */
 } clef_cpu_weights;
 
 /* Fills w from the model for products at precision prec (pool converts in
- * parallel).  Refuses a config the backend cannot run and a tensor whose
- * size does not match, naming it. */
+ * parallel), keeping only shard's heads and columns (shard.h: the rows of
+ * the column-parallel matrices and vectors, the columns of the
+ * row-parallel ones); shard NULL or of size 1: the whole model, as it has
+ * always been loaded.  Refuses a config the backend cannot run, a tp it
+ * cannot be split by, and a tensor whose size does not match, naming it. */
 int  clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
-    clef_cpu_pool *pool, clef_cpu_precision prec, clef_error *err);
+    clef_cpu_pool *pool, clef_cpu_precision prec, const clef_shard *shard,
+    clef_error *err);
 void clef_cpu_weights_free(clef_cpu_weights *w);
 
 #endif
