@@ -14,8 +14,9 @@
  *     A_log, dt_bias (its value heads), the conv taps of its channels;
  *     the gated norm weight is per value-head-dim and replicated;
  *     MLP gate_proj and up_proj (its intermediate columns).
- *   row-parallel (columns of W split; the partial products are summed by
- *     one all-reduce): attention o_proj, DeltaNet out_proj, MLP down_proj.
+ *   row-parallel (columns of W split; the partial products are summed
+ *     over the ranks, by segments in a fixed order on the CPU, below):
+ *     attention o_proj, DeltaNet out_proj, MLP down_proj.
  *   replicated: the embedding (a gather of a few rows per token; splitting
  *     it would cost an all-reduce of [T][H] to save memory the vocabulary
  *     rows do not need here), every RMSNorm, the final norm and the joint
