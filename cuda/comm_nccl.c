@@ -189,7 +189,8 @@ static const clef_comm_ops  nccl_ops = {
     nccl_all_reduce,
     nccl_group_begin,
     nccl_group_end,
-    nccl_destroy
+    nccl_destroy,
+    NULL                        /* all_gather: the sum serves (comm.h) */
 };
 
 const char *

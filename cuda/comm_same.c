@@ -185,7 +185,8 @@ static const clef_comm_ops  same_ops = {
     same_all_reduce,
     same_group_begin,
     same_group_end,
-    same_destroy
+    same_destroy,
+    NULL                        /* all_gather: the sum serves (comm.h) */
 };
 
 int

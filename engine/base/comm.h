@@ -1,6 +1,6 @@
 /*
- * A communicator: the one collective tensor parallelism needs, an
- * all-reduce (sum) over the ranks of a replica.  The CPU backend's rank
+ * A communicator: the collectives tensor parallelism needs over the ranks
+ * of a replica, an all-reduce (sum) and, optionally, an all-gather.  The CPU backend's rank
  * threads implement it with shared memory (engine/cpu/comm_cpu.c); the
  * CUDA backend implements it over NCCL (cuda/comm_nccl.c).  The engine and
  * the sharded forward see only this interface.
@@ -47,6 +47,18 @@ typedef struct {
     int        (*group_end)(clef_comm *c, clef_error *err);
 
     void       (*destroy)(clef_comm *c);
+
+    /* In place: buf holds size * n elements of dtype, the rank's own n at
+     * buf + rank * n; on return every rank's buf holds every rank's n
+     * there, copied bit for bit.  The CPU backbone gathers the segment
+     * partials of a row-parallel product with it, so that each rank sums
+     * the same values in the same order (README "Determinism"); a
+     * sum would do as well but for the sign of a zero.  NULL where not
+     * implemented (the NCCL communicator): the caller then zeroes the
+     * other slots and sums them with all_reduce_sum. */
+    int        (*all_gather)(clef_comm *c, int rank, void *buf, size_t n,
+                             clef_comm_dtype dtype, void *stream,
+                             clef_error *err);
 } clef_comm_ops;
 
 struct clef_comm {

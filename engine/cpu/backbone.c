@@ -13,6 +13,7 @@
 #include "mlp.h"
 #include "norm.h"
 #include "rope.h"
+#include "rowpar.h"
 #include "weights.h"
 
 /* Rows of the MLP run at a time: its intermediate activations ([rows][2 I])
@@ -24,8 +25,9 @@ struct clef_cpu_backbone {
     clef_cpu_pool     *pool;
     int                any_full, any_gdn;
 
-    /* tensor parallelism: the rank's all-reduce, NULL when unsharded */
+    /* tensor parallelism: the rank's communicator, NULL when unsharded */
     clef_comm         *comm;
+    clef_cpu_rowpar    rowpar;         /* how row-parallel products sum */
     int                fail_layer;     /* test hook: fail there, or -1 */
 
     /* RoPE table for positions [0, rope_positions), grown on demand */
@@ -47,8 +49,8 @@ typedef struct {
     float  *o;          /* [T][max(Hv dv, Hq hd)] mixer output before out_proj */
     float  *beta, *g;   /* [T][Hv] */
     float  *mlp;        /* [MLP_TILE][2 I] */
-    float  *part;       /* [T][H] a rank's partial sum of a row-parallel
-                           product, summed over the ranks; sharded only */
+    float  *part;       /* [segs][tile][H] a row-parallel product's
+                           segment partials (rowpar.h) */
     float  *scratch;    /* per worker */
     float  *gemm;       /* clef_cpu_linear()'s packed rows */
     /* RoPE as attention_prepare reads it: the table by position and the
@@ -120,6 +122,12 @@ clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
         free(b);
         return -1;
     }
+    b->rowpar.segs = b->w.segs;
+    b->rowpar.seg0 = b->w.seg0;
+    b->rowpar.nseg = b->w.nseg;
+    b->rowpar.rank = b->w.shard.rank;
+    b->rowpar.comm = b->comm;
+    b->rowpar.prec = prec;
     for (i = 0; i < b->w.cfg.num_hidden_layers; i++) {
         if (b->w.layers[i].full) {
             b->any_full = 1;
@@ -248,9 +256,7 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     a->proj = malloc(sizeof(float) * (size_t) (T * proj));
     a->o = malloc(sizeof(float) * (size_t) (T * o));
     a->mlp = malloc(sizeof(float) * (size_t) (tile * 2 * w->inter));
-    if (b->comm != NULL) {
-        a->part = malloc(sizeof(float) * (size_t) (T * H));
-    }
+    a->part = malloc(sizeof(float) * clef_cpu_rowpar_floats(&b->rowpar, T, H));
     a->scratch = malloc(sizeof(float) * scratch * (size_t) clef_cpu_pool_size(b->pool));
     a->gemm = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(k));
     if (b->any_gdn) {
@@ -260,7 +266,7 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     }
     if (a->x == NULL || a->xn == NULL || a->proj == NULL || a->o == NULL
         || a->mlp == NULL || a->scratch == NULL || a->gemm == NULL
-        || (b->comm != NULL && a->part == NULL)
+        || a->part == NULL
         || (b->any_gdn && (a->u == NULL || a->beta == NULL || a->g == NULL)))
     {
         acts_free(a);
@@ -269,54 +275,22 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     return 0;
 }
 
-/* Where a row-parallel product (o_proj, out_proj, down) goes: straight
- * into the residual stream when unsharded (beta 1: the numbers of an
- * unsharded model, unchanged), else into the rank's partial sum, which
- * residual_add() sums over the ranks before adding it. */
-static float *
-row_parallel_out(const clef_cpu_backbone *b, acts *a, float *beta)
-{
-    *beta = b->comm != NULL ? 0.0f : 1.0f;
-    return b->comm != NULL ? a->part : a->x;
-}
-
-typedef struct {
-    float        *x;
-    const float  *part;
-    int64_t       H;
-} add_job;
-
-static void
-add_task(void *ctx, int64_t begin, int64_t end, int worker)
-{
-    const add_job  *j = ctx;
-    int64_t         i;
-
-    for (i = begin * j->H; i < end * j->H; i++) {
-        j->x[i] += j->part[i];
-    }
-}
-
-/* Sharded: x += the sum over the ranks of their partial products (one
- * all-reduce; every rank gets the same bits, comm.h). */
+/* x += in . W^T for a row-parallel W (o_proj, out_proj, down) in the
+ * order every tp shares (rowpar.h, shard.h); the time in the exchange
+ * counts as all-reduce, the rest as op. */
 static int
-residual_add(clef_cpu_backbone *b, acts *a, int64_t T, clef_error *err)
+row_parallel_add(clef_cpu_backbone *b, acts *a, int op, const float *in,
+    int64_t ldin, int64_t m, const clef_cpu_wpack *w, float *x,
+    clef_error *err)
 {
-    add_job  j = { a->x, a->part, b->w.cfg.hidden_size };
-    int      rc;
+    double  t0 = clef_clock_seconds(), ex = 0;
+    int     rc;
 
-    if (b->comm == NULL) {
-        return 0;
-    }
-    TIMED(b, CLEF_PROF_ALLREDUCE,
-          rc = b->comm->ops->all_reduce_sum(b->comm, b->w.shard.rank, a->part,
-                                            (size_t) (T * j.H), CLEF_COMM_F32,
-                                            NULL, err));
-    if (rc != 0) {
-        return -1;
-    }
-    clef_cpu_pool_for(b->pool, T, 64, add_task, &j);
-    return 0;
+    rc = clef_cpu_rowpar_add(b->pool, &b->rowpar, in, ldin, m, w, x,
+                             b->w.cfg.hidden_size, a->part, a->gemm, &ex, err);
+    b->prof[op] += clef_clock_seconds() - t0 - ex;
+    b->prof[CLEF_PROF_ALLREDUCE] += ex;
+    return rc;
 }
 
 /* x += out_proj(GatedDeltaNet(xn)) */
@@ -328,7 +302,6 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     const clef_text_config  *c = &w->cfg;
     clef_cpu_pool           *pool = b->pool;
     clef_gdn_args            ga;
-    float                   *out, beta;
     int                      H = c->hidden_size, hk = w->hk;
     int                      hv = w->hv, dk = c->linear_key_head_dim;
     int                      dv = c->linear_value_head_dim, ld = w->gdn_in_dim;
@@ -364,11 +337,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
           clef_cpu_rmsnorm_gated(pool, a->o, w->gdn_v_dim, a->proj + w->qkv_dim, ld,
                                  a->o, w->gdn_v_dim, T, hv, dv, l->gdn_norm,
                                  (float) c->rms_norm_eps));
-    out = row_parallel_out(b, a, &beta);
-    TIMED(b, CLEF_PROF_GDN_OUT,
-          clef_cpu_linear_prec(pool, a->o, w->gdn_v_dim, T, &l->out_proj, out,
-                               H, beta, a->gemm, b->w.prec));
-    return residual_add(b, a, T, err);
+    return row_parallel_add(b, a, CLEF_PROF_GDN_OUT, a->o, w->gdn_v_dim, T,
+                            l->out_proj, a->x, err);
 }
 
 /* x += o_proj(GatedAttention(xn)) */
@@ -382,7 +352,6 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     clef_attn_args           aa;
     int                      H = c->hidden_size, hd = c->head_dim, ld = w->attn_in_dim;
     int                      rc;
-    float                   *out, beta;
 
     TIMED(b, CLEF_PROF_ATTN_IN,
           clef_cpu_linear_prec(pool, a->xn, H, T, &l->qkv_proj, a->proj, ld,
@@ -417,15 +386,12 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
               clef_cpu_attention_gate(pool, a->o, w->attn_o_dim, a->proj + hd, ld,
                                       w->q_head_dim, T, aa.hq, hd));
     }
-    out = row_parallel_out(b, a, &beta);
-    TIMED(b, CLEF_PROF_ATTN_OUT,
-          clef_cpu_linear_prec(pool, a->o, w->attn_o_dim, T, &l->o_proj, out,
-                               H, beta, a->gemm, b->w.prec));
-    return residual_add(b, a, T, err);
+    return row_parallel_add(b, a, CLEF_PROF_ATTN_OUT, a->o, w->attn_o_dim, T,
+                            l->o_proj, a->x, err);
 }
 
-/* x += down(silu(gate xn) * up xn), MLP_TILE rows at a time (sharded:
- * every tile's partial product first, then one all-reduce) */
+/* x += down(silu(gate xn) * up xn), MLP_TILE rows at a time (down in the
+ * shared order of row_parallel_add) */
 static int
 mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     clef_error *err)
@@ -433,9 +399,6 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     const clef_text_config  *c = &b->w.cfg;
     clef_cpu_pool           *pool = b->pool;
     int64_t                  H = c->hidden_size, I = b->w.inter, t0, n;
-    float                   *out, beta;
-
-    out = row_parallel_out(b, a, &beta);
 
     for (t0 = 0; t0 < T; t0 += MLP_TILE) {
         n = T - t0 < MLP_TILE ? T - t0 : MLP_TILE;
@@ -443,11 +406,13 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
               clef_cpu_linear_prec(pool, a->xn + t0 * H, H, n, &l->gate_up,
                                    a->mlp, 2 * I, 0.0f, a->gemm, b->w.prec));
         TIMED(b, CLEF_PROF_MLP_ACT, clef_cpu_swiglu(pool, a->mlp, 2 * I, n, (int) I));
-        TIMED(b, CLEF_PROF_MLP_DOWN,
-              clef_cpu_linear_prec(pool, a->mlp, 2 * I, n, &l->down,
-                                   out + t0 * H, H, beta, a->gemm, b->w.prec));
+        if (row_parallel_add(b, a, CLEF_PROF_MLP_DOWN, a->mlp, 2 * I, n, l->down,
+                             a->x + t0 * H, err) != 0)
+        {
+            return -1;
+        }
     }
-    return residual_add(b, a, T, err);
+    return 0;
 }
 
 /* M-RoPE (spec/qwen35-backbone.md §5.3): token t's rotary pair j turns by

@@ -39,12 +39,14 @@ int  clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_backbone **out, clef_error *err);
 
 /* Tensor parallelism: rank shard->rank of shard->size keeps only its heads
- * and columns (shard.h) and sums the partial products of the row-parallel
- * layers (o_proj, out_proj, down) over the ranks through comm (borrowed)
- * before adding them to the residual stream, one all-reduce after each
- * mixer and each MLP.  Every rank runs the same forward on the same batch
- * and ends with the same hidden states.  shard NULL or of size 1: the
- * unsharded backbone of clef_cpu_backbone_open_prec(), to the bit. */
+ * and columns (shard.h) and computes its segments of the row-parallel
+ * products (o_proj, out_proj, down); the ranks gather every segment
+ * through comm (borrowed) and each adds them to the residual stream in the
+ * order of the unsharded backbone (rowpar.h), after each mixer and each
+ * MLP.  Every rank runs the same forward on the same batch and ends with
+ * the same hidden states, those of tp = 1 to the bit when tp divides the
+ * model's segment count.  shard NULL or of size 1: the unsharded backbone
+ * of clef_cpu_backbone_open_prec(), to the bit. */
 int  clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_precision prec, const clef_shard *shard, clef_comm *comm,
     clef_cpu_backbone **out, clef_error *err);
@@ -108,8 +110,9 @@ typedef enum {
     CLEF_PROF_MLP_UP,        /* gate/up GEMM */
     CLEF_PROF_MLP_ACT,       /* silu(gate) * up */
     CLEF_PROF_MLP_DOWN,      /* down GEMM */
-    CLEF_PROF_ALLREDUCE,     /* tensor parallel: inside all_reduce_sum,
-                                waiting for the other ranks included */
+    CLEF_PROF_ALLREDUCE,     /* tensor parallel: exchanging the segment
+                                partials (all_gather), waiting for the
+                                other ranks included */
     CLEF_PROF_COUNT
 } clef_cpu_prof_op;
 

@@ -217,7 +217,7 @@ tp_rank(void *ctx, int rank, clef_error *err)
 
 /* The backbone over a batch: on this thread alone (tp 1), or on every
  * rank, the hidden states coming from rank 0 (they are the same on every
- * rank: each one adds the same all-reduced sums). */
+ * rank: each one adds the same gathered partials in the same order). */
 static int
 cpu_backbone(clef_backend *b, const int32_t *ids, const int32_t *cu_seqlens,
     int n_records, const clef_cpu_media *media, float *hidden, clef_error *err)

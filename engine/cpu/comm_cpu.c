@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "tensor.h"
@@ -141,6 +142,62 @@ aborted:
                           "all-reduce: another rank failed");
 }
 
+static size_t
+dtype_size(clef_comm_dtype dtype)
+{
+    return dtype == CLEF_COMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+/* Each rank copies the other ranks' slots out of their buffers into its
+ * own: a rank reads only slot r of rank r's buffer, which no rank writes,
+ * and writes only its own buffer. */
+static int
+cpu_all_gather(clef_comm *base, int rank, void *buf, size_t n,
+    clef_comm_dtype dtype, void *stream, clef_error *err)
+{
+    comm_cpu  *c = (comm_cpu *) base;
+    size_t     bytes = n * dtype_size(dtype);
+    double     t0 = clef_clock_seconds();
+    int        r, size = base->size;
+
+    if (rank < 0 || rank >= size) {
+        return clef_error_set(err, 500, "backend", NULL,
+                              "all-gather: rank %d of %d", rank, size);
+    }
+    c->buf[rank] = buf;
+    c->n[rank] = n;
+    c->dtype[rank] = dtype;
+    if (barrier(c) != 0) {
+        goto aborted;
+    }
+    for (r = 1; r < size; r++) {
+        if (c->n[r] != c->n[0] || c->dtype[r] != c->dtype[0]) {
+            clef_comm_cpu_abort(base);
+            c->seconds[rank] += clef_clock_seconds() - t0;
+            return clef_error_set(err, 500, "backend", NULL,
+                                  "all-gather: rank %d brought %zu elements, "
+                                  "rank 0 %zu", r, c->n[r], c->n[0]);
+        }
+    }
+    for (r = 0; r < size; r++) {
+        if (r != rank) {
+            memcpy((char *) buf + (size_t) r * bytes,
+                   (const char *) c->buf[r] + (size_t) r * bytes, bytes);
+        }
+    }
+    /* no rank may reuse its buffer before every rank has copied from it */
+    if (barrier(c) != 0) {
+        goto aborted;
+    }
+    c->seconds[rank] += clef_clock_seconds() - t0;
+    return 0;
+
+aborted:
+    c->seconds[rank] += clef_clock_seconds() - t0;
+    return clef_error_set(err, 500, "backend", NULL,
+                          "all-gather: another rank failed");
+}
+
 static void
 cpu_destroy(clef_comm *base)
 {
@@ -164,6 +221,7 @@ static const clef_comm_ops  comm_cpu_ops = {
     NULL,
     NULL,
     cpu_destroy,
+    cpu_all_gather,
 };
 
 clef_comm *

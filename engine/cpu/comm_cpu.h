@@ -8,7 +8,8 @@
  * buffer; a second barrier keeps the buffers alive until every slice is
  * written.  The order of the additions is fixed whatever thread comes
  * first and whichever rank sums which slice, so every rank ends with the
- * same bits on every run.
+ * same bits on every run.  all_gather, likewise between two barriers,
+ * has each rank copy the other ranks' slots out of their buffers.
  *
  * Progress: a rank that fails outside a collective (out of memory, a bad
  * batch) calls clef_comm_cpu_abort(); every rank waiting, and every rank
@@ -34,7 +35,7 @@ void       clef_comm_cpu_abort(clef_comm *c);
  * inside a collective. */
 void       clef_comm_cpu_reset(clef_comm *c);
 
-/* Seconds rank spent inside all_reduce_sum, waiting included, since the
+/* Seconds rank spent inside all_reduce_sum and all_gather, waiting included, since the
  * last clef_comm_cpu_reset_time(). */
 double     clef_comm_cpu_seconds(const clef_comm *c, int rank);
 void       clef_comm_cpu_reset_time(clef_comm *c);

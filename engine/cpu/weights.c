@@ -207,6 +207,40 @@ take_packed_cols(const clef_model *m, clef_cpu_pool *pool, int layer,
                       err);
 }
 
+/* The row-parallel matrix `what` as this rank's segments (rowpar.h):
+ * segment j is columns [col0 + j k, col0 + (j + 1) k) of the
+ * [n][cols_total] tensor, k = cols / nseg, in packs[j]. */
+static int
+alloc_segments(const clef_model *m, const clef_cpu_weights *w, int layer,
+    const char *const *what, int64_t n, int64_t cols, clef_cpu_wpack *packs)
+{
+    int  j;
+
+    for (j = 0; j < w->nseg; j++) {
+        if (alloc_pack(m, w, layer, what, 1, n, cols / w->nseg, &packs[j]) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+take_segments(const clef_model *m, clef_cpu_pool *pool, const clef_cpu_weights *w,
+    int layer, const char *what, int64_t cols_total, int64_t col0,
+    clef_cpu_wpack *packs, clef_error *err)
+{
+    int  j;
+
+    for (j = 0; j < w->nseg; j++) {
+        if (take_packed_cols(m, pool, layer, what, cols_total,
+                             col0 + j * packs[j].k, &packs[j], err) != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int
 check_config(clef_cpu_weights *w, clef_error *err)
 {
@@ -296,6 +330,9 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         clef_shard_of(c, 1, 0, &w->shard);
     }
     sh = &w->shard;
+    w->segs = clef_shard_segments(c, sh->size);
+    w->nseg = w->segs / sh->size;
+    w->seg0 = sh->rank * w->nseg;
 
     /* the model's sizes in capitals, this rank's in lower case */
     H = c->hidden_size;
@@ -334,18 +371,21 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
            * (K * w->qkv_dim + 2 * hv + dv)
          + (int64_t) full_count * 2 * hd;
     packed = (int64_t) c->num_hidden_layers
-             * (clef_cpu_wpack_floats(2 * I, H) + clef_cpu_wpack_floats(H, I))
+             * (clef_cpu_wpack_floats(2 * I, H)
+                + w->nseg * clef_cpu_wpack_floats(H, I / w->nseg))
            + (int64_t) (c->num_hidden_layers - full_count)
              * (clef_cpu_wpack_floats(w->gdn_in_dim, H)
-                + clef_cpu_wpack_floats(H, w->gdn_v_dim))
+                + w->nseg * clef_cpu_wpack_floats(H, w->gdn_v_dim / w->nseg))
            + (int64_t) full_count
              * (clef_cpu_wpack_floats(w->attn_in_dim, H)
-                + clef_cpu_wpack_floats(H, w->attn_o_dim));
+                + w->nseg * clef_cpu_wpack_floats(H, w->attn_o_dim / w->nseg));
 
     /* bf16 on native instructions where oneDNN has them for every
-     * reduction length of the model's matrices (gemm_bf16.h) */
+     * reduction length of the model's matrices (gemm_bf16.h): the
+     * row-parallel ones by segment */
     if (prec == CLEF_CPU_BF16) {
-        int64_t  ks[4] = { H, I, w->gdn_v_dim, w->attn_o_dim };
+        int64_t  ks[4] = { H, I / w->nseg, w->gdn_v_dim / w->nseg,
+                           w->attn_o_dim / w->nseg };
         char     why[192];
 
         w->native = clef_cpu_bf16_native_open(ks, full_count > 0 ? 4 : 3,
@@ -394,7 +434,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         l->post_norm = cur;
         cur += H;
         if (ALLOC_PACK(mlp_up, 2 * I, H, &l->gate_up) != 0
-            || ALLOC_PACK(mlp_down, H, I, &l->down) != 0)
+            || alloc_segments(m, w, i, mlp_down, H, I, l->down) != 0)
         {
             goto nomem;
         }
@@ -407,8 +447,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
                                 sh->inter0, I, &l->gate_up, 0, err)
             || take_packed_rows(m, pool, i, "mlp.up_proj.weight", HI,
                                 sh->inter0, I, &l->gate_up, I, err)
-            || take_packed_cols(m, pool, i, "mlp.down_proj.weight", HI,
-                                sh->inter0, &l->down, err))
+            || take_segments(m, pool, w, i, "mlp.down_proj.weight", HI,
+                             sh->inter0, l->down, err))
         {
             goto done;
         }
@@ -422,7 +462,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             l->k_norm = cur;
             cur += hd;
             if (ALLOC_PACK(attn_in, w->attn_in_dim, H, &l->qkv_proj) != 0
-                || ALLOC_PACK(attn_out, H, w->attn_o_dim, &l->o_proj) != 0)
+                || alloc_segments(m, w, i, attn_out, H, w->attn_o_dim,
+                                  l->o_proj) != 0)
             {
                 goto nomem;
             }
@@ -438,8 +479,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
                                     &l->qkv_proj, qrows + kvrows, err)
                 || take_layer(m, pool, i, "self_attn.q_norm.weight", hd, l->q_norm, err)
                 || take_layer(m, pool, i, "self_attn.k_norm.weight", hd, l->k_norm, err)
-                || take_packed_cols(m, pool, i, "self_attn.o_proj.weight", Hq * hd,
-                                    sh->q_head0 * hd, &l->o_proj, err))
+                || take_segments(m, pool, w, i, "self_attn.o_proj.weight",
+                                 Hq * hd, sh->q_head0 * hd, l->o_proj, err))
             {
                 goto done;
             }
@@ -455,7 +496,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         l->gdn_norm = cur;
         cur += dv;
         if (ALLOC_PACK(gdn_in, w->gdn_in_dim, H, &l->in_proj) != 0
-            || ALLOC_PACK(gdn_out, H, w->gdn_v_dim, &l->out_proj) != 0)
+            || alloc_segments(m, w, i, gdn_out, H, w->gdn_v_dim, l->out_proj) != 0)
         {
             goto nomem;
         }
@@ -490,8 +531,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             || take_layer_rows(m, pool, i, "linear_attn.dt_bias", Hv, sh->v_head0,
                                hv, l->dt_bias, err)
             || take_layer(m, pool, i, "linear_attn.norm.weight", dv, l->gdn_norm, err)
-            || take_packed_cols(m, pool, i, "linear_attn.out_proj.weight", Hv * dv,
-                                sh->v_head0 * dv, &l->out_proj, err))
+            || take_segments(m, pool, w, i, "linear_attn.out_proj.weight",
+                             Hv * dv, sh->v_head0 * dv, l->out_proj, err))
         {
             goto done;
         }
@@ -512,11 +553,13 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     for (i = 0; i < c->num_hidden_layers; i++) {
         l = &w->layers[i];
         w->bytes += clef_cpu_wpack_bytes(&l->in_proj)
-                    + clef_cpu_wpack_bytes(&l->out_proj)
                     + clef_cpu_wpack_bytes(&l->qkv_proj)
-                    + clef_cpu_wpack_bytes(&l->o_proj)
-                    + clef_cpu_wpack_bytes(&l->gate_up)
-                    + clef_cpu_wpack_bytes(&l->down);
+                    + clef_cpu_wpack_bytes(&l->gate_up);
+        for (p = 0; p < w->nseg; p++) {
+            w->bytes += clef_cpu_wpack_bytes(&l->out_proj[p])
+                        + clef_cpu_wpack_bytes(&l->o_proj[p])
+                        + clef_cpu_wpack_bytes(&l->down[p]);
+        }
     }
     rc = 0;
     goto done;
@@ -538,16 +581,18 @@ void
 clef_cpu_weights_free(clef_cpu_weights *w)
 {
     clef_cpu_layer  *l;
-    int              i;
+    int              i, j;
 
     for (i = 0; w->layers != NULL && i < w->cfg.num_hidden_layers; i++) {
         l = &w->layers[i];
         clef_cpu_wpack_free(&l->in_proj);
-        clef_cpu_wpack_free(&l->out_proj);
         clef_cpu_wpack_free(&l->qkv_proj);
-        clef_cpu_wpack_free(&l->o_proj);
         clef_cpu_wpack_free(&l->gate_up);
-        clef_cpu_wpack_free(&l->down);
+        for (j = 0; j < CLEF_SHARD_SEGS_MAX; j++) {
+            clef_cpu_wpack_free(&l->out_proj[j]);
+            clef_cpu_wpack_free(&l->o_proj[j]);
+            clef_cpu_wpack_free(&l->down[j]);
+        }
     }
     free(w->layers);
     free(w->block);

@@ -23,6 +23,12 @@
  * of the column-parallel matrices and columns of the row-parallel ones
  * straight out of the mapped checkpoint, so a rank never holds more than
  * its share; the sizes below are then the rank's.
+ *
+ * The row-parallel matrices (out_proj, o_proj, down) are stored as nseg
+ * segments of columns, each packed apart: segment seg0 + j of the model's
+ * segs (shard.h), so that each segment's partial product is summed from
+ * its own first column at every tp (rowpar.h).  Unsharded, that is all
+ * segs of them.
  */
 #ifndef CLEF_CPU_WEIGHTS_H
 #define CLEF_CPU_WEIGHTS_H
@@ -47,17 +53,17 @@ typedef struct {
     float           *A_log;        /* [Hv] */
     float           *dt_bias;      /* [Hv] */
     float           *gdn_norm;     /* [dv], plain w */
-    clef_cpu_wpack   out_proj;     /* [H][Hv dv] */
+    clef_cpu_wpack   out_proj[CLEF_SHARD_SEGS_MAX];  /* [H][Hv dv / segs] */
 
     /* gated attention */
     clef_cpu_wpack   qkv_proj;     /* [q (+ gate) per head | k | v][H] */
     float           *q_norm;       /* [head_dim] */
     float           *k_norm;       /* [head_dim] */
-    clef_cpu_wpack   o_proj;       /* [H][Hq head_dim] */
+    clef_cpu_wpack   o_proj[CLEF_SHARD_SEGS_MAX];    /* [H][Hq head_dim / segs] */
 
     /* SwiGLU MLP */
     clef_cpu_wpack   gate_up;      /* [gate | up][H] */
-    clef_cpu_wpack   down;         /* [H][I] */
+    clef_cpu_wpack   down[CLEF_SHARD_SEGS_MAX];      /* [H][I / segs] */
 } clef_cpu_layer;
 
 typedef struct {
@@ -77,6 +83,8 @@ typedef struct {
     int                 hq, hkv;     /* attention query and KV heads */
     int                 hk, hv;      /* DeltaNet key and value heads */
     int                 inter;       /* MLP intermediate columns */
+    int                 segs;        /* row-parallel segments (shard.h) */
+    int                 seg0, nseg;  /* this rank's: [seg0, seg0 + nseg) */
 
     /* derived sizes */
     int                 qkv_dim;     /* GDN conv channels: 2 hk dk + hv dv */

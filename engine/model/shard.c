@@ -52,3 +52,24 @@ clef_shard_of(const clef_text_config *c, int size, int rank, clef_shard *s)
     s->inter = c->intermediate_size / size;
     s->inter0 = rank * s->inter;
 }
+
+int
+clef_shard_segments_of_model(const clef_text_config *c)
+{
+    int  s;
+
+    for (s = 8; s > 1; s /= 2) {
+        if (clef_shard_check(c, s, NULL) == 0) {
+            return s;
+        }
+    }
+    return 1;
+}
+
+int
+clef_shard_segments(const clef_text_config *c, int tp)
+{
+    int  s = clef_shard_segments_of_model(c);
+
+    return tp >= 1 && s % tp == 0 ? s : tp;
+}

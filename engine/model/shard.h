@@ -14,8 +14,9 @@
  *     A_log, dt_bias (its value heads), the conv taps of its channels;
  *     the gated norm weight is per value-head-dim and replicated;
  *     MLP gate_proj and up_proj (its intermediate columns).
- *   row-parallel (columns of W split; the partial products are summed by
- *     one all-reduce): attention o_proj, DeltaNet out_proj, MLP down_proj.
+ *   row-parallel (columns of W split; the partial products are summed
+ *     over the ranks, by segments in a fixed order on the CPU, below):
+ *     attention o_proj, DeltaNet out_proj, MLP down_proj.
  *   replicated: the embedding (a gather of a few rows per token; splitting
  *     it would cost an all-reduce of [T][H] to save memory the vocabulary
  *     rows do not need here), every RMSNorm, the final norm and the joint
@@ -48,6 +49,39 @@ typedef struct {
  * intermediate size.  Refuses with a message naming the first count that
  * it does not divide ("tp=3 does not divide the 16 attention heads"). */
 int  clef_shard_check(const clef_text_config *c, int tp, clef_error *err);
+
+/*
+ * The row-parallel products' segments: one reduction order for every tp.
+ *
+ * A row-parallel product (o_proj, out_proj, down_proj) sums over its input
+ * columns.  Summed whole when unsharded but per rank and then across the
+ * ranks when sharded, it would round differently at each tp.  So every
+ * backend that wants the same bits at every tp (the CPU one) cuts the
+ * reduction into a count of segments fixed by the model, S, whatever the
+ * tp: segment j covers the heads (intermediate columns) [j n/S,
+ * (j+1) n/S), each segment's partial product is summed from zero over its
+ * own columns, and the residual becomes x + (((P_0 + P_1) + P_2) + ...
+ * + P_{S-1}).  At tp = N dividing S, rank r owns whole segments
+ * [r S/N, (r+1) S/N) (they line up with its shard), computes those, and
+ * the ranks exchange partials so that each sums all S in the same order:
+ * the bits of tp = 1.
+ *
+ * clef_shard_segments_of_model(): S, the largest of 8, 4, 2, 1 that
+ * clef_shard_check() accepts for the model -- a property of the model, so
+ * every tp that divides it gives the same bits (8 covers tp = 1, 2, 4, 8,
+ * more segments than that would only add products).
+ *
+ * clef_shard_segments(): the segments at a given tp: S when tp divides S,
+ * else tp, one segment a rank (a tp that is not a power of two, e.g.
+ * tp = 3 on heads that 3 divides, or tp = 16; a power of two up to 8 that
+ * the model accepts divides S by its definition): the order of a plain all-reduce, within a few ulps of tp = 1 but not its bits.  Such a
+ * tp is accepted rather than refused: it is a valid split of the model,
+ * only not a bit-exact one, and README "Tensor parallelism" says so.
+ */
+#define CLEF_SHARD_SEGS_MAX  8
+
+int  clef_shard_segments_of_model(const clef_text_config *c);
+int  clef_shard_segments(const clef_text_config *c, int tp);
 
 /* Rank rank's share of a model that clef_shard_check accepted for size. */
 void clef_shard_of(const clef_text_config *c, int size, int rank,

@@ -9,7 +9,10 @@
  *   - progress: a rank that aborts instead of arriving releases the ranks
  *     already waiting and those arriving later, with an error; after a
  *     reset the same communicator sums again;
- *   - lengths that differ between ranks are refused by every rank alike.
+ *   - lengths that differ between ranks are refused by every rank alike;
+ *   - all_gather: 1 to 8 ranks arriving in random order, every rank ends
+ *     with every rank's slot, bit for bit, its own untouched; an aborting
+ *     rank releases the others there too.
  */
 #include <pthread.h>
 #include <time.h>
@@ -31,6 +34,7 @@ typedef struct {
     int         failures;         /* rounds whose sum was not exact */
     int         errors;           /* all_reduce_sum returned -1 */
     int         bf16;
+    int         gather;           /* all_gather instead of all_reduce_sum */
 } rank_arg;
 
 /* The value rank r brings at element i of round k: the same in every
@@ -64,7 +68,7 @@ static void *
 rank_main(void *p)
 {
     rank_arg   *a = p;
-    float      *buf = malloc(sizeof(float) * MAX_N);
+    float      *buf = malloc(sizeof(float) * MAX_N * MAX_RANKS);
     uint16_t   *h = malloc(sizeof(uint16_t) * MAX_N);
     clef_error  err;
     unsigned    seed = (unsigned) (a->rank * 31 + a->size);
@@ -82,6 +86,24 @@ rank_main(void *p)
         if (k == a->abort_round) {
             clef_comm_cpu_abort(a->comm);
             break;
+        }
+        if (a->gather) {
+            for (i = 0; i < n * (size_t) a->size; i++) {
+                buf[i] = i / n == (size_t) a->rank ? value(k, a->rank, i % n)
+                                                    : -1.0f;
+            }
+            if (a->comm->ops->all_gather(a->comm, a->rank, buf, n,
+                                         CLEF_COMM_F32, NULL, &err) != 0)
+            {
+                a->errors++;
+                break;
+            }
+            for (i = 0, ok = 1; i < n * (size_t) a->size; i++) {
+                s = value(k, (int) (i / n), i % n);
+                ok &= memcmp(&buf[i], &s, sizeof(s)) == 0;
+            }
+            a->failures += !ok;
+            continue;
         }
         if (a->comm->ops->all_reduce_sum(a->comm, a->rank,
                                          a->bf16 ? (void *) h : (void *) buf, n,
@@ -135,7 +157,7 @@ mismatch_main(void *p)
 
 /* size ranks for rounds rounds; rank abort_rank aborts at abort_round. */
 static void
-run(clef_comm *c, int size, int rounds, int bf16, int abort_rank,
+run(clef_comm *c, int size, int rounds, int bf16, int gather, int abort_rank,
     int abort_round, int *failures, int *errors)
 {
     pthread_t  th[MAX_RANKS];
@@ -145,7 +167,7 @@ run(clef_comm *c, int size, int rounds, int bf16, int abort_rank,
     *failures = *errors = 0;
     for (r = 0; r < size; r++) {
         a[r] = (rank_arg) { c, r, size, rounds, r == abort_rank ? abort_round : -1,
-                            0, 0, bf16 };
+                            0, 0, bf16, gather };
         pthread_create(&th[r], NULL, rank_main, &a[r]);
     }
     for (r = 0; r < size; r++) {
@@ -169,13 +191,17 @@ main(void)
         size = sizes[i];
         c = clef_comm_cpu_create(size, &err);
         CHECK(c != NULL && c->size == size, "a communicator of %d ranks", size);
-        run(c, size, ROUNDS, 0, -1, -1, &failures, &errors);
+        run(c, size, ROUNDS, 0, 0, -1, -1, &failures, &errors);
         CHECK(failures == 0 && errors == 0, "%d ranks, %d rounds, random "
               "arrival: every rank holds the f32 sum in rank order, bit for bit "
               "(%d inexact, %d errors)", size, ROUNDS, failures, errors);
-        run(c, size, ROUNDS / 3, 1, -1, -1, &failures, &errors);
+        run(c, size, ROUNDS / 3, 1, 0, -1, -1, &failures, &errors);
         CHECK(failures == 0 && errors == 0, "%d ranks: bf16 sums as fp32 in rank "
               "order, rounded once (%d inexact, %d errors)", size, failures, errors);
+        run(c, size, ROUNDS / 3, 0, 1, -1, -1, &failures, &errors);
+        CHECK(failures == 0 && errors == 0, "%d ranks, random arrival: "
+              "all_gather gives every rank every slot, bit for bit (%d wrong, "
+              "%d errors)", size, failures, errors);
         CHECK(clef_comm_cpu_seconds(c, 0) > 0, "%d ranks: rank 0's time inside "
               "the all-reduce is counted", size);
         c->ops->destroy(c);
@@ -183,7 +209,7 @@ main(void)
 
     /* a rank that fails releases the others, wherever they are */
     c = clef_comm_cpu_create(4, &err);
-    run(c, 4, ROUNDS, 0, 2, 37, &failures, &errors);
+    run(c, 4, ROUNDS, 0, 0, 2, 37, &failures, &errors);
     CHECK(failures == 0 && errors == 3, "rank 2 aborts in round 37: the 3 other "
           "ranks return an error instead of waiting (%d errors, %d inexact "
           "before)", errors, failures);
@@ -191,11 +217,16 @@ main(void)
     CHECK(errors == -1 && strstr(err.message, "another rank failed") != NULL,
           "a rank arriving after the abort returns at once: %s", err.message);
     clef_comm_cpu_reset(c);
-    run(c, 4, 50, 0, -1, -1, &failures, &errors);
+    run(c, 4, 50, 0, 0, -1, -1, &failures, &errors);
     CHECK(failures == 0 && errors == 0, "after a reset the communicator sums "
           "exactly again");
-    run(c, 4, 50, 0, 0, 0, &failures, &errors);
+    run(c, 4, 50, 0, 0, 0, 0, &failures, &errors);
     CHECK(errors == 3, "rank 0 aborting before the first round releases 3 ranks");
+    clef_comm_cpu_reset(c);
+    run(c, 4, ROUNDS / 3, 0, 1, 1, 29, &failures, &errors);
+    CHECK(failures == 0 && errors == 3, "rank 1 aborts in round 29 of "
+          "all_gather: the 3 other ranks return an error (%d errors, %d wrong "
+          "before)", errors, failures);
     clef_comm_cpu_reset(c);
     c->ops->destroy(c);
 

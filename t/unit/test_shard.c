@@ -2,7 +2,9 @@
  * Tensor-parallel shards (shard.h): which tp a model accepts, with the
  * count it fails on named, and that the ranks' ranges tile every head and
  * column exactly once, grouped heads landing on the rank of their KV or
- * key head.
+ * key head; the row-parallel segment count S (the largest of 8, 4, 2, 1
+ * the model accepts) and the segments at a tp that does not divide it
+ * (one a rank).
  */
 #include <string.h>
 
@@ -91,5 +93,24 @@ main(void)
           && s.inter0 == 9216 && s.inter == 3072,
           "tp=4 rank 3: heads 12-15, KV head 3, value heads 24-31, "
           "columns 9216-12287");
+
+    /* segments: a property of the model, the same at every tp dividing it */
+    flash_config(&c);
+    CHECK_INT(clef_shard_segments_of_model(&c), 4, "Clef-flash (4 KV heads): "
+              "S = 4");
+    CHECK(clef_shard_segments(&c, 1) == 4 && clef_shard_segments(&c, 2) == 4
+          && clef_shard_segments(&c, 4) == 4, "tp=1, 2, 4: 4 segments each");
+    c.num_key_value_heads = 8;
+    CHECK_INT(clef_shard_segments_of_model(&c), 8, "8 KV heads: S = 8");
+    c.num_key_value_heads = 1;
+    CHECK_INT(clef_shard_segments_of_model(&c), 1, "1 KV head: S = 1");
+    c.num_key_value_heads = 6;
+    c.num_attention_heads = 24;
+    c.linear_num_key_heads = 6;
+    c.linear_num_value_heads = 12;
+    CHECK(clef_shard_segments_of_model(&c) == 2
+          && clef_shard_check(&c, 3, &err) == 0
+          && clef_shard_segments(&c, 3) == 3 && clef_shard_segments(&c, 6) == 6,
+          "heads 3 and 6 divide, S = 2: tp=3 and tp=6 run one segment a rank");
     return check_done();
 }
