@@ -26,6 +26,8 @@
 #include "answer.h"
 #include "backend.h"
 #include "check.h"
+#include "shell.h"
+#include "vision_cases.h"
 #include "cpu/backend_cpu.h"
 #include "encode_images.h"
 #include "model.h"
@@ -51,103 +53,6 @@ typedef struct {
     clef_record   rec;
     const char   *name;
 } item;
-
-
-static int __attribute__((format(printf, 1, 2)))
-sh(const char *fmt, ...)
-{
-    char     cmd[4096];
-    va_list  ap;
-    int      st;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    st = system(cmd);
-    return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-}
-
-
-static char *
-slurp(const char *path, size_t *len)
-{
-    FILE  *f = fopen(path, "rb");
-    char  *p;
-    long   n;
-
-    if (f == NULL) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    p = malloc((size_t) n + 1);
-    if (p != NULL && fread(p, 1, (size_t) n, f) != (size_t) n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *len = (size_t) n;
-    return p;
-}
-
-
-static void
-b64(clef_buf *out, const unsigned char *p, size_t n)
-{
-    static const char  a[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t    i;
-    uint32_t  v;
-
-    for (i = 0; i + 2 < n; i += 3) {
-        v = (uint32_t) p[i] << 16 | (uint32_t) p[i + 1] << 8 | p[i + 2];
-        clef_buf_printf(out, "%c%c%c%c", a[v >> 18], a[(v >> 12) & 63],
-                        a[(v >> 6) & 63], a[v & 63]);
-    }
-    if (n - i == 1) {
-        v = (uint32_t) p[i] << 16;
-        clef_buf_printf(out, "%c%c==", a[v >> 18], a[(v >> 12) & 63]);
-    } else if (n - i == 2) {
-        v = (uint32_t) p[i] << 16 | (uint32_t) p[i + 1] << 8;
-        clef_buf_printf(out, "%c%c%c=", a[v >> 18], a[(v >> 12) & 63],
-                        a[(v >> 6) & 63]);
-    }
-}
-
-
-/* A vision case's body with every "corpus:NAME" replaced by the file's
- * data URL (as test_vision_e2e does). */
-static char *
-vision_body(json_t *c)
-{
-    json_t       *body = json_deep_copy(json_object_get(c, "body"));
-    json_t       *images = json_object_get(body, "images"), *v;
-    clef_buf      url = { NULL, 0, 0 };
-    const char   *name, *ext;
-    char          path[1024], *bytes, *text;
-    size_t        i, len = 0;
-
-    json_array_foreach(images, i, v) {
-        name = json_string_value(v) + 7;
-        ext = strrchr(name, '.') + 1;
-        snprintf(path, sizeof(path), "%s/images/corpus/%s", check_fixtures(), name);
-        bytes = slurp(path, &len);
-        if (bytes == NULL) {
-            continue;
-        }
-        url.len = 0;
-        clef_buf_printf(&url, "data:image/%s;base64,",
-                        strcmp(ext, "jpg") == 0 ? "jpeg" : ext);
-        b64(&url, (unsigned char *) bytes, len);
-        json_array_set_new(images, i, json_string(url.data));
-        free(bytes);
-    }
-    clef_buf_free(&url);
-    text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    return text;
-}
 
 
 static int
@@ -177,7 +82,7 @@ encode(const clef_model *m, const char *body, item *it)
 
 
 static int
-forward(const clef_backend_ops *ops, clef_backend *b, item *items, int n,
+forward_items(const clef_backend_ops *ops, clef_backend *b, item *items, int n,
     float *lg, clef_error *err)
 {
     const clef_record  *recs[MAX_RECORDS];
@@ -308,7 +213,7 @@ main(void)
         char  *body;
 
         c = json_loads(line, 0, NULL);
-        body = vision_body(c);
+        body = body_of(c);
         items[n].name = "image";
         if (encode(m, body, &items[n]) == 0) {
             n++;
@@ -335,7 +240,7 @@ main(void)
     }
     w1 = clef_cpu_backend_rank_weight_bytes(b1, 0);
     for (i = 0, off = 0, rc = 0; i < n; i++) {
-        rc |= forward(ops, b1, &items[i], 1, alone + off, &err);
+        rc |= forward_items(ops, b1, &items[i], 1, alone + off, &err);
         off += items[i].rec.n_options;
     }
     CHECK(rc == 0, "tp=1: every record alone");
@@ -356,7 +261,7 @@ main(void)
               clef_cpu_backend_rank_weight_bytes(b, 0));
 
         /* text and images packed in one batch */
-        rc = forward(ops, b, items, n, lg, &err);
+        rc = forward_items(ops, b, items, n, lg, &err);
         d = rc == 0 ? max_diff(lg, alone, total) : 1;
         CHECK(rc == 0 && d == 0
               && memcmp(lg, alone, sizeof(float) * (size_t) total) == 0,
@@ -372,7 +277,7 @@ main(void)
 
         /* a record alone gives the bits it gives packed */
         for (r = 0, off = 0, same = 1; r < n; r++) {
-            rc = forward(ops, b, &items[r], 1, lg2, &err);
+            rc = forward_items(ops, b, &items[r], 1, lg2, &err);
             same &= rc == 0 && memcmp(lg2, lg + off, sizeof(float)
                                       * (size_t) items[r].rec.n_options) == 0;
             off += items[r].rec.n_options;
@@ -383,13 +288,13 @@ main(void)
 
     /* thread counts: 1 (one per rank) and 3 (2 + 1) */
     b = open_tp(ops, m, 2, 2);
-    rc = b != NULL ? forward(ops, b, items, n, lg, &err) : -1;
+    rc = b != NULL ? forward_items(ops, b, items, n, lg, &err) : -1;
     if (b != NULL) {
         ops->close(b);
     }
     for (i = 1; i <= 3; i += 2) {
         b = open_tp(ops, m, 2, i);
-        rc |= b != NULL ? forward(ops, b, items, n, lg2, &err) : -1;
+        rc |= b != NULL ? forward_items(ops, b, items, n, lg2, &err) : -1;
         CHECK(rc == 0 && memcmp(lg, lg2, sizeof(float) * (size_t) total) == 0,
               "tp=2 with %d worker threads: the same bits as with 2", i);
         if (b != NULL) {
@@ -399,7 +304,7 @@ main(void)
 
     /* tp=1 as a "sharded" backend is the unsharded one */
     b = open_tp(ops, m, 1, 1);
-    rc = b != NULL ? forward(ops, b, items, n, lg2, &err) : -1;
+    rc = b != NULL ? forward_items(ops, b, items, n, lg2, &err) : -1;
     CHECK(rc == 0 && memcmp(lg2, alone, sizeof(float) * (size_t) total) == 0,
           "tp=1, 1 thread, packed: the bits of tp=1 alone");
     if (b != NULL) {
@@ -410,18 +315,18 @@ main(void)
     b = open_tp(ops, m, 2, 2);
     if (b != NULL) {
         clef_cpu_backend_fail_at(b, 1, 2);
-        rc = forward(ops, b, items, n, lg2, &err);
+        rc = forward_items(ops, b, items, n, lg2, &err);
         CHECK(rc == -1 && strstr(err.message, "rank 1: a fault injected at layer 2")
               != NULL, "rank 1 fails at layer 2: the forward returns its error "
               "(%s)", rc != 0 ? err.message : "none");
         clef_cpu_backend_fail_at(b, 1, -1);
         clef_cpu_backend_fail_at(b, 0, 3);
-        rc = forward(ops, b, items, n_text, lg2, &err);
+        rc = forward_items(ops, b, items, n_text, lg2, &err);
         CHECK(rc == -1 && strstr(err.message, "rank 0: a fault injected at layer 3")
               != NULL, "rank 0 fails at layer 3 while rank 1 waits in an "
               "all-reduce: an error (%s)", rc != 0 ? err.message : "none");
         clef_cpu_backend_fail_at(b, 0, -1);
-        rc = forward(ops, b, items, n, lg2, &err);
+        rc = forward_items(ops, b, items, n, lg2, &err);
         CHECK(rc == 0 && memcmp(lg, lg2, sizeof(float) * (size_t) total) == 0,
               "after the faults the next forward gives the same bits again");
         ops->close(b);

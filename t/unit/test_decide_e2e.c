@@ -39,6 +39,7 @@
 #include "answer.h"
 #include "backend.h"
 #include "check.h"
+#include "shell.h"
 #include "encode.h"
 #include "model.h"
 #include "request.h"
@@ -60,20 +61,6 @@
 static char    root[1024];
 static char    tmp[1024];
 static double  max_logit, max_prob, max_hidden;
-
-static int __attribute__((format(printf, 1, 2)))
-sh(const char *fmt, ...)
-{
-    char     cmd[4096];
-    va_list  ap;
-    int      st;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    st = system(cmd);
-    return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-}
 
 static json_t *
 read_jsonl(const char *path)

@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "shell.h"
 #include "vision_cases.h"
 #include "encode_images.h"
 #include "model.h"
@@ -36,21 +37,6 @@
 
 static char    tmp[] = "/tmp/clef_vision_XXXXXX";
 static double  worst_pix, worst_bytes;
-
-
-static int __attribute__((format(printf, 1, 2)))
-sh(const char *fmt, ...)
-{
-    char     cmd[4096];
-    va_list  ap;
-    int      st;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    st = system(cmd);
-    return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-}
 
 
 /* The reference's resized image k of case c, as the record's pixels. */
