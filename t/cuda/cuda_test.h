@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "check.h"
 #include "splitmix64.h"
+#include "model.h"
 #include "tensor.h"
 
 /* The numerics contract of the CUDA backend (DESIGN §5): probabilities
@@ -238,5 +239,47 @@ max_rel(const float *got, size_t lg, const float *want, size_t lw, size_t rows,
         CHECK(e_ <= (tol), __VA_ARGS__);                                     \
         printf("#   max error / max |ref| = %.3g (tol %g)\n", e_, (double) (tol)); \
     } while (0)
+
+/* A random checkpoint (build/clef mkmodel --config config) made in a
+ * fresh directory /tmp/<prefix>-XXXXXX, whose path goes to dir (at least
+ * 64 bytes), and opened; NULL with the reason printed. */
+static __attribute__((unused)) clef_model *
+cuda_test_mkmodel(const char *prefix, const char *config, int seed,
+    int shards, char *dir)
+{
+    char         cmd[2048];
+    clef_error   err;
+    clef_model  *m;
+
+    snprintf(dir, 64, "/tmp/%s-XXXXXX", prefix);
+    if (mkdtemp(dir) == NULL) {
+        printf("# mkdtemp %s failed\n", dir);
+        return NULL;
+    }
+    snprintf(cmd, sizeof(cmd), "build/clef mkmodel --config %s --tokenizer "
+             "%s --seed %d --shards %d --out %s > /dev/null",
+             config, check_qwen3_tokenizer(), seed, shards, dir);
+    if (system(cmd) != 0) {
+        printf("# failed: %s\n", cmd);
+        return NULL;
+    }
+    memset(&err, 0, sizeof(err));
+    m = clef_model_open(dir, 0, &err);
+    if (m == NULL) {
+        printf("# %s: %s\n", dir, err.message);
+    }
+    return m;
+}
+
+static __attribute__((unused)) void
+cuda_test_remove_dir(const char *dir)
+{
+    char  cmd[1100];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0) {
+        printf("# could not remove %s\n", dir);
+    }
+}
 
 #endif

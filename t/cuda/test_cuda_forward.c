@@ -75,43 +75,14 @@ fixture_seed(const config *c)
 static clef_model *
 make_model(const config *c, char *dir)
 {
-    char         cmd[2048], cfg[1024];
-    clef_error   err;
-    clef_model  *m;
+    char  cfg[1024];
 
-    strcpy(dir, "/tmp/clef-cuda-fwd-XXXXXX");
-    if (mkdtemp(dir) == NULL) {
-        return NULL;
-    }
     if (c->config != NULL) {
         snprintf(cfg, sizeof(cfg), "%s", c->config);
     } else {
         snprintf(cfg, sizeof(cfg), "%s/models/%s.json", check_fixtures(), c->name);
     }
-    snprintf(cmd, sizeof(cmd), "build/clef mkmodel --config %s --tokenizer "
-             "%s --seed %d --shards %d --out %s > /dev/null",
-             cfg, check_qwen3_tokenizer(), fixture_seed(c), c->shards, dir);
-    if (system(cmd) != 0) {
-        printf("# failed: %s\n", cmd);
-        return NULL;
-    }
-    memset(&err, 0, sizeof(err));
-    m = clef_model_open(dir, 0, &err);
-    if (m == NULL) {
-        printf("# %s: %s\n", dir, err.message);
-    }
-    return m;
-}
-
-static void
-remove_dir(const char *dir)
-{
-    char  cmd[1100];
-
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0) {
-        printf("# could not remove %s\n", dir);
-    }
+    return cuda_test_mkmodel("clef-cuda-fwd", cfg, fixture_seed(c), c->shards, dir);
 }
 
 static double
@@ -488,7 +459,7 @@ main(void)
             clef_backend_find("cpu", NULL)->close(cb);
         }
         clef_model_close(m);
-        remove_dir(dir);
+        cuda_test_remove_dir(dir);
         fflush(stdout);
     }
     return check_done();

@@ -61,38 +61,8 @@ static const int  lens[NREC] = { 1, 63, 64, 65, 300, 3 };
 static clef_model *
 make_model(char *dir)
 {
-    char         cmd[2048];
-    clef_error   err;
-    clef_model  *m;
-
-    strcpy(dir, "/tmp/clef-cuda-tp-XXXXXX");
-    if (mkdtemp(dir) == NULL) {
-        return NULL;
-    }
-    snprintf(cmd, sizeof(cmd), "build/clef mkmodel --config t/cuda/models/tp4.json "
-             "--tokenizer %s --seed 7 --shards 2 --out %s > /dev/null",
-             check_qwen3_tokenizer(), dir);
-    if (system(cmd) != 0) {
-        printf("# failed: %s\n", cmd);
-        return NULL;
-    }
-    memset(&err, 0, sizeof(err));
-    m = clef_model_open(dir, 0, &err);
-    if (m == NULL) {
-        printf("# %s: %s\n", dir, err.message);
-    }
-    return m;
-}
-
-static void
-remove_dir(const char *dir)
-{
-    char  cmd[1100];
-
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0) {
-        printf("# could not remove %s\n", dir);
-    }
+    return cuda_test_mkmodel("clef-cuda-tp", "t/cuda/models/tp4.json", 7, 2,
+                             dir);
 }
 
 /* A record of len random tokens with 1-3 questions of 2-4 options. */
@@ -649,6 +619,6 @@ done:
     free(f.ref_h);
     free(cp);
     clef_model_close(m);
-    remove_dir(dir);
+    cuda_test_remove_dir(dir);
     return check_done();
 }
