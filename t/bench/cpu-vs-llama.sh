@@ -25,14 +25,14 @@
 # Fairness.  llama-server gets the same threads for prompts (-t, and -tb
 # follows it), one slot, a context and ubatch that hold the longest record
 # whole (a decision record must be one ubatch), a warm-up request per
-# workload before the timed ones, and --no-mmap: its weights are read into
-# memory as ours are.  With the default mmap, a shared machine whose page
-# cache is under pressure evicts the GGUF's pages (the f32 one is 1.7 GB)
-# and llama.cpp then reads weights from disk inside the timed requests.
-# Its threads spin between graph nodes by default (--poll 50), which on a
-# loaded machine costs it time that blocking waits (--poll 0, how our pool
-# waits) do not: it runs at every level of LLAMA_POLL and keeps its best,
-# so no setting of its own can explain a ratio in our favour.
+# workload before the timed ones, and --load-mode none: its weights are
+# read into memory as ours are, where a mapped GGUF (the f32 one is 1.7 GB)
+# could lose pages to a page cache under pressure on a shared machine and
+# be read back from disk inside timed requests.  Its threads spin between
+# graph nodes by default (--poll 50), which on a loaded machine can cost it
+# time that blocking waits (--poll 0, how our pool waits) do not: it runs
+# at every level of LLAMA_POLL and keeps its best, so no setting of its own
+# can explain a ratio in our favour.
 #
 # A benchmark, not a test: it asserts nothing.  On a shared machine read the
 # ratios.  Environment: WORKLOADS ("1x256 8x256 4x512 1x2048 1x8192"),
@@ -158,7 +158,7 @@ def start_llama(gguf, poll):
     ctx = longest + 1024
     p = subprocess.Popen([server, "-m", gguf, "-t", str(threads), "-c", str(ctx),
                           "-b", str(ctx), "-ub", str(ctx), "--parallel", "1",
-                          "--no-mmap", "--poll", poll,
+                          "--load-mode", "none", "--poll", poll,
                           "--host", "127.0.0.1", "--port", str(port)],
                          stdout=subprocess.DEVNULL, stderr=open(gguf + ".server.log", "w"))
     for _ in range(600):
