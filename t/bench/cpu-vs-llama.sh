@@ -20,7 +20,9 @@
 #    (/v1/systemone requests of the same lengths, sent one after another:
 #    llama.cpp runs one decision record per ubatch; input tokens over wall
 #    time, best of ROUNDS) for each workload RECORDS x TOKENS, and the
-#    ratios ours / llama.cpp at the same precision.
+#    ratios ours / llama.cpp at the same precision.  The two are measured
+#    in alternation, round by round, so that a shared machine's load falls
+#    on both.
 #
 # Fairness.  llama-server gets the same threads for prompts (-t, and -tb
 # follows it), one slot, a context and ubatch that hold the longest record
@@ -156,14 +158,15 @@ def post(port, obj):
 def start_llama(gguf, poll):
     port = free_port()
     ctx = longest + 1024
+    log = f"{gguf}.poll{poll}.server.log"
     p = subprocess.Popen([server, "-m", gguf, "-t", str(threads), "-c", str(ctx),
                           "-b", str(ctx), "-ub", str(ctx), "--parallel", "1",
                           "--load-mode", "none", "--poll", poll,
                           "--host", "127.0.0.1", "--port", str(port)],
-                         stdout=subprocess.DEVNULL, stderr=open(gguf + ".server.log", "w"))
+                         stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     for _ in range(600):
         if p.poll() is not None:
-            sys.exit(f"llama-server exited ({p.returncode}); see {gguf}.server.log")
+            sys.exit(f"llama-server exited ({p.returncode}); see {log}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if r.status == 200:
@@ -189,63 +192,69 @@ def probs(answer):
     return {"true": answer["noul"]}
 
 
-def ours_rate(precision, records, tokens):
-    best = 0.0
-    for _ in range(rounds):
-        out = subprocess.run([clef, "bench", model, "--records", str(records),
-                              "--tokens", str(records * tokens), "-t", str(threads),
-                              "--repeat", "2", "--max-scaling", "0",
-                              "--precision", precision],
-                             capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("total:"):
-                best = max(best, float(line.split()[1]))
-    return best
+def ours_once(precision, records, tokens):
+    """one `clef bench` run: a warm-up forward, then the best of two"""
+    out = subprocess.run([clef, "bench", model, "--records", str(records),
+                          "--tokens", str(records * tokens), "-t", str(threads),
+                          "--repeat", "2", "--max-scaling", "0",
+                          "--precision", precision],
+                         capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.startswith("total:"):
+            return float(line.split()[1])
+    sys.exit("clef bench printed no total")
 
 
-def llama_rate(port, records, tokens, bodies):
+def llama_once(port, records, tokens, bodies):
     b = bodies[tokens]
-    post(port, b)                               # warm-up
-    best = 0.0
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(records):
-            post(port, b)
-        best = max(best, records * tokens / (time.perf_counter() - t0))
-    return best
+    t0 = time.perf_counter()
+    for _ in range(records):
+        post(port, b)
+    return records * tokens / (time.perf_counter() - t0)
 
 
 samples = [body(w) for w in (1, 40, 300)]
 bodies = {t: body_of_length(t) for t in sorted({t for _, t in workloads})}
+# Per precision, one llama-server per --poll level, all up at once; per
+# workload, after a warm-up request to each, ROUNDS rounds of each server
+# then ours, so that both are measured in the same minutes of a shared
+# machine (llama.cpp gets a try per poll level a round, we get one).
 rates = {}
 for ours, theirs in (("fp32", "f32"), ("bf16", "bf16")):
-    for poll in polls:
-        proc, port = start_llama(f"{model}.{theirs}.gguf", poll)
-        try:
-            if poll == polls[0]:
-                mine = ours_decide(ours, samples)
-                worst = 0.0
-                for b, a in zip(samples, mine):
-                    other = post(port, b)["answers"]
-                    for q, ans in a["answers"].items():
-                        pa, pb = probs(ans), probs(other[q])
-                        worst = max(worst, max(abs(pa[k] - pb[k]) for k in pa))
-                print(f"# agreement, ngx_clef {ours} vs llama.cpp {theirs}: max "
-                      f"|probability| diff {worst:.2g} over {len(samples)} requests "
-                      f"(ours rounded to 4 decimals)", flush=True)
-            for w in workloads:
-                r = llama_rate(port, w[0], w[1], bodies)
-                print(f"# llama.cpp {theirs} --poll {poll} {w[0]} x {w[1]}: {r:.0f} "
-                      f"tokens/s", flush=True)
-                key = ("llama", ours) + w
+    servers = []
+    try:
+        for poll in polls:
+            servers.append((poll,) + start_llama(f"{model}.{theirs}.gguf", poll))
+        port = servers[0][2]
+        mine = ours_decide(ours, samples)
+        worst = 0.0
+        for b, a in zip(samples, mine):
+            other = post(port, b)["answers"]
+            for q, ans in a["answers"].items():
+                pa, pb = probs(ans), probs(other[q])
+                worst = max(worst, max(abs(pa[k] - pb[k]) for k in pa))
+        print(f"# agreement, ngx_clef {ours} vs llama.cpp {theirs}: max |probability| "
+              f"diff {worst:.2g} over {len(samples)} requests (ours rounded to 4 "
+              f"decimals)", flush=True)
+        for w in workloads:
+            for poll, proc, port in servers:
+                post(port, bodies[w[1]])            # warm-up
+            for k in range(rounds):
+                for poll, proc, port in servers:
+                    r = llama_once(port, w[0], w[1], bodies)
+                    key = ("llama", ours) + w
+                    rates[key] = max(rates.get(key, 0.0), r)
+                    print(f"# {w[0]} x {w[1]} round {k + 1}: llama.cpp {theirs} "
+                          f"--poll {poll} {r:.0f} tokens/s", flush=True)
+                r = ours_once(ours, w[0], w[1])
+                key = ("clef", ours) + w
                 rates[key] = max(rates.get(key, 0.0), r)
-        finally:
+                print(f"# {w[0]} x {w[1]} round {k + 1}: ngx_clef {ours} {r:.0f} "
+                      f"tokens/s", flush=True)
+    finally:
+        for poll, proc, port in servers:
             proc.terminate()
             proc.wait()
-    for w in workloads:
-        rates[("clef", ours) + w] = ours_rate(ours, w[0], w[1])
-        print(f"# ngx_clef {ours} {w[0]} x {w[1]}: {rates[('clef', ours) + w]:.0f} "
-              f"tokens/s", flush=True)
 
 print(f"# {model}, {threads} threads, prompt tokens/s, best of {rounds} "
       f"(llama.cpp: and of --poll {', '.join(polls)})")
