@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act.h"
 #include "gemm.h"
 #include "norm.h"
 #include "records.h"
@@ -141,10 +142,7 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
             }
             m = clef_vec_max(srow, valid, mx[r]);
             corr = clef_exp(mx[r] - m);          /* 0 on the first block */
-            for (c = 0; c < valid; c++) {
-                srow[c] = clef_exp(srow[c] - m);
-            }
-            l = clef_vec_sum(srow, valid);
+            l = clef_cpu_exp_sum(srow, valid, m);
             for (c = valid; c < nk; c++) {
                 srow[c] = 0.0f;
             }
@@ -255,15 +253,13 @@ gate_task(void *ctx, int64_t begin, int64_t end, int worker)
     const float     *gt;
     float           *ot;
     int64_t          t;
-    int              h, d;
+    int              h;
 
     for (t = begin; t < end; t++) {
         for (h = 0; h < j->hq; h++) {
             ot = j->o + t * j->ldo + (int64_t) h * j->hd;
             gt = j->gate + t * j->ldgate + h * j->gate_head_stride;
-            for (d = 0; d < j->hd; d++) {
-                ot[d] *= clef_sigmoid(gt[d]);
-            }
+            clef_cpu_sigmoid_mul(ot, gt, j->hd);
         }
     }
 }

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "act.h"
 #include "gemm.h"
 #include "trsm.h"
 #include "vec.h"
@@ -125,11 +126,7 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
          * upper triangle (which would overflow) is never formed. */
         for (s = 0; s < n; s++) {
             bs = beta[(t0 + s) * ldgb];
-            for (r = 0; r < s; r++) {
-                e = clef_exp(gam[s] - gam[r]);
-                kk[s * C + r] *= bs * e;
-                qk[s * C + r] *= e;
-            }
+            clef_cpu_decay_row(kk + s * C, qk + s * C, gam, gam[s], bs, s);
             for (r = s + 1; r < n; r++) {
                 qk[s * C + r] = 0.0f;
             }

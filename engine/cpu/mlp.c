@@ -1,6 +1,6 @@
 #include "mlp.h"
 
-#include "vec.h"
+#include "act.h"
 
 typedef struct {
     float    *gu;
@@ -12,16 +12,12 @@ static void
 swiglu_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const swiglu_job  *j = ctx;
-    float             *g, *u;
+    float             *g;
     int64_t            r;
-    int                i;
 
     for (r = begin; r < end; r++) {
         g = j->gu + r * j->ld;
-        u = g + j->inter;
-        for (i = 0; i < j->inter; i++) {
-            g[i] = clef_silu(g[i]) * u[i];
-        }
+        clef_cpu_silu_mul(g, g + j->inter, j->inter);
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include <stddef.h>
 
+#include "act.h"
 #include "vec.h"
 
 void
@@ -22,12 +23,9 @@ clef_cpu_rmsnorm_gated_row(const float *x, const float *z, float *y, int dim,
     const float *w, float eps)
 {
     float  r;
-    int    i;
 
     r = 1.0f / sqrtf(clef_vec_sumsq(x, dim) / (float) dim + eps);
-    for (i = 0; i < dim; i++) {
-        y[i] = (w[i] * (x[i] * r)) * clef_silu(z[i]);
-    }
+    clef_cpu_scale_gate_silu(x, z, y, dim, w, r);
 }
 
 typedef struct {

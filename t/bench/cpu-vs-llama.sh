@@ -20,18 +20,34 @@
 #    (/v1/systemone requests of the same lengths, sent one after another:
 #    llama.cpp runs one decision record per ubatch; input tokens over wall
 #    time, best of ROUNDS) for each workload RECORDS x TOKENS, and the
-#    ratios ours / llama.cpp at the same precision.
+#    ratios ours / llama.cpp at the same precision.  The two are measured
+#    in alternation, round by round, so that a shared machine's load falls
+#    on both.
+#
+# Fairness.  llama-server gets the same threads for prompts (-t, and -tb
+# follows it), one slot, a context and ubatch that hold the longest record
+# whole (a decision record must be one ubatch), a warm-up request per
+# workload before the timed ones, and --load-mode none: its weights are
+# read into memory as ours are, where a mapped GGUF (the f32 one is 1.7 GB)
+# could lose pages to a page cache under pressure on a shared machine and
+# be read back from disk inside timed requests.  Its threads spin between
+# graph nodes by default (--poll 50), which on a loaded machine can cost it
+# time that blocking waits (--poll 0, how our pool waits) do not: it runs
+# at every level of LLAMA_POLL and keeps its best, so no setting of its own
+# can explain a ratio in our favour.
 #
 # A benchmark, not a test: it asserts nothing.  On a shared machine read the
 # ratios.  Environment: WORKLOADS ("1x256 8x256 4x512 1x2048 1x8192"),
-# ROUNDS (2), BENCH_MODEL (build/bench/medium-qwen3), LLAMA_DIR
-# (build/llama).
+# ROUNDS (2), LLAMA_POLL ("50 0"), BENCH_MODEL (build/bench/medium-qwen3),
+# LLAMA_DIR (build/llama), CLEF (build/clef: the binary measured as ours).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 THREADS=${1:-$(nproc)}
 WORKLOADS=${WORKLOADS:-1x256 8x256 4x512 1x2048 1x8192}
 ROUNDS=${ROUNDS:-2}
+POLL=${LLAMA_POLL:-50 0}
+CLEF=${CLEF:-build/clef}
 MODEL=${BENCH_MODEL:-build/bench/medium-qwen3}
 LLAMA=${LLAMA_DIR:-build/llama}
 VENV=$LLAMA/venv
@@ -86,11 +102,14 @@ for t in f32 bf16; do
 done
 
 # ---- the run: agreement, then throughput --------------------------------
-exec "$VENV/bin/python" - "$SERVER" "$MODEL" "$THREADS" "$ROUNDS" $WORKLOADS <<'EOF'
+exec "$VENV/bin/python" - "$SERVER" "$MODEL" "$THREADS" "$ROUNDS" "$POLL" "$CLEF" \
+    $WORKLOADS <<'EOF'
 import json, os, socket, subprocess, sys, time, urllib.request
 
 server, model, threads, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-workloads = [tuple(int(x) for x in w.split("x")) for w in sys.argv[5:]]
+polls = sys.argv[5].split()
+clef = sys.argv[6]
+workloads = [tuple(int(x) for x in w.split("x")) for w in sys.argv[7:]]
 longest = max(t for _, t in workloads)
 QUESTIONS = {
     "urgent": {"type": "noul", "instructions": "Does this convey urgency?"},
@@ -105,7 +124,7 @@ def body(words):
 
 
 def n_tokens(words):
-    out = subprocess.run(["build/clef", "encode", model, "--max-length", "65536"],
+    out = subprocess.run([clef, "encode", model, "--max-length", "65536"],
                          input=json.dumps(body(words)) + "\n", text=True,
                          capture_output=True, check=True).stdout
     return len(json.loads(out.splitlines()[0])["input_ids"])
@@ -136,16 +155,18 @@ def post(port, obj):
         return json.loads(r.read())
 
 
-def start_llama(gguf):
+def start_llama(gguf, poll):
     port = free_port()
     ctx = longest + 1024
+    log = f"{gguf}.poll{poll}.server.log"
     p = subprocess.Popen([server, "-m", gguf, "-t", str(threads), "-c", str(ctx),
                           "-b", str(ctx), "-ub", str(ctx), "--parallel", "1",
+                          "--load-mode", "none", "--poll", poll,
                           "--host", "127.0.0.1", "--port", str(port)],
-                         stdout=subprocess.DEVNULL, stderr=open(gguf + ".server.log", "w"))
+                         stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     for _ in range(600):
         if p.poll() is not None:
-            sys.exit(f"llama-server exited ({p.returncode}); see {gguf}.server.log")
+            sys.exit(f"llama-server exited ({p.returncode}); see {log}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if r.status == 200:
@@ -158,7 +179,7 @@ def start_llama(gguf):
 
 
 def ours_decide(precision, bodies):
-    out = subprocess.run(["build/clef", "decide", model, "-t", str(threads),
+    out = subprocess.run([clef, "decide", model, "-t", str(threads),
                           "--precision", precision],
                          input="".join(json.dumps(b) + "\n" for b in bodies),
                          text=True, capture_output=True, check=True).stdout
@@ -171,38 +192,40 @@ def probs(answer):
     return {"true": answer["noul"]}
 
 
-def ours_rate(precision, records, tokens):
-    best = 0.0
-    for _ in range(rounds):
-        out = subprocess.run(["build/clef", "bench", model, "--records", str(records),
-                              "--tokens", str(records * tokens), "-t", str(threads),
-                              "--repeat", "2", "--max-scaling", "0",
-                              "--precision", precision],
-                             capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("total:"):
-                best = max(best, float(line.split()[1]))
-    return best
+def ours_once(precision, records, tokens):
+    """one `clef bench` run: a warm-up forward, then the best of two"""
+    out = subprocess.run([clef, "bench", model, "--records", str(records),
+                          "--tokens", str(records * tokens), "-t", str(threads),
+                          "--repeat", "2", "--max-scaling", "0",
+                          "--precision", precision],
+                         capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.startswith("total:"):
+            return float(line.split()[1])
+    sys.exit("clef bench printed no total")
 
 
-def llama_rate(port, records, tokens, bodies):
+def llama_once(port, records, tokens, bodies):
     b = bodies[tokens]
-    post(port, b)                               # warm-up
-    best = 0.0
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(records):
-            post(port, b)
-        best = max(best, records * tokens / (time.perf_counter() - t0))
-    return best
+    t0 = time.perf_counter()
+    for _ in range(records):
+        post(port, b)
+    return records * tokens / (time.perf_counter() - t0)
 
 
 samples = [body(w) for w in (1, 40, 300)]
 bodies = {t: body_of_length(t) for t in sorted({t for _, t in workloads})}
+# Per precision, one llama-server per --poll level, all up at once; per
+# workload, after a warm-up request to each, ROUNDS rounds of each server
+# then ours, so that both are measured in the same minutes of a shared
+# machine (llama.cpp gets a try per poll level a round, we get one).
 rates = {}
 for ours, theirs in (("fp32", "f32"), ("bf16", "bf16")):
-    proc, port = start_llama(f"{model}.{theirs}.gguf")
+    servers = []
     try:
+        for poll in polls:
+            servers.append((poll,) + start_llama(f"{model}.{theirs}.gguf", poll))
+        port = servers[0][2]
         mine = ours_decide(ours, samples)
         worst = 0.0
         for b, a in zip(samples, mine):
@@ -214,14 +237,27 @@ for ours, theirs in (("fp32", "f32"), ("bf16", "bf16")):
               f"diff {worst:.2g} over {len(samples)} requests (ours rounded to 4 "
               f"decimals)", flush=True)
         for w in workloads:
-            rates[("llama", ours) + w] = llama_rate(port, w[0], w[1], bodies)
+            for poll, proc, port in servers:
+                post(port, bodies[w[1]])            # warm-up
+            for k in range(rounds):
+                for poll, proc, port in servers:
+                    r = llama_once(port, w[0], w[1], bodies)
+                    key = ("llama", ours) + w
+                    rates[key] = max(rates.get(key, 0.0), r)
+                    print(f"# {w[0]} x {w[1]} round {k + 1}: llama.cpp {theirs} "
+                          f"--poll {poll} {r:.0f} tokens/s", flush=True)
+                r = ours_once(ours, w[0], w[1])
+                key = ("clef", ours) + w
+                rates[key] = max(rates.get(key, 0.0), r)
+                print(f"# {w[0]} x {w[1]} round {k + 1}: ngx_clef {ours} {r:.0f} "
+                      f"tokens/s", flush=True)
     finally:
-        proc.terminate()
-        proc.wait()
-    for w in workloads:
-        rates[("clef", ours) + w] = ours_rate(ours, w[0], w[1])
+        for poll, proc, port in servers:
+            proc.terminate()
+            proc.wait()
 
-print(f"# {model}, {threads} threads, prompt tokens/s, best of {rounds}")
+print(f"# {model}, {threads} threads, prompt tokens/s, best of {rounds} "
+      f"(llama.cpp: and of --poll {', '.join(polls)})")
 print(f"{'work':<10} {'clef fp32':>10} {'llama f32':>10} {'clef bf16':>10} "
       f"{'llama bf16':>11} {'fp32/f32':>9} {'bf16/bf16':>10}")
 for w in workloads:
