@@ -93,6 +93,41 @@ sum_bf16(comm_cpu *c, size_t begin, size_t end)
     }
 }
 
+/* The first half of a collective: rank hands in its buffer and waits for
+ * every rank; all must bring the same count and type.  0, or -1 with err
+ * filled ("<what>: …") and the time spent counted; a mismatch aborts the
+ * communicator, so every rank gives up alike. */
+static int
+arrive(comm_cpu *c, const char *what, int rank, void *buf, size_t n,
+    clef_comm_dtype dtype, double t0, clef_error *err)
+{
+    int  r, size = c->base.size;
+
+    if (rank < 0 || rank >= size) {
+        return clef_error_set(err, 500, "backend", NULL, "%s: rank %d of %d",
+                              what, rank, size);
+    }
+    c->buf[rank] = buf;
+    c->n[rank] = n;
+    c->dtype[rank] = dtype;
+    if (barrier(c) != 0) {
+        c->seconds[rank] += clef_clock_seconds() - t0;
+        return clef_error_set(err, 500, "backend", NULL,
+                              "%s: another rank failed", what);
+    }
+    for (r = 1; r < size; r++) {
+        if (c->n[r] != c->n[0] || c->dtype[r] != c->dtype[0]) {
+            clef_comm_cpu_abort(&c->base);
+            c->seconds[rank] += clef_clock_seconds() - t0;
+            return clef_error_set(err, 500, "backend", NULL,
+                                  "%s: rank %d brought %zu elements, "
+                                  "rank 0 %zu", what, r, c->n[r], c->n[0]);
+        }
+    }
+    return 0;
+}
+
+
 static int
 cpu_all_reduce_sum(clef_comm *base, int rank, void *buf, size_t n,
     clef_comm_dtype dtype, void *stream, clef_error *err)
@@ -100,27 +135,10 @@ cpu_all_reduce_sum(clef_comm *base, int rank, void *buf, size_t n,
     comm_cpu  *c = (comm_cpu *) base;
     size_t     begin, end;
     double     t0 = clef_clock_seconds();
-    int        r, size = base->size;
+    int        size = base->size;
 
-    if (rank < 0 || rank >= size) {
-        return clef_error_set(err, 500, "backend", NULL,
-                              "all-reduce: rank %d of %d", rank, size);
-    }
-    c->buf[rank] = buf;
-    c->n[rank] = n;
-    c->dtype[rank] = dtype;
-    if (barrier(c) != 0) {
-        goto aborted;
-    }
-    for (r = 1; r < size; r++) {
-        if (c->n[r] != c->n[0] || c->dtype[r] != c->dtype[0]) {
-            /* every rank sees the same mismatch and gives up alike */
-            clef_comm_cpu_abort(base);
-            c->seconds[rank] += clef_clock_seconds() - t0;
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "all-reduce: rank %d brought %zu elements, "
-                                  "rank 0 %zu", r, c->n[r], c->n[0]);
-        }
+    if (arrive(c, "all-reduce", rank, buf, n, dtype, t0, err) != 0) {
+        return -1;
     }
     begin = n * (size_t) rank / (size_t) size;
     end = n * (size_t) (rank + 1) / (size_t) size;
@@ -160,24 +178,8 @@ cpu_all_gather(clef_comm *base, int rank, void *buf, size_t n,
     double     t0 = clef_clock_seconds();
     int        r, size = base->size;
 
-    if (rank < 0 || rank >= size) {
-        return clef_error_set(err, 500, "backend", NULL,
-                              "all-gather: rank %d of %d", rank, size);
-    }
-    c->buf[rank] = buf;
-    c->n[rank] = n;
-    c->dtype[rank] = dtype;
-    if (barrier(c) != 0) {
-        goto aborted;
-    }
-    for (r = 1; r < size; r++) {
-        if (c->n[r] != c->n[0] || c->dtype[r] != c->dtype[0]) {
-            clef_comm_cpu_abort(base);
-            c->seconds[rank] += clef_clock_seconds() - t0;
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "all-gather: rank %d brought %zu elements, "
-                                  "rank 0 %zu", r, c->n[r], c->n[0]);
-        }
+    if (arrive(c, "all-gather", rank, buf, n, dtype, t0, err) != 0) {
+        return -1;
     }
     for (r = 0; r < size; r++) {
         if (r != rank) {
