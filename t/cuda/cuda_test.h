@@ -282,4 +282,62 @@ cuda_test_remove_dir(const char *dir)
     }
 }
 
+/* Tests split into sub-tests, each runnable alone (the device check runs
+ * them one process each): the table, and what the command line picks. */
+typedef struct {
+    const char  *name;
+    void       (*run)(void);
+} cuda_subtest;
+
+/* Reads argv: "--list" prints the names (returns 1: exit 0); each other
+ * argument names a sub-test to run (want[k] = 1), an unknown one bails
+ * out (returns 2: exit 2); 0 otherwise, with every want[] 0 meaning all. */
+static __attribute__((unused)) int
+cuda_test_pick(int argc, char **argv, const cuda_subtest *t, size_t n,
+    int *want)
+{
+    size_t  k;
+    int     a;
+
+    memset(want, 0, sizeof(int) * n);
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--list") == 0) {
+            for (k = 0; k < n; k++) {
+                printf("%s\n", t[k].name);
+            }
+            return 1;
+        }
+        for (k = 0; k < n && strcmp(argv[a], t[k].name) != 0; k++) {
+            /* void */
+        }
+        if (k == n) {
+            printf("Bail out! unknown sub-test '%s' (--list names them)\n",
+                   argv[a]);
+            return 2;
+        }
+        want[k] = 1;
+    }
+    return 0;
+}
+
+/* Runs the picked sub-tests (all when none was named), each under a
+ * "# name" line. */
+static __attribute__((unused)) void
+cuda_test_run(const cuda_subtest *t, size_t n, const int *want)
+{
+    size_t  k;
+    int     any = 0;
+
+    for (k = 0; k < n; k++) {
+        any |= want[k];
+    }
+    for (k = 0; k < n; k++) {
+        if (!any || want[k]) {
+            printf("# %s\n", t[k].name);
+            fflush(stdout);
+            t[k].run();
+        }
+    }
+}
+
 #endif

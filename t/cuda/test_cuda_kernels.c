@@ -1182,12 +1182,7 @@ t_group_attention(void)
     test_group_attention(40, 5);             /* r2's head, d = 8 */
 }
 
-typedef struct {
-    const char  *name;
-    void       (*run)(void);
-} subtest;
-
-static const subtest  subtests[] = {
+static const cuda_subtest  subtests[] = {
     { "embed", test_embed },
     { "rmsnorm", t_rmsnorm },
     { "conv", test_conv },
@@ -1211,26 +1206,13 @@ int
 main(int argc, char **argv)
 {
     clef_error  err;
-    size_t      k;
-    int         r, i, a, want[N_SUBTESTS], any = 0;
+    int         r, i, want[N_SUBTESTS];
 
-    memset(want, 0, sizeof(want));
-    for (a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--list") == 0) {
-            for (k = 0; k < N_SUBTESTS; k++) {
-                printf("%s\n", subtests[k].name);
-            }
-            return 0;
-        }
-        for (k = 0; k < N_SUBTESTS && strcmp(argv[a], subtests[k].name) != 0; k++) {
-            /* void */
-        }
-        if (k == N_SUBTESTS) {
-            printf("Bail out! unknown sub-test '%s' (--list names them)\n", argv[a]);
-            return 2;
-        }
-        want[k] = 1;
-        any = 1;
+    switch (cuda_test_pick(argc, argv, subtests, N_SUBTESTS, want)) {
+    case 1:
+        return 0;
+    case 2:
+        return 2;
     }
 
     if (cuda_test_skip()) {
@@ -1258,13 +1240,7 @@ main(int argc, char **argv)
     cu_d = up_i32(cu, NREC + 1);
     pos_d = up_i32(pos, (size_t) T);
 
-    for (k = 0; k < N_SUBTESTS; k++) {
-        if (!any || want[k]) {
-            printf("# %s\n", subtests[k].name);
-            fflush(stdout);
-            subtests[k].run();
-        }
-    }
+    cuda_test_run(subtests, N_SUBTESTS, want);
 
     cudaFree(cu_d);
     cudaFree(pos_d);

@@ -862,12 +862,7 @@ test_tower_vision72(void)
 
 /* ---- driver ---------------------------------------------------------------- */
 
-typedef struct {
-    const char  *name;
-    void       (*run)(void);
-} subtest;
-
-static const subtest  subtests[] = {
+static const cuda_subtest  subtests[] = {
     { "vpatchify", test_vpatchify },
     { "vlayernorm", test_vlayernorm },
     { "vpos", test_vpos },
@@ -884,26 +879,13 @@ int
 main(int argc, char **argv)
 {
     clef_error  err;
-    size_t      k;
-    int         a, want[N_SUBTESTS], any = 0;
+    int         want[N_SUBTESTS];
 
-    memset(want, 0, sizeof(want));
-    for (a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--list") == 0) {
-            for (k = 0; k < N_SUBTESTS; k++) {
-                printf("%s\n", subtests[k].name);
-            }
-            return 0;
-        }
-        for (k = 0; k < N_SUBTESTS && strcmp(argv[a], subtests[k].name) != 0; k++) {
-            /* void */
-        }
-        if (k == N_SUBTESTS) {
-            printf("Bail out! unknown sub-test '%s' (--list names them)\n", argv[a]);
-            return 2;
-        }
-        want[k] = 1;
-        any = 1;
+    switch (cuda_test_pick(argc, argv, subtests, N_SUBTESTS, want)) {
+    case 1:
+        return 0;
+    case 2:
+        return 2;
     }
 
     if (cuda_test_skip()) {
@@ -920,13 +902,7 @@ main(int argc, char **argv)
         printf("Bail out! %s\n", err.message);
         return 1;
     }
-    for (k = 0; k < N_SUBTESTS; k++) {
-        if (!any || want[k]) {
-            printf("# %s\n", subtests[k].name);
-            fflush(stdout);
-            subtests[k].run();
-        }
-    }
+    cuda_test_run(subtests, N_SUBTESTS, want);
     clef_cpu_pool_destroy(pool);
     return check_done();
 }
