@@ -211,10 +211,11 @@ if ! command -v make > /dev/null 2>&1; then
     fi
 fi
 if [ -n "${FORCE_CARRIED_DEPS:-}" ] \
-   || ! pkg-config --exists libpcre2-8 libutf8proc jansson openblas 2> /dev/null; then
+   || ! pkg-config --exists libpcre2-8 libutf8proc jansson openblas libpng \
+                            libjpeg libwebp libwebpdemux 2> /dev/null; then
     unpack_carried >> "$OUT/build.log" 2>&1
     MAKEVARS+=("PKG_CFLAGS=-DUTF8PROC_EXPORTS -I$D/usr/include -I$D/usr/include/x86_64-linux-gnu -I$D/usr/include/x86_64-linux-gnu/openblas-pthread"
-               "PKG_LIBS=-L$L -L$L/openblas-pthread -lpcre2-8 -lutf8proc -ljansson -lopenblas")
+               "PKG_LIBS=-L$L -L$L/openblas-pthread -lpcre2-8 -lutf8proc -ljansson -lopenblas -lpng16 -lz -ljpeg -lwebpdemux -lwebp")
     export LD_LIBRARY_PATH=$L:$L/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     deps_note="$deps_note, carried libraries"
 fi
@@ -343,6 +344,7 @@ run_test "test_cuda_open" "$(budget 60 "$R_KERNELS")" build/t/cuda/test_cuda_ope
 # Each kernel's sub-test in a process of its own, while the clock leaves
 # room for the forward test and the benchmark.
 SUBTESTS=$(build/t/cuda/test_cuda_kernels --list 2> /dev/null)
+[ -z "$SUBTESTS" ] && { note "kernels" "not run" "build/t/cuda/test_cuda_kernels --list gave nothing"; FAILED=1; }
 for s in $SUBTESTS; do
     if [ "$(budget 60 "$R_KERNELS")" -lt 10 ]; then
         note "kernels/$s" "not run" "no time left before the forward test and the bench"

@@ -21,6 +21,8 @@ cd .devcarry/debs
 apt-get download libjansson-dev libjansson4 libpcre2-dev libpcre2-8-0 \
     libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 \
     libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgfortran5 \
-    libquadmath0 make
+    libquadmath0 libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo \
+    libwebp-dev libwebp7 libwebpdemux2 libwebpmux3 \
+    zlib1g-dev make
 cd "$root"
 du -sh .devcarry
