@@ -101,9 +101,13 @@ test-asan: $(SAN_BIN)
 # fails loudly if any OpenBLAS routine is ever called on this path.
 CORE_TESTS := $(addprefix $(BUILD)/t/,test_cpu_gemm test_cpu_gemm_bf16 test_cpu_ops \
               test_cpu_backbone test_head test_decide_e2e)
+#
+# And once more on the AVX2 kernel where the CPU would run the wide AVX-512
+# one (gemm_kernel.h): every check must hold on both kernels.
 test-coretypes: $(CORE_TESTS) $(BUILD)/clef
 	OPENBLAS_CORETYPE=Haswell prove --exec '' $(CORE_TESTS)
 	OPENBLAS_CORETYPE=SkylakeX prove --exec '' $(CORE_TESTS)
+	CLEF_CPU_GEMM_KERNEL=avx2 prove --exec '' $(CORE_TESTS)
 
 # unit tests first (fast, precise failures), then the sanitized run, then
 # the prove suites (mkmodel determinism and the nginx suites)

@@ -64,25 +64,141 @@ typedef struct {
     const uint16_t  *h;
 } b_view;
 
+/* ---- which micro-kernel ------------------------------------------------ */
+
+/* 1 when the wide AVX-512 kernel runs: where the CPU has it, unless
+ * CLEF_CPU_GEMM_KERNEL=avx2 asks for the 6 x 16 kernel everywhere (the
+ * tests run both and compare).  Either gives the same bits (gemm_kernel.h),
+ * so this process-wide choice is one of speed only.  Decided once; threads
+ * that race to decide it decide the same. */
+static int
+wide_kernel(void)
+{
+    static int   decided = -1;
+    const char  *force;
+    int          w;
+
+    w = __atomic_load_n(&decided, __ATOMIC_RELAXED);
+    if (w < 0) {
+        force = getenv("CLEF_CPU_GEMM_KERNEL");
+        w = (force == NULL || strcmp(force, "avx2") != 0)
+            && clef_cpu_gemm_wide_supported();
+        __atomic_store_n(&decided, w, __ATOMIC_RELAXED);
+    }
+    return w;
+}
+
 /* ---- the macro-kernel -------------------------------------------------- */
 
-/* C[m][n] (+)= alpha * A . B over one block of kc.  A tail tile (fewer
+/* One MR x NR tile of C at (i, j) of a macro block.  A tail tile (fewer
  * than MR rows or NR columns) reads zeros past the last row of A and the
  * last column of B (packed with them when A or B is read in place) and goes
  * through a full-size tile of C: its elements are computed by the very
  * code of a full tile, and the lanes that are not kept never touch another
  * lane. */
 static void
-macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
-    float alpha, int load_c, float *c, int64_t ldc)
+tile(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc, const a_view *a,
+    const b_view *b, const float *atail, float alpha, int load_c, float *c,
+    int64_t ldc)
 {
-    float         tile[MR * NR] __attribute__((aligned(64)));
-    float         atail[KC * MR] __attribute__((aligned(64)));
+    float            t[MR * NR] __attribute__((aligned(64)));
     const float     *bp;
     const uint16_t  *bh;
     float           *ct, *cc;
-    int64_t          i, j, mr, nr, r, bks, ldcc, full = m / MR * MR;
-    clef_cpu_mat     rows;
+    int64_t          mr, nr, r, bks, ldcc;
+
+    nr = min64(NR, n - j);
+    mr = min64(MR, m - i);
+    bh = b->h != NULL ? b->h + j / NR * b->ps : NULL;
+    if (nr < NR && b->tail != NULL) {
+        bp = b->tail;
+        bks = NR;
+    } else {
+        bp = b->p + j / NR * b->ps;
+        bks = b->ks;
+    }
+    ct = c + i * ldc + j;
+    cc = ct;
+    ldcc = ldc;
+    if (mr < MR || nr < NR) {
+        if (load_c) {
+            for (r = 0; r < mr; r++) {
+                memcpy(t + r * NR, ct + r * ldc, sizeof(float) * (size_t) nr);
+            }
+        }
+        cc = t;
+        ldcc = NR;
+    }
+    if (bh != NULL) {
+        if (a->packed || mr < MR) {
+            clef_cpu_gemm_kernel_bf16w(kc, a->packed ? a->p + i / MR * a->ps : atail,
+                                       bh, alpha, cc, ldcc, load_c);
+        } else {
+            clef_cpu_gemm_kernel_bf16w_strided(kc, a->p + i * a->rs, a->rs, a->cs,
+                                               bh, alpha, cc, ldcc, load_c);
+        }
+    } else if (a->packed) {
+        clef_cpu_gemm_kernel(kc, a->p + i / MR * a->ps, bp, bks, alpha, cc, ldcc,
+                             load_c);
+    } else if (mr < MR) {
+        clef_cpu_gemm_kernel(kc, atail, bp, bks, alpha, cc, ldcc, load_c);
+    } else {
+        clef_cpu_gemm_kernel_strided(kc, a->p + i * a->rs, a->rs, a->cs, bp, bks,
+                                     alpha, cc, ldcc, load_c);
+    }
+    if (cc == t) {
+        for (r = 0; r < mr; r++) {
+            memcpy(ct + r * ldc, t + r * NR, sizeof(float) * (size_t) nr);
+        }
+    }
+}
+
+/* The 2 MR x 2 NR tile at (i, j), whole rows and columns, on the wide
+ * kernel: two panels of A, two of B, none of them a tail. */
+static void
+wide_tile(int64_t i, int64_t j, int64_t kc, const a_view *a, const b_view *b,
+    float alpha, int load_c, float *c, int64_t ldc)
+{
+    const float  *a0 = a->p + i / MR * a->ps;
+    float        *ct = c + i * ldc + j;
+
+    if (b->h != NULL) {
+        const uint16_t  *h = b->h + j / NR * b->ps;
+
+        if (a->packed) {
+            clef_cpu_gemm_kernel_wide_bf16w(kc, a0, a0 + a->ps, h, h + b->ps,
+                                            alpha, ct, ldc, load_c);
+        } else {
+            clef_cpu_gemm_kernel_wide_bf16w_strided(kc, a->p + i * a->rs, a->rs,
+                                                    a->cs, h, h + b->ps, alpha,
+                                                    ct, ldc, load_c);
+        }
+        return;
+    }
+    if (a->packed) {
+        clef_cpu_gemm_kernel_wide(kc, a0, a0 + a->ps, b->p + j / NR * b->ps,
+                                  b->p + (j / NR + 1) * b->ps, b->ks, alpha, ct,
+                                  ldc, load_c);
+    } else {
+        clef_cpu_gemm_kernel_wide_strided(kc, a->p + i * a->rs, a->rs, a->cs,
+                                          b->p + j / NR * b->ps,
+                                          b->p + (j / NR + 1) * b->ps, b->ks,
+                                          alpha, ct, ldc, load_c);
+    }
+}
+
+/* C[m][n] (+)= alpha * A . B over one block of kc, in steps of 2 MR rows
+ * and 2 NR columns: on the wide kernel where the CPU has it and the step
+ * is whole, else as MR x NR tiles.  Which tile or kernel computes an
+ * element changes nothing in it (gemm_kernel.h). */
+static void
+macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
+    float alpha, int load_c, float *c, int64_t ldc)
+{
+    float    atail[KC * MR] __attribute__((aligned(64)));
+    int64_t  i, j, full = m / MR * MR;
+    int      wide = wide_kernel();
+    clef_cpu_mat  rows;
 
     if (!a->packed && full < m) {
         rows.p = a->p;
@@ -91,53 +207,21 @@ macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
         clef_cpu_pack_a(&rows, full, m - full, 0, kc, atail, kc * MR);
     }
 
-    for (j = 0; j < n; j += NR) {
-        nr = min64(NR, n - j);
-        bh = b->h != NULL ? b->h + j / NR * b->ps : NULL;
-        if (nr < NR && b->tail != NULL) {
-            bp = b->tail;
-            bks = NR;
-        } else {
-            bp = b->p + j / NR * b->ps;
-            bks = b->ks;
-        }
-        for (i = 0; i < m; i += MR) {
-            mr = min64(MR, m - i);
-            ct = c + i * ldc + j;
-            cc = ct;
-            ldcc = ldc;
-            if (mr < MR || nr < NR) {
-                if (load_c) {
-                    for (r = 0; r < mr; r++) {
-                        memcpy(tile + r * NR, ct + r * ldc,
-                               sizeof(float) * (size_t) nr);
-                    }
-                }
-                cc = tile;
-                ldcc = NR;
+    for (j = 0; j < n; j += 2 * NR) {
+        for (i = 0; i < m; i += 2 * MR) {
+            if (wide && i + 2 * MR <= m && j + 2 * NR <= n) {
+                wide_tile(i, j, kc, a, b, alpha, load_c, c, ldc);
+                continue;
             }
-            if (bh != NULL) {
-                if (a->packed || mr < MR) {
-                    clef_cpu_gemm_kernel_bf16w(kc, a->packed
-                                                   ? a->p + i / MR * a->ps : atail,
-                                               bh, alpha, cc, ldcc, load_c);
-                } else {
-                    clef_cpu_gemm_kernel_bf16w_strided(kc, a->p + i * a->rs, a->rs,
-                                                       a->cs, bh, alpha, cc, ldcc,
-                                                       load_c);
-                }
-            } else if (a->packed) {
-                clef_cpu_gemm_kernel(kc, a->p + i / MR * a->ps, bp, bks, alpha, cc,
-                                     ldcc, load_c);
-            } else if (mr < MR) {
-                clef_cpu_gemm_kernel(kc, atail, bp, bks, alpha, cc, ldcc, load_c);
-            } else {
-                clef_cpu_gemm_kernel_strided(kc, a->p + i * a->rs, a->rs, a->cs, bp,
-                                             bks, alpha, cc, ldcc, load_c);
+            tile(i, j, m, n, kc, a, b, atail, alpha, load_c, c, ldc);
+            if (i + MR < m) {
+                tile(i + MR, j, m, n, kc, a, b, atail, alpha, load_c, c, ldc);
             }
-            if (cc == tile) {
-                for (r = 0; r < mr; r++) {
-                    memcpy(ct + r * ldc, tile + r * NR, sizeof(float) * (size_t) nr);
+            if (j + NR < n) {
+                tile(i, j + NR, m, n, kc, a, b, atail, alpha, load_c, c, ldc);
+                if (i + MR < m) {
+                    tile(i + MR, j + NR, m, n, kc, a, b, atail, alpha, load_c, c,
+                         ldc);
                 }
             }
         }
@@ -404,21 +488,34 @@ clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m
 #define STR_(x)  #x
 #define STR(x)   STR_(x)
 
+/* the kernel that runs, for the lines below */
+#define AVX2_KERNEL  "AVX2+FMA " STR(MR) "x" STR(NR) " kernel"
+#define WIDE_KERNEL  "AVX-512 12x32 kernel (the AVX2 " STR(MR) "x" STR(NR) \
+                     " kernel's bits)"
+
 const char *
 clef_cpu_gemm_describe(void)
 {
-    return "gemm: clef fp32, AVX2+FMA " STR(MR) "x" STR(NR) " kernel, k summed in "
-           "blocks of " STR(KC);
+    return wide_kernel()
+           ? "gemm: clef fp32, " WIDE_KERNEL ", k summed in blocks of " STR(KC)
+           : "gemm: clef fp32, " AVX2_KERNEL ", k summed in blocks of " STR(KC);
 }
 
 const char *
 clef_cpu_gemm_describe_prec(clef_cpu_precision prec)
 {
     if (prec == CLEF_CPU_FP32) {
-        return "gemm: clef fp32 over bf16 weights widened in the kernel, AVX2+FMA "
-               STR(MR) "x" STR(NR) ", k summed in blocks of " STR(KC);
+        return wide_kernel()
+               ? "gemm: clef fp32 over bf16 weights widened in the kernel, "
+                 WIDE_KERNEL ", k summed in blocks of " STR(KC)
+               : "gemm: clef fp32 over bf16 weights widened in the kernel, "
+                 AVX2_KERNEL ", k summed in blocks of " STR(KC);
     }
-    return "gemm: clef bf16 x bf16 (activations rounded to bf16 as they are packed) "
-           "summed in fp32, AVX2+FMA " STR(MR) "x" STR(NR) " kernel over bf16 "
-           "weights, k summed in blocks of " STR(KC);
+    return wide_kernel()
+           ? "gemm: clef bf16 x bf16 (activations rounded to bf16 as they are "
+             "packed) summed in fp32, " WIDE_KERNEL " over bf16 weights, k summed "
+             "in blocks of " STR(KC)
+           : "gemm: clef bf16 x bf16 (activations rounded to bf16 as they are "
+             "packed) summed in fp32, " AVX2_KERNEL " over bf16 weights, k summed "
+             "in blocks of " STR(KC);
 }

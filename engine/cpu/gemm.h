@@ -1,7 +1,7 @@
 /*
  * The CPU backend's fp32 matrix products, on our own kernel (no BLAS).
  *
- * Every product runs through one AVX2/FMA micro-kernel (gemm_kernel.h) that
+ * Every product runs through one micro-kernel (gemm_kernel.h) that
  * computes an MR x NR tile of C from packed panels of A (MR rows, k-major)
  * and B (NR columns, k-major).  The result is bit-identical whatever the
  * shapes around an element, the thread count or the CPU, because:
@@ -15,9 +15,11 @@
  *     packing and computed by the same kernel as full tiles;
  *   - work is split over threads along M and N only, never along K, so the
  *     split changes which thread computes an element, not how;
- *   - there is no process-wide state and no choice of kernel at run time:
- *     the kernel is the x86-64-v3 (AVX2 + FMA) one on every machine, with or
- *     without AVX-512.
+ *   - nothing about the machine enters the arithmetic: the x86-64-v3
+ *     (AVX2 + FMA) kernel runs everywhere, and on CPUs with AVX-512 a wide
+ *     12 x 32 kernel (gemm_kernel_avx512.c) applies the same operations, in
+ *     the same order, to each element, so it gives the same bits twice as
+ *     many lanes at a time.  CLEF_CPU_GEMM_KERNEL=avx2 keeps the AVX2 one.
  *
  * Weights are packed once (clef_cpu_wpack, when the backend opens), as
  * fp32 or as bf16 (the release dtype, 2 bytes a parameter): the kernel

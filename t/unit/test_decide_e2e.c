@@ -16,7 +16,8 @@
  *     logits the CLI printed for it;
  *   - `--batch 16` (records packed into one forward) gives the very logits
  *     of one record per forward, and `--batch N` and `-t N` print the same
- *     bytes as the defaults (the CPU backend is deterministic);
+ *     bytes as the defaults (the CPU backend is deterministic), and so does
+ *     the AVX2 kernel where the CPU picks the wide AVX-512 one;
  *   - `--precision fp32` prints the bytes of the default; `--precision bf16`
  *     (bf16 activations into the linear layers) gives probabilities within
  *     BF16_TOL of the reference and its argmax wherever the reference's top
@@ -39,6 +40,7 @@
 #include "answer.h"
 #include "backend.h"
 #include "check.h"
+#include "cpu/gemm.h"
 #include "shell.h"
 #include "encode.h"
 #include "model.h"
@@ -482,7 +484,8 @@ check_invariant(const char *model, json_t *cases, const char *text)
 {
     static const char  *flags[] = { "-t 1", "-t 3 --batch 5", "--batch 64 -t 2" };
     json_t             *responses;
-    char               *other;
+    char               *other, *kernel;
+    const char         *picked;
     size_t              i;
 
     for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
@@ -494,6 +497,27 @@ check_invariant(const char *model, json_t *cases, const char *text)
               text != NULL ? strlen(text) : 0);
         free(other);
         json_decref(responses);
+    }
+
+    /* the AVX2 kernel where the wide AVX-512 one would run (gemm_kernel.h):
+     * a choice of speed, so the same bytes */
+    picked = clef_cpu_gemm_describe();      /* before the variable is set */
+    kernel = getenv("CLEF_CPU_GEMM_KERNEL");
+    kernel = kernel != NULL ? strdup(kernel) : NULL;
+    setenv("CLEF_CPU_GEMM_KERNEL", "avx2", 1);
+    responses = json_array();
+    other = NULL;
+    run_cli(model, cases, responses, "", &other);
+    CHECK(text != NULL && other != NULL && strcmp(text, other) == 0,
+          "clef decide on the AVX2 kernel: the same bytes as on the kernel this "
+          "CPU picks (%s)", picked);
+    free(other);
+    json_decref(responses);
+    if (kernel != NULL) {
+        setenv("CLEF_CPU_GEMM_KERNEL", kernel, 1);
+        free(kernel);
+    } else {
+        unsetenv("CLEF_CPU_GEMM_KERNEL");
     }
 }
 
