@@ -410,8 +410,14 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
                            "backend computes in bf16", &m->name);
         return NGX_ERROR;
     }
+    if (be != NULL && be->uses_devices && m->tp > 1 && m->n_devices == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": tp=%i "
+                           "needs devices= naming the GPUs to split over "
+                           "(e.g. devices=0-%i)", &m->name, m->tp, m->tp - 1);
+        return NGX_ERROR;
+    }
     if (be != NULL && be->uses_devices && m->tp > 1
-        && (m->n_devices == 0 || m->n_devices % m->tp != 0))
+        && m->n_devices % m->tp != 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": tp=%i "
                            "must divide the %d devices of devices= into "

@@ -3,7 +3,8 @@
 # (least_conn, max_fails, proxy_next_upstream on errors, 429, 502-504,
 # keepalive):
 #   - requests spread over the nodes, every answer as `clef decide` gives;
-#   - a node that answers 429 (its limit_req) sheds its load to the others:
+#   - a node that answers 429 (its engine stopped, its queue of one full)
+#     sheds its load to the others:
 #     the clients see 200 only;
 #   - killing a node (kill -9 of all its processes) under load loses no
 #     request: those it had not reached go elsewhere, and so do those it

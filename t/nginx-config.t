@@ -155,6 +155,12 @@ clef_model tiny MODEL backend=cuda devices=0,1,2 tp=2;
 --- error
 clef_model "tiny": tp=2 must divide the 3 devices of devices= into replicas
 
+=== TEST 6b2: tp on CUDA without a device list
+--- http
+clef_model tiny MODEL backend=cuda tp=2;
+--- error
+clef_model "tiny": tp=2 needs devices= naming the GPUs to split over (e.g. devices=0-1)
+
 === TEST 6c: a device named twice
 --- http
 clef_model tiny MODEL backend=cuda devices=0-2,1;
