@@ -42,6 +42,16 @@
     c[r][0] = _mm512_fmadd_ps(av, b0, c[r][0]);                              \
     c[r][1] = _mm512_fmadd_ps(av, b1, c[r][1])
 
+/* The six rows of one panel of A from r on: rows r .. r + 2 at p, + ars,
+ * + 2 ars, rows r + 3 .. r + 5 the same from q = p + 3 ars. */
+#define PANEL_ROWS(r, p, q)                                                  \
+    ROW((r), (p));                                                           \
+    ROW((r) + 1, (p) + ars);                                                 \
+    ROW((r) + 2, (p) + 2 * ars);                                             \
+    ROW((r) + 3, (q));                                                       \
+    ROW((r) + 4, (q) + ars);                                                 \
+    ROW((r) + 5, (q) + 2 * ars)
+
 /*
  * The tile.  A: rows 0-5 from a0, rows 6-11 from a1, row r of a group at
  * + r * ars, step k at + k * acs (a packed panel: ars 1, acs MR).  B:
@@ -79,18 +89,8 @@ wide_tile(int64_t kc, const float *a0, const float *a1, int64_t ars,
             b0 = _mm512_loadu_ps(bf0 + k * bks);
             b1 = _mm512_loadu_ps(bf1 + k * bks);
         }
-        ROW(0, p0);
-        ROW(1, p0 + ars);
-        ROW(2, p0 + 2 * ars);
-        ROW(3, q0);
-        ROW(4, q0 + ars);
-        ROW(5, q0 + 2 * ars);
-        ROW(6, p1);
-        ROW(7, p1 + ars);
-        ROW(8, p1 + 2 * ars);
-        ROW(9, q1);
-        ROW(10, q1 + ars);
-        ROW(11, q1 + 2 * ars);
+        PANEL_ROWS(0, p0, q0);
+        PANEL_ROWS(6, p1, q1);
         p0 += acs;
         q0 += acs;
         p1 += acs;
