@@ -304,11 +304,12 @@ sub descendants_of {
         my ($pid, $pp) = $st =~ /^(\d+) \(.*\) \S (\d+)/ or next;
         push @{ $kids{$pp} }, $pid;
     }
-    my (@all, @todo);
-    @todo = ($root);
-    while (defined(my $p = shift @todo)) {
-        push @all, @{ $kids{$p} || [] };
-        push @todo, @{ $kids{$p} || [] };
+    my @all;
+    my @frontier = ($root);        # breadth first: processes whose children are next
+    while (defined(my $p = shift @frontier)) {
+        my @children = @{ $kids{$p} || [] };
+        push @all, @children;
+        push @frontier, @children;
     }
     return sort { $a <=> $b } @all;
 }
