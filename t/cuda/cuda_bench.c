@@ -52,6 +52,9 @@
 #include "encode.h"
 #include "splitmix64.h"
 
+#define BENCH_SEED  12345
+#include "bench_batch.h"
+
 #define GFLOP_PER_TOKEN  13.84
 #define PEAK_TFLOPS      790.0
 #define REQ_LEN          328
@@ -60,14 +63,6 @@ static const char  *prof_names[CLEF_CUDA_PROF_COUNT] = {
     "embed", "gdn", "attention", "mlp", "head", "comm"
 };
 static const long   budgets[3] = { 4096, 16384, 65536 };
-
-static uint64_t  rng = 12345;
-
-static uint64_t
-rnd(void)
-{
-    return clef_splitmix64(&rng);
-}
 
 /* ---- results, printed as they come and kept for the JSON ---------------- */
 
@@ -231,138 +226,7 @@ check(int ok, const char *fmt, ...)
     fflush(stdout);
 }
 
-/* ---- batches ----------------------------------------------------------- */
-
-/* A record of len tokens shaped like a request: 3 questions (noul with 2
- * options, choice with 4, score with 5) whose spans sit in the schema at
- * the end, 8 tokens per instruction and 10 per option. */
-static int
-make_record(clef_record *r, int len, int vocab)
-{
-    static const int  nopt[3] = { 2, 4, 5 };
-    int               q, o, i, p, no = 0;
-
-    memset(r, 0, sizeof(*r));
-    for (i = 0; i < len; i++) {
-        if (clef_ids_push(&r->ids, (int32_t) (rnd() % (uint64_t) vocab)) != 0) {
-            return -1;
-        }
-    }
-    r->n_questions = 3;
-    r->n_options = 11;
-    r->question_spans = calloc(3, sizeof(clef_span));
-    r->question_types = calloc(3, sizeof(clef_qtype));
-    r->option_offset = calloc(4, sizeof(int));
-    r->option_spans = calloc(11, sizeof(clef_span));
-    if (r->question_spans == NULL || r->question_types == NULL
-        || r->option_offset == NULL || r->option_spans == NULL)
-    {
-        return -1;
-    }
-    p = len > 150 ? len - 150 : 0;
-    for (q = 0; q < 3; q++) {
-        r->question_types[q] = (clef_qtype) q;
-        r->question_spans[q].start = p < len ? p : len - 1;
-        p += 8;
-        r->question_spans[q].end = p < len ? p : len;
-        r->option_offset[q] = no;
-        for (o = 0; o < nopt[q]; o++) {
-            r->option_spans[no].start = p < len ? p : len - 1;
-            p += 10;
-            r->option_spans[no].end = p < len ? p : len;
-            no++;
-        }
-    }
-    r->option_offset[3] = no;
-    return 0;
-}
-
-typedef struct {
-    clef_record         *recs;
-    const clef_record  **ptrs;
-    int32_t             *cu;
-    clef_batch           batch;
-    int                  n;
-    long                 tokens;
-} bench_batch;
-
-/* Records of lens[]; with `first` (may be NULL) at index `at`, not owned. */
-static int
-batch_make(bench_batch *b, const int *lens, int n, int vocab,
-    const clef_record *first, int at)
-{
-    int  i;
-
-    memset(b, 0, sizeof(*b));
-    b->recs = calloc((size_t) n, sizeof(clef_record));
-    b->ptrs = calloc((size_t) n, sizeof(*b->ptrs));
-    b->cu = calloc((size_t) n + 1, sizeof(int32_t));
-    if (b->recs == NULL || b->ptrs == NULL || b->cu == NULL) {
-        return -1;
-    }
-    for (i = 0; i < n; i++) {
-        if (first != NULL && i == at) {
-            b->ptrs[i] = first;
-            b->tokens += (long) first->ids.n;
-            continue;
-        }
-        if (make_record(&b->recs[i], lens[i], vocab) != 0) {
-            return -1;
-        }
-        b->ptrs[i] = &b->recs[i];
-        b->tokens += lens[i];
-    }
-    b->n = n;
-    clef_batch_init(&b->batch, b->ptrs, n, b->cu);
-    return 0;
-}
-
-static void
-batch_free(bench_batch *b)
-{
-    int  i;
-
-    for (i = 0; i < b->n; i++) {
-        if (b->ptrs != NULL && b->ptrs[i] == &b->recs[i]) {
-            clef_record_free(&b->recs[i]);
-        }
-    }
-    free(b->recs);
-    free(b->ptrs);
-    free(b->cu);
-}
-
-/* Records of 256..1024 tokens up to `budget` tokens. */
-static int
-budget_lens(long budget, int *lens, int cap)
-{
-    long  used = 0;
-    int   n = 0;
-
-    while (used < budget && n < cap) {
-        int  l = 256 + (int) (rnd() % 769);
-
-        if (used + l > budget) {
-            l = (int) (budget - used);
-            if (l < 160) {
-                break;
-            }
-        }
-        lens[n++] = l;
-        used += l;
-    }
-    return n;
-}
-
 /* ---- timing ------------------------------------------------------------- */
-
-static int
-cmp_double(const void *a, const void *b)
-{
-    double  x = *(const double *) a, y = *(const double *) b;
-
-    return x < y ? -1 : x > y;
-}
 
 static double
 pct(const double *sorted, int n, double p)
@@ -570,7 +434,7 @@ images_bench(clef_backend *g, const clef_model *m, int vocab, int quick)
     double                     t[3], t0;
     float                     *lg = NULL, *feat = NULL;
     int                        i, ok, runs = quick ? 10 : 30;
-    uint64_t                   saved = rng;
+    uint64_t                   saved = bench_rng;
 
     if (vc == NULL) {
         say("\nimages: the model has no vision tower\n");
@@ -632,7 +496,7 @@ images_bench(clef_backend *g, const clef_model *m, int vocab, int quick)
     free(lg);
     free(feat);
     /* the batches after this section keep the lengths of runs without it */
-    rng = saved;
+    bench_rng = saved;
     return ok ? 0 : -1;
 }
 

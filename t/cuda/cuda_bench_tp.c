@@ -34,122 +34,25 @@
 #include "clock.h"
 #include "splitmix64.h"
 
+#define BENCH_SEED  4242
+#include "bench_batch.h"
+
 #define PROB_TOL  2e-2
 
-static uint64_t  rng = 4242;
 static int       failed;
 
-static uint64_t
-rnd(void)
-{
-    return clef_splitmix64(&rng);
-}
-
-/* A record of len tokens with 3 questions (2, 4 and 5 options) near its
- * end, as cuda_bench's records. */
+/* Records of 256..1024 tokens up to the budget, packed. */
 static int
-make_record(clef_record *r, int len, int vocab)
+budget_batch(bench_batch *b, long budget, int vocab)
 {
-    static const int  nopt[3] = { 2, 4, 5 };
-    int               q, o, i, p, no = 0;
+    int  lens[4096], n;
 
-    memset(r, 0, sizeof(*r));
-    for (i = 0; i < len; i++) {
-        if (clef_ids_push(&r->ids, (int32_t) (rnd() % (uint64_t) vocab)) != 0) {
-            return -1;
-        }
-    }
-    r->n_questions = 3;
-    r->n_options = 11;
-    r->question_spans = calloc(3, sizeof(clef_span));
-    r->question_types = calloc(3, sizeof(clef_qtype));
-    r->option_offset = calloc(4, sizeof(int));
-    r->option_spans = calloc(11, sizeof(clef_span));
-    if (r->question_spans == NULL || r->question_types == NULL
-        || r->option_offset == NULL || r->option_spans == NULL)
-    {
-        return -1;
-    }
-    p = len > 150 ? len - 150 : 0;
-    for (q = 0; q < 3; q++) {
-        r->question_types[q] = (clef_qtype) q;
-        r->question_spans[q].start = p < len ? p : len - 1;
-        p += 8;
-        r->question_spans[q].end = p < len ? p : len;
-        r->option_offset[q] = no;
-        for (o = 0; o < nopt[q]; o++) {
-            r->option_spans[no].start = p < len ? p : len - 1;
-            p += 10;
-            r->option_spans[no].end = p < len ? p : len;
-            no++;
-        }
-    }
-    r->option_offset[3] = no;
-    return 0;
-}
-
-typedef struct {
-    clef_record         *recs;
-    const clef_record  **ptrs;
-    int32_t             *cu;
-    clef_batch           batch;
-    int                  n, N;
-    long                 tokens;
-} batch_t;
-
-static int
-batch_make(batch_t *b, long budget, int vocab)
-{
-    int   lens[4096], n = 0, i;
-    long  used = 0;
-
-    while (used < budget && n < 4096) {
-        int  l = 256 + (int) (rnd() % 769);
-
-        if (used + l > budget) {
-            l = (int) (budget - used);
-            if (l < 160) {
-                break;
-            }
-        }
-        lens[n++] = l;
-        used += l;
-    }
-    memset(b, 0, sizeof(*b));
-    b->recs = calloc((size_t) n + 1, sizeof(clef_record));
-    b->ptrs = calloc((size_t) n + 1, sizeof(*b->ptrs));
-    b->cu = calloc((size_t) n + 1, sizeof(int32_t));
-    if (b->recs == NULL || b->ptrs == NULL || b->cu == NULL) {
-        return -1;
-    }
-    for (i = 0; i < n; i++) {
-        if (make_record(&b->recs[i], lens[i], vocab) != 0) {
-            return -1;
-        }
-        b->ptrs[i] = &b->recs[i];
-    }
-    b->n = n;
-    b->tokens = used;
-    clef_batch_init(&b->batch, b->ptrs, n, b->cu);
-    b->N = clef_batch_options(&b->batch);
-    return 0;
+    n = budget_lens(budget, lens, 4096);
+    return batch_make(b, lens, n, vocab, NULL, 0);
 }
 
 static void
-batch_free(batch_t *b)
-{
-    int  i;
-
-    for (i = 0; i < b->n; i++) {
-        clef_record_free(&b->recs[i]);
-    }
-    free(b->recs);
-    free(b->ptrs);
-    free(b->cu);
-}
-
-static void
-probs(const batch_t *b, const float *logits, float *p)
+probs(const bench_batch *b, const float *logits, float *p)
 {
     int  r, off = 0;
 
@@ -159,19 +62,11 @@ probs(const batch_t *b, const float *logits, float *p)
     }
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-    double  x = *(const double *) a, y = *(const double *) b;
-
-    return x < y ? -1 : x > y;
-}
-
 /* One configuration: open, time, profile; is_ref: its probabilities
  * become ref_p, else they are compared with it. */
 static int
 run(clef_model *m, const char *name, int tp, const int *devs, const char *comm,
-    batch_t *b, int runs, float *ref_p, int is_ref)
+    bench_batch *b, int runs, float *ref_p, int is_ref)
 {
     static const char  *names[CLEF_CUDA_PROF_COUNT] = {
         "embed", "gdn", "attention", "mlp", "head", "comm"
@@ -180,8 +75,9 @@ run(clef_model *m, const char *name, int tp, const int *devs, const char *comm,
     clef_backend       *g = NULL;
     clef_error          err;
     double              t0, open_s, t[64], ms[CLEF_CUDA_PROF_COUNT], total = 0, d = 0;
-    float              *l = malloc(sizeof(float) * (size_t) b->N);
-    float              *p = malloc(sizeof(float) * (size_t) b->N);
+    int                 N = clef_batch_options(&b->batch);
+    float              *l = malloc(sizeof(float) * (size_t) N);
+    float              *p = malloc(sizeof(float) * (size_t) N);
     int                 i, n = 0, rc = 0;
 
     memset(&err, 0, sizeof(err));
@@ -224,9 +120,9 @@ run(clef_model *m, const char *name, int tp, const int *devs, const char *comm,
 
     probs(b, l, p);
     if (is_ref) {
-        memcpy(ref_p, p, sizeof(float) * (size_t) b->N);
+        memcpy(ref_p, p, sizeof(float) * (size_t) N);
     } else {
-        for (i = 0; i < b->N; i++) {
+        for (i = 0; i < N; i++) {
             double  e = fabs((double) p[i] - ref_p[i]);
 
             d = e > d || e != e ? e : d;
@@ -271,7 +167,7 @@ main(int argc, char **argv)
     int                runs = 4, i, n_dev = 0;
     clef_model        *m;
     clef_error         err;
-    batch_t            b;
+    bench_batch            b;
     float             *ref_p;
 
     for (i = 1; i < argc; i++) {
@@ -297,8 +193,9 @@ main(int argc, char **argv)
         printf("cuda_bench_tp: %s\n", err.message);
         return 1;
     }
-    if (batch_make(&b, budget, clef_model_text_config(m)->vocab_size) != 0
-        || (ref_p = malloc(sizeof(float) * (size_t) b.N)) == NULL)
+    if (budget_batch(&b, budget, clef_model_text_config(m)->vocab_size) != 0
+        || (ref_p = malloc(sizeof(float) * (size_t) clef_batch_options(&b.batch)))
+           == NULL)
     {
         printf("cuda_bench_tp: out of memory\n");
         return 1;
