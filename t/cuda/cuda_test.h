@@ -6,6 +6,7 @@
 #ifndef CLEF_CUDA_TEST_H
 #define CLEF_CUDA_TEST_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +232,20 @@ max_rel(const float *got, size_t lg, const float *want, size_t lw, size_t rows,
         }
     }
     return e / scale;
+}
+
+/* max |a - b| over n values; a NaN in either makes it NaN. */
+static __attribute__((unused)) double
+max_abs_diff(const float *a, const float *b, int n)
+{
+    double  worst = 0, d;
+    int     i;
+
+    for (i = 0; i < n; i++) {
+        d = fabs((double) a[i] - b[i]);
+        worst = d > worst || d != d ? d : worst;
+    }
+    return worst;
 }
 
 #define CHECK_REL(got, lg, want, lw, rows, cols, tol, ...)                   \

@@ -85,19 +85,6 @@ make_model(const config *c, char *dir)
     return cuda_test_mkmodel("clef-cuda-fwd", cfg, fixture_seed(c), c->shards, dir);
 }
 
-static double
-max_abs_diff(const float *a, const float *b, int n)
-{
-    double  worst = 0, d;
-    int     i;
-
-    for (i = 0; i < n; i++) {
-        d = fabs((double) a[i] - b[i]);
-        worst = d > worst || d != d ? d : worst;
-    }
-    return worst;
-}
-
 /* ---- golden end-to-end fixtures --------------------------------------- */
 
 static void

@@ -100,19 +100,6 @@ synth_record(clef_record *r, int len, int vocab)
     r->n_options = no;
 }
 
-static double
-max_abs_diff(const float *a, const float *b, int n)
-{
-    double  worst = 0, d;
-    int     i;
-
-    for (i = 0; i < n; i++) {
-        d = fabs((double) a[i] - b[i]);
-        worst = d > worst || d != d ? d : worst;
-    }
-    return worst;
-}
-
 /* Worst relative RMS difference of hidden rows, record by record. */
 static double
 hidden_diff(const float *got, const float *want, const int32_t *cu, int H)
