@@ -107,6 +107,12 @@ load_json(const char *path, clef_error *err)
 
 /* ---- canonical names ---------------------------------------------------- */
 
+static int
+is_vision_tensor(const char *name)
+{
+    return strncmp(name, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) == 0;
+}
+
 /* The canonical name of a stored tensor, or NULL for one never read (MTP).
  * Qwen3_5ForCausalLM stores "model.X"; the vision tower keeps its name
  * (and is skipped when the config has no vision_config). */
@@ -118,12 +124,11 @@ canonical_name(const char *stored, int vision, int *skip)
 
     /* a text-only config reads no vision tensor, as Qwen3_5ForCausalLM */
     *skip = strncmp(stored, "mtp.", 4) == 0
-            || (!vision && strncmp(stored, CLEF_VISION_PREFIX,
-                                   sizeof(CLEF_VISION_PREFIX) - 1) == 0);
+            || (!vision && is_vision_tensor(stored));
     if (*skip) {
         return NULL;
     }
-    if (strncmp(stored, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) == 0) {
+    if (is_vision_tensor(stored)) {
         return strdup(stored);
     }
     if (strncmp(stored, "model.", 6) == 0
@@ -381,48 +386,48 @@ check_tensor(const clef_tensor_spec *s, const clef_tensor *t, const char *file,
     return 0;
 }
 
+/* One part of the checkpoint (the text model and head inputs, or the
+ * vision tower) against the tensors its config implies: each spec present
+ * with its dtype and shape, in checkpoint order so that the first problem
+ * reported is the first one; then no tensor of that part left over.  The
+ * specs are freed. */
 static int
-check_text(clef_model *m, clef_error *err)
+check_part(clef_model *m, spec_list *specs, int vision, clef_error *err)
 {
-    spec_list           specs = { NULL, 0, 0 };
     clef_tensor_spec    key;
     const model_entry  *e;
     int                 i, rc = -1;
 
-    if (clef_text_tensors(&m->text, collect_spec, &specs) != 0) {
-        free(specs.v);
-        return oom(err);
-    }
-
-    /* In checkpoint order, so the first problem reported is the first one. */
-    for (i = 0; i < specs.n; i++) {
-        e = find_entry(m, specs.v[i].name);
+    for (i = 0; i < specs->n; i++) {
+        e = find_entry(m, specs->v[i].name);
         if (e == NULL) {
-            model_error(err, "%s: tensor '%s' is missing", m->dir, specs.v[i].name);
+            model_error(err, "%s: tensor '%s' is missing", m->dir, specs->v[i].name);
             goto done;
         }
-        if (check_tensor(&specs.v[i], e->t, clef_safetensors_path(e->file), err) != 0) {
+        if (check_tensor(&specs->v[i], e->t, clef_safetensors_path(e->file), err)
+            != 0)
+        {
             goto done;
         }
     }
 
-    qsort(specs.v, (size_t) specs.n, sizeof(*specs.v), cmp_spec);
+    qsort(specs->v, (size_t) specs->n, sizeof(*specs->v), cmp_spec);
     for (i = 0; i < m->n_entries; i++) {
         e = &m->entries[i];
+        if (is_vision_tensor(e->name) != vision) {
+            continue;           /* the other part's */
+        }
+        /* A tied checkpoint may still carry lm_head.weight: unused. */
+        if (!vision && m->text.tie_word_embeddings
+            && strcmp(e->name, "lm_head.weight") == 0)
+        {
+            continue;
+        }
         snprintf(key.name, sizeof(key.name), "%s", e->name);
         if (strlen(e->name) >= sizeof(key.name)
-            || bsearch(&key, specs.v, (size_t) specs.n, sizeof(key), cmp_spec) == NULL)
+            || bsearch(&key, specs->v, (size_t) specs->n, sizeof(key), cmp_spec)
+               == NULL)
         {
-            /* A tied checkpoint may still carry lm_head.weight: unused. */
-            if (m->text.tie_word_embeddings && strcmp(e->name, "lm_head.weight") == 0) {
-                continue;
-            }
-            /* the vision tower's are check_vision()'s */
-            if (strncmp(e->name, CLEF_VISION_PREFIX,
-                        sizeof(CLEF_VISION_PREFIX) - 1) == 0)
-            {
-                continue;
-            }
             model_error(err, "%s: unexpected tensor '%s'",
                         clef_safetensors_path(e->file), e->t->name);
             goto done;
@@ -431,8 +436,20 @@ check_text(clef_model *m, clef_error *err)
     rc = 0;
 
 done:
-    free(specs.v);
+    free(specs->v);
     return rc;
+}
+
+static int
+check_text(clef_model *m, clef_error *err)
+{
+    spec_list  specs = { NULL, 0, 0 };
+
+    if (clef_text_tensors(&m->text, collect_spec, &specs) != 0) {
+        free(specs.v);
+        return oom(err);
+    }
+    return check_part(m, &specs, 0, err);
 }
 
 static int
@@ -483,14 +500,11 @@ done:
 static int
 check_vision(clef_model *m, clef_error *err)
 {
-    spec_list           specs = { NULL, 0, 0 };
-    clef_tensor_spec    key;
-    const model_entry  *e;
-    int                 i, any = 0, rc = -1;
+    spec_list  specs = { NULL, 0, 0 };
+    int        i, any = 0;
 
     for (i = 0; i < m->n_entries; i++) {
-        any |= strncmp(m->entries[i].name, CLEF_VISION_PREFIX,
-                       sizeof(CLEF_VISION_PREFIX) - 1) == 0;
+        any |= is_vision_tensor(m->entries[i].name);
     }
     if (!m->vision.present || !any) {
         m->vision.present = 0;
@@ -505,36 +519,7 @@ check_vision(clef_model *m, clef_error *err)
         free(specs.v);
         return oom(err);
     }
-    for (i = 0; i < specs.n; i++) {
-        e = find_entry(m, specs.v[i].name);
-        if (e == NULL) {
-            model_error(err, "%s: tensor '%s' is missing", m->dir, specs.v[i].name);
-            goto done;
-        }
-        if (check_tensor(&specs.v[i], e->t, clef_safetensors_path(e->file), err) != 0) {
-            goto done;
-        }
-    }
-    qsort(specs.v, (size_t) specs.n, sizeof(*specs.v), cmp_spec);
-    for (i = 0; i < m->n_entries; i++) {
-        e = &m->entries[i];
-        if (strncmp(e->name, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) != 0) {
-            continue;
-        }
-        snprintf(key.name, sizeof(key.name), "%s", e->name);
-        if (strlen(e->name) >= sizeof(key.name)
-            || bsearch(&key, specs.v, (size_t) specs.n, sizeof(key), cmp_spec) == NULL)
-        {
-            model_error(err, "%s: unexpected tensor '%s'",
-                        clef_safetensors_path(e->file), e->t->name);
-            goto done;
-        }
-    }
-    rc = 0;
-
-done:
-    free(specs.v);
-    return rc;
+    return check_part(m, &specs, 1, err);
 }
 
 /* ---- open / close ------------------------------------------------------- */
