@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "flash_config.h"
 #include "shard.h"
 #include "../../cuda/shard_slice.c"
 
@@ -34,22 +35,6 @@ tiny_config(clef_text_config *c)
     c->linear_num_value_heads = 4;
     c->linear_key_head_dim = 2;
     c->linear_value_head_dim = 3;
-}
-
-static void
-flash_config(clef_text_config *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->hidden_size = 4096;
-    c->intermediate_size = 12288;
-    c->num_attention_heads = 16;
-    c->num_key_value_heads = 4;
-    c->head_dim = 256;
-    c->attn_output_gate = 1;
-    c->linear_num_key_heads = 16;
-    c->linear_num_value_heads = 32;
-    c->linear_key_head_dim = 128;
-    c->linear_value_head_dim = 128;
 }
 
 static int
