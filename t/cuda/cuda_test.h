@@ -234,6 +234,45 @@ max_rel(const float *got, size_t lg, const float *want, size_t lw, size_t rows,
     return e / scale;
 }
 
+/* A record of len random tokens with 1-3 questions of 2-4 options (or the
+ * counts of `like`), spans anywhere in the record (possibly empty only when
+ * len is 1). */
+static __attribute__((unused)) void
+synth_record(clef_record *r, int len, int vocab, const clef_record *like)
+{
+    int  q, o, nq, no = 0, i, k;
+
+    nq = like != NULL ? like->n_questions : 1 + (int) (rnd_u64() % 3);
+    memset(r, 0, sizeof(*r));
+    for (i = 0; i < len; i++) {
+        clef_ids_push(&r->ids, (int32_t) (rnd_u64() % (uint64_t) vocab));
+    }
+    r->n_questions = nq;
+    r->question_spans = calloc((size_t) nq, sizeof(clef_span));
+    r->question_types = calloc((size_t) nq, sizeof(clef_qtype));
+    r->option_offset = calloc((size_t) nq + 1, sizeof(int));
+    r->option_spans = calloc((size_t) nq * 4, sizeof(clef_span));
+    for (q = 0; q < nq; q++) {
+        int  s = (int) (rnd_u64() % (uint64_t) len);
+
+        k = like != NULL ? like->option_offset[q + 1] - like->option_offset[q]
+                         : 2 + (int) (rnd_u64() % 3);
+        r->question_types[q] = (clef_qtype) (rnd_u64() % 3);
+        r->question_spans[q].start = s;
+        r->question_spans[q].end = s + 1 + (int) (rnd_u64() % (uint64_t) (len - s));
+        r->option_offset[q] = no;
+        for (o = 0; o < k; o++) {
+            s = (int) (rnd_u64() % (uint64_t) len);
+            r->option_spans[no].start = s;
+            r->option_spans[no].end = s + 1
+                + (int) (rnd_u64() % (uint64_t) (len - s < 9 ? len - s : 9));
+            no++;
+        }
+    }
+    r->option_offset[nq] = no;
+    r->n_options = no;
+}
+
 /* max |a - b| over n values; a NaN in either makes it NaN. */
 static __attribute__((unused)) double
 max_abs_diff(const float *a, const float *b, int n)

@@ -65,41 +65,6 @@ make_model(char *dir)
                              dir);
 }
 
-/* A record of len random tokens with 1-3 questions of 2-4 options. */
-static void
-synth_record(clef_record *r, int len, int vocab)
-{
-    int  q, o, nq, no = 0, i, k, s;
-
-    nq = 1 + (int) (rnd_u64() % 3);
-    memset(r, 0, sizeof(*r));
-    for (i = 0; i < len; i++) {
-        clef_ids_push(&r->ids, (int32_t) (rnd_u64() % (uint64_t) vocab));
-    }
-    r->n_questions = nq;
-    r->question_spans = calloc((size_t) nq, sizeof(clef_span));
-    r->question_types = calloc((size_t) nq, sizeof(clef_qtype));
-    r->option_offset = calloc((size_t) nq + 1, sizeof(int));
-    r->option_spans = calloc((size_t) nq * 4, sizeof(clef_span));
-    for (q = 0; q < nq; q++) {
-        s = (int) (rnd_u64() % (uint64_t) len);
-        k = 2 + (int) (rnd_u64() % 3);
-        r->question_types[q] = (clef_qtype) (rnd_u64() % 3);
-        r->question_spans[q].start = s;
-        r->question_spans[q].end = s + 1 + (int) (rnd_u64() % (uint64_t) (len - s));
-        r->option_offset[q] = no;
-        for (o = 0; o < k; o++) {
-            s = (int) (rnd_u64() % (uint64_t) len);
-            r->option_spans[no].start = s;
-            r->option_spans[no].end = s + 1
-                + (int) (rnd_u64() % (uint64_t) (len - s < 9 ? len - s : 9));
-            no++;
-        }
-    }
-    r->option_offset[nq] = no;
-    r->n_options = no;
-}
-
 /* Worst relative RMS difference of hidden rows, record by record. */
 static double
 hidden_diff(const float *got, const float *want, const int32_t *cu, int H)
@@ -480,7 +445,7 @@ main(void)
 
     memset(&f, 0, sizeof(f));
     for (r = 0; r < NREC; r++) {
-        synth_record(&f.recs[r], lens[r], V);
+        synth_record(&f.recs[r], lens[r], V, NULL);
         f.rp[r] = &f.recs[r];
     }
     clef_batch_init(&f.batch, f.rp, NREC, f.cu);
