@@ -127,6 +127,22 @@ arrive(comm_cpu *c, const char *what, int rank, void *buf, size_t n,
     return 0;
 }
 
+/* The last step of a collective: rank waits until every rank is done with
+ * the buffers handed in, and counts its time.  0, or -1 with err filled
+ * ("<what>: another rank failed") when the communicator was aborted. */
+static int
+depart(comm_cpu *c, const char *what, int rank, double t0, clef_error *err)
+{
+    int  rc = barrier(c);
+
+    c->seconds[rank] += clef_clock_seconds() - t0;
+    if (rc != 0) {
+        return clef_error_set(err, 500, "backend", NULL,
+                              "%s: another rank failed", what);
+    }
+    return 0;
+}
+
 
 static int
 cpu_all_reduce_sum(clef_comm *base, int rank, void *buf, size_t n,
@@ -148,16 +164,7 @@ cpu_all_reduce_sum(clef_comm *base, int rank, void *buf, size_t n,
         sum_f32(c, begin, end);
     }
     /* no rank may reuse its buffer before every slice is written */
-    if (barrier(c) != 0) {
-        goto aborted;
-    }
-    c->seconds[rank] += clef_clock_seconds() - t0;
-    return 0;
-
-aborted:
-    c->seconds[rank] += clef_clock_seconds() - t0;
-    return clef_error_set(err, 500, "backend", NULL,
-                          "all-reduce: another rank failed");
+    return depart(c, "all-reduce", rank, t0, err);
 }
 
 static size_t
@@ -188,16 +195,7 @@ cpu_all_gather(clef_comm *base, int rank, void *buf, size_t n,
         }
     }
     /* no rank may reuse its buffer before every rank has copied from it */
-    if (barrier(c) != 0) {
-        goto aborted;
-    }
-    c->seconds[rank] += clef_clock_seconds() - t0;
-    return 0;
-
-aborted:
-    c->seconds[rank] += clef_clock_seconds() - t0;
-    return clef_error_set(err, 500, "backend", NULL,
-                          "all-gather: another rank failed");
+    return depart(c, "all-gather", rank, t0, err);
 }
 
 static void
