@@ -10,6 +10,7 @@
 
 #include "gemm.h"
 #include "vision_ops.h"
+#include "vision_layout.h"
 
 #define PREFIX  "model.visual."
 #define TILE    1024        /* rows of the patch rows and the MLP at a time */
@@ -157,7 +158,7 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     vblock                    *b;
     char                       n[96];
     int64_t                    H, I, M;
-    int                        l, i, sd;
+    int                        l, sd;
 
     *out = NULL;
     if (c == NULL) {
@@ -185,10 +186,7 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
         clef_cpu_vision_close(v);
         return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
     }
-    for (i = 0; i < sd / 2; i++) {
-        v->inv_freq[i] = 1.0f / powf((float) c->rope_theta,
-                                     (float) (2 * i) / (float) sd);
-    }
+    clef_vision_inv_freq(v->hd, c->rope_theta, v->inv_freq);
 
     if (load_packed(m, "patch_embed.proj.weight", H, v->row, &v->patch, err) != 0
         || (v->patch_b = load_f32(m, "patch_embed.proj.bias", err)) == NULL
@@ -264,17 +262,6 @@ image_of(const int64_t *cu, int n, int64_t p)
 }
 
 
-/* (row, col) of local patch p, in the merge-block order of the rows */
-static void
-patch_rc(const clef_image *im, int64_t p, int64_t *r, int64_t *c)
-{
-    int64_t  m = im->merge, bw = im->grid_w / m, block = p / (m * m), in = p % (m * m);
-
-    *r = block / bw * m + in / m;
-    *c = block % bw * m + in % m;
-}
-
-
 static void
 rows_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
@@ -291,24 +278,6 @@ rows_task(void *ctx, int64_t begin, int64_t end, int worker)
 }
 
 
-/* Source taps and weights of one axis of the bilinear, align_corners
- * resampling of the position table, in the reference's fp32 steps */
-static void
-axis_taps(int64_t i, int64_t size, int side, int *t, float *w)
-{
-    float  src = (float) (i * (side - 1)) / (float) (size - 1 > 1 ? size - 1 : 1);
-    float  f = floorf(src), d;
-    int    o, tap;
-
-    for (o = 0; o < 2; o++) {
-        tap = (int) f + o;
-        t[o] = tap < 0 ? 0 : tap > side - 1 ? side - 1 : tap;
-        d = fabsf(src - f - (float) o);
-        w[o] = 1.0f - d > 0.0f ? 1.0f - d : 0.0f;
-    }
-}
-
-
 /* x[p] += bias + the resampled position embedding; the rotary angles */
 static void
 pos_task(void *ctx, int64_t begin, int64_t end, int worker)
@@ -316,23 +285,20 @@ pos_task(void *ctx, int64_t begin, int64_t end, int worker)
     const patch_job        *j = ctx;
     const clef_cpu_vision  *v = j->v;
     const clef_image       *im;
-    int64_t                 p, r, c, H = v->cfg.hidden_size, q;
-    int                     k, a, b, th[2], tw[2], i, quarter = v->hd / 4;
-    float                   wh[2], ww[2], wgt[4], *x, acc;
+    int64_t                 p, H = v->cfg.hidden_size, q;
+    int32_t                 r, c, tap[4];
+    int                     k, i, quarter = v->hd / 4;
+    float                   wgt[4], *x, acc;
     const float            *e[4];
 
     (void) worker;
     for (p = begin; p < end; p++) {
         k = image_of(j->cu, j->n_images, p);
         im = j->images[k];
-        patch_rc(im, p - j->cu[k], &r, &c);
-        axis_taps(r, im->grid_h, v->side, th, wh);
-        axis_taps(c, im->grid_w, v->side, tw, ww);
-        for (a = 0; a < 2; a++) {
-            for (b = 0; b < 2; b++) {
-                e[a * 2 + b] = v->pos + (int64_t) (th[a] * v->side + tw[b]) * H;
-                wgt[a * 2 + b] = wh[a] * ww[b];
-            }
+        clef_vision_patch_rc(im, p - j->cu[k], &r, &c);
+        clef_vision_pos_taps(r, c, im->grid_h, im->grid_w, v->side, tap, wgt);
+        for (i = 0; i < 4; i++) {
+            e[i] = v->pos + (int64_t) tap[i] * H;
         }
         x = j->x + p * H;
         for (q = 0; q < H; q++) {

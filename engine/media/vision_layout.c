@@ -1,8 +1,9 @@
 /*
- * Patch layout of a batch's images for an accelerator's vision tower (see
- * vision_layout.h).  Each definition is the CPU tower's (engine/cpu/
- * vision.c: patch_rc, axis_taps, pos_task, inv_freq) or backbone's
- * (engine/cpu/backbone.c: mrope_tables), step for step.
+ * Patch layout of a batch's images for a vision tower (see
+ * vision_layout.h).  The CPU tower (engine/cpu/vision.c) takes its patch
+ * order, position taps and inverse frequencies from here, so an
+ * accelerator's tower gets them from the same code; the M-RoPE tables
+ * follow engine/cpu/backbone.c's mrope_tables step for step.
  */
 #include "vision_layout.h"
 
