@@ -343,11 +343,13 @@ typedef struct {
     void       (*run)(void);
 } cuda_subtest;
 
-/* Reads argv: "--list" prints the names (returns 1: exit 0); each other
- * argument names a sub-test to run (want[k] = 1), an unknown one bails
- * out (returns 2: exit 2); 0 otherwise, with every want[] 0 meaning all. */
+/* The start of a program of sub-tests.  Reads argv: "--list" prints the
+ * names; each other argument names a sub-test to run (want[k] = 1, every
+ * want[] 0 meaning all), an unknown one bails out; then the skip without
+ * a usable device.  -1 when the sub-tests are to run, else the status to
+ * exit with: 0 after --list or the skip, 2 for an unknown name. */
 static __attribute__((unused)) int
-cuda_test_pick(int argc, char **argv, const cuda_subtest *t, size_t n,
+cuda_test_start(int argc, char **argv, const cuda_subtest *t, size_t n,
     int *want)
 {
     size_t  k;
@@ -359,7 +361,7 @@ cuda_test_pick(int argc, char **argv, const cuda_subtest *t, size_t n,
             for (k = 0; k < n; k++) {
                 printf("%s\n", t[k].name);
             }
-            return 1;
+            return 0;
         }
         for (k = 0; k < n && strcmp(argv[a], t[k].name) != 0; k++) {
             /* void */
@@ -371,7 +373,7 @@ cuda_test_pick(int argc, char **argv, const cuda_subtest *t, size_t n,
         }
         want[k] = 1;
     }
-    return 0;
+    return cuda_test_skip() ? 0 : -1;
 }
 
 /* Runs the picked sub-tests (all when none was named), each under a

@@ -1206,17 +1206,10 @@ int
 main(int argc, char **argv)
 {
     clef_error  err;
-    int         r, i, want[N_SUBTESTS];
+    int         r, i, rc, want[N_SUBTESTS];
 
-    switch (cuda_test_pick(argc, argv, subtests, N_SUBTESTS, want)) {
-    case 1:
-        return 0;
-    case 2:
-        return 2;
-    }
-
-    if (cuda_test_skip()) {
-        return 0;
+    if ((rc = cuda_test_start(argc, argv, subtests, N_SUBTESTS, want)) >= 0) {
+        return rc;
     }
     die_cuda(clef_k_setup(), "kernel setup");
     memset(&err, 0, sizeof(err));

@@ -879,17 +879,10 @@ int
 main(int argc, char **argv)
 {
     clef_error  err;
-    int         want[N_SUBTESTS];
+    int         rc, want[N_SUBTESTS];
 
-    switch (cuda_test_pick(argc, argv, subtests, N_SUBTESTS, want)) {
-    case 1:
-        return 0;
-    case 2:
-        return 2;
-    }
-
-    if (cuda_test_skip()) {
-        return 0;
+    if ((rc = cuda_test_start(argc, argv, subtests, N_SUBTESTS, want)) >= 0) {
+        return rc;
     }
     if (access("build/clef", X_OK) != 0) {
         printf("1..0 # SKIP build/clef is not built\n");
