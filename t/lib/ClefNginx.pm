@@ -49,21 +49,18 @@ sub tokenizer_dir {
     return $dir;
 }
 
-# A tiny random checkpoint (build/clef mkmodel), made once per seed and
+# build/t/NAME: the checkpoint `clef mkmodel ARGS` makes, made once and
 # shared by the suites; made in a temporary directory and renamed, so that
-# suites run in parallel never see half of one.  With a vision tower, unless
-# $text_only (a model that takes no images).
-sub model_dir {
-    my ($class, $seed, $text_only) = @_;
-    $seed //= 1;
-    my $flag = $text_only ? ' --text-only' : '';
-    my $dir = "$ROOT/build/t/nginx-model-$seed" . ($text_only ? '-text' : '');
+# suites run in parallel never see half of one.
+sub made_model {
+    my ($name, $args) = @_;
+    my $dir = "$ROOT/build/t/$name";
     return $dir if -f "$dir/joint_head_config.json";
     make_path("$ROOT/build/t");
-    my $tmp = tempdir("nginx-model-$seed-XXXXXX", DIR => "$ROOT/build/t");
+    my $tmp = tempdir("$name-XXXXXX", DIR => "$ROOT/build/t");
     my $bin = clef_bin();
     my $tok = tokenizer_dir();
-    my $out = `"$bin" mkmodel --shape tiny --tokenizer "$tok" --seed $seed$flag --out "$tmp/m" 2>&1`;
+    my $out = `"$bin" mkmodel $args --tokenizer "$tok" --out "$tmp/m" 2>&1`;
     croak "clef mkmodel failed:\n$out" if $?;
     chmod 0755, $tmp, "$tmp/m";
     rename "$tmp/m", $dir or -f "$dir/joint_head_config.json"
@@ -72,23 +69,21 @@ sub model_dir {
     return $dir;
 }
 
+# A tiny random checkpoint, one per seed.  With a vision tower, unless
+# $text_only (a model that takes no images).
+sub model_dir {
+    my ($class, $seed, $text_only) = @_;
+    $seed //= 1;
+    return made_model("nginx-model-$seed" . ($text_only ? '-text' : ''),
+                      "--shape tiny --seed $seed" . ($text_only ? ' --text-only' : ''));
+}
+
 # The checkpoint of the image fixtures (t/fixtures/models/v1.json, seed 11,
-# 2 shards: t/fixtures/vision was computed on it), made once.
+# 2 shards: t/fixtures/vision was computed on it).
 sub vision_model_dir {
     my ($class) = @_;
-    my $dir = "$ROOT/build/t/nginx-model-v1";
-    return $dir if -f "$dir/joint_head_config.json";
-    make_path("$ROOT/build/t");
-    my $tmp = tempdir("nginx-model-v1-XXXXXX", DIR => "$ROOT/build/t");
-    my $bin = clef_bin();
-    my $tok = tokenizer_dir();
-    my $out = `"$bin" mkmodel --config "$ROOT/t/fixtures/models/v1.json" --tokenizer "$tok" --seed 11 --shards 2 --out "$tmp/m" 2>&1`;
-    croak "clef mkmodel failed:\n$out" if $?;
-    chmod 0755, $tmp, "$tmp/m";
-    rename "$tmp/m", $dir or -f "$dir/joint_head_config.json"
-        or croak "rename $tmp/m: $!";
-    remove_tree($tmp);
-    return $dir;
+    return made_model("nginx-model-v1",
+                      qq{--config "$ROOT/t/fixtures/models/v1.json" --seed 11 --shards 2});
 }
 
 sub new {
