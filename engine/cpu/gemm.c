@@ -154,24 +154,32 @@ tile(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc, const a_view *a,
 }
 
 /* The 2 MR x 2 NR tile at (i, j), whole rows and columns, on the wide
- * kernel: two panels of A, two of B, none of them a tail. */
+ * kernel: two panels of A, two of B, none of them a tail.  With bf16
+ * weights, the first tile of a column (i = 0) prefetches the next two
+ * panels when the block has them whole (n is the block's width): that
+ * column's first tile would otherwise wait on memory for them. */
 static void
-wide_tile(int64_t i, int64_t j, int64_t kc, const a_view *a, const b_view *b,
-    float alpha, int load_c, float *c, int64_t ldc)
+wide_tile(int64_t i, int64_t j, int64_t n, int64_t kc, const a_view *a,
+    const b_view *b, float alpha, int load_c, float *c, int64_t ldc)
 {
     const float  *a0 = a->p + i / MR * a->ps;
     float        *ct = c + i * ldc + j;
 
     if (b->h != NULL) {
-        const uint16_t  *h = b->h + j / NR * b->ps;
+        const uint16_t  *h = b->h + j / NR * b->ps, *next = NULL;
 
+        if (i == 0 && j + 4 * NR <= n) {
+            next = h + 2 * b->ps;
+        }
         if (a->packed) {
             clef_cpu_gemm_kernel_wide_bf16w(kc, a0, a0 + a->ps, h, h + b->ps,
+                                            next, next ? next + b->ps : NULL,
                                             alpha, ct, ldc, load_c);
         } else {
             clef_cpu_gemm_kernel_wide_bf16w_strided(kc, a->p + i * a->rs, a->rs,
-                                                    a->cs, h, h + b->ps, alpha,
-                                                    ct, ldc, load_c);
+                                                    a->cs, h, h + b->ps, next,
+                                                    next ? next + b->ps : NULL,
+                                                    alpha, ct, ldc, load_c);
         }
         return;
     }
@@ -210,7 +218,7 @@ macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
     for (j = 0; j < n; j += 2 * NR) {
         for (i = 0; i < m; i += 2 * MR) {
             if (wide && i + 2 * MR <= m && j + 2 * NR <= n) {
-                wide_tile(i, j, kc, a, b, alpha, load_c, c, ldc);
+                wide_tile(i, j, n, kc, a, b, alpha, load_c, c, ldc);
                 continue;
             }
             tile(i, j, m, n, kc, a, b, atail, alpha, load_c, c, ldc);

@@ -55,11 +55,17 @@ void clef_cpu_gemm_kernel_wide(int64_t kc, const float *a0, const float *a1,
 void clef_cpu_gemm_kernel_wide_strided(int64_t kc, const float *a, int64_t ars,
     int64_t acs, const float *b0, const float *b1, int64_t bks, float alpha,
     float *c, int64_t ldc, int load_c);
+
+/* The bf16-weight wide kernels also take the panels of the tile to be
+ * computed next, next0 and next1 (both or neither NULL), to prefetch while
+ * this one runs: a hint, read into no register and no result. */
 void clef_cpu_gemm_kernel_wide_bf16w(int64_t kc, const float *a0,
-    const float *a1, const uint16_t *b0, const uint16_t *b1, float alpha,
-    float *c, int64_t ldc, int load_c);
+    const float *a1, const uint16_t *b0, const uint16_t *b1,
+    const uint16_t *next0, const uint16_t *next1, float alpha, float *c,
+    int64_t ldc, int load_c);
 void clef_cpu_gemm_kernel_wide_bf16w_strided(int64_t kc, const float *a,
     int64_t ars, int64_t acs, const uint16_t *b0, const uint16_t *b1,
-    float alpha, float *c, int64_t ldc, int load_c);
+    const uint16_t *next0, const uint16_t *next1, float alpha, float *c,
+    int64_t ldc, int load_c);
 
 #endif

@@ -137,10 +137,13 @@ one_case(int64_t kc, int bf16, int strided, float alpha, int load_c,
     memcpy(got, c0, sizeof(got));
     if (bf16 && strided) {
         clef_cpu_gemm_kernel_wide_bf16w_strided(kc, a, lda, 1, bh, bh + kc * NR,
-                                                alpha, got, LDC, load_c);
+                                                NULL, NULL, alpha, got, LDC,
+                                                load_c);
     } else if (bf16) {
+        /* with something to prefetch (its own panels: any readable memory) */
         clef_cpu_gemm_kernel_wide_bf16w(kc, ap, ap + kc * MR, bh, bh + kc * NR,
-                                        alpha, got, LDC, load_c);
+                                        bh, bh + kc * NR, alpha, got, LDC,
+                                        load_c);
     } else if (strided) {
         clef_cpu_gemm_kernel_wide_strided(kc, a, lda, 1, bf, bf + kc * NR, NR,
                                           alpha, got, LDC, load_c);
