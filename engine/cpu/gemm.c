@@ -103,13 +103,16 @@ tile(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc, const a_view *a,
 {
     float            t[MR * NR] __attribute__((aligned(64)));
     const float     *bp;
-    const uint16_t  *bh;
+    const uint16_t  *bh, *next;
     float           *ct, *cc;
     int64_t          mr, nr, r, bks, ldcc;
 
     nr = min64(NR, n - j);
     mr = min64(MR, m - i);
     bh = b->h != NULL ? b->h + j / NR * b->ps : NULL;
+    /* the first row of tiles pulls in the bf16 panel two to the right: the
+     * one the next column step reads (wide_tile() says why) */
+    next = bh != NULL && i == 0 && j + 2 * NR < n ? bh + 2 * b->ps : NULL;
     if (nr < NR && b->tail != NULL) {
         bp = b->tail;
         bks = NR;
@@ -132,10 +135,10 @@ tile(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc, const a_view *a,
     if (bh != NULL) {
         if (a->packed || mr < MR) {
             clef_cpu_gemm_kernel_bf16w(kc, a->packed ? a->p + i / MR * a->ps : atail,
-                                       bh, alpha, cc, ldcc, load_c);
+                                       bh, next, alpha, cc, ldcc, load_c);
         } else {
             clef_cpu_gemm_kernel_bf16w_strided(kc, a->p + i * a->rs, a->rs, a->cs,
-                                               bh, alpha, cc, ldcc, load_c);
+                                               bh, next, alpha, cc, ldcc, load_c);
         }
     } else if (a->packed) {
         clef_cpu_gemm_kernel(kc, a->p + i / MR * a->ps, bp, bks, alpha, cc, ldcc,

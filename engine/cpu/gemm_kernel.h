@@ -31,12 +31,14 @@ void clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars,
  * position 2j for j < NR / 2 and 2 (j - NR / 2) + 1 above, so that one
  * shift and one mask widen a step to the two fp32 vectors the fp32 kernel
  * loads.  Widening bf16 to fp32 is exact: the arithmetic on a lane is that
- * of clef_cpu_gemm_kernel() on the widened values, bit for bit. */
+ * of clef_cpu_gemm_kernel() on the widened values, bit for bit.  next, when
+ * not NULL, is the panel of the tile to be computed after this one: it is
+ * prefetched while this one runs (a hint: no value is read from it). */
 void clef_cpu_gemm_kernel_bf16w(int64_t kc, const float *a, const uint16_t *b,
-    float alpha, float *c, int64_t ldc, int load_c);
+    const uint16_t *next, float alpha, float *c, int64_t ldc, int load_c);
 void clef_cpu_gemm_kernel_bf16w_strided(int64_t kc, const float *a, int64_t ars,
-    int64_t acs, const uint16_t *b, float alpha, float *c, int64_t ldc,
-    int load_c);
+    int64_t acs, const uint16_t *b, const uint16_t *next, float alpha, float *c,
+    int64_t ldc, int load_c);
 
 /* The wide kernel (gemm_kernel_avx512.c), for CPUs with AVX-512: a
  * 2 MR x 2 NR tile, rows [0, MR) from A panel a0 and [MR, 2 MR) from a1,

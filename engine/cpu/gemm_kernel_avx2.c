@@ -124,51 +124,73 @@ clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars, int64_t ac
     FINISH;
 }
 
+/* The bf16 loops, with or without pulling step k of the next tile's panel
+ * into L1 (a line holds two steps; prefetching one again is nearly free):
+ * one loop each, so that neither tests anything per step. */
+#define BF16_LOOP(STEP_A, PREFETCH)                                          \
+    for (k = 0; k < kc; k++) {                                               \
+        PREFETCH;                                                            \
+        LOAD_BF16(b);                                                        \
+        b += CLEF_GEMM_NR;                                                   \
+        STEP_A;                                                              \
+    }
+
+#define PREFETCH_NEXT                                                        \
+    _mm_prefetch((const char *) (next + k * CLEF_GEMM_NR), _MM_HINT_T0)
+
+#define PACKED_STEP                                                          \
+    ROW(0, a);                                                               \
+    ROW(1, a + 1);                                                           \
+    ROW(2, a + 2);                                                           \
+    ROW(3, a + 3);                                                           \
+    ROW(4, a + 4);                                                           \
+    ROW(5, a + 5);                                                           \
+    a += CLEF_GEMM_MR
+
+#define STRIDED_STEP                                                         \
+    ROW(0, p);                                                               \
+    ROW(1, p + ars);                                                         \
+    ROW(2, p + 2 * ars);                                                     \
+    ROW(3, q);                                                               \
+    ROW(4, q + ars);                                                         \
+    ROW(5, q + 2 * ars);                                                     \
+    p += acs;                                                                \
+    q += acs
+
 void
 clef_cpu_gemm_kernel_bf16w(int64_t kc, const float *a, const uint16_t *b,
-    float alpha, float *c, int64_t ldc, int load_c)
+    const uint16_t *next, float alpha, float *c, int64_t ldc, int load_c)
 {
     __m256i  raw, hi = _mm256_set1_epi32((int) 0xffff0000u);
     DECLARE;
 
     START;
+    if (next != NULL) {
 #pragma GCC unroll 4
-    for (k = 0; k < kc; k++) {
-        LOAD_BF16(b);
-        b += CLEF_GEMM_NR;
-        ROW(0, a);
-        ROW(1, a + 1);
-        ROW(2, a + 2);
-        ROW(3, a + 3);
-        ROW(4, a + 4);
-        ROW(5, a + 5);
-        a += CLEF_GEMM_MR;
+        BF16_LOOP(PACKED_STEP, PREFETCH_NEXT)
+    } else {
+#pragma GCC unroll 4
+        BF16_LOOP(PACKED_STEP, (void) 0)
     }
     FINISH;
 }
 
 void
 clef_cpu_gemm_kernel_bf16w_strided(int64_t kc, const float *a, int64_t ars,
-    int64_t acs, const uint16_t *b, float alpha, float *c, int64_t ldc,
-    int load_c)
+    int64_t acs, const uint16_t *b, const uint16_t *next, float alpha, float *c,
+    int64_t ldc, int load_c)
 {
     const float  *p = a, *q = a + 3 * ars;
     __m256i       raw, hi = _mm256_set1_epi32((int) 0xffff0000u);
     DECLARE;
 
     START;
+    if (next != NULL) {
 #pragma GCC unroll 4
-    for (k = 0; k < kc; k++) {
-        LOAD_BF16(b);
-        b += CLEF_GEMM_NR;
-        ROW(0, p);
-        ROW(1, p + ars);
-        ROW(2, p + 2 * ars);
-        ROW(3, q);
-        ROW(4, q + ars);
-        ROW(5, q + 2 * ars);
-        p += acs;
-        q += acs;
+        BF16_LOOP(STRIDED_STEP, PREFETCH_NEXT)
+    } else {
+#pragma GCC unroll 4
+        BF16_LOOP(STRIDED_STEP, (void) 0)
     }
     FINISH;
 }

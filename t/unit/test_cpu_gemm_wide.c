@@ -115,13 +115,17 @@ one_case(int64_t kc, int bf16, int strided, float alpha, int load_c,
         for (j = 0; j < 2; j++) {
             float  *c = want + i * MR * LDC + j * NR;
 
+            /* the AVX2 bf16 kernels' two loops: the first row of tiles
+             * prefetches a panel (the other one: any readable memory) */
+            const uint16_t  *next = i == 0 ? bh + (1 - j) * kc * NR : NULL;
+
             if (bf16 && strided) {
                 clef_cpu_gemm_kernel_bf16w_strided(kc, a + i * MR * lda, lda, 1,
-                                                   bh + j * kc * NR, alpha, c, LDC,
-                                                   load_c);
+                                                   bh + j * kc * NR, next, alpha,
+                                                   c, LDC, load_c);
             } else if (bf16) {
                 clef_cpu_gemm_kernel_bf16w(kc, ap + i * kc * MR, bh + j * kc * NR,
-                                           alpha, c, LDC, load_c);
+                                           next, alpha, c, LDC, load_c);
             } else if (strided) {
                 clef_cpu_gemm_kernel_strided(kc, a + i * MR * lda, lda, 1,
                                              bf + j * kc * NR, NR, alpha, c, LDC,
