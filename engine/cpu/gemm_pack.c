@@ -71,6 +71,40 @@ pack_cols(const float *src, int64_t cs, int64_t kc, float *d)
     }
 }
 
+#if MR != 6
+#error "pack_rows() fills panels of 6 rows"
+#endif
+
+/* One whole panel of MR rows of a row-major A (row r at src + r * rs):
+ * eight steps at a time, the six rows' 8 x 8 block transposed in registers
+ * (two rows of it unused) and each step's six values stored under a mask,
+ * instead of a strided store per value.  It was 3% of a 1 x 256 forward. */
+static void
+pack_rows(const float *src, int64_t rs, int64_t kc, float *d)
+{
+    const __m256i  six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    __m256         r[8];
+    int64_t        k;
+    int            c;
+
+    r[6] = r[7] = _mm256_setzero_ps();
+    for (k = 0; k + 8 <= kc; k += 8) {
+        for (c = 0; c < MR; c++) {
+            r[c] = _mm256_loadu_ps(src + c * rs + k);
+        }
+        transpose8(r);
+        for (c = 0; c < 8; c++) {
+            _mm256_maskstore_ps(d + (k + c) * MR, six, r[c]);
+        }
+        r[6] = r[7] = _mm256_setzero_ps();
+    }
+    for ( ; k < kc; k++) {
+        for (c = 0; c < MR; c++) {
+            d[k * MR + c] = src[c * rs + k];
+        }
+    }
+}
+
 void
 clef_cpu_pack_a(const clef_cpu_mat *a, int64_t i0, int64_t m, int64_t k0, int64_t kc,
     float *dst, int64_t ps)
@@ -80,6 +114,11 @@ clef_cpu_pack_a(const clef_cpu_mat *a, int64_t i0, int64_t m, int64_t k0, int64_
     int64_t       i, k, end = (m + MR - 1) / MR * MR;
 
     for (i = 0; i < end; i++) {
+        if (i % MR == 0 && i + MR <= m && a->cs == 1) {
+            pack_rows(a->p + (i0 + i) * a->rs + k0, a->rs, kc, dst + i / MR * ps);
+            i += MR - 1;
+            continue;
+        }
         d = dst + i / MR * ps + i % MR;
         src = a->p + (i0 + i) * a->rs + k0 * a->cs;
         if (i >= m) {
