@@ -343,13 +343,83 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
     return rc;
 }
 
+/* The heads of a batch's records, one record per pool task: a record's
+ * head reads only its own rows and the head's weights, so which worker runs
+ * it changes nothing in its logits (one thread still runs each record's
+ * head start to end). */
+typedef struct {
+    clef_cpu_head      *head;
+    const clef_batch   *batch;
+    const float        *hidden;
+    int                 hidden_size;
+    float              *logits;
+    const int          *offset;        /* [n_records]: the record's first logit */
+    clef_error         *errs;          /* [n_records] */
+    int                *rcs;           /* [n_records] */
+} heads_job;
+
+static void
+head_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const heads_job  *j = ctx;
+    int64_t           r;
+
+    for (r = begin; r < end; r++) {
+        j->rcs[r] = clef_cpu_head_forward(j->head,
+                        j->hidden + (int64_t) j->batch->cu_seqlens[r] * j->hidden_size,
+                        j->batch->records[r], j->logits + j->offset[r], &j->errs[r]);
+    }
+}
+
+static int
+cpu_heads(clef_backend *b, const clef_batch *batch, const float *hidden,
+    float *logits, clef_error *err)
+{
+    heads_job  j;
+    int        r, n = batch->n_records, off = 0, rc = 0;
+    int       *offset;
+
+    offset = malloc(sizeof(int) * (size_t) (n > 0 ? n : 1) * 2);
+    j.errs = calloc((size_t) (n > 0 ? n : 1), sizeof(clef_error));
+    if (offset == NULL || j.errs == NULL) {
+        free(offset);
+        free(j.errs);
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    j.rcs = offset + n;
+    for (r = 0; r < n; r++) {
+        offset[r] = off;
+        off += batch->records[r]->n_options;
+    }
+    j.head = b->head;
+    j.batch = batch;
+    j.hidden = hidden;
+    j.hidden_size = b->hidden_size;
+    j.logits = logits;
+    j.offset = offset;
+    clef_cpu_pool_for(b->pool, n, 1, head_task, &j);
+
+    /* the first record that failed speaks for the batch, as when they ran
+     * one after another */
+    for (r = 0; r < n; r++) {
+        if (j.rcs[r] != 0) {
+            *err = j.errs[r];
+            rc = -1;
+            break;
+        }
+    }
+    free(offset);
+    free(j.errs);
+    return rc;
+}
+
 static int
 cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error *err)
 {
     int64_t  T = clef_batch_tokens(batch);
     float   *hidden;
     double   t0;
-    int      r, off = 0, rc = 0;
+    int      rc;
 
     hidden = malloc(sizeof(float) * (size_t) (T > 0 ? T : 1) * b->hidden_size);
     if (hidden == NULL) {
@@ -361,12 +431,7 @@ cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error 
     }
 
     t0 = clef_clock_seconds();
-    for (r = 0; r < batch->n_records && rc == 0; r++) {
-        rc = clef_cpu_head_forward(b->head,
-                                   hidden + (int64_t) batch->cu_seqlens[r] * b->hidden_size,
-                                   batch->records[r], logits + off, err);
-        off += batch->records[r]->n_options;
-    }
+    rc = cpu_heads(b, batch, hidden, logits, err);
     b->head_s = clef_clock_seconds() - t0;
 
     free(hidden);
