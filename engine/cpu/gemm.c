@@ -198,10 +198,50 @@ wide_tile(int64_t i, int64_t j, int64_t n, int64_t kc, const a_view *a,
     }
 }
 
+/* The rows [i, m) past the last whole 2 MR of a block (fewer than 2 MR),
+ * columns [j, j + 2 NR), on half tiles of the wide kernel: bf16 weights and
+ * a packed A, whose panels are zero-padded to MR rows.  A panel with fewer
+ * than MR rows goes through a whole tile of its own, as in tile(). */
+static void
+half_tiles(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc,
+    const a_view *a, const b_view *b, float alpha, int load_c, float *c,
+    int64_t ldc)
+{
+    float            t[MR * 2 * NR] __attribute__((aligned(64)));
+    const uint16_t  *h = b->h + j / NR * b->ps, *next = NULL;
+    float           *ct, *cc;
+    int64_t          mr, r, row, ldcc;
+
+    if (i == 0 && j + 4 * NR <= n) {
+        next = h + 2 * b->ps;
+    }
+    for (row = i; row < m; row += MR) {
+        mr = min64(MR, m - row);
+        ct = c + row * ldc + j;
+        cc = ct;
+        ldcc = ldc;
+        if (mr < MR) {
+            for (r = 0; load_c && r < mr; r++) {
+                memcpy(t + r * 2 * NR, ct + r * ldc, sizeof(float) * 2 * NR);
+            }
+            cc = t;
+            ldcc = 2 * NR;
+        }
+        clef_cpu_gemm_kernel_half_bf16w(kc, a->p + row / MR * a->ps, h, h + b->ps,
+                                        next, next ? next + b->ps : NULL, alpha,
+                                        cc, ldcc, load_c);
+        next = NULL;
+        for (r = 0; cc == t && r < mr; r++) {
+            memcpy(ct + r * ldc, t + r * 2 * NR, sizeof(float) * 2 * NR);
+        }
+    }
+}
+
 /* C[m][n] (+)= alpha * A . B over one block of kc, in steps of 2 MR rows
  * and 2 NR columns: on the wide kernel where the CPU has it and the step
- * is whole, else as MR x NR tiles.  Which tile or kernel computes an
- * element changes nothing in it (gemm_kernel.h). */
+ * is whole (or on its half tiles for the last rows), else as MR x NR
+ * tiles.  Which tile or kernel computes an element changes nothing in it
+ * (gemm_kernel.h). */
 static void
 macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
     float alpha, int load_c, float *c, int64_t ldc)
@@ -222,6 +262,10 @@ macro(int64_t m, int64_t n, int64_t kc, const a_view *a, const b_view *b,
         for (i = 0; i < m; i += 2 * MR) {
             if (wide && i + 2 * MR <= m && j + 2 * NR <= n) {
                 wide_tile(i, j, n, kc, a, b, alpha, load_c, c, ldc);
+                continue;
+            }
+            if (wide && j + 2 * NR <= n && b->h != NULL && a->packed) {
+                half_tiles(i, j, m, n, kc, a, b, alpha, load_c, c, ldc);
                 continue;
             }
             tile(i, j, m, n, kc, a, b, atail, alpha, load_c, c, ldc);

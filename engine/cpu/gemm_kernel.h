@@ -70,4 +70,12 @@ void clef_cpu_gemm_kernel_wide_bf16w_strided(int64_t kc, const float *a,
     const uint16_t *next0, const uint16_t *next1, float alpha, float *c,
     int64_t ldc, int load_c);
 
+/* Half of a wide bf16 tile: MR x 2 NR, rows from one packed panel of A.
+ * For the rows past the last whole 2 MR (a batch of 256 tokens leaves 4):
+ * half the work of the four MR x NR tiles it replaces (their lanes are
+ * 8 wide), the same bits. */
+void clef_cpu_gemm_kernel_half_bf16w(int64_t kc, const float *a,
+    const uint16_t *b0, const uint16_t *b1, const uint16_t *next0,
+    const uint16_t *next1, float alpha, float *c, int64_t ldc, int load_c);
+
 #endif

@@ -74,11 +74,12 @@
  * + r * ars, step k at + k * acs (a packed panel: ars 1, acs MR).  B:
  * fp32 panels bf0, bf1 (step k at + k * bks), or, when bf16, bf16 panels
  * bh0, bh1 (step k at + k * NR), with next0, next1 (or NULL) to prefetch.
- * Inlined into four entry points, so a packed A's strides and bf16 are
+ * rows: 12, or 6 for a half tile (rows 0-5 only; a1 unused).  Inlined
+ * into five entry points, so rows, a packed A's strides and bf16 are
  * constants.
  */
 TARGET INLINE void
-wide_tile(int64_t kc, const float *a0, const float *a1, int64_t ars,
+wide_tile(int64_t kc, int rows, const float *a0, const float *a1, int64_t ars,
     int64_t acs, const float *bf0, const float *bf1, int64_t bks, int bf16,
     const uint16_t *bh0, const uint16_t *bh1, const uint16_t *next0,
     const uint16_t *next1, float alpha, float *cp, int64_t ldc, int load_c)
@@ -90,7 +91,7 @@ wide_tile(int64_t kc, const float *a0, const float *a1, int64_t ars,
     const float   *p0 = a0, *q0 = a0 + 3 * ars, *p1 = a1, *q1 = a1 + 3 * ars;
     int64_t        k, r;
 
-    for (r = 0; r < 12; r++) {
+    for (r = 0; r < rows; r++) {
         c[r][0] = _mm512_setzero_ps();
         c[r][1] = _mm512_setzero_ps();
     }
@@ -109,7 +110,9 @@ wide_tile(int64_t kc, const float *a0, const float *a1, int64_t ars,
             b1 = _mm512_loadu_ps(bf1 + k * bks);
         }
         PANEL_ROWS(0, p0, q0);
-        PANEL_ROWS(6, p1, q1);
+        if (rows == 12) {
+            PANEL_ROWS(6, p1, q1);
+        }
         p0 += acs;
         q0 += acs;
         p1 += acs;
@@ -117,7 +120,7 @@ wide_tile(int64_t kc, const float *a0, const float *a1, int64_t ars,
     }
 
     al = _mm512_set1_ps(alpha);
-    for (r = 0; r < 12; r++) {
+    for (r = 0; r < rows; r++) {
         r0 = c[r][0];
         r1 = c[r][1];
         if (bf16) {
@@ -140,7 +143,7 @@ clef_cpu_gemm_kernel_wide(int64_t kc, const float *a0, const float *a1,
     const float *b0, const float *b1, int64_t bks, float alpha, float *c,
     int64_t ldc, int load_c)
 {
-    wide_tile(kc, a0, a1, 1, CLEF_GEMM_MR, b0, b1, bks, 0, NULL, NULL, NULL,
+    wide_tile(kc, 12, a0, a1, 1, CLEF_GEMM_MR, b0, b1, bks, 0, NULL, NULL, NULL,
               NULL, alpha, c, ldc, load_c);
 }
 
@@ -149,7 +152,7 @@ clef_cpu_gemm_kernel_wide_strided(int64_t kc, const float *a, int64_t ars,
     int64_t acs, const float *b0, const float *b1, int64_t bks, float alpha,
     float *c, int64_t ldc, int load_c)
 {
-    wide_tile(kc, a, a + CLEF_GEMM_MR * ars, ars, acs, b0, b1, bks, 0, NULL,
+    wide_tile(kc, 12, a, a + CLEF_GEMM_MR * ars, ars, acs, b0, b1, bks, 0, NULL,
               NULL, NULL, NULL, alpha, c, ldc, load_c);
 }
 
@@ -158,7 +161,7 @@ clef_cpu_gemm_kernel_wide_bf16w(int64_t kc, const float *a0, const float *a1,
     const uint16_t *b0, const uint16_t *b1, const uint16_t *next0,
     const uint16_t *next1, float alpha, float *c, int64_t ldc, int load_c)
 {
-    wide_tile(kc, a0, a1, 1, CLEF_GEMM_MR, NULL, NULL, 0, 1, b0, b1, next0,
+    wide_tile(kc, 12, a0, a1, 1, CLEF_GEMM_MR, NULL, NULL, 0, 1, b0, b1, next0,
               next1, alpha, c, ldc, load_c);
 }
 
@@ -167,8 +170,17 @@ clef_cpu_gemm_kernel_wide_bf16w_strided(int64_t kc, const float *a, int64_t ars,
     int64_t acs, const uint16_t *b0, const uint16_t *b1, const uint16_t *next0,
     const uint16_t *next1, float alpha, float *c, int64_t ldc, int load_c)
 {
-    wide_tile(kc, a, a + CLEF_GEMM_MR * ars, ars, acs, NULL, NULL, 0, 1, b0, b1,
+    wide_tile(kc, 12, a, a + CLEF_GEMM_MR * ars, ars, acs, NULL, NULL, 0, 1, b0, b1,
               next0, next1, alpha, c, ldc, load_c);
+}
+
+TARGET void
+clef_cpu_gemm_kernel_half_bf16w(int64_t kc, const float *a, const uint16_t *b0,
+    const uint16_t *b1, const uint16_t *next0, const uint16_t *next1,
+    float alpha, float *c, int64_t ldc, int load_c)
+{
+    wide_tile(kc, 6, a, a, 1, CLEF_GEMM_MR, NULL, NULL, 0, 1, b0, b1, next0,
+              next1, alpha, c, ldc, load_c);
 }
 
 int

@@ -315,6 +315,10 @@ main(void)
     test_shape(pools, 700, 300, 64, 0.0f);
     test_shape(pools, 5, 1100, 520, 1.0f);
     test_shape(pools, 1, 16, 1, 0.0f);
+    /* rows past the last 12 on the wide kernel's half tiles: 8 (a whole
+     * panel and a part of one) and 6 (one whole panel) */
+    test_shape(pools, 20, 96, 300, 1.0f);
+    test_shape(pools, 30, 64, 64, 0.0f);
     test_native(pools);
 
     for (t = 0; t < 3; t++) {

@@ -1,7 +1,8 @@
 /*
  * The wide AVX-512 micro-kernel (engine/cpu/gemm_kernel_avx512.c) gives
  * every element the bits of the AVX2 kernel: a 12 x 32 tile against the
- * four 6 x 16 tiles it covers, bit for bit, for
+ * four 6 x 16 tiles it covers, bit for bit (and its 6 x 32 half tile
+ * against the top two, for packed A and bf16 B), for
  *   - B as fp32 panels and as bf16 weight panels (interleaved columns),
  *   - A as packed panels and read in place (strided, and transposed),
  *   - kc 1, 7, 64, 256; alpha 1 and 0.37; C loaded or not;
@@ -168,6 +169,21 @@ one_case(int64_t kc, int bf16, int strided, float alpha, int load_c,
           "AVX2 tiles' bits, columns past the tile untouched", (long) kc,
           bf16 ? "bf16" : "fp32", strided ? "in place" : "packed", alpha,
           load_c ? "loaded" : "overwritten", specials ? ", with -0/subnormal/inf/NaN" : "");
+
+    /* the half tile: rows 0-5 of the wide one from the first panel of A,
+     * the rows below left as they were */
+    if (bf16 && !strided) {
+        memcpy(got, c0, sizeof(got));
+        clef_cpu_gemm_kernel_half_bf16w(kc, ap, bh, bh + kc * NR, NULL, NULL,
+                                        alpha, got, LDC, load_c);
+        CHECK(memcmp(want, got, sizeof(float) * MR * LDC) == 0
+              && memcmp(c0 + MR * LDC, got + MR * LDC,
+                        sizeof(float) * (WMR - MR) * LDC) == 0,
+              "kc %ld, alpha %g, C %s%s: the half tile has the AVX2 tiles' "
+              "bits in its %d rows and leaves the others", (long) kc, alpha,
+              load_c ? "loaded" : "overwritten",
+              specials ? ", with -0/subnormal/inf/NaN" : "", MR);
+    }
 
     free(a);
     free(ap);
