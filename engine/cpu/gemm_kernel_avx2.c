@@ -76,68 +76,8 @@
     b0 = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));                    \
     b1 = _mm256_castsi256_ps(_mm256_and_si256(raw, hi))
 
-void
-clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b, int64_t bks,
-    float alpha, float *c, int64_t ldc, int load_c)
-{
-    DECLARE;
-
-    START;
-#pragma GCC unroll 4
-    for (k = 0; k < kc; k++) {
-        b0 = _mm256_loadu_ps(b);
-        b1 = _mm256_loadu_ps(b + 8);
-        b += bks;
-        ROW(0, a);
-        ROW(1, a + 1);
-        ROW(2, a + 2);
-        ROW(3, a + 3);
-        ROW(4, a + 4);
-        ROW(5, a + 5);
-        a += CLEF_GEMM_MR;
-    }
-    FINISH;
-}
-
-void
-clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars, int64_t acs,
-    const float *b, int64_t bks, float alpha, float *c, int64_t ldc, int load_c)
-{
-    const float  *p = a, *q = a + 3 * ars;
-    DECLARE;
-
-    START;
-#pragma GCC unroll 4
-    for (k = 0; k < kc; k++) {
-        b0 = _mm256_loadu_ps(b);
-        b1 = _mm256_loadu_ps(b + 8);
-        b += bks;
-        ROW(0, p);
-        ROW(1, p + ars);
-        ROW(2, p + 2 * ars);
-        ROW(3, q);
-        ROW(4, q + ars);
-        ROW(5, q + 2 * ars);
-        p += acs;
-        q += acs;
-    }
-    FINISH;
-}
-
-/* The bf16 loops, with or without pulling step k of the next tile's panel
- * into L1 (a line holds two steps; prefetching one again is nearly free):
- * one loop each, so that neither tests anything per step. */
-#define BF16_LOOP(STEP_A, PREFETCH)                                          \
-    for (k = 0; k < kc; k++) {                                               \
-        PREFETCH;                                                            \
-        LOAD_BF16(b);                                                        \
-        b += CLEF_GEMM_NR;                                                   \
-        STEP_A;                                                              \
-    }
-
-#define PREFETCH_NEXT                                                        \
-    _mm_prefetch((const char *) (next + k * CLEF_GEMM_NR), _MM_HINT_T0)
-
+/* One step k of the tile's six rows: A packed (a), or read in place
+ * (p: rows 0-2, q: rows 3-5) */
 #define PACKED_STEP                                                          \
     ROW(0, a);                                                               \
     ROW(1, a + 1);                                                           \
@@ -156,6 +96,55 @@ clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars, int64_t ac
     ROW(5, q + 2 * ars);                                                     \
     p += acs;                                                                \
     q += acs
+
+void
+clef_cpu_gemm_kernel(int64_t kc, const float *a, const float *b, int64_t bks,
+    float alpha, float *c, int64_t ldc, int load_c)
+{
+    DECLARE;
+
+    START;
+#pragma GCC unroll 4
+    for (k = 0; k < kc; k++) {
+        b0 = _mm256_loadu_ps(b);
+        b1 = _mm256_loadu_ps(b + 8);
+        b += bks;
+        PACKED_STEP;
+    }
+    FINISH;
+}
+
+void
+clef_cpu_gemm_kernel_strided(int64_t kc, const float *a, int64_t ars, int64_t acs,
+    const float *b, int64_t bks, float alpha, float *c, int64_t ldc, int load_c)
+{
+    const float  *p = a, *q = a + 3 * ars;
+    DECLARE;
+
+    START;
+#pragma GCC unroll 4
+    for (k = 0; k < kc; k++) {
+        b0 = _mm256_loadu_ps(b);
+        b1 = _mm256_loadu_ps(b + 8);
+        b += bks;
+        STRIDED_STEP;
+    }
+    FINISH;
+}
+
+/* The bf16 loops, with or without pulling step k of the next tile's panel
+ * into L1 (a line holds two steps; prefetching one again is nearly free):
+ * one loop each, so that neither tests anything per step. */
+#define BF16_LOOP(STEP_A, PREFETCH)                                          \
+    for (k = 0; k < kc; k++) {                                               \
+        PREFETCH;                                                            \
+        LOAD_BF16(b);                                                        \
+        b += CLEF_GEMM_NR;                                                   \
+        STEP_A;                                                              \
+    }
+
+#define PREFETCH_NEXT                                                        \
+    _mm_prefetch((const char *) (next + k * CLEF_GEMM_NR), _MM_HINT_T0)
 
 void
 clef_cpu_gemm_kernel_bf16w(int64_t kc, const float *a, const uint16_t *b,
