@@ -90,6 +90,28 @@ wide_kernel(void)
 
 /* ---- the macro-kernel -------------------------------------------------- */
 
+/* rows x cols floats from src (row stride lds) to dst (row stride ldd): a
+ * tail tile's part of C into and out of its whole-size stand-in */
+static void
+copy_rows(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
+    int64_t cols)
+{
+    int64_t  r;
+
+    for (r = 0; r < rows; r++) {
+        memcpy(dst + r * ldd, src + r * lds, sizeof(float) * (size_t) cols);
+    }
+}
+
+/* The first of the two bf16 panels the next column step of the wide kernel
+ * reads, for the first row of tiles (i = 0) to prefetch while it runs, when
+ * the block (n columns) has that step whole; else NULL. */
+static const uint16_t *
+next_pair(const b_view *b, int64_t i, int64_t j, int64_t n)
+{
+    return i == 0 && j + 4 * NR <= n ? b->h + (j / NR + 2) * b->ps : NULL;
+}
+
 /* One MR x NR tile of C at (i, j) of a macro block.  A tail tile (fewer
  * than MR rows or NR columns) reads zeros past the last row of A and the
  * last column of B (packed with them when A or B is read in place) and goes
@@ -105,7 +127,7 @@ tile(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc, const a_view *a,
     const float     *bp;
     const uint16_t  *bh, *next;
     float           *ct, *cc;
-    int64_t          mr, nr, r, bks, ldcc;
+    int64_t          mr, nr, bks, ldcc;
 
     nr = min64(NR, n - j);
     mr = min64(MR, m - i);
@@ -125,9 +147,7 @@ tile(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc, const a_view *a,
     ldcc = ldc;
     if (mr < MR || nr < NR) {
         if (load_c) {
-            for (r = 0; r < mr; r++) {
-                memcpy(t + r * NR, ct + r * ldc, sizeof(float) * (size_t) nr);
-            }
+            copy_rows(t, NR, ct, ldc, mr, nr);
         }
         cc = t;
         ldcc = NR;
@@ -150,17 +170,15 @@ tile(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc, const a_view *a,
                                      alpha, cc, ldcc, load_c);
     }
     if (cc == t) {
-        for (r = 0; r < mr; r++) {
-            memcpy(ct + r * ldc, t + r * NR, sizeof(float) * (size_t) nr);
-        }
+        copy_rows(ct, ldc, t, NR, mr, nr);
     }
 }
 
 /* The 2 MR x 2 NR tile at (i, j), whole rows and columns, on the wide
  * kernel: two panels of A, two of B, none of them a tail.  With bf16
- * weights, the first tile of a column (i = 0) prefetches the next two
- * panels when the block has them whole (n is the block's width): that
- * column's first tile would otherwise wait on memory for them. */
+ * weights, the first tile of a column prefetches the next column step's
+ * panels (next_pair()): that step's first tile would otherwise wait on
+ * memory for them. */
 static void
 wide_tile(int64_t i, int64_t j, int64_t n, int64_t kc, const a_view *a,
     const b_view *b, float alpha, int load_c, float *c, int64_t ldc)
@@ -169,11 +187,8 @@ wide_tile(int64_t i, int64_t j, int64_t n, int64_t kc, const a_view *a,
     float        *ct = c + i * ldc + j;
 
     if (b->h != NULL) {
-        const uint16_t  *h = b->h + j / NR * b->ps, *next = NULL;
+        const uint16_t  *h = b->h + j / NR * b->ps, *next = next_pair(b, i, j, n);
 
-        if (i == 0 && j + 4 * NR <= n) {
-            next = h + 2 * b->ps;
-        }
         if (a->packed) {
             clef_cpu_gemm_kernel_wide_bf16w(kc, a0, a0 + a->ps, h, h + b->ps,
                                             next, next ? next + b->ps : NULL,
@@ -208,21 +223,18 @@ half_tiles(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc,
     int64_t ldc)
 {
     float            t[MR * 2 * NR] __attribute__((aligned(64)));
-    const uint16_t  *h = b->h + j / NR * b->ps, *next = NULL;
+    const uint16_t  *h = b->h + j / NR * b->ps, *next = next_pair(b, i, j, n);
     float           *ct, *cc;
-    int64_t          mr, r, row, ldcc;
+    int64_t          mr, row, ldcc;
 
-    if (i == 0 && j + 4 * NR <= n) {
-        next = h + 2 * b->ps;
-    }
     for (row = i; row < m; row += MR) {
         mr = min64(MR, m - row);
         ct = c + row * ldc + j;
         cc = ct;
         ldcc = ldc;
         if (mr < MR) {
-            for (r = 0; load_c && r < mr; r++) {
-                memcpy(t + r * 2 * NR, ct + r * ldc, sizeof(float) * 2 * NR);
+            if (load_c) {
+                copy_rows(t, 2 * NR, ct, ldc, mr, 2 * NR);
             }
             cc = t;
             ldcc = 2 * NR;
@@ -231,8 +243,8 @@ half_tiles(int64_t i, int64_t j, int64_t m, int64_t n, int64_t kc,
                                         next, next ? next + b->ps : NULL, alpha,
                                         cc, ldcc, load_c);
         next = NULL;
-        for (r = 0; cc == t && r < mr; r++) {
-            memcpy(ct + r * ldc, t + r * 2 * NR, sizeof(float) * 2 * NR);
+        if (cc == t) {
+            copy_rows(ct, ldc, t, 2 * NR, mr, 2 * NR);
         }
     }
 }
