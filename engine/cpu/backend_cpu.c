@@ -348,26 +348,32 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
  * it changes nothing in its logits (one thread still runs each record's
  * head start to end). */
 typedef struct {
+    int          first_logit;
+    int          rc;
+    clef_error   err;
+} head_slot;
+
+typedef struct {
     clef_cpu_head      *head;
     const clef_batch   *batch;
     const float        *hidden;
     int                 hidden_size;
     float              *logits;
-    const int          *offset;        /* [n_records]: the record's first logit */
-    clef_error         *errs;          /* [n_records] */
-    int                *rcs;           /* [n_records] */
+    head_slot          *slots;         /* [n_records] */
 } heads_job;
 
 static void
 head_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const heads_job  *j = ctx;
+    head_slot        *s;
     int64_t           r;
 
     for (r = begin; r < end; r++) {
-        j->rcs[r] = clef_cpu_head_forward(j->head,
-                        j->hidden + (int64_t) j->batch->cu_seqlens[r] * j->hidden_size,
-                        j->batch->records[r], j->logits + j->offset[r], &j->errs[r]);
+        s = &j->slots[r];
+        s->rc = clef_cpu_head_forward(j->head,
+                    j->hidden + (int64_t) j->batch->cu_seqlens[r] * j->hidden_size,
+                    j->batch->records[r], j->logits + s->first_logit, &s->err);
     }
 }
 
@@ -377,18 +383,13 @@ cpu_heads(clef_backend *b, const clef_batch *batch, const float *hidden,
 {
     heads_job  j;
     int        r, n = batch->n_records, off = 0, rc = 0;
-    int       *offset;
 
-    offset = malloc(sizeof(int) * (size_t) (n > 0 ? n : 1) * 2);
-    j.errs = calloc((size_t) (n > 0 ? n : 1), sizeof(clef_error));
-    if (offset == NULL || j.errs == NULL) {
-        free(offset);
-        free(j.errs);
+    j.slots = calloc((size_t) (n > 0 ? n : 1), sizeof(head_slot));
+    if (j.slots == NULL) {
         return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
     }
-    j.rcs = offset + n;
     for (r = 0; r < n; r++) {
-        offset[r] = off;
+        j.slots[r].first_logit = off;
         off += batch->records[r]->n_options;
     }
     j.head = b->head;
@@ -396,20 +397,18 @@ cpu_heads(clef_backend *b, const clef_batch *batch, const float *hidden,
     j.hidden = hidden;
     j.hidden_size = b->hidden_size;
     j.logits = logits;
-    j.offset = offset;
     clef_cpu_pool_for(b->pool, n, 1, head_task, &j);
 
     /* the first record that failed speaks for the batch, as when they ran
      * one after another */
     for (r = 0; r < n; r++) {
-        if (j.rcs[r] != 0) {
-            *err = j.errs[r];
+        if (j.slots[r].rc != 0) {
+            *err = j.slots[r].err;
             rc = -1;
             break;
         }
     }
-    free(offset);
-    free(j.errs);
+    free(j.slots);
     return rc;
 }
 
