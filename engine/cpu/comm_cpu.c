@@ -143,7 +143,6 @@ depart(comm_cpu *c, const char *what, int rank, double t0, clef_error *err)
     return 0;
 }
 
-
 static int
 cpu_all_reduce_sum(clef_comm *base, int rank, void *buf, size_t n,
     clef_comm_dtype dtype, void *stream, clef_error *err)

@@ -87,6 +87,8 @@ pack_rows(const float *src, int64_t rs, int64_t kc, float *d)
     int64_t        k;
     int            c;
 
+    /* rows 6 and 7 of the block only reach lanes 6 and 7, which the mask
+     * drops: whatever the last transpose left there will do */
     r[6] = r[7] = _mm256_setzero_ps();
     for (k = 0; k + 8 <= kc; k += 8) {
         for (c = 0; c < MR; c++) {
@@ -96,7 +98,6 @@ pack_rows(const float *src, int64_t rs, int64_t kc, float *d)
         for (c = 0; c < 8; c++) {
             _mm256_maskstore_ps(d + (k + c) * MR, six, r[c]);
         }
-        r[6] = r[7] = _mm256_setzero_ps();
     }
     for ( ; k < kc; k++) {
         for (c = 0; c < MR; c++) {
