@@ -11,7 +11,8 @@
  * operations on the same values in the same order, each correctly rounded,
  * and nothing (vector width, which lane, which tile) enters a lane from
  * outside.  So which kernel runs is not part of the numerics, and
- * gemm.c may pick per machine; test_cpu_gemm checks the two bit for bit.
+ * gemm.c may pick per machine; test_cpu_gemm_wide checks the two bit for
+ * bit.
  *
  * Panels are those of the AVX2 kernel, so packing and the weights do not
  * depend on the kernel.  A bf16 panel's step is 16 weights in the
@@ -65,8 +66,10 @@
  * steps of a panel, so on even steps only. */
 #define PREFETCH_NEXT(k)                                                     \
     if (next0 != NULL && ((k) & 1) == 0) {                                   \
-        _mm_prefetch((const char *) (next0 + (k) * CLEF_GEMM_NR), _MM_HINT_T0); \
-        _mm_prefetch((const char *) (next1 + (k) * CLEF_GEMM_NR), _MM_HINT_T0); \
+        _mm_prefetch((const char *) (next0 + (k) * CLEF_GEMM_NR),            \
+                     _MM_HINT_T0);                                           \
+        _mm_prefetch((const char *) (next1 + (k) * CLEF_GEMM_NR),            \
+                     _MM_HINT_T0);                                           \
     }
 
 /*
