@@ -19,8 +19,6 @@
  *   - tp = 3 is refused with clef_shard_check's message.
  */
 #include <jansson.h>
-#include <stdarg.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "answer.h"

@@ -30,21 +30,19 @@
  * CLI it starts is the optimised build).
  */
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "answer.h"
 #include "backend.h"
 #include "check.h"
 #include "cpu/gemm.h"
-#include "shell.h"
 #include "encode.h"
 #include "model.h"
 #include "request.h"
+#include "shell.h"
 
 #define LOGIT_TOL    1e-4
 #define PROB_TOL     1e-5

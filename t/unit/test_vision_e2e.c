@@ -15,8 +15,6 @@
  *     depend on the batch).
  */
 #include <jansson.h>
-#include <stdarg.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
