@@ -17,8 +17,9 @@
 #include "answer.h"
 #include "backend.h"
 #include "check.h"
-#include "splitmix64.h"
 #include "model.h"
+#include "shell.h"
+#include "splitmix64.h"
 #include "tensor.h"
 
 /* The numerics contract of the CUDA backend (DESIGN §5): probabilities
@@ -313,7 +314,7 @@ cuda_test_mkmodel(const char *prefix, const char *config, int seed,
     snprintf(cmd, sizeof(cmd), "build/clef mkmodel --config %s --tokenizer "
              "%s --seed %d --shards %d --out %s > /dev/null",
              config, check_qwen3_tokenizer(), seed, shards, dir);
-    if (system(cmd) != 0) {
+    if (sh("%s", cmd) != 0) {
         printf("# failed: %s\n", cmd);
         return NULL;
     }
@@ -328,10 +329,7 @@ cuda_test_mkmodel(const char *prefix, const char *config, int seed,
 static __attribute__((unused)) void
 cuda_test_remove_dir(const char *dir)
 {
-    char  cmd[1100];
-
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0) {
+    if (sh("rm -rf %s", dir) != 0) {
         printf("# could not remove %s\n", dir);
     }
 }
