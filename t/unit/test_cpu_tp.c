@@ -24,12 +24,12 @@
 #include "answer.h"
 #include "backend.h"
 #include "check.h"
-#include "shell.h"
-#include "vision_cases.h"
 #include "cpu/backend_cpu.h"
 #include "encode_images.h"
 #include "model.h"
 #include "request.h"
+#include "shell.h"
+#include "vision_cases.h"
 
 #define MAX_RECORDS   48
 
