@@ -68,12 +68,6 @@ int  clef_cuda_profile_read(clef_backend *b, double ms[CLEF_CUDA_PROF_COUNT],
     int *forwards, clef_error *err);
 void clef_cuda_profile_reset(clef_backend *b);
 
-/* Batches with images: refused by default ("the cuda backend does not run
- * media records yet", as before the tower existed) until the tower has
- * passed t/cuda/device-check.sh on a GPU; 1 runs them (the tests and the
- * bench).  -1 for a model without a vision tower. */
-int  clef_cuda_set_images(clef_backend *b, int on);
-
 /* The vision tower alone over the batch's images (clef_batch_set_media'd):
  * features [sum of clef_image_tokens()][out_hidden_size], the merged rows
  * of image 0, then 1, ..., as clef_cpu_vision_forward() gives them (bf16

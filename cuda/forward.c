@@ -5,6 +5,8 @@
  * §5) in fp32.  Nothing here waits for the device, so the whole sequence
  * can be captured into a CUDA graph.
  */
+#include <string.h>
+
 #include "cuda_backend.h"
 #include "vision.h"
 
@@ -106,6 +108,8 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         clef_k_attn_args  a;
         clef_bf16        *kbuf = w->mix + (size_t) T * b->Hq * b->hd;
 
+        memset(&r, 0, sizeof(r));
+        memset(&a, 0, sizeof(a));
         GEMM(CLEF_GEMM_BF16, T, b->attn_rows, H, ly->attn_in, H, w->xn, H,
              w->proj, b->proj_ld, 0.0f, NULL);
         r.proj = w->proj;

@@ -34,23 +34,11 @@ align256(size_t v)
     return (v + 255) / 256 * 256;
 }
 
-/* 1 once t/cuda/device-check.sh has passed on a GPU (cuda/README.md,
- * "Images"); until then a batch with images is refused unless
- * clef_cuda_set_images() turned them on. */
-#define IMAGES_BY_DEFAULT  0
-
 int
 cuda_vision_open(clef_backend *b, clef_error *err)
 {
-    if (cuda_vision_weights_upload(b->model, clef_model_text_config(b->model),
-                                   &b->vision, err) != 0)
-    {
-        return -1;
-    }
-    if (b->vision != NULL) {
-        b->vision->enabled = IMAGES_BY_DEFAULT;
-    }
-    return 0;
+    return cuda_vision_weights_upload(b->model, clef_model_text_config(b->model),
+                                      &b->vision, err);
 }
 
 void
@@ -292,11 +280,6 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
         return clef_error_set(err, 400, "images_unsupported", NULL,
                               "This model does not accept images.");
     }
-    if (!v->enabled) {
-        /* clef_batch_has_media()'s refusal, word for word */
-        return clef_error_set(err, 500, "media_unsupported", NULL,
-                              "the cuda backend does not run media records yet");
-    }
     if (batch->positions == NULL) {
         return clef_error_set(err, 500, "backend", NULL, "a batch with images "
                               "needs its media (clef_batch_set_media)");
@@ -501,18 +484,6 @@ cuda_vision_embed(clef_backend *b, clef_error *err)
                                       (const int32_t *) (v->dmeta + v->plan.o_dst),
                                       b->ws.hid, (int) v->plan.R, v->out, b->stream),
                       "image features", err);
-}
-
-/* ---- for the tests (clef_cuda.h) ----------------------------------------- */
-
-int
-clef_cuda_set_images(clef_backend *b, int on)
-{
-    if (b->vision == NULL) {
-        return -1;
-    }
-    b->vision->enabled = on != 0;
-    return 0;
 }
 
 int

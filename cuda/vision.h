@@ -78,11 +78,6 @@ typedef struct cuda_vision {
     clef_bf16   *m1, *m2;            /* [M][M], [out][M] */
     float       *m1_b, *m2_b;
 
-    /* 0 (the default until t/cuda/device-check.sh has passed on a GPU):
-     * batches with images are refused as before the tower existed;
-     * clef_cuda_set_images() turns it on (the tests, the bench) */
-    int          enabled;
-
     /* the current batch (vision.c) */
     int          active;             /* it has images */
     cuda_vplan   plan;

@@ -598,10 +598,10 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     m->max_token_bytes = clef_tokenizer_max_token_bytes(
                              clef_model_tokenizer(cm));
 
-    /* images need the vision tower and a backend that runs it (the CUDA
-     * backend does not yet) */
+    /* images need the vision tower; the CUDA backend runs it on rank 0
+     * only, so at tp=1 (cuda/README.md, "Images") */
     m->images = clef_model_vision_config(cm) != NULL
-                && ngx_strcmp(m->backend.data, "cpu") == 0;
+                && (ngx_strcmp(m->backend.data, "cpu") == 0 || m->tp == 1);
     if (m->images) {
         m->processor = clef_model_vision_config(cm)->processor;
     }

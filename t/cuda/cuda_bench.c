@@ -445,7 +445,6 @@ images_bench(clef_backend *g, const clef_model *m, int vocab, int quick)
     memset(&four, 0, sizeof(four));
     memset(&r1, 0, sizeof(r1));
     memset(&r4, 0, sizeof(r4));
-    clef_cuda_set_images(g, 1);
     say("\nimages, eager (the vision tower, then the backbone with M-RoPE)\n");
     ok = make_image_record(&r1, vc, 1, 14, 20, REQ_LEN, vocab) == 0
          && make_image_record(&r4, vc, 4, 64, 64, REQ_LEN, vocab) == 0

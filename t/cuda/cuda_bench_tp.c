@@ -18,7 +18,12 @@
  * one warm-up: median ms and tokens/s; one profiled forward: ms per layer
  * type from CUDA events on rank 0's stream and the all-reduce share =
  * comm / total (the wait for the slowest rank included); and a check that
- * the probabilities stay within 2e-2 of tp=1's (the bf16 contract).
+ * the probabilities stay within 4e-2 of tp=1's.  The bf16 contract holds
+ * each of tp=1 and tp=2 to 2e-2 of the fp32 reference, so two of them may
+ * be 4e-2 apart; on this random clef-flash checkpoint the first H200 run
+ * measured 0.027 (no fp32 reference of this shape runs in the bench's
+ * time: test_cuda_tp holds tp=2 and 4 to 2e-2 of the fp32 CPU backend on
+ * the tp4 fixture).
  * Figures are printed as measured (stdout flushed); exit 1 when a check
  * failed or a configuration could not run, 2 for usage.
  */
@@ -37,7 +42,7 @@
 #define BENCH_SEED  4242
 #include "bench_batch.h"
 
-#define PROB_TOL  2e-2
+#define PROB_TOL  4e-2                  /* 2 x the bf16 contract's 2e-2 */
 
 static int       failed;
 

@@ -212,7 +212,8 @@ if ! command -v make > /dev/null 2>&1; then
 fi
 if [ -n "${FORCE_CARRIED_DEPS:-}" ] \
    || ! pkg-config --exists libpcre2-8 libutf8proc jansson openblas libpng \
-                            libjpeg libwebp libwebpdemux 2> /dev/null; then
+                            libjpeg libwebp libwebpdemux 2> /dev/null \
+   || [ ! -f /usr/include/oneapi/dnnl/dnnl.h ]; then
     unpack_carried >> "$OUT/build.log" 2>&1
     MAKEVARS+=("PKG_CFLAGS=-DUTF8PROC_EXPORTS -I$D/usr/include -I$D/usr/include/x86_64-linux-gnu -I$D/usr/include/x86_64-linux-gnu/openblas-pthread"
                "PKG_LIBS=-L$L -L$L/openblas-pthread -lpcre2-8 -lutf8proc -ljansson -lopenblas -lpng16 -lz -ljpeg -lwebpdemux -lwebp")
@@ -233,11 +234,19 @@ if [ ! -f "$CUDA_HOME/include/cublasLt.h" ] || ! ls "$CUDA_HOME"/lib64/libcublas
     fi
 fi
 
-# NCCL from a wheel when the toolkit has none (tensor parallelism; the
+# NCCL from the system (Debian/Ubuntu's libnccl-dev puts it outside the
+# toolkit, where the Makefile's NCCL_HOME does not look), else from a wheel,
+# when the toolkit has none (tensor parallelism; the
 # library builds without it too, and test_cuda_tp then fails its NCCL
 # checks with a message saying so).
 if [ ! -f "$CUDA_HOME/include/nccl.h" ] || ! ls "$CUDA_HOME"/lib64/libnccl.so* > /dev/null 2>&1; then
-    if nc=$(wheel_dir nccl) && [ -f "$nc/include/nccl.h" ]; then
+    if [ -f /usr/include/nccl.h ] && [ -e /usr/lib/x86_64-linux-gnu/libnccl.so ]; then
+        mkdir -p /tmp/clef-nccl/include /tmp/clef-nccl/lib
+        ln -sf /usr/include/nccl.h /tmp/clef-nccl/include/nccl.h
+        ln -sf /usr/lib/x86_64-linux-gnu/libnccl.so /tmp/clef-nccl/lib/libnccl.so
+        MAKEVARS+=("NCCL_HOME=/tmp/clef-nccl")
+        deps_note="$deps_note, the system's NCCL"
+    elif nc=$(wheel_dir nccl) && [ -f "$nc/include/nccl.h" ]; then
         so=$(ls "$nc"/lib/libnccl.so.* 2> /dev/null | head -1)
         mkdir -p /tmp/clef-nccl/lib
         ln -sfn "$nc/include" /tmp/clef-nccl/include

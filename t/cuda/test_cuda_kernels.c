@@ -307,6 +307,10 @@ test_attention(int hq, int hkv, int hd, int rot, int gated, double theta)
         inv[j] = 1.0f / (float) pow(theta, (double) ((float) (2 * j) / (float) rot));
     }
     tiles = make_tiles(&nt);
+    /* every field the test leaves alone is zero: mpos NULL is text RoPE */
+    memset(&r, 0, sizeof(r));
+    memset(&a, 0, sizeof(a));
+    memset(&aa, 0, sizeof(aa));
 
     p_d = up_bf(p, (size_t) T * ldp);
     qn_d = up_bf(qn, hd);

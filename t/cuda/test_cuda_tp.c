@@ -122,7 +122,7 @@ compare(fixture *f, clef_backend *b, const char *label)
     float      *p = calloc((size_t) f->N, sizeof(float));
     clef_error  err;
     double      dl, dp, dc;
-    int         r, q, off, same = 1, decided = 0, all_same = 1, questions = 0, s, rc;
+    int         r, q, off, same = 1, decided = 0, differ = 0, questions = 0, s, rc;
 
     memset(&err, 0, sizeof(err));
     rc = clef_cuda_backend_ops.forward(b, &f->batch, l, &err);
@@ -146,7 +146,7 @@ compare(fixture *f, clef_backend *b, const char *label)
             int  n = f->recs[r].option_offset[q + 1] - f->recs[r].option_offset[q];
 
             questions++;
-            all_same &= argmax_of(p + o, n) == argmax_of(f->ref_p + o, n);
+            differ += argmax_of(p + o, n) != argmax_of(f->ref_p + o, n);
             if (decided_question(f->ref_p + o, p + o, n, &s)) {
                 decided++;
                 same &= s;
@@ -156,8 +156,8 @@ compare(fixture *f, clef_backend *b, const char *label)
     }
     CHECK(same, "%s: the same argmax as tp=1 on the %d questions it decides by more "
           "than %g", label, decided, DECIDED_MARGIN);
-    printf("# %s: argmax %s tp=1's on all %d questions\n", label,
-           all_same ? "equals" : "differs from", questions);
+    printf("# %s: argmax differs from tp=1's on %d of %d questions (undecided "
+           "ones may)\n", label, differ, questions);
     free(p);
     return l;
 }

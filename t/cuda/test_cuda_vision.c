@@ -659,38 +659,6 @@ test_model(const char *name, const char *config, int seed, int max_cases)
     if (!ok) {
         goto done;
     }
-    {
-        clef_record  r;
-        float        l[256];
-
-        /* images stay refused until enabled (until device-check passes) */
-        json_t  *c0 = NULL;
-
-        snprintf(line, sizeof(line), "%s/vision/cases.jsonl", check_fixtures());
-        f = fopen(line, "r");
-        if (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-            c0 = json_loads(line, 0, NULL);
-        }
-        if (f != NULL) {
-            fclose(f);
-        }
-        ok = c0 != NULL && encode_case(m, c0, &r) == 0;
-        if (ok) {
-            clef_batch  batch;
-            int32_t     cu[2];
-
-            clef_batch_init(&batch, (const clef_record *const []) { &r }, 1, cu);
-            ok = clef_batch_set_media(&batch, &err) == 0
-                 && clef_cuda_backend_ops.forward(gb, &batch, l, &err) == -1
-                 && strcmp(err.type, "media_unsupported") == 0;
-            clef_batch_free_media(&batch);
-            clef_record_free(&r);
-        }
-        json_decref(c0);
-        CHECK(ok, "%s: images refused until clef_cuda_set_images (%s)", name,
-              err.message);
-        CHECK_INT(clef_cuda_set_images(gb, 1), 0, "%s: images turned on", name);
-    }
     out = clef_model_vision_config(m)->out_hidden_size;
 
     snprintf(line, sizeof(line), "%s/vision/cases.jsonl", check_fixtures());
