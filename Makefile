@@ -7,8 +7,9 @@
 #   make install  the module (and the CUDA library) into /usr/lib/nginx/modules,
 #                 enabled as Debian's nginx modules are; make uninstall
 #
-# Sources are found by wildcard: a new engine/*.c, engine/cpu/*.c or cli/*.c is
-# built without editing this file; a new t/unit/test_*.c becomes a test.
+# Sources are found by wildcard: a new .c anywhere under engine/ (two folders
+# deep at most) or in cli/ is built without editing this file; a new
+# t/unit/test_*.c becomes a test.
 
 BUILD      ?= build
 ABS_BUILD  := $(abspath $(BUILD))
@@ -20,11 +21,9 @@ PKGS       := libpcre2-8 libutf8proc jansson openblas libpng libjpeg libwebp \
 WARN       := -Wall -Wextra -Werror -Wno-unused-parameter
 PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# engine/ groups its files by concern (README "Layout"); every group is on
-# the include path, so a file includes another by its name alone
-ENGINE_DIRS := engine engine/base engine/text engine/protocol engine/model \
-               engine/serve engine/media
-ENGINE_INC  := $(addprefix -I,$(ENGINE_DIRS))
+# engine/ groups its files by concern (README "Layout"); only engine/ is on
+# the include path, so every include names its folder ("protocol/plan.h")
+ENGINE_INC  := -Iengine
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -fPIC -g $(WARN) $(ENGINE_INC) $(PKG_CFLAGS)
 # The CPU backend is the hot path: AVX2/FMA (x86-64-v3) everywhere we run.
 CFLAGS     ?= -O2
@@ -34,7 +33,7 @@ LIBS        = $(PKG_LIBS) -lm -lpthread -ldl
 SAN_FLAGS  := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
 
-ENGINE_SRC := $(wildcard engine/*.c engine/*/*.c)
+ENGINE_SRC := $(wildcard engine/*.c engine/*/*.c engine/*/*/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
 UNIT_SRC   := $(wildcard t/unit/test_*.c)
 UNIT_NAMES := $(patsubst t/unit/%.c,%,$(UNIT_SRC))
@@ -94,7 +93,7 @@ test-asan: $(SAN_BIN)
 	  prove --exec '' $(SAN_BIN)
 
 # The CPU numeric tests again with OpenBLAS forced to other cores: the CPU
-# backend computes with its own GEMM (engine/cpu/gemm.h) and must not depend
+# backend computes with its own GEMM (engine/cpu/kernels/gemm.h) and must not depend
 # on the core OpenBLAS picks.  OpenBLAS 0.3.21 forced to a core the CPU
 # lacks does not fall back: its first call dies of SIGILL.  The SkylakeX
 # (AVX-512) pass runs on CPUs without AVX-512 too, on purpose: there it
@@ -126,7 +125,7 @@ clean:
 # build/libclef_cuda.so: cuda/*.cu through nvcc (sm_90a machine code plus
 # compute_90 PTX), cuda/*.c through $(CC), and a private copy of libclef;
 # only clef_cuda_* / clef_k_* / clef_gemm_* are exported.  The engine
-# dlopen()s it (engine/backend.c); build/clef and the nginx module never
+# dlopen()s it (engine/backend/backend.c); build/clef and the nginx module never
 # link it.  ptxas's register/spill report lands in build/cuda/ptxas.log and
 # t/cuda/check-spills.sh fails the tests when a kernel spills.  Without nvcc
 # the CUDA part is skipped with a message.
@@ -247,7 +246,7 @@ NGX_BIN      ?= /usr/sbin/nginx
 NGX_BUILD    := $(ABS_BUILD)/ngx
 NGX_MODULE   := $(BUILD)/ngx_http_clef_module.so
 NGX_MOD_SRC  := $(sort $(wildcard ngx_http_clef_module/*.c))
-NGX_MOD_DEP  := $(wildcard ngx_http_clef_module/*.h engine/*.h engine/*/*.h)
+NGX_MOD_DEP  := $(wildcard ngx_http_clef_module/*.h engine/*.h engine/*/*.h engine/*/*/*.h)
 NGX_SIG      := grep -E '^[0-9]+,[0-9]+,[0-9]+,[01]{30,}$$'
 # -z now, like the packaged nginx (recipe §2)
 export DEB_BUILD_MAINT_OPTIONS ?= hardening=+all
@@ -311,7 +310,7 @@ run: deps
 # goes where Debian's nginx keeps its modules, the CUDA library (when it was
 # built) beside it, because the engine dlopen()s libclef_cuda.so next to the
 # object it is linked into before it asks the dynamic linker
-# (engine/backend.c); a snippet with its load_module line goes to
+# (engine/backend/backend.c); a snippet with its load_module line goes to
 # modules-available, linked from modules-enabled, which Debian's
 # /etc/nginx/nginx.conf includes.  DESTDIR stages it all elsewhere
 # (t/install.t checks the list of files).  `install` writes new inodes, so

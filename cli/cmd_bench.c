@@ -18,15 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "buf.h"
-#include "clock.h"
+#include "backend/backend.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/splitmix64.h"
 #include "commands.h"
 #include "cpu/backend_cpu.h"
-#include "cpu/pool.h"
-#include "encode.h"
-#include "model.h"
-#include "splitmix64.h"
+#include "cpu/parallel/pool.h"
+#include "model/model.h"
+#include "protocol/encode.h"
 
 #define MIN_RECORD  24
 

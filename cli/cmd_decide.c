@@ -21,16 +21,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "answer.h"
-#include "backend.h"
-#include "buf.h"
-#include "encode.h"
-#include "encode_images.h"
-#include "error.h"
-#include "model.h"
-#include "render.h"
-#include "request.h"
+#include "backend/backend.h"
+#include "base/buf.h"
+#include "base/error.h"
 #include "commands.h"
+#include "model/model.h"
+#include "protocol/answer.h"
+#include "protocol/encode.h"
+#include "protocol/encode_images.h"
+#include "protocol/request.h"
+#include "text/render.h"
 
 #define BATCH_MAX      64       /* --batch limit */
 #define BATCH_TOKENS   16384

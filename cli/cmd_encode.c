@@ -18,10 +18,10 @@
 #include <string.h>
 
 #include "commands.h"
-#include "encode.h"
-#include "render.h"
-#include "request.h"
-#include "tokenizer.h"
+#include "protocol/encode.h"
+#include "protocol/request.h"
+#include "text/render.h"
+#include "text/tokenizer.h"
 
 static const char  usage_text[] =
     "usage: clef encode MODEL_DIR [--max-length N] [--truncate-state]\n"

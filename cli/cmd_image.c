@@ -18,15 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "commands.h"
-#include "cpu/pool.h"
-#include "cpu/vision.h"
-#include "image_decode.h"
-#include "image_input.h"
-#include "model.h"
-#include "processor.h"
-#include "render.h"
+#include "cpu/model/vision.h"
+#include "cpu/parallel/pool.h"
+#include "media/image_decode.h"
+#include "media/image_input.h"
+#include "media/processor.h"
+#include "model/model.h"
+#include "text/render.h"
 
 typedef struct {
     char               *path;

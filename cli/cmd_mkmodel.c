@@ -22,7 +22,7 @@
 
 #include "commands.h"
 #include "mkmodel.h"
-#include "model_vision.h"
+#include "model/model_vision.h"
 
 typedef struct {
     const char  *config;

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "buf.h"
-#include "error.h"
-#include "json.h"
-#include "render.h"
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/error.h"
 #include "commands.h"
+#include "text/json.h"
+#include "text/render.h"
 
 static void
 render_usage(FILE *f)

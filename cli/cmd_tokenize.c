@@ -13,9 +13,9 @@
 
 #include <jansson.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "commands.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 static const char  usage_text[] =
     "usage: clef tokenize TOKENIZER_DIR [--bench FILE]\n"

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model_config.h"
-#include "tensor.h"
+#include "model/model_config.h"
+#include "model/tensor.h"
 
 /* A named shape: the --config JSON text it stands for, and its shard count
  * when --shards is not given.  NULL when the name is unknown. */

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "splitmix64.h"
+#include "base/splitmix64.h"
 
 #define CHUNK  (1 << 20)                   /* elements per write */
 

@@ -1,5 +1,5 @@
 /*
- * libclef_cuda.so: the CUDA backend (engine/backend.h) for Hopper GPUs.
+ * libclef_cuda.so: the CUDA backend (engine/backend/backend.h) for Hopper GPUs.
  *
  * The engine finds it by dlopen() + dlsym("clef_cuda_backend_ops").  One
  * forward at a time per opened backend (it owns one stream and one
@@ -14,7 +14,7 @@
 #ifndef CLEF_CUDA_H
 #define CLEF_CUDA_H
 
-#include "backend.h"
+#include "backend/backend.h"
 
 extern const clef_backend_ops  clef_cuda_backend_ops;
 

@@ -24,7 +24,7 @@
 #ifndef CLEF_CUDA_COMM_H
 #define CLEF_CUDA_COMM_H
 
-#include "comm.h"
+#include "base/comm.h"
 
 typedef struct cuda_comm  cuda_comm;
 

@@ -15,8 +15,8 @@
 #include "comm_cuda.h"
 #include "gemm.h"
 #include "kernels.h"
-#include "model.h"
-#include "shard.h"
+#include "model/model.h"
+#include "model/shard.h"
 
 #define CUDA_GRAPHS      16          /* launch shapes kept as graphs */
 #define CUDA_GRAPH_KEY   13          /* int32 counts of a launch shape (graphs.c) */

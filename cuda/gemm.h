@@ -22,7 +22,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "error.h"
+#include "base/error.h"
 
 typedef enum {
     CLEF_GEMM_BF16 = 0,     /* bf16 in/out, fp32 accumulate (bias not allowed) */

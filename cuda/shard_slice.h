@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "shard.h"
+#include "model/model.h"
+#include "model/shard.h"
 
 #define CUDA_SLICE_MAX  3
 

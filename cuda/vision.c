@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/vision_layout.h"
 #include "cuda_backend.h"
 #include "vision.h"
-#include "vision_layout.h"
 
 #define MAX_PATCHES  (1 << 24)
 #define LN_EPS       1e-6f

@@ -1,6 +1,6 @@
 /*
  * The vision tower on the CUDA backend (issue 11 item 5): the CPU tower's
- * steps (engine/cpu/vision.c, spec/qwen35-backbone.md §5.2) with bf16
+ * steps (engine/cpu/model/vision.c, spec/qwen35-backbone.md §5.2) with bf16
  * GEMM inputs and an fp32 residual stream, run on the backend's stream
  * right after the token embedding of a batch with images; its merged
  * features replace the image-pad tokens' embeddings, and the backbone's
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "kernels.h"
 
 typedef struct {

@@ -22,17 +22,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "answer.h"
-#include "encode.h"
-#include "engine.h"
-#include "error.h"
-#include "keeper.h"
-#include "mem.h"
-#include "plan.h"
-#include "queue.h"
-#include "request.h"
-#include "stats.h"
-#include "wake.h"
+#include "base/error.h"
+#include "base/mem.h"
+#include "protocol/answer.h"
+#include "protocol/encode.h"
+#include "protocol/plan.h"
+#include "protocol/request.h"
+#include "serve/engine.h"
+#include "serve/keeper.h"
+#include "serve/queue.h"
+#include "serve/stats.h"
+#include "serve/wake.h"
 
 /* ---- the zone (master) ------------------------------------------------- */
 

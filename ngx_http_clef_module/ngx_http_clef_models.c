@@ -4,8 +4,8 @@
  */
 #include "ngx_http_clef_module.h"
 
-#include "buf.h"
-#include "render.h"
+#include "base/buf.h"
+#include "text/render.h"
 
 
 ngx_int_t

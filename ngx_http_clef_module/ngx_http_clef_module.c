@@ -20,8 +20,8 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "model.h"
-#include "shard.h"
+#include "model/model.h"
+#include "model/shard.h"
 
 static void *ngx_http_clef_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);

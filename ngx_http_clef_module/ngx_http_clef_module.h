@@ -13,8 +13,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "base/mem.h"
 #include "clef.h"
-#include "mem.h"
 
 #ifndef NGX_HTTP_UNPROCESSABLE_ENTITY
 #define NGX_HTTP_UNPROCESSABLE_ENTITY     422

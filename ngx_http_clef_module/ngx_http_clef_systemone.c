@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <zstd.h>
 
-#include "answer.h"
-#include "buf.h"
+#include "base/buf.h"
+#include "protocol/answer.h"
 
 /* this worker's wake socket, its requests waiting for the engine, and
  * those requests by slot (a slot is held by one record at a time) */

@@ -4,7 +4,7 @@
 # together) is the one `clef decide --tp 2` gives for the same body, once
 # parsed (tp=2 is deterministic whatever the batch), and exactly the one
 # `clef decide --tp 1` (the unsharded model) gives: tp=2 sums every
-# row-parallel product in the order of tp=1 (engine/cpu/rowpar.h), so
+# row-parallel product in the order of tp=1 (engine/cpu/parallel/rowpar.h), so
 # its numbers have the same bits.
 # nginx -t accepts tp=2 for cpu and for cuda with devices it divides,
 # refuses a tp the model cannot be split by with clef_shard_check's

@@ -1,10 +1,10 @@
-#include "arena.h"
+#include "base/arena.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
+#include "base/mem.h"
 
 struct clef_arena_block {
     clef_arena_block  *next;

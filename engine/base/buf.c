@@ -1,12 +1,12 @@
-#include "buf.h"
+#include "base/buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
-#include "mem.h"
+#include "base/grow.h"
+#include "base/mem.h"
 
 int
 clef_grow(void **p, size_t *cap, size_t need, size_t elem)

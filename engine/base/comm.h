@@ -1,7 +1,7 @@
 /*
  * A communicator: the collectives tensor parallelism needs over the ranks
  * of a replica, an all-reduce (sum) and, optionally, an all-gather.  The CPU backend's rank
- * threads implement it with shared memory (engine/cpu/comm_cpu.c); the
+ * threads implement it with shared memory (engine/cpu/parallel/comm_cpu.c); the
  * CUDA backend implements it over NCCL (cuda/comm_nccl.c).  The engine and
  * the sharded forward see only this interface.
  *
@@ -22,7 +22,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "base/error.h"
 
 typedef enum {
     CLEF_COMM_F32 = 0,

@@ -1,7 +1,7 @@
 /*
  * Allocations with a header saying where they came from (see mem.h).
  */
-#include "mem.h"
+#include "base/mem.h"
 
 #include <stdint.h>
 #include <stdlib.h>

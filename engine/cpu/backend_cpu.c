@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "cpu/comm_cpu.h"
-#include "cpu/gemm.h"
-#include "cpu/head.h"
-#include "cpu/pool.h"
-#include "cpu/ranks.h"
-#include "cpu/vision.h"
-#include "shard.h"
+#include "base/clock.h"
+#include "cpu/kernels/gemm.h"
+#include "cpu/model/head.h"
+#include "cpu/model/vision.h"
+#include "cpu/parallel/comm_cpu.h"
+#include "cpu/parallel/pool.h"
+#include "cpu/parallel/ranks.h"
+#include "model/shard.h"
 
 struct clef_backend {
     clef_cpu_pool      *pool;           /* rank 0's: the vision tower's too */

@@ -1,5 +1,5 @@
 /*
- * The "cpu" backend (engine/backend.h): the backbone (backbone.h) on a
+ * The "cpu" backend (engine/backend/backend.h): the backbone (backbone.h) on a
  * thread pool of opts->threads workers, then the joint head (head.h, fp32)
  * per record.  opts->precision chooses how the backbone's linear layers
  * multiply: fp32 (the default: exact against the fp32 reference) or bf16.
@@ -22,8 +22,8 @@
 #ifndef CLEF_CPU_BACKEND_CPU_H
 #define CLEF_CPU_BACKEND_CPU_H
 
-#include "backend.h"
-#include "cpu/backbone.h"
+#include "backend/backend.h"
+#include "cpu/model/backbone.h"
 
 extern const clef_backend_ops  clef_cpu_backend_ops;
 

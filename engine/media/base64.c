@@ -2,7 +2,7 @@
  * Base64 decoding (see base64.h): one table lookup per character, four
  * characters to three bytes.
  */
-#include "base64.h"
+#include "media/base64.h"
 
 /* 0-63: the character's value; 64: whitespace; 65: '='; 255: invalid */
 #define B64_SPACE  64

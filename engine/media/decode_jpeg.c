@@ -4,7 +4,7 @@
  * longjmps back here.  A progress monitor bounds the work: a progressive
  * file may hold thousands of tiny scans, each a pass over the whole image.
  */
-#include "image_decode.h"
+#include "media/image_decode.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include <jpeglib.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 #define APP1  (JPEG_APP0 + 1)
 

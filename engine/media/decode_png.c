@@ -3,7 +3,7 @@
  * reference and why).  Errors longjmp back here; everything allocated
  * after the jump point is reachable from the context so it can be freed.
  */
-#include "image_decode.h"
+#include "media/image_decode.h"
 
 #include <png.h>
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 typedef struct {
     const uint8_t  *p;

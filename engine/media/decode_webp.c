@@ -4,7 +4,7 @@
  * reference; an animation, which the reference refuses, gives its first
  * frame as WebPAnimDecoder composes it on the canvas.
  */
-#include "image_decode.h"
+#include "media/image_decode.h"
 
 #include <stdio.h>
 #include <stdlib.h>

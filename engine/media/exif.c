@@ -9,7 +9,7 @@
  *   - the value is the entry's first 16 bits whatever its stated type;
  *   - only 1-8 change the image.
  */
-#include "image_decode.h"
+#include "media/image_decode.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,13 +2,13 @@
  * Image decoding (see image_decode.h): the format's decoder, then the
  * EXIF orientation the reference applies (PNG and JPEG only).
  */
-#include "image_decode.h"
+#include "media/image_decode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 
 void

@@ -35,8 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "image_input.h"
+#include "base/error.h"
+#include "media/image_input.h"
 
 #define CLEF_IMAGE_DECODE_SECONDS  10.0   /* per image, whatever it is */
 #define CLEF_JPEG_MAX_SCANS        256    /* progressive scans (64 real

@@ -16,13 +16,13 @@
  *  400    image_too_many_pixels     ["body","images",I]          more than 16 Mi pixels
  *  400    image_aspect_ratio        ["body","images",I]          longer side over 200 x the shorter
  */
-#include "image_input.h"
+#include "media/image_input.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "base64.h"
+#include "media/base64.h"
 
 typedef struct {
     const char         *name;      /* as a content type, lower case */

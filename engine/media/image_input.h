@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arena.h"
-#include "error.h"
-#include "json.h"
+#include "base/arena.h"
+#include "base/error.h"
+#include "text/json.h"
 
 typedef enum {
     CLEF_IMAGE_NONE = 0,

@@ -3,7 +3,7 @@
  * reads them to refuse a decompression bomb before the engine allocates
  * anything, so this reads a few bytes and never a pixel.
  */
-#include "image_input.h"
+#include "media/image_input.h"
 
 #include <string.h>
 

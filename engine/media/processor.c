@@ -1,14 +1,14 @@
 /*
  * The image processor (see processor.h).
  */
-#include "processor.h"
+#include "media/processor.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "resize.h"
+#include "media/resize.h"
 
 
 void

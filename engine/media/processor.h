@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "image_decode.h"
+#include "base/error.h"
+#include "media/image_decode.h"
 
 typedef struct {
     int      patch_size;            /* 16 */

@@ -1,7 +1,7 @@
 /*
  * Antialiased bicubic resampling of RGB bytes (see resize.h).
  */
-#include "resize.h"
+#include "media/resize.h"
 
 #include <math.h>
 #include <stdlib.h>

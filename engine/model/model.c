@@ -3,7 +3,7 @@
  * tensor by tensor against the inventory the configs imply
  * (engine/model_config.c) before anything is handed out.
  */
-#include "model.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "model_config.h"
-#include "model_vision.h"
-#include "safetensors.h"
+#include "model/model_config.h"
+#include "model/model_vision.h"
+#include "model/safetensors.h"
 
 #define CANONICAL  "model.language_model."
 

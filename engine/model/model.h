@@ -16,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "processor.h"
-#include "tensor.h"
-#include "tokenizer.h"
+#include "base/error.h"
+#include "media/processor.h"
+#include "model/tensor.h"
+#include "text/tokenizer.h"
 
 #define CLEF_MAX_LAYERS  256
 

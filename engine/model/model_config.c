@@ -4,7 +4,7 @@
  * may leave a key out (layer_types, rope parameters, rms_norm_eps); every
  * size must be stated.
  */
-#include "model_config.h"
+#include "model/model_config.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,8 +10,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "model.h"
+#include "base/error.h"
+#include "model/model.h"
 
 /* root: the parsed config.json, either Qwen3_5ForConditionalGeneration
  * (sizes under "text_config") or text-only (sizes at the top level).

@@ -3,7 +3,7 @@
  * transformers' Qwen3_5VisionConfig; every size must be stated, as for the
  * text stack.
  */
-#include "model_vision.h"
+#include "model/model_vision.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,9 +8,9 @@
 
 #include <jansson.h>
 
-#include "error.h"
-#include "model.h"
-#include "model_config.h"
+#include "base/error.h"
+#include "model/model.h"
+#include "model/model_config.h"
 
 #define CLEF_VISION_PREFIX  "model.visual."
 

@@ -5,7 +5,7 @@
  * Everything the header claims is checked against the file before any
  * pointer into the mapping is handed out.
  */
-#include "safetensors.h"
+#include "model/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,8 +6,8 @@
 #ifndef CLEF_SAFETENSORS_H
 #define CLEF_SAFETENSORS_H
 
-#include "error.h"
-#include "tensor.h"
+#include "base/error.h"
+#include "model/tensor.h"
 
 typedef struct clef_safetensors clef_safetensors;
 

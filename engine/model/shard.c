@@ -1,4 +1,4 @@
-#include "shard.h"
+#include "model/shard.h"
 
 #include <stddef.h>
 

@@ -32,8 +32,8 @@
 #ifndef CLEF_SHARD_H
 #define CLEF_SHARD_H
 
-#include "error.h"
-#include "model.h"
+#include "base/error.h"
+#include "model/model.h"
 
 typedef struct {
     int  rank, size;            /* this rank of size; size 1: unsharded */

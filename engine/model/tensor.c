@@ -1,4 +1,4 @@
-#include "tensor.h"
+#include "model/tensor.h"
 
 #include <string.h>
 #include <sys/mman.h>

@@ -5,15 +5,15 @@
  * values promoted to double; every printed value is Python's round(x, 4)
  * written as Python's repr (so 1 -> 1.0, 0 -> 0.0).
  */
-#include "answer.h"
+#include "protocol/answer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
-#include "render.h"
+#include "base/mem.h"
+#include "text/render.h"
 
 void
 clef_answer_softmax(const clef_record *rec, const float *logits, float *probs)

@@ -11,9 +11,9 @@
 #ifndef CLEF_ANSWER_H
 #define CLEF_ANSWER_H
 
-#include "buf.h"
-#include "encode.h"
-#include "request.h"
+#include "base/buf.h"
+#include "protocol/encode.h"
+#include "protocol/request.h"
 
 /* probs[n_options] = per-question softmax of logits[n_options] (fp32). */
 void clef_answer_softmax(const clef_record *rec, const float *logits, float *probs);

@@ -11,13 +11,13 @@
  * says exactly how far over a record is in all but absurd cases) and
  * tokenization stops there.
  */
-#include "encode.h"
+#include "protocol/encode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
+#include "protocol/plan.h"
 
 #define PREFIX                                                              \
     "<|im_start|>system\nRead the complete state and schema. Decide every " \

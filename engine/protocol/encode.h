@@ -11,12 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "error.h"
-#include "plan.h"
-#include "processor.h"
-#include "request.h"
-#include "tokenizer.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "media/processor.h"
+#include "protocol/plan.h"
+#include "protocol/request.h"
+#include "text/tokenizer.h"
 
 #define CLEF_DEFAULT_MAX_LENGTH  65536
 

@@ -1,12 +1,12 @@
 /*
  * Records with images (see encode_images.h).
  */
-#include "encode_images.h"
+#include "protocol/encode_images.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "image_decode.h"
+#include "media/image_decode.h"
 
 
 void

@@ -8,9 +8,9 @@
 #ifndef CLEF_ENCODE_IMAGES_H
 #define CLEF_ENCODE_IMAGES_H
 
-#include "encode.h"
-#include "model.h"
-#include "plan.h"
+#include "model/model.h"
+#include "protocol/encode.h"
+#include "protocol/plan.h"
 
 /* Decodes and preprocesses every image of plan into opts->images (with the
  * model's image token ids).  400 images_unsupported without a tower;

@@ -2,7 +2,7 @@
  * M-RoPE positions of a record with images (see encode.h): the reference's
  * get_rope_index with one temporal slot per image.
  */
-#include "encode.h"
+#include "protocol/encode.h"
 
 
 void

@@ -2,13 +2,13 @@
  * The encoding plan (see plan.h): rendering a request's texts, and reading
  * them back from the blob.
  */
-#include "plan.h"
+#include "protocol/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
-#include "render.h"
+#include "base/mem.h"
+#include "text/render.h"
 
 #define PLAN_MAGIC  0x32504c43u      /* "CLP2" */
 

@@ -28,10 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "error.h"
-#include "processor.h"
-#include "request.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "media/processor.h"
+#include "protocol/request.h"
 
 typedef struct {
     const char  *s;

@@ -45,13 +45,13 @@
  * then "...") and their control characters written as \u00XX, so that a
  * hostile id cannot fill the error or the log with garbage.
  */
-#include "request.h"
+#include "protocol/request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "render.h"
+#include "text/render.h"
 
 #define ECHO_MAX  96
 

@@ -19,10 +19,10 @@
 
 #include <stddef.h>
 
-#include "arena.h"
-#include "error.h"
-#include "image_input.h"
-#include "json.h"
+#include "base/arena.h"
+#include "base/error.h"
+#include "media/image_input.h"
+#include "text/json.h"
 
 typedef enum {
     CLEF_QTYPE_NOUL = 0,     /* the ids are type_embedding rows */

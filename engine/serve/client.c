@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "pid.h"
+#include "base/pid.h"
 
 /* how often a worker looks at the engine's and keeper's processes */
 #define CLIENT_PID_CHECK_NS  (250 * 1000000LL)

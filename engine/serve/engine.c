@@ -1,7 +1,7 @@
 /*
  * The engine process (see engine.h).
  */
-#include "engine.h"
+#include "serve/engine.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -14,13 +14,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "encode.h"
-#include "encode_images.h"
-#include "model.h"
-#include "pid.h"
-#include "plan.h"
-#include "scheduler.h"
+#include "backend/backend.h"
+#include "base/pid.h"
+#include "model/model.h"
+#include "protocol/encode.h"
+#include "protocol/encode_images.h"
+#include "protocol/plan.h"
+#include "serve/scheduler.h"
 
 #define ENGINE_IDLE_MS       1000
 

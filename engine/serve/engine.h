@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "backend.h"
-#include "queue.h"
+#include "backend/backend.h"
+#include "serve/queue.h"
 
 enum {
     CLEF_LOG_ERR = 0,

@@ -1,7 +1,7 @@
 /*
  * The keeper (see keeper.h).
  */
-#include "keeper.h"
+#include "serve/keeper.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pid.h"
+#include "base/pid.h"
 
 #define KEEPER_MAX_WAKE      256
 #define KEEPER_TICK_MS       1000

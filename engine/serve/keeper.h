@@ -21,7 +21,7 @@
 #ifndef CLEF_KEEPER_H
 #define CLEF_KEEPER_H
 
-#include "engine.h"
+#include "serve/engine.h"
 
 /* Runs the keeper in the calling (freshly forked) process until the control
  * pipe reaches end of file.  Returns the process exit status. */

@@ -3,7 +3,7 @@
  * allocator for the data area, and the engine futex.
  * See queue.h for the ownership rules.
  */
-#include "queue.h"
+#include "serve/queue.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pid.h"
+#include "base/pid.h"
 
 #define CLEF_QUEUE_MAGIC  0x31455545514c4543ULL    /* "CLEQUEU1" */
 #define BLK_MAGIC         0x636c6566u              /* "clef" */

@@ -36,10 +36,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "clock.h"
-#include "error.h"
-#include "stats.h"
-#include "wake.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "serve/stats.h"
+#include "serve/wake.h"
 
 #define CLEF_QUEUE_VERSION   3
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)

@@ -2,7 +2,7 @@
  * Token-budget batching over the shared queue and the ready FIFO (see
  * scheduler.h).
  */
-#include "scheduler.h"
+#include "serve/scheduler.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -46,7 +46,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "queue.h"
+#include "serve/queue.h"
 
 typedef struct {
     uint32_t   slot;

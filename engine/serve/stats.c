@@ -1,7 +1,7 @@
 /*
  * Zone statistics (see stats.h).
  */
-#include "stats.h"
+#include "serve/stats.h"
 
 const int clef_stats_statuses[CLEF_STATUS_SLOTS] = {
     0, 200, 400, 401, 403, 404, 405, 408, 413, 415, 422, 429, 499, 500,

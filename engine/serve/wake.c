@@ -1,7 +1,7 @@
 /*
  * Worker wake-up sockets (see wake.h).
  */
-#include "wake.h"
+#include "serve/wake.h"
 
 #include <errno.h>
 #include <stddef.h>

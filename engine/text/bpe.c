@@ -5,7 +5,7 @@
  * a rank, exactly the order of HF's Word::merge_all.  No dropout, no byte
  * fallback.  Results are kept in the shared word cache.
  */
-#include "tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

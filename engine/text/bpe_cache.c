@@ -5,7 +5,7 @@
  * full shard is emptied and refilled: natural text keeps reusing a small
  * set of words, so that is as good as LRU here and much simpler.
  */
-#include "tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -65,10 +65,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
-#include "json.h"
-#include "mem.h"
-#include "render.h"
+#include "base/grow.h"
+#include "base/mem.h"
+#include "text/json.h"
+#include "text/render.h"
 
 #define JSON_MAX_INT_DIGITS   4300
 #define JSON_PAIRWISE_KEYS    16       /* above this, sort to find repeats */

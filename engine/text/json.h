@@ -27,8 +27,8 @@
 
 #include <stddef.h>
 
-#include "arena.h"
-#include "error.h"
+#include "base/arena.h"
+#include "base/error.h"
 
 #define CLEF_JSON_MAX_DEPTH  64
 

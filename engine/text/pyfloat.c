@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render.h"
+#include "text/render.h"
 
 #define PYFLOAT_MAX_DIGITS  17
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
-#include "render.h"
+#include "base/mem.h"
+#include "text/render.h"
 
 #define RENDER_STACK_KEYS  32          /* objects up to this size sort on the stack */
 

@@ -10,8 +10,8 @@
 #ifndef CLEF_RENDER_H
 #define CLEF_RENDER_H
 
-#include "buf.h"
-#include "json.h"
+#include "base/buf.h"
+#include "text/json.h"
 
 /* Appends render(v) to out.  Returns 0, or -1 when memory runs out. */
 int clef_render(clef_buf *out, const clef_json *v);

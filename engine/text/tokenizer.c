@@ -12,7 +12,7 @@
  * Text that is not valid UTF-8 is read with U+FFFD for each ill-formed
  * sequence (Python's errors="replace"): HF only ever sees valid strings.
  */
-#include "tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "error.h"
+#include "base/buf.h"
+#include "base/error.h"
 
 typedef struct clef_tokenizer clef_tokenizer;
 

@@ -5,7 +5,7 @@
  * single_word discards a match glued to a word character, lstrip and rstrip
  * pull the White_Space around a match into it.
  */
-#include "tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

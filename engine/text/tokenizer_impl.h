@@ -23,9 +23,9 @@
 #include <pcre2.h>
 #include <jansson.h>
 
-#include "buf.h"
-#include "error.h"
-#include "tokenizer.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "text/tokenizer.h"
 
 
 /* ---- tokenizer.c ----------------------------------------------------- */

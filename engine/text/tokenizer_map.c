@@ -1,7 +1,7 @@
 /*
  * Hashing and the string -> id map of the tokenizer (vocab, added tokens).
  */
-#include "tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * Constructs PCRE2 cannot express (nested classes, && intersections, POSIX
  * brackets, Oniguruma-only escapes) are refused rather than guessed.
  */
-#include "tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

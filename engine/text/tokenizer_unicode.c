@@ -2,15 +2,15 @@
  * The Unicode the tokenizer needs: UTF-8 checks and repair, the White_Space
  * property, NFC (libutf8proc) and GPT-2's byte -> character map.
  */
-#include "tokenizer_impl.h"
+#include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include <utf8proc.h>
 
-#include "grow.h"
-#include "mem.h"
+#include "base/grow.h"
+#include "base/mem.h"
 
 /* Length of the well-formed sequence at s[0..n), or 0 when ill-formed;
  * *bad then tells how many bytes its maximal subpart spans (>= 1). */

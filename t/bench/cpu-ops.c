@@ -16,12 +16,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu/attention.h"
-#include "cpu/conv.h"
-#include "cpu/gdn.h"
-#include "cpu/mlp.h"
-#include "cpu/norm.h"
-#include "cpu/pool.h"
+#include "cpu/ops/attention.h"
+#include "cpu/ops/conv.h"
+#include "cpu/ops/gdn.h"
+#include "cpu/ops/mlp.h"
+#include "cpu/ops/norm.h"
+#include "cpu/parallel/pool.h"
 
 static uint32_t  seed = 1;
 

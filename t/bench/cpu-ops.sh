@@ -22,7 +22,7 @@ ROUNDS=${ROUNDS:-2}
 REPEAT=${REPEAT:-5}
 SHA=$(git rev-parse --short "$REV")
 BASE=build/bench/rev-$SHA
-INC="-Iengine -Iengine/base"
+INC="-Iengine"
 
 make -j"$(nproc)" build/libclef.a >/dev/null
 if [ ! -f "$BASE/build/libclef.a" ]; then

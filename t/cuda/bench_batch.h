@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "splitmix64.h"
+#include "backend/backend.h"
+#include "base/splitmix64.h"
 
 #ifndef BENCH_SEED
 #error "define BENCH_SEED before including bench_batch.h"

@@ -46,11 +46,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "answer.h"
+#include "base/clock.h"
+#include "base/splitmix64.h"
 #include "clef_cuda.h"
-#include "clock.h"
-#include "encode.h"
-#include "splitmix64.h"
+#include "protocol/answer.h"
+#include "protocol/encode.h"
 
 #define BENCH_SEED  12345
 #include "bench_batch.h"

@@ -34,10 +34,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "answer.h"
+#include "base/clock.h"
+#include "base/splitmix64.h"
 #include "clef_cuda.h"
-#include "clock.h"
-#include "splitmix64.h"
+#include "protocol/answer.h"
 
 #define BENCH_SEED  4242
 #include "bench_batch.h"

@@ -14,13 +14,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include "answer.h"
-#include "backend.h"
+#include "backend/backend.h"
+#include "base/splitmix64.h"
 #include "check.h"
-#include "model.h"
+#include "model/model.h"
+#include "model/tensor.h"
+#include "protocol/answer.h"
 #include "shell.h"
-#include "splitmix64.h"
-#include "tensor.h"
 
 /* The numerics contract of the CUDA backend (DESIGN §5): probabilities
  * within PROB_TOL of the fp32 reference.  If every probability may move by

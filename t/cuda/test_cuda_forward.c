@@ -34,8 +34,8 @@
 
 #include "clef_cuda.h"
 #include "cuda_test.h"
-#include "encode.h"
-#include "request.h"
+#include "protocol/encode.h"
+#include "protocol/request.h"
 
 typedef struct {
     const char  *name;

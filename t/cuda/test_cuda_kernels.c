@@ -25,18 +25,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/ops/attention.h"
+#include "cpu/ops/conv.h"
+#include "cpu/ops/gdn.h"
+#include "cpu/ops/head_mha.h"
+#include "cpu/ops/head_ops.h"
+#include "cpu/ops/mlp.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
+#include "cpu/parallel/pool.h"
 #include "cuda_test.h"
-#include "kernels.h"
 #include "gemm.h"
-#include "cpu/attention.h"
-#include "cpu/conv.h"
-#include "cpu/gdn.h"
-#include "cpu/head_mha.h"
-#include "cpu/head_ops.h"
-#include "cpu/mlp.h"
-#include "cpu/norm.h"
-#include "cpu/pool.h"
-#include "cpu/rope.h"
+#include "kernels.h"
 
 #define NREC  6
 

@@ -15,8 +15,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_test.h"
 #include "clef_cuda.h"
+#include "cuda_test.h"
 
 static void
 check_refusal(const clef_backend_ops *ops, const clef_model *m, int device,

@@ -52,7 +52,7 @@
 #include "clef_cuda.h"
 #include "comm_cuda.h"
 #include "cuda_test.h"
-#include "encode.h"
+#include "protocol/encode.h"
 
 #define NREC  6
 

@@ -5,7 +5,7 @@
  * transformers (t/unit/test_vision_e2e.c).
  *
  * Kernels, on random bf16-valued inputs, against the CPU tower's own ops
- * (engine/cpu/vision_ops.c) or plain loops; outputs poisoned with NaN:
+ * (engine/cpu/ops/vision_ops.c) or plain loops; outputs poisoned with NaN:
  *   vpatchify    patch rows from RGB bytes and from staged pixel values:
  *                clef_image_patch_row()'s in bf16, bit for bit
  *   vlayernorm   rows of 1152 (Clef) and 64 (test towers), bf16 out: 1e-2
@@ -44,17 +44,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/vision_layout.h"
 #include "clef_cuda.h"
+#include "cpu/model/vision.h"
+#include "cpu/ops/vision_ops.h"
+#include "cpu/parallel/pool.h"
 #include "cuda_test.h"
-#include "vision_cases.h"
-#include "encode_images.h"
 #include "kernels.h"
-#include "model.h"
-#include "request.h"
-#include "vision_layout.h"
-#include "cpu/pool.h"
-#include "cpu/vision.h"
-#include "cpu/vision_ops.h"
+#include "model/model.h"
+#include "protocol/encode_images.h"
+#include "protocol/request.h"
+#include "vision_cases.h"
 
 /* bf16 GEMM inputs and outputs through two blocks and the merger against
  * the fp32 CPU tower: each rounding is 2^-9 relative; a few dozen of them

@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
-#include "base64.h"
-#include "image_input.h"
+#include "media/base64.h"
+#include "media/image_input.h"
 
 static const char  alpha[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

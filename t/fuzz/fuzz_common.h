@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "buf.h"
-#include "error.h"
-#include "json.h"
-#include "render.h"
-#include "tokenizer.h"
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "text/json.h"
+#include "text/render.h"
+#include "text/tokenizer.h"
 
 #define FUZZ_QWEN     0
 #define FUZZ_TRAINED  1

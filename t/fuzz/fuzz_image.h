@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
-#include "image_decode.h"
-#include "image_input.h"
-#include "processor.h"
+#include "media/image_decode.h"
+#include "media/image_input.h"
+#include "media/processor.h"
 
 #define FUZZ_MAX_PIXELS  (1 << 20)
 

@@ -19,10 +19,10 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "answer.h"
-#include "encode.h"
 #include "fuzz_common.h"
-#include "request.h"
+#include "protocol/answer.h"
+#include "protocol/encode.h"
+#include "protocol/request.h"
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)

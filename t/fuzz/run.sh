@@ -28,9 +28,7 @@ TIMEOUT=${FUZZ_TIMEOUT:-1}
 
 PKGS="libpcre2-8 libutf8proc jansson libpng libjpeg libwebp libwebpdemux"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -march=x86-64-v3
-        -Wall -Wextra -Werror -Wno-unused-parameter -Iengine -Iengine/base
-        -Iengine/text -Iengine/protocol -Iengine/model -Iengine/serve
-        -Iengine/media
+        -Wall -Wextra -Werror -Wno-unused-parameter -Iengine
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
         $(pkg-config --cflags $PKGS)"
 LIBS="$(pkg-config --libs $PKGS) -lm -lpthread"

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 
 static void
 flash_config(clef_text_config *c)

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "answer.h"
 #include "check.h"
+#include "protocol/answer.h"
 
 #define NEG  (-100.0f)          /* a logit whose probability rounds to 0.0 */
 

@@ -1,5 +1,5 @@
 /*
- * The vectorised activation loops (engine/cpu/act.h) and the causal conv
+ * The vectorised activation loops (engine/cpu/kernels/act.h) and the causal conv
  * (conv.h) against scalar references written here in the order the ops
  * promise: bit for bit, at every length around the vector width (a tail
  * element must get the bits a lane gets), on inputs that reach the clamps
@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "cpu/act.h"
-#include "cpu/conv.h"
-#include "cpu/pool.h"
-#include "cpu/vec.h"
+#include "cpu/kernels/act.h"
+#include "cpu/kernels/vec.h"
+#include "cpu/ops/conv.h"
+#include "cpu/parallel/pool.h"
 
 static const int  lengths[] = { 0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100, 1029 };
 

@@ -25,13 +25,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
+#include "base/splitmix64.h"
 #include "check.h"
-#include "cpu/backbone.h"
 #include "cpu/backend_cpu.h"
-#include "cpu/pool.h"
-#include "model.h"
-#include "splitmix64.h"
+#include "cpu/model/backbone.h"
+#include "cpu/parallel/pool.h"
+#include "model/model.h"
 
 static const int  lens[] = { 1, 37, 64, 65, 130, 600 };
 #define N_RECORDS  ((int) (sizeof(lens) / sizeof(lens[0])))

@@ -1,5 +1,5 @@
 /*
- * The CPU communicator (engine/cpu/comm_cpu.h): rank threads all-reduce
+ * The CPU communicator (engine/cpu/parallel/comm_cpu.h): rank threads all-reduce
  * through shared memory.
  *
  *   - 1, 2, 3, 5 and 8 ranks, many rounds of varying lengths (0 included),
@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/splitmix64.h"
 #include "check.h"
-#include "cpu/comm_cpu.h"
-#include "splitmix64.h"
-#include "tensor.h"
+#include "cpu/parallel/comm_cpu.h"
+#include "model/tensor.h"
 
 #define MAX_RANKS  8
 #define ROUNDS     300

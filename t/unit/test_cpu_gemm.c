@@ -1,5 +1,5 @@
 /*
- * The CPU GEMM (engine/cpu/gemm.h):
+ * The CPU GEMM (engine/cpu/kernels/gemm.h):
  *   - clef_cpu_gemm() against a double-precision product, for every
  *     transpose of A and B, alpha 1 and 0.5, beta 0 and 1, and shapes with
  *     tail tiles on every side and more than one block of k, rows and
@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/splitmix64.h"
 #include "check.h"
-#include "cpu/gemm.h"
-#include "cpu/pool.h"
-#include "splitmix64.h"
+#include "cpu/kernels/gemm.h"
+#include "cpu/parallel/pool.h"
 
 static uint64_t  seed = 11;
 

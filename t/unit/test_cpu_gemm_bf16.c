@@ -1,5 +1,5 @@
 /*
- * bf16 in the CPU GEMM (engine/cpu/gemm.h), as equality of bits:
+ * bf16 in the CPU GEMM (engine/cpu/kernels/gemm.h), as equality of bits:
  *   - a weight packed in bf16 gives the products of the same weight packed
  *     in fp32 (widening is exact and the kernel's arithmetic is the same),
  *     through clef_cpu_linear() on 1, 2 and 3 threads and
@@ -22,13 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/splitmix64.h"
 #include "check.h"
-#include "cpu/gemm.h"
-#include "cpu/gemm_bf16.h"
-#include "cpu/gemm_pack.h"
-#include "cpu/pool.h"
-#include "splitmix64.h"
-#include "tensor.h"
+#include "cpu/kernels/gemm.h"
+#include "cpu/kernels/gemm_bf16.h"
+#include "cpu/kernels/gemm_pack.h"
+#include "cpu/parallel/pool.h"
+#include "model/tensor.h"
 
 static uint64_t  seed = 13;
 

@@ -1,5 +1,5 @@
 /*
- * The wide AVX-512 micro-kernel (engine/cpu/gemm_kernel_avx512.c) gives
+ * The wide AVX-512 micro-kernel (engine/cpu/kernels/gemm_kernel_avx512.c) gives
  * every element the bits of the AVX2 kernel: a 12 x 32 tile against the
  * four 6 x 16 tiles it covers, bit for bit (and its 6 x 32 half tile
  * against the top two, for packed A and bf16 B), for
@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/splitmix64.h"
 #include "check.h"
-#include "cpu/gemm.h"
-#include "cpu/gemm_kernel.h"
-#include "splitmix64.h"
+#include "cpu/kernels/gemm.h"
+#include "cpu/kernels/gemm_kernel.h"
 
 #define MR   CLEF_GEMM_MR
 #define NR   CLEF_GEMM_NR

@@ -14,12 +14,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "cpu/attention.h"
-#include "cpu/conv.h"
-#include "cpu/gdn.h"
-#include "cpu/norm.h"
-#include "cpu/pool.h"
-#include "cpu/rope.h"
+#include "cpu/ops/attention.h"
+#include "cpu/ops/conv.h"
+#include "cpu/ops/gdn.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
+#include "cpu/parallel/pool.h"
 
 #define TOL  1e-5
 

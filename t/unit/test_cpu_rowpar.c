@@ -1,5 +1,5 @@
 /*
- * Row-parallel products in the order every tp shares (engine/cpu/rowpar.h,
+ * Row-parallel products in the order every tp shares (engine/cpu/parallel/rowpar.h,
  * shard.h "segments"), against a scalar reference of that order:
  *
  *   P_j[t][h] = sum over segment j's columns, from zero, in KC blocks from
@@ -18,11 +18,11 @@
 #include <math.h>
 #include <pthread.h>
 
+#include "base/splitmix64.h"
 #include "check.h"
-#include "cpu/comm_cpu.h"
-#include "cpu/rowpar.h"
-#include "splitmix64.h"
-#include "tensor.h"
+#include "cpu/parallel/comm_cpu.h"
+#include "cpu/parallel/rowpar.h"
+#include "model/tensor.h"
 
 #define M     (2 * CLEF_CPU_ROWPAR_TILE + 37)
 #define N     40

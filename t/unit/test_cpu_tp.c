@@ -7,7 +7,7 @@
  *     end-to-end fixtures, short and long, and records with images): option
  *     logits bit-identical to tp = 1 with each record alone, and System One
  *     answers byte-identical: the row-parallel products sum their segments
- *     in one order at every tp (engine/cpu/rowpar.h; the model's 4 KV heads
+ *     in one order at every tp (engine/cpu/parallel/rowpar.h; the model's 4 KV heads
  *     make 4 segments, which tp = 1, 2 and 4 divide);
  *   - tp = 1 through the sharded path is the unsharded backend to the bit;
  *   - determinism: at tp = 2 a record's logits are bit-identical alone and
@@ -21,13 +21,13 @@
 #include <jansson.h>
 #include <unistd.h>
 
-#include "answer.h"
-#include "backend.h"
+#include "backend/backend.h"
 #include "check.h"
 #include "cpu/backend_cpu.h"
-#include "encode_images.h"
-#include "model.h"
-#include "request.h"
+#include "model/model.h"
+#include "protocol/answer.h"
+#include "protocol/encode_images.h"
+#include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
 

@@ -12,10 +12,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../cuda/shard_slice.c"
 #include "check.h"
 #include "flash_config.h"
-#include "shard.h"
-#include "../../cuda/shard_slice.c"
+#include "model/shard.h"
 
 /* Heads and dims small enough to compute by hand:
  *   attention: 4 query heads (gated: 4 q_proj rows each), 2 KV heads, hd 2

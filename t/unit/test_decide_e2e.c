@@ -35,13 +35,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "answer.h"
-#include "backend.h"
+#include "backend/backend.h"
 #include "check.h"
-#include "cpu/gemm.h"
-#include "encode.h"
-#include "model.h"
-#include "request.h"
+#include "cpu/kernels/gemm.h"
+#include "model/model.h"
+#include "protocol/answer.h"
+#include "protocol/encode.h"
+#include "protocol/request.h"
 #include "shell.h"
 
 #define LOGIT_TOL    1e-4

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "encode.h"
+#include "protocol/encode.h"
 
 typedef struct {
     char        *name;

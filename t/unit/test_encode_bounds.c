@@ -13,12 +13,12 @@
 
 #include <jansson.h>
 
+#include "base/mem.h"
+#include "base/splitmix64.h"
 #include "check.h"
-#include "encode.h"
-#include "mem.h"
-#include "plan.h"
-#include "splitmix64.h"
-#include "tokenizer.h"
+#include "protocol/encode.h"
+#include "protocol/plan.h"
+#include "text/tokenizer.h"
 
 #define MAX_WORD  65536
 

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "cpu/head.h"
-#include "cpu/head_mha.h"
-#include "cpu/head_source.h"
-#include "safetensors.h"
+#include "cpu/model/head.h"
+#include "cpu/model/head_source.h"
+#include "cpu/ops/head_mha.h"
+#include "model/safetensors.h"
 
 #define LOGIT_TOL  1e-5
 

@@ -13,10 +13,10 @@
 
 #include <jansson.h>
 
-#include "image_decode.h"
-#include "image_input.h"
-#include "json.h"
-#include "processor.h"
+#include "media/image_decode.h"
+#include "media/image_input.h"
+#include "media/processor.h"
+#include "text/json.h"
 
 
 

@@ -12,8 +12,8 @@
 
 #include <jpeglib.h>
 
-#include "clock.h"
-#include "image_decode.h"
+#include "base/clock.h"
+#include "media/image_decode.h"
 
 #define W  16
 #define H  16

@@ -6,12 +6,12 @@
  */
 #include "check.h"
 
-#include "base64.h"
-#include "encode.h"
-#include "image_decode.h"
-#include "image_input.h"
-#include "plan.h"
-#include "request.h"
+#include "media/base64.h"
+#include "media/image_decode.h"
+#include "media/image_input.h"
+#include "protocol/encode.h"
+#include "protocol/plan.h"
+#include "protocol/request.h"
 
 #define Q  "{\"model\":\"m\",\"state\":\"s\",\"questions\":{\"q\":{\"type\":\"noul\"}},"
 

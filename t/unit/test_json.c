@@ -5,9 +5,9 @@
  */
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "check.h"
-#include "buf.h"
-#include "json.h"
+#include "text/json.h"
 
 typedef struct {
     const char  *text;

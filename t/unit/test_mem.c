@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "check.h"
-#include "mem.h"
-#include "plan.h"
-#include "request.h"
+#include "protocol/plan.h"
+#include "protocol/request.h"
 
 typedef struct {
     unsigned char  *base;

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "model.h"
-#include "model_config.h"
+#include "model/model.h"
+#include "model/model_config.h"
 
 static char  tmp[] = "/tmp/clef_model_XXXXXX";
 static char  tokdir[512];

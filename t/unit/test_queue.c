@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "queue.h"
+#include "serve/queue.h"
 
 #define ZONE_SIZE  (2 * 1024 * 1024)
 #define ZONE_ID    0x1234abcdULL

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "json.h"
-#include "render.h"
+#include "text/json.h"
+#include "text/render.h"
 
 typedef struct {
     size_t  count;

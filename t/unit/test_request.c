@@ -5,8 +5,8 @@
  */
 #include "check.h"
 
-#include "buf.h"
-#include "request.h"
+#include "base/buf.h"
+#include "protocol/request.h"
 
 #define Q1  "{\"model\":\"m\",\"state\":\"s\",\"questions\":"
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "safetensors.h"
+#include "model/safetensors.h"
 
 static char  tmpdir[] = "/tmp/clef_st_XXXXXX";
 static char  path[256];

@@ -7,9 +7,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/splitmix64.h"
 #include "check.h"
-#include "scheduler.h"
-#include "splitmix64.h"
+#include "serve/scheduler.h"
 
 #define ZONE_SIZE  (1024 * 1024)
 

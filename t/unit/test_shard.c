@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "flash_config.h"
-#include "shard.h"
+#include "model/shard.h"
 
 int
 main(void)

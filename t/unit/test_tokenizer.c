@@ -17,8 +17,8 @@
 #include <utf8proc.h>
 
 #include "check.h"
-#include "tokenizer.h"
-#include "tokenizer_impl.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_impl.h"
 
 typedef struct {
     char      *text;

@@ -17,13 +17,13 @@
 #include <jansson.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "check.h"
+#include "model/model.h"
+#include "protocol/encode_images.h"
+#include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
-#include "encode_images.h"
-#include "model.h"
-#include "request.h"
 
 #define PROB_TOL  1e-5
 

@@ -1,5 +1,5 @@
 /*
- * The host side of the CUDA vision tower (engine/media/vision_layout.c),
+ * The host side of the CUDA vision tower (engine/backend/vision_layout.c),
  * which needs no device: checked here against independent definitions.
  *
  *   - patch (row, col): every grid cell once, each merge^2 run of patches
@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
+#include "backend/vision_layout.h"
 #include "check.h"
-#include "encode.h"
-#include "vision_layout.h"
+#include "protocol/encode.h"
 
 static void
 test_patch_rc(void)

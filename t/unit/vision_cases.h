@@ -11,11 +11,11 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "backend.h"
-#include "buf.h"
-#include "encode_images.h"
-#include "model.h"
-#include "request.h"
+#include "backend/backend.h"
+#include "base/buf.h"
+#include "model/model.h"
+#include "protocol/encode_images.h"
+#include "protocol/request.h"
 #include "slurp.h"
 
 static void __attribute__((unused))

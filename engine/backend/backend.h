@@ -1,0 +1,167 @@
+/*
+ * The contract every compute backend implements, and the registry that
+ * names them: load weights once, run a packed batch of records, return
+ * option logits.
+ *
+ * A batch is several encoded records run as one packed sequence, without
+ * padding: record r owns tokens [cu_seqlens[r], cu_seqlens[r+1]).  Nothing
+ * crosses a record boundary (conv, delta-rule state, attention), and no
+ * arithmetic may depend on a record's neighbours or position in the batch
+ * or on the thread count: the logits of a record are bit for bit those of
+ * running it alone (the README's "Determinism").
+ *
+ * What later features add without changing this interface:
+ *   - media (images, video, audio): a batch may carry 3-axis M-RoPE
+ *     positions per token and spans of tokens whose embeddings come from a
+ *     media encoder; text-only batches leave both NULL and pay nothing.  A
+ *     backend that cannot run them refuses the batch (500 with a message).
+ *   - tensor parallelism and replicas: the engine opens one backend per
+ *     replica with the replica's devices and tensor-parallel size, and runs
+ *     one executor thread per replica.
+ *   - the watchdog: a backend calls opts->progress after every layer (or,
+ *     where a whole forward takes milliseconds, after each forward), so a
+ *     long forward is never mistaken for a hung one.
+ */
+#ifndef CLEF_BACKEND_H
+#define CLEF_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "model/model.h"
+#include "protocol/encode.h"
+
+/* Tokens [start, start + len) of the packed batch take their embeddings
+ * from row `row` onwards of a media encoder's output instead of the
+ * embedding table (issue: images). */
+typedef struct {
+    int32_t  start;
+    int32_t  len;
+    int32_t  media;      /* which media item of the batch */
+    int32_t  row;
+} clef_media_span;
+
+typedef struct {
+    int                          n_records;
+    const clef_record * const   *records;     /* spans are record-relative */
+    const int32_t               *cu_seqlens;  /* [n_records + 1], cu_seqlens[0] = 0 */
+    /* NULL for text: each record's tokens are at positions 0, 1, 2, ... on
+     * every axis.  Else [3][T]: temporal, height, width (M-RoPE). */
+    const int32_t               *positions;
+    const clef_media_span       *media;       /* NULL when n_media is 0 */
+    int                          n_media;
+} clef_batch;
+
+/* Builds cu_seqlens for records (caller's array of n_records + 1). */
+void    clef_batch_init(clef_batch *b, const clef_record * const *records,
+    int n_records, int32_t *cu_seqlens);
+
+/*
+ * The media of a batch from its records' images (encode.h): media item m is
+ * the m-th image counting the records' images in record order; span m
+ * covers its <|image_pad|> tokens (start in the packed batch, row 0 of item
+ * m's merged features); positions are every token's M-RoPE positions
+ * (record-relative; a text-only record counts 0, 1, 2, ... on every axis).
+ * A batch without images is left as it is, with nothing allocated.
+ * clef_batch_free_media() releases what this allocated.  -1 (500) when out
+ * of memory.
+ */
+int     clef_batch_set_media(clef_batch *b, clef_error *err);
+void    clef_batch_free_media(clef_batch *b);
+
+/* The image of media item m (clef_batch_set_media's numbering). */
+const clef_image *clef_batch_image(const clef_batch *b, int m);
+int64_t clef_batch_tokens(const clef_batch *b);
+int     clef_batch_options(const clef_batch *b);
+
+#define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
+
+/* How a backend multiplies (the README's "precision"), chosen per model.
+ * Weights stay bf16 in memory in both. */
+typedef enum {
+    CLEF_PRECISION_DEFAULT = 0,  /* the backend's own: fp32 on the CPU
+                                    (exact), bf16 on CUDA */
+    CLEF_PRECISION_FP32,         /* fp32 activations and sums: within 1e-5
+                                    of the fp32 reference */
+    CLEF_PRECISION_BF16          /* bf16 activations into the linear layers,
+                                    fp32 sums: within 2e-2, same argmax */
+} clef_precision;
+
+/* "default", "fp32", "bf16". */
+const char *clef_precision_name(clef_precision p);
+
+/* "fp32" or "bf16" in name[0..len) into *p; -1 for anything else. */
+int         clef_precision_parse(const char *name, size_t len, clef_precision *p);
+
+typedef struct {
+    int          threads;     /* CPU worker threads; 0 = one per core */
+    int          device;      /* the replica's first (or only) device */
+    int          tp;          /* tensor-parallel ranks; 0 or 1: none */
+    int          n_devices;   /* devices of the replica (tp of them), 0:
+                                 just `device` */
+    const int   *devices;
+    clef_precision precision;
+    /* called after every layer of a forward (CPU) or after each forward
+     * (CUDA), from the executor's thread; may be NULL */
+    void       (*progress)(void *ctx);
+    void        *progress_ctx;
+} clef_backend_opts;
+
+typedef struct clef_backend clef_backend;
+
+typedef struct {
+    const char  *name;
+    int   (*open)(const clef_model *m, const clef_backend_opts *o,
+                  clef_backend **out, clef_error *err);
+    /* logits: one float per option of every record, in record order, then
+     * question order, then encoder option order (clef_batch_options()).
+     * An error of type "device_fault" says the backend is unusable until
+     * closed and opened again (a poisoned CUDA context): the engine does
+     * that for this replica alone. */
+    int   (*forward)(clef_backend *b, const clef_batch *batch, float *logits,
+                     clef_error *err);
+    /* hidden: the backbone's final-norm output, [tokens][hidden_size] f32,
+     * packed like the batch (for tests and --raw). */
+    int   (*hidden)(clef_backend *b, const clef_batch *batch, float *hidden,
+                    clef_error *err);
+    void  (*close)(clef_backend *b);
+    /* one line for logs and `clef bench`: what computes, on what (threads,
+     * device, kernels, library versions) */
+    const char *(*describe)(const clef_backend *b);
+} clef_backend_ops;
+
+/* ---- the registry ------------------------------------------------------- */
+
+typedef struct {
+    const char  *name;
+    const char  *what;          /* one line for messages and --help */
+    int          uses_devices;  /* devices= means something */
+    int          tensor_parallel;  /* tp= above 1 means something (the
+                                      backend itself refuses at open a
+                                      layout it cannot run) */
+    /* the ops, loading them on first use (cuda: dlopen of
+     * libclef_cuda.so, so that processes that never ask for it never map
+     * the CUDA libraries); NULL with err filled when unavailable */
+    const clef_backend_ops *(*load)(clef_error *err);
+} clef_backend_entry;
+
+/* Every backend this build knows, in a NULL-named-terminated table. */
+const clef_backend_entry *clef_backend_registry(void);
+
+/* The entry named name[0..len), or NULL. */
+const clef_backend_entry *clef_backend_lookup(const char *name, size_t len);
+
+/* "cpu, cuda": the names, for messages. */
+const char *clef_backend_names(void);
+
+/* The ops of a backend by name; NULL with err filled ("unknown backend",
+ * "the CUDA backend is not available: ...") otherwise. */
+const clef_backend_ops *clef_backend_find(const char *name, clef_error *err);
+
+/* 1 when the batch carries media positions or spans (text-only backends
+ * refuse it with err filled). */
+int     clef_batch_has_media(const clef_batch *b, const char *backend,
+    clef_error *err);
+
+#endif

@@ -1,0 +1,499 @@
+/*
+ * The vision tower's forward on the CPU (see vision.h).
+ */
+#include "cpu/model/vision.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vision_layout.h"
+#include "cpu/kernels/gemm.h"
+#include "cpu/ops/vision_ops.h"
+
+#define PREFIX  "model.visual."
+#define TILE    1024        /* rows of the patch rows and the MLP at a time */
+
+typedef struct {
+    float           *norm1_w, *norm1_b, *norm2_w, *norm2_b;
+    clef_cpu_wpack   qkv, proj, fc1, fc2;
+    float           *qkv_b, *proj_b, *fc1_b, *fc2_b;
+} vblock;
+
+struct clef_cpu_vision {
+    clef_cpu_pool       *pool;
+    clef_vision_config   cfg;
+    int                  hd, side, row;      /* head dim, table side, 1536 */
+    clef_cpu_wpack       patch;
+    float               *patch_b, *pos;      /* [H], [side^2][H] */
+    vblock              *blocks;
+    float               *merge_w, *merge_b;
+    clef_cpu_wpack       m1, m2;
+    float               *m1_b, *m2_b;
+    float               *inv_freq;           /* [hd / 4] */
+    void               (*progress)(void *ctx);
+    void                *progress_ctx;
+};
+
+
+void
+clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
+    void *ctx)
+{
+    v->progress = fn;
+    v->progress_ctx = ctx;
+}
+
+
+/* A tensor of the tower as fp32 (malloc'ed), NULL with err filled. */
+static float *
+load_f32(const clef_model *m, const char *name, clef_error *err)
+{
+    const clef_tensor  *t;
+    char                full[128];
+    float              *p;
+
+    snprintf(full, sizeof(full), PREFIX "%s", name);
+    t = clef_model_tensor(m, full);
+    if (t == NULL || t->data == NULL) {
+        clef_error_set(err, 500, "model_invalid", NULL, "tensor '%s' is missing",
+                       full);
+        return NULL;
+    }
+    p = malloc(sizeof(float) * (size_t) t->numel);
+    if (p == NULL) {
+        clef_error_set(err, 500, "out_of_memory", NULL, "out of memory for '%s'",
+                       full);
+        return NULL;
+    }
+    clef_tensor_to_f32(t, p);
+    return p;
+}
+
+
+/* A matrix of the tower packed for the GEMM.  A release stores it in bf16
+ * and it stays bf16 (half the memory; the kernel widens it exactly, so the
+ * products are those of an fp32 copy), read in place from the checkpoint,
+ * whose pages are then released; another dtype is packed in fp32. */
+static int
+load_packed(const clef_model *m, const char *name, int64_t n, int64_t k,
+    clef_cpu_wpack *w, clef_error *err)
+{
+    const clef_tensor  *t;
+    char                full[128];
+    float              *p;
+
+    snprintf(full, sizeof(full), PREFIX "%s", name);
+    t = clef_model_tensor(m, full);
+    if (t != NULL && t->data != NULL && t->dtype == CLEF_DTYPE_BF16
+        && t->numel == n * k)
+    {
+        if (clef_cpu_wpack_alloc_bf16(w, n, k) != 0) {
+            return clef_error_set(err, 500, "out_of_memory", NULL,
+                                  "out of memory packing '%s'", name);
+        }
+        clef_cpu_wpack_rows_bf16(w, 0, n, (const uint16_t *) t->data, k);
+        clef_tensor_release(t);
+        return 0;
+    }
+    p = load_f32(m, name, err);
+    if (p == NULL) {
+        return -1;
+    }
+    if (clef_cpu_wpack_alloc(w, n, k) != 0) {
+        free(p);
+        return clef_error_set(err, 500, "out_of_memory", NULL,
+                              "out of memory packing '%s'", name);
+    }
+    clef_cpu_wpack_rows(w, 0, n, p, k);
+    free(p);
+    return 0;
+}
+
+
+void
+clef_cpu_vision_close(clef_cpu_vision *v)
+{
+    int  l;
+
+    if (v == NULL) {
+        return;
+    }
+    for (l = 0; v->blocks != NULL && l < v->cfg.depth; l++) {
+        free(v->blocks[l].norm1_w);
+        free(v->blocks[l].norm1_b);
+        free(v->blocks[l].norm2_w);
+        free(v->blocks[l].norm2_b);
+        free(v->blocks[l].qkv_b);
+        free(v->blocks[l].proj_b);
+        free(v->blocks[l].fc1_b);
+        free(v->blocks[l].fc2_b);
+        clef_cpu_wpack_free(&v->blocks[l].qkv);
+        clef_cpu_wpack_free(&v->blocks[l].proj);
+        clef_cpu_wpack_free(&v->blocks[l].fc1);
+        clef_cpu_wpack_free(&v->blocks[l].fc2);
+    }
+    free(v->blocks);
+    clef_cpu_wpack_free(&v->patch);
+    clef_cpu_wpack_free(&v->m1);
+    clef_cpu_wpack_free(&v->m2);
+    free(v->patch_b);
+    free(v->pos);
+    free(v->merge_w);
+    free(v->merge_b);
+    free(v->m1_b);
+    free(v->m2_b);
+    free(v->inv_freq);
+    free(v);
+}
+
+
+int
+clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_vision **out, clef_error *err)
+{
+    const clef_vision_config  *c = clef_model_vision_config(m);
+    clef_cpu_vision           *v;
+    vblock                    *b;
+    char                       n[96];
+    int64_t                    H, I, M;
+    int                        l, sd;
+
+    *out = NULL;
+    if (c == NULL) {
+        return 0;
+    }
+    v = calloc(1, sizeof(*v));
+    if (v == NULL) {
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    v->pool = pool;
+    v->cfg = *c;
+    H = c->hidden_size;
+    I = c->intermediate_size;
+    M = H * c->spatial_merge_size * c->spatial_merge_size;
+    v->hd = c->hidden_size / c->num_heads;
+    v->side = (int) lround(sqrt((double) c->num_position_embeddings));
+    v->row = c->in_channels * c->temporal_patch_size * c->patch_size
+             * c->patch_size;
+
+    /* 1 / theta^(2i / (hd / 2)), each step in fp32 as the reference */
+    sd = v->hd / 2;
+    v->inv_freq = malloc(sizeof(float) * (size_t) (sd / 2));
+    v->blocks = calloc((size_t) c->depth, sizeof(vblock));
+    if (v->inv_freq == NULL || v->blocks == NULL) {
+        clef_cpu_vision_close(v);
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    clef_vision_inv_freq(v->hd, c->rope_theta, v->inv_freq);
+
+    if (load_packed(m, "patch_embed.proj.weight", H, v->row, &v->patch, err) != 0
+        || (v->patch_b = load_f32(m, "patch_embed.proj.bias", err)) == NULL
+        || (v->pos = load_f32(m, "pos_embed.weight", err)) == NULL)
+    {
+        goto failed;
+    }
+    for (l = 0; l < c->depth; l++) {
+        b = &v->blocks[l];
+#define F(field, s)                                                         \
+        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
+        if ((b->field = load_f32(m, n, err)) == NULL) goto failed
+#define P(field, s, rows, cols)                                             \
+        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
+        if (load_packed(m, n, rows, cols, &b->field, err) != 0) goto failed
+        F(norm1_w, "norm1.weight");
+        F(norm1_b, "norm1.bias");
+        F(norm2_w, "norm2.weight");
+        F(norm2_b, "norm2.bias");
+        P(qkv, "attn.qkv.weight", 3 * H, H);
+        F(qkv_b, "attn.qkv.bias");
+        P(proj, "attn.proj.weight", H, H);
+        F(proj_b, "attn.proj.bias");
+        P(fc1, "mlp.linear_fc1.weight", I, H);
+        F(fc1_b, "mlp.linear_fc1.bias");
+        P(fc2, "mlp.linear_fc2.weight", H, I);
+        F(fc2_b, "mlp.linear_fc2.bias");
+#undef F
+#undef P
+    }
+    if ((v->merge_w = load_f32(m, "merger.norm.weight", err)) == NULL
+        || (v->merge_b = load_f32(m, "merger.norm.bias", err)) == NULL
+        || load_packed(m, "merger.linear_fc1.weight", M, M, &v->m1, err) != 0
+        || (v->m1_b = load_f32(m, "merger.linear_fc1.bias", err)) == NULL
+        || load_packed(m, "merger.linear_fc2.weight", c->out_hidden_size, M,
+                       &v->m2, err) != 0
+        || (v->m2_b = load_f32(m, "merger.linear_fc2.bias", err)) == NULL)
+    {
+        goto failed;
+    }
+    *out = v;
+    return 0;
+
+failed:
+    clef_cpu_vision_close(v);
+    return -1;
+}
+
+
+/* ---- forward -------------------------------------------------------------- */
+
+typedef struct {
+    const clef_cpu_vision   *v;
+    const clef_image *const *images;
+    const int64_t           *cu;         /* patch offsets of the images */
+    int                      n_images;
+    int64_t                  p0;         /* first patch of the tile */
+    float                   *rows;       /* [tile][row] */
+    float                   *x;          /* [P][H] */
+    float                   *cos, *sin;  /* [P][hd / 2] */
+} patch_job;
+
+
+static int
+image_of(const int64_t *cu, int n, int64_t p)
+{
+    int  k = 0;
+
+    while (k + 1 < n && cu[k + 1] <= p) {
+        k++;
+    }
+    return k;
+}
+
+
+static void
+rows_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const patch_job  *j = ctx;
+    int64_t           p;
+    int               k;
+
+    (void) worker;
+    for (p = begin; p < end; p++) {
+        k = image_of(j->cu, j->n_images, j->p0 + p);
+        clef_image_patch_row(j->images[k], j->p0 + p - j->cu[k],
+                             j->rows + p * j->v->row);
+    }
+}
+
+
+/* x[p] += bias + the resampled position embedding; the rotary angles */
+static void
+pos_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const patch_job        *j = ctx;
+    const clef_cpu_vision  *v = j->v;
+    const clef_image       *im;
+    int64_t                 p, H = v->cfg.hidden_size, q;
+    int32_t                 r, c, tap[4];
+    int                     k, i, quarter = v->hd / 4;
+    float                   wgt[4], *x, acc;
+    const float            *e[4];
+
+    (void) worker;
+    for (p = begin; p < end; p++) {
+        k = image_of(j->cu, j->n_images, p);
+        im = j->images[k];
+        clef_vision_patch_rc(im, p - j->cu[k], &r, &c);
+        clef_vision_pos_taps(r, c, im->grid_h, im->grid_w, v->side, tap, wgt);
+        for (i = 0; i < 4; i++) {
+            e[i] = v->pos + (int64_t) tap[i] * H;
+        }
+        x = j->x + p * H;
+        for (q = 0; q < H; q++) {
+            acc = e[0][q] * wgt[0];
+            acc += e[1][q] * wgt[1];
+            acc += e[2][q] * wgt[2];
+            acc += e[3][q] * wgt[3];
+            x[q] = (x[q] + v->patch_b[q]) + acc;
+        }
+        for (i = 0; i < quarter; i++) {
+            j->cos[p * 2 * quarter + i] = cosf((float) r * v->inv_freq[i]);
+            j->sin[p * 2 * quarter + i] = sinf((float) r * v->inv_freq[i]);
+            j->cos[p * 2 * quarter + quarter + i] = cosf((float) c * v->inv_freq[i]);
+            j->sin[p * 2 * quarter + quarter + i] = sinf((float) c * v->inv_freq[i]);
+        }
+    }
+}
+
+
+typedef struct {
+    float        *x;
+    const float  *y;
+    int64_t       ld;
+    int           dim;
+} add_job;
+
+
+static void
+add_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const add_job  *j = ctx;
+    int64_t         r;
+    int             i;
+
+    (void) worker;
+    for (r = begin; r < end; r++) {
+        for (i = 0; i < j->dim; i++) {
+            j->x[r * j->ld + i] += j->y[r * j->ld + i];
+        }
+    }
+}
+
+
+static void
+add_rows(clef_cpu_pool *pool, float *x, const float *y, int64_t ld,
+    int64_t rows, int dim)
+{
+    add_job  j = { x, y, ld, dim };
+
+    clef_cpu_pool_for(pool, rows, 64, add_task, &j);
+}
+
+
+int
+clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
+    int n_images, float *features, clef_error *err)
+{
+    const clef_vision_config  *c = &v->cfg;
+    clef_cpu_pool             *pool = v->pool;
+    const vblock              *b;
+    patch_job                  pj;
+    int64_t                   *cu, *blocks, P, H = c->hidden_size;
+    int64_t                    I = c->intermediate_size, M, t0, n, longest = 0;
+    int64_t                    kmax;
+    float                     *x = NULL, *xn = NULL, *qkv = NULL, *o = NULL;
+    float                     *mlp = NULL, *rows = NULL, *cs = NULL, *sn = NULL;
+    float                     *gemm = NULL, *scratch = NULL;
+    size_t                     per_worker;
+    int                        k, l, rc = -1, unit;
+
+    unit = c->spatial_merge_size * c->spatial_merge_size;
+    M = H * unit;
+    cu = malloc(sizeof(int64_t) * ((size_t) n_images + 1) * 2);
+    if (cu == NULL) {
+        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    }
+    blocks = cu + n_images + 1;
+    cu[0] = 0;
+    for (k = 0; k < n_images; k++) {
+        if (images[k]->patch != c->patch_size
+            || images[k]->temporal != c->temporal_patch_size
+            || images[k]->merge != c->spatial_merge_size
+            || clef_image_row_size(images[k]) != v->row)
+        {
+            free(cu);
+            return clef_error_set(err, 500, "backend", NULL,
+                                  "image %d was prepared for another tower", k);
+        }
+        n = (int64_t) images[k]->grid_h * images[k]->grid_w;
+        cu[k + 1] = cu[k] + n;
+        longest = n > longest ? n : longest;
+    }
+    P = cu[n_images];
+
+    kmax = M > I ? M : I;
+    kmax = v->row > kmax ? v->row : kmax;
+    per_worker = clef_cpu_vision_attention_scratch(longest, v->hd);
+    x = malloc(sizeof(float) * (size_t) (P * H));
+    xn = malloc(sizeof(float) * (size_t) (P * H));
+    qkv = malloc(sizeof(float) * (size_t) (P * 3 * H));
+    o = malloc(sizeof(float) * (size_t) (P * H));
+    mlp = malloc(sizeof(float) * (size_t) TILE * (size_t) (I > M ? I : M));
+    rows = malloc(sizeof(float) * (size_t) TILE * (size_t) v->row);
+    cs = malloc(sizeof(float) * (size_t) (P * v->hd / 2));
+    sn = malloc(sizeof(float) * (size_t) (P * v->hd / 2));
+    gemm = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(kmax));
+    scratch = malloc(sizeof(float) * per_worker * (size_t) clef_cpu_pool_size(pool));
+    if (x == NULL || xn == NULL || qkv == NULL || o == NULL || mlp == NULL
+        || rows == NULL || cs == NULL || sn == NULL || gemm == NULL
+        || scratch == NULL)
+    {
+        clef_error_set(err, 500, "out_of_memory", NULL,
+                       "out of memory for the vision tower on %lld patches",
+                       (long long) P);
+        goto done;
+    }
+
+    /* patch embedding, TILE patch rows at a time */
+    pj.v = v;
+    pj.images = images;
+    pj.cu = cu;
+    pj.n_images = n_images;
+    pj.rows = rows;
+    pj.x = x;
+    pj.cos = cs;
+    pj.sin = sn;
+    for (t0 = 0; t0 < P; t0 += TILE) {
+        n = P - t0 < TILE ? P - t0 : TILE;
+        pj.p0 = t0;
+        clef_cpu_pool_for(pool, n, 8, rows_task, &pj);
+        clef_cpu_linear(pool, rows, v->row, n, &v->patch, x + t0 * H, H, 0.0f,
+                        gemm);
+    }
+    pj.p0 = 0;
+    clef_cpu_pool_for(pool, P, 8, pos_task, &pj);
+
+    for (l = 0; l < c->depth; l++) {
+        b = &v->blocks[l];
+        clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, b->norm1_w,
+                           b->norm1_b, 1e-6f);
+        clef_cpu_linear(pool, xn, H, P, &b->qkv, qkv, 3 * H, 0.0f, gemm);
+        clef_cpu_add_bias(pool, qkv, 3 * H, P, (int) (3 * H), b->qkv_b);
+        clef_cpu_vision_rotary(pool, qkv, 3 * H, P, c->num_heads, v->hd, H, cs,
+                               sn);
+        clef_cpu_vision_attention(pool, qkv, 3 * H, o, H, cu, n_images,
+                                  c->num_heads, v->hd,
+                                  1.0f / sqrtf((float) v->hd), scratch,
+                                  per_worker, blocks);
+        /* x + (o proj^T + bias), in the reference's order */
+        clef_cpu_linear(pool, o, H, P, &b->proj, xn, H, 0.0f, gemm);
+        clef_cpu_add_bias(pool, xn, H, P, (int) H, b->proj_b);
+        add_rows(pool, x, xn, H, P, (int) H);
+
+        clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, b->norm2_w,
+                           b->norm2_b, 1e-6f);
+        for (t0 = 0; t0 < P; t0 += TILE) {
+            n = P - t0 < TILE ? P - t0 : TILE;
+            clef_cpu_linear(pool, xn + t0 * H, H, n, &b->fc1, mlp, I, 0.0f, gemm);
+            clef_cpu_bias_gelu(pool, mlp, I, n, (int) I, b->fc1_b, 1);
+            clef_cpu_linear(pool, mlp, I, n, &b->fc2, o + t0 * H, H, 0.0f, gemm);
+        }
+        clef_cpu_add_bias(pool, o, H, P, (int) H, b->fc2_b);
+        add_rows(pool, x, o, H, P, (int) H);
+        if (v->progress != NULL) {
+            v->progress(v->progress_ctx);
+        }
+    }
+
+    /* the merger: LayerNorm per patch, each 2 x 2 block's patches side by
+     * side (they are consecutive rows), fc1, exact GELU, fc2 */
+    clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, v->merge_w, v->merge_b,
+                       1e-6f);
+    for (t0 = 0; t0 < P / unit; t0 += TILE) {
+        n = P / unit - t0 < TILE ? P / unit - t0 : TILE;
+        clef_cpu_linear(pool, xn + t0 * M, M, n, &v->m1, mlp, M, 0.0f, gemm);
+        clef_cpu_bias_gelu(pool, mlp, M, n, (int) M, v->m1_b, 0);
+        clef_cpu_linear(pool, mlp, M, n, &v->m2,
+                        features + t0 * c->out_hidden_size, c->out_hidden_size,
+                        0.0f, gemm);
+    }
+    clef_cpu_add_bias(pool, features, c->out_hidden_size, P / unit,
+                      c->out_hidden_size, v->m2_b);
+    rc = 0;
+
+done:
+    free(cu);
+    free(x);
+    free(xn);
+    free(qkv);
+    free(o);
+    free(mlp);
+    free(rows);
+    free(cs);
+    free(sn);
+    free(gemm);
+    free(scratch);
+    return rc;
+}

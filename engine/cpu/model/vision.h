@@ -1,0 +1,40 @@
+/*
+ * The vision tower on the CPU, fp32 (spec/qwen35-backbone.md §5.2,
+ * transformers' Qwen3_5VisionModel): patch embedding, the learned position
+ * table resampled bilinearly (align_corners) to each image's grid, the 2D
+ * rotary, pre-LN blocks of bidirectional attention inside each image and a
+ * GELU MLP, and the merger of each 2 x 2 block into one token of the text
+ * stack.  All images of a batch run through it together; an image's
+ * features depend on that image alone (attention never crosses images,
+ * every other op works on one patch, and the products compute each row
+ * alike, gemm.h), so a record's answer does not depend on its batch.
+ */
+#ifndef CLEF_CPU_VISION_H
+#define CLEF_CPU_VISION_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "cpu/parallel/pool.h"
+#include "media/processor.h"
+#include "model/model.h"
+
+typedef struct clef_cpu_vision clef_cpu_vision;
+
+/* Converts and packs the tower's weights; *out is NULL (and 0 returned)
+ * for a model without a tower.  The pool is borrowed. */
+int  clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
+    clef_cpu_vision **out, clef_error *err);
+void clef_cpu_vision_close(clef_cpu_vision *v);
+
+/* fn(ctx) after every block: a tower over large images takes long, and the
+ * engine's watchdog must not take it for a hung forward. */
+void clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
+    void *ctx);
+
+/* features: [sum of clef_image_tokens()][out_hidden_size], the images'
+ * merged tokens one image after the other. */
+int  clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
+    int n_images, float *features, clef_error *err);
+
+#endif
