@@ -302,7 +302,7 @@ bench_batch(bench_ctx *c, clef_record *recs, int n, int repeat, double *backbone
 
 done:
     if (rc != 0 && err->message[0] == '\0') {
-        clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     free(hidden);
     free(ptrs);
@@ -479,7 +479,7 @@ clef_cmd_bench(int argc, char **argv)
     goto done;
 
 oom:
-    clef_error_set(&err, 500, "out_of_memory", NULL, "out of memory");
+    clef_error_fail(&err, CLEF_E_NO_MEMORY, "out of memory");
 fail:
     fprintf(stderr, "clef bench: %s\n", err.message);
 done:

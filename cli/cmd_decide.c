@@ -208,7 +208,7 @@ answer_batch(decider *d, item *items, int n, clef_buf *out)
         if (clef_batch_set_media(&batch, &ferr) != 0) {
             failed = 1;
         } else if (logits == NULL) {
-            clef_error_set(&ferr, 500, "out_of_memory", NULL, "out of memory");
+            clef_error_fail(&ferr, CLEF_E_NO_MEMORY, "out of memory");
             failed = 1;
         } else if (d->ops->forward(d->backend, &batch, logits, &ferr) != 0) {
             failed = 1;

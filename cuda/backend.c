@@ -121,7 +121,7 @@ ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
         if (e != cudaSuccess) {
             b->ws_mem = NULL;
             w->cap_T = w->cap_N = w->cap_Q = w->cap_NR = w->cap_items = 0;
-            return clef_error_set(err, 500, "cuda", NULL,
+            return clef_error_fail(err, CLEF_E_NO_MEMORY,
                 "workspace of %zu bytes for %d tokens: %s", bytes, p->T,
                 cudaGetErrorString(e));
         }
@@ -194,7 +194,7 @@ sizes(clef_backend *b, clef_error *err)
     b->n_dec = hc->layers;
 
     if (b->L < 1 || b->L > CLEF_MAX_LAYERS) {
-        return clef_error_set(err, 500, "model", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: %d layers", b->L);
     }
     for (l = 0; l < b->L; l++) {
@@ -210,7 +210,7 @@ sizes(clef_backend *b, clef_error *err)
         || hc->hidden_size != b->H || b->W <= 0 || b->F <= 0 || b->heads <= 0
         || b->W % b->heads || b->W / b->heads > 128 || b->n_route < 0 || b->n_dec < 0)
     {
-        return clef_error_set(err, 500, "model", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: unsupported sizes (hidden %d, intermediate %d, head width "
             "%d / %d heads): needs multiples of 8 and head dim <= 128",
             b->H, b->I, b->W, b->heads);
@@ -218,7 +218,7 @@ sizes(clef_backend *b, clef_error *err)
     if (n_gdn && (b->Hk <= 0 || b->Hv <= 0 || b->Hv % b->Hk || b->Cconv % 8
                   || !clef_k_gdn_supported(b->dk, b->dv) || b->Kc < 1 || b->Kc > 16))
     {
-        return clef_error_set(err, 500, "model", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: unsupported linear attention (%d k heads x %d, %d v heads "
             "x %d, conv %d)", b->Hk, b->dk, b->Hv, b->dv, b->Kc);
     }
@@ -226,7 +226,7 @@ sizes(clef_backend *b, clef_error *err)
                    || !clef_k_attention_supported(b->hd) || b->rot % 2
                    || b->rot < 0 || b->rot > b->hd))
     {
-        return clef_error_set(err, 500, "model", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: unsupported attention (%d heads, %d kv heads, head dim %d, "
             "rotary %d)", b->Hq, b->Hkv, b->hd, b->rot);
     }
@@ -243,7 +243,7 @@ sizes(clef_backend *b, clef_error *err)
         b->I = b->shard.inter;
         b->Cconv = 2 * b->Hk * b->dk + b->Hv * b->dv;
         if (b->I % 8 || (n_gdn && b->Cconv % 8)) {
-            return clef_error_set(err, 500, "model", NULL,
+            return clef_error_fail(err, CLEF_E_MODEL,
                 "cuda backend: tp=%d leaves %d intermediate columns and %d conv "
                 "channels per rank; the kernels need multiples of 8", b->tp, b->I,
                 n_gdn ? b->Cconv : 0);
@@ -393,7 +393,7 @@ rank_new(const clef_model *m, const clef_backend_opts *o, int rank, int tp,
     *out = NULL;
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     b->device = dev;
     b->rank = rank;
@@ -433,7 +433,7 @@ open_replica(const clef_model *m, const clef_backend_opts *o, const char *comm,
     *out = NULL;
     /* the CUDA backend computes in bf16 (tensor cores) and has no fp32 path */
     if (o != NULL && o->precision == CLEF_PRECISION_FP32) {
-        return clef_error_set(err, 500, "backend", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "the CUDA backend computes in bf16: precision=fp32 is for the CPU");
     }
     if (cuda_tp_devices(o, devs, &tp, err) != 0) {
@@ -697,7 +697,7 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
 
         memset(&later, 0, sizeof(later));
         if (wait_ranks(b, "forward", &later) != 0
-            && strcmp(later.type, "device_fault") == 0)
+            && later.code == CLEF_E_DEVICE_FAULT)
         {
             *err = later;
         }
@@ -746,7 +746,7 @@ cuda_hidden(clef_backend *b, const clef_batch *batch, float *hidden,
 
         memset(&later, 0, sizeof(later));
         if (wait_ranks(b, "hidden", &later) != 0
-            && strcmp(later.type, "device_fault") == 0)
+            && later.code == CLEF_E_DEVICE_FAULT)
         {
             *err = later;
         }

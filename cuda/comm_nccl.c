@@ -59,7 +59,7 @@ nccl_fail(nccl_comm *n, ncclResult_t r, int rank, const char *what,
     if (rank >= 0) {
         snprintf(who, sizeof(who), " (rank %d, device %d)", rank, n->devices[rank]);
     }
-    return clef_error_set(err, 503, "device_fault", NULL, "NCCL %s%s: %s%s%s",
+    return clef_error_fail(err, CLEF_E_DEVICE_FAULT, "NCCL %s%s: %s%s%s",
         what, who, ncclGetErrorString(r), detail != NULL && detail[0] ? ": " : "",
         detail != NULL ? detail : "");
 }
@@ -99,13 +99,13 @@ nccl_all_reduce(clef_comm *c, int rank, void *buf, size_t count,
     ncclResult_t   r;
 
     if (rank < 0 || rank >= c->size) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "NCCL all-reduce: rank %d of %d", rank, c->size);
     }
     if (!n->in_group && c->size > 1) {
         /* outside a group the first rank's call would wait for the others,
          * which this same thread has not called yet */
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "NCCL all-reduce: %d ranks driven by one thread: call it between "
             "group_begin and group_end", c->size);
     }
@@ -217,13 +217,13 @@ clef_cuda_comm_nccl(const int *devices, int count, cuda_comm **out,
 
     *out = NULL;
     if (count < 1 || count > CLEF_K_RANKS_MAX) {
-        return clef_error_set(err, 500, "backend", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "NCCL: %d ranks (1 to %d)", count, CLEF_K_RANKS_MAX);
     }
     for (i = 0; i < count; i++) {
         for (j = 0; j < i; j++) {
             if (devices[i] == devices[j]) {
-                return clef_error_set(err, 500, "backend", NULL,
+                return clef_error_fail(err, CLEF_E_MODEL,
                     "NCCL: device %d is given to ranks %d and %d; NCCL needs a "
                     "device per rank", devices[i], j, i);
             }
@@ -231,7 +231,7 @@ clef_cuda_comm_nccl(const int *devices, int count, cuda_comm **out,
     }
     n = calloc(1, sizeof(*n));
     if (n == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     for (i = 0; i < count; i++) {
         n->devices[i] = devices[i];
@@ -243,7 +243,7 @@ clef_cuda_comm_nccl(const int *devices, int count, cuda_comm **out,
         const char  *detail = ncclGetLastError(NULL);
 
         free(n);
-        return clef_error_set(err, 500, "cuda", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "NCCL: ncclCommInitAll over %d device%s: %s%s%s", count,
             count == 1 ? "" : "s", ncclGetErrorString(r),
             detail != NULL && detail[0] ? ": " : "", detail != NULL ? detail : "");
@@ -271,7 +271,7 @@ clef_cuda_comm_nccl(const int *devices, int count, cuda_comm **out,
     clef_error *err)
 {
     *out = NULL;
-    return clef_error_set(err, 500, "cuda", NULL,
+    return clef_error_fail(err, CLEF_E_UNSUPPORTED,
         "this libclef_cuda.so was built without NCCL (nccl.h or libnccl.so not "
         "found under NCCL_HOME at build time): tp over several devices needs it");
 }

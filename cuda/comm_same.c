@@ -36,7 +36,7 @@ static int
 fault(same_comm *s, cudaError_t e, const char *what, clef_error *err)
 {
     s->c.faulted = 1;
-    return clef_error_set(err, 503, "device_fault", NULL,
+    return clef_error_fail(err, CLEF_E_DEVICE_FAULT,
         "same-device all-reduce: %s: %s", what, cudaGetErrorString(e));
 }
 
@@ -47,7 +47,7 @@ same_group_begin(clef_comm *c, clef_error *err)
     int         r;
 
     if (s->in_group) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: group_begin inside a group");
     }
     s->in_group = 1;
@@ -65,7 +65,7 @@ same_all_reduce(clef_comm *c, int rank, void *buf, size_t n,
     same_comm  *s = (same_comm *) c;
 
     if (rank < 0 || rank >= c->size) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: rank %d of %d", rank, c->size);
     }
     if (!s->in_group) {
@@ -73,16 +73,16 @@ same_all_reduce(clef_comm *c, int rank, void *buf, size_t n,
         if (c->size == 1) {
             return 0;
         }
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: %d ranks driven by one thread: call it "
             "between group_begin and group_end", c->size);
     }
     if (s->bufs.buf[rank] != NULL) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: rank %d called twice in one group", rank);
     }
     if (s->calls > 0 && (n != s->n || dtype != s->dtype)) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: rank %d gives %zu elements of type %d, "
             "rank 0's group has %zu of type %d", rank, n, (int) dtype, s->n,
             (int) s->dtype);
@@ -104,7 +104,7 @@ same_group_end(clef_comm *c, clef_error *err)
     int           r;
 
     if (!s->in_group) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: group_end without group_begin");
     }
     s->in_group = 0;
@@ -112,7 +112,7 @@ same_group_end(clef_comm *c, clef_error *err)
         return 0;
     }
     if (s->calls != c->size) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: %d of %d ranks called in the group",
             s->calls, c->size);
     }
@@ -198,12 +198,12 @@ clef_cuda_comm_same_device(int device, int n, cuda_comm **out, clef_error *err)
 
     *out = NULL;
     if (n < 1 || n > CLEF_K_RANKS_MAX) {
-        return clef_error_set(err, 500, "backend", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce: %d ranks (1 to %d)", n, CLEF_K_RANKS_MAX);
     }
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     s->c.base.ops = &same_ops;
     s->c.base.size = n;
@@ -221,7 +221,7 @@ clef_cuda_comm_same_device(int device, int n, cuda_comm **out, clef_error *err)
     }
     if (e != cudaSuccess) {
         same_destroy(&s->c.base);
-        return clef_error_set(err, 500, "cuda", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "same-device all-reduce on device %d: %s", device, cudaGetErrorString(e));
     }
     *out = &s->c;

@@ -28,10 +28,10 @@ cuda_check(cudaError_t e, const char *what, clef_error *err)
     case cudaErrorInvalidPc:
     case cudaErrorECCUncorrectable:
     case cudaErrorLaunchTimeout:
-        return clef_error_set(err, 503, "device_fault", NULL, "%s: %s", what,
+        return clef_error_fail(err, CLEF_E_DEVICE_FAULT, "%s: %s", what,
             cudaGetErrorString(e));
     default:
-        return clef_error_set(err, 500, "cuda", NULL, "%s: %s", what,
+        return clef_error_fail(err, CLEF_E_INTERNAL, "%s: %s", what,
             cudaGetErrorString(e));
     }
 }

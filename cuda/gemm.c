@@ -63,7 +63,7 @@ struct clef_gemm {
 static int
 lt_error(clef_error *err, const char *what, cublasStatus_t st)
 {
-    return clef_error_set(err, 500, "cuda", NULL, "%s: %s", what,
+    return clef_error_fail(err, CLEF_E_INTERNAL, "%s: %s", what,
         cublasLtGetStatusString(st));
 }
 
@@ -76,13 +76,13 @@ clef_gemm_create(clef_gemm **out, clef_error *err)
 
     g = calloc(1, sizeof(*g));
     if (g == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     g->plans = calloc(GEMM_SLOTS, sizeof(*g->plans));
     g->algos = calloc(GEMM_SLOTS, sizeof(*g->algos));
     if (g->plans == NULL || g->algos == NULL) {
         clef_gemm_destroy(g);
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     st = cublasLtCreate(&g->lt);
     if (st != CUBLAS_STATUS_SUCCESS) {
@@ -94,7 +94,7 @@ clef_gemm_create(clef_gemm **out, clef_error *err)
     if (ce != cudaSuccess) {
         g->ws = NULL;
         clef_gemm_destroy(g);
-        return clef_error_set(err, 500, "cuda", NULL, "cuBLASLt workspace: %s",
+        return clef_error_fail(err, CLEF_E_INTERNAL, "cuBLASLt workspace: %s",
             cudaGetErrorString(ce));
     }
     *out = g;
@@ -441,7 +441,7 @@ plan_build(clef_gemm *g, const gemm_key *k, const float *bias, gemm_plan *p,
         }
         destroy_desc(p);
     }
-    return clef_error_set(err, 500, "cuda", NULL,
+    return clef_error_fail(err, CLEF_E_INTERNAL,
         "cuBLASLt has no algorithm for mode %d, %d x %d x %d", k->mode,
         k->rows, k->n, k->k);
 }
@@ -461,7 +461,7 @@ clef_gemm_run(clef_gemm *g, cudaStream_t s, clef_gemm_mode mode, int rows,
         return 0;
     }
     if (bias != NULL && mode == CLEF_GEMM_BF16) {
-        return clef_error_set(err, 500, "internal", NULL, "bf16 GEMM with a bias");
+        return clef_error_fail(err, CLEF_E_INTERNAL, "bf16 GEMM with a bias");
     }
     memset(&key, 0, sizeof(key));
     key.mode = mode;
@@ -503,7 +503,7 @@ clef_gemm_run(clef_gemm *g, cudaStream_t s, clef_gemm_mode mode, int rows,
         cudaError_t  ce = clef_k_bias_add((float *) D, ldd, bias, rows, n, s);
 
         if (ce != cudaSuccess) {
-            return clef_error_set(err, 500, "cuda", NULL, "bias: %s",
+            return clef_error_fail(err, CLEF_E_INTERNAL, "bias: %s",
                 cudaGetErrorString(ce));
         }
     }

@@ -47,7 +47,7 @@ grow_host(clef_backend *b, size_t ints, clef_error *err)
     e = cudaHostAlloc((void **) &b->hmeta, cap * sizeof(int32_t), cudaHostAllocPortable);
     if (e != cudaSuccess) {
         b->hmeta = NULL;
-        return clef_error_set(err, 500, "cuda", NULL, "pinned staging: %s",
+        return clef_error_fail(err, CLEF_E_INTERNAL, "pinned staging: %s",
             cudaGetErrorString(e));
     }
     b->hmeta_cap = cap;
@@ -57,7 +57,7 @@ grow_host(clef_backend *b, size_t ints, clef_error *err)
 static int
 bad(clef_error *err, int r, const char *what)
 {
-    return clef_error_set(err, 500, "internal", NULL,
+    return clef_error_fail(err, CLEF_E_INTERNAL,
         "cuda backend: record %d of the batch: %s", r, what);
 }
 
@@ -122,7 +122,7 @@ cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
 
     memset(p, 0, sizeof(*p));
     if (NR < 1 || NR > 65535) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "cuda backend: a batch holds 1 to 65535 records, not %d", NR);
     }
 
@@ -169,7 +169,7 @@ cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
         }
         T += len;
         if (T > MAX_TOKENS) {
-            return clef_error_set(err, 500, "internal", NULL,
+            return clef_error_fail(err, CLEF_E_INTERNAL,
                 "cuda backend: a batch holds at most %d tokens", MAX_TOKENS);
         }
         Q += rec->n_questions;

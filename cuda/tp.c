@@ -27,13 +27,13 @@ cuda_tp_devices(const clef_backend_opts *o, int *devices, int *tp,
     want = o != NULL && o->tp > 1 ? o->tp : 1;
     first = o != NULL ? o->device : 0;
     if (want > CUDA_TP_MAX) {
-        return clef_error_set(err, 500, "backend", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "tp=%d: the CUDA backend drives at most %d devices per replica", want,
             CUDA_TP_MAX);
     }
     if (o != NULL && o->n_devices > 0) {
         if (o->devices == NULL || o->n_devices != want) {
-            return clef_error_set(err, 500, "backend", NULL,
+            return clef_error_fail(err, CLEF_E_MODEL,
                 "tp=%d with %d devices for the replica: one device per rank", want,
                 o->n_devices);
         }
@@ -80,7 +80,7 @@ cuda_tp_comm(clef_backend *b, const int *devices, const char *comm,
         }
         comm = distinct ? "nccl" : same ? "same-device" : NULL;
         if (comm == NULL) {
-            return clef_error_set(err, 500, "backend", NULL,
+            return clef_error_fail(err, CLEF_E_MODEL,
                 "tp=%d: the replica's devices repeat some ordinals but not all; "
                 "give each rank its own device (NCCL), or every rank one device "
                 "(the same-device communicator, for tests)", b->tp);
@@ -91,12 +91,12 @@ cuda_tp_comm(clef_backend *b, const int *devices, const char *comm,
     }
     if (strcmp(comm, "same-device") == 0) {
         if (!same) {
-            return clef_error_set(err, 500, "backend", NULL,
+            return clef_error_fail(err, CLEF_E_MODEL,
                 "the same-device communicator needs every rank on one device");
         }
         return clef_cuda_comm_same_device(devices[0], b->tp, &b->comm, err);
     }
-    return clef_error_set(err, 500, "backend", NULL,
+    return clef_error_fail(err, CLEF_E_MODEL,
         "unknown communicator \"%s\" (nccl, same-device)", comm);
 }
 
@@ -125,7 +125,7 @@ cuda_all_reduce(clef_backend *b, int T, clef_error *err)
     int             r, rc = 0;
 
     if (b->comm->faulted) {
-        return clef_error_set(err, 503, "device_fault", NULL,
+        return clef_error_fail(err, CLEF_E_DEVICE_FAULT,
             "the communicator failed earlier: the replica is reopened");
     }
     if (c->ops->group_begin != NULL && c->ops->group_begin(c, err) != 0) {
@@ -148,11 +148,11 @@ cuda_all_reduce(clef_backend *b, int T, clef_error *err)
     if (rc != 0) {
         /* some ranks may have enqueued their part and wait for the others */
         b->comm->faulted = 1;
-        if (strcmp(err->type, "device_fault") != 0) {
+        if (err->code != CLEF_E_DEVICE_FAULT) {
             char  m[sizeof(err->message)];
 
             snprintf(m, sizeof(m), "%s", err->message);
-            clef_error_set(err, 503, "device_fault", NULL,
+            clef_error_fail(err, CLEF_E_DEVICE_FAULT,
                 "all-reduce over %d ranks: %s", b->tp, m);
         }
     }
@@ -173,7 +173,7 @@ cuda_tp_wait(clef_backend *b, clef_error *err)
 
     memset(&first, 0, sizeof(first));
     if (b->comm != NULL && b->comm->faulted) {
-        clef_error_set(&first, 503, "device_fault", NULL,
+        clef_error_fail(&first, CLEF_E_DEVICE_FAULT,
             "a collective of the forward failed: the replica is reopened");
         bad = 1;
     }
@@ -213,11 +213,11 @@ cuda_tp_wait(clef_backend *b, clef_error *err)
     if (b->comm != NULL) {
         b->comm->faulted = 1;
         b->comm->abort(b->comm);
-        if (strcmp(first.type, "device_fault") != 0) {
+        if (first.code != CLEF_E_DEVICE_FAULT) {
             char  m[sizeof(first.message)];
 
             snprintf(m, sizeof(m), "%s", first.message);
-            clef_error_set(&first, 503, "device_fault", NULL,
+            clef_error_fail(&first, CLEF_E_DEVICE_FAULT,
                 "%s (the communicator was aborted: the replica is reopened)", m);
         }
     }

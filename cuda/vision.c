@@ -176,7 +176,7 @@ ensure_vws(cuda_vision *v, int64_t P, clef_error *err)
     if (e != cudaSuccess) {
         v->ws_mem = NULL;
         v->cap_P = 0;
-        return clef_error_set(err, 500, "cuda", NULL,
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
             "vision workspace of %zu bytes for %lld patches: %s", bytes,
             (long long) P, cudaGetErrorString(e));
     }
@@ -209,7 +209,7 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     if (cu == NULL || row == NULL) {
         free(cu);
         free(row);
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     cu[0] = 0;
     for (m = 0; m < batch->n_media; m++) {
@@ -252,7 +252,7 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     free(cu);
     free(row);
     if (clef_vision_scatter_rows(batch, (int32_t *) (s + p->o_dst), p->R, &why) != 0) {
-        return clef_error_set(err, 500, "internal", NULL, "cuda backend: %s", why);
+        return clef_error_fail(err, CLEF_E_INTERNAL, "cuda backend: %s", why);
     }
     memcpy(s + p->o_mpos, batch->positions, sizeof(int32_t) * 3 * (size_t) p->T);
     return 0;
@@ -281,8 +281,8 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
                               "This model does not accept images.");
     }
     if (batch->positions == NULL) {
-        return clef_error_set(err, 500, "backend", NULL, "a batch with images "
-                              "needs its media (clef_batch_set_media)");
+        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with images "
+                               "needs its media (clef_batch_set_media)");
     }
     for (m = 0; m < batch->n_media; m++) {
         im = clef_batch_image(batch, m);
@@ -292,8 +292,8 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
             || im->grid_h % v->merge != 0 || im->grid_w % v->merge != 0
             || (im->rgb == NULL && im->pixel_values == NULL))
         {
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "image %d was prepared for another tower", m);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                "image %d was prepared for another tower", m);
         }
         n = (int64_t) im->grid_h * im->grid_w;
         P += n;
@@ -305,9 +305,9 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
         side = im->grid_h > side ? im->grid_h : side;
         side = im->grid_w > side ? im->grid_w : side;
         if (P > MAX_PATCHES) {
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "cuda backend: a batch holds at most %d image "
-                                  "patches", MAX_PATCHES);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                "cuda backend: a batch holds at most %d image "
+                "patches", MAX_PATCHES);
         }
     }
 
@@ -513,7 +513,7 @@ clef_cuda_vision_features(clef_backend *b, const clef_batch *batch,
     h = malloc(n * sizeof(uint16_t));
     bias = malloc((size_t) v->out * sizeof(float));
     if (h == NULL || bias == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     } else if (cuda_vision_tower(b, err) == 0
                && cuda_check(cudaMemcpyAsync(h, v->feat, n * 2,
                                              cudaMemcpyDeviceToHost, b->stream),

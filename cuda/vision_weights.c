@@ -29,14 +29,14 @@ vdev_alloc(cuda_vision *v, size_t bytes, void **out, clef_error *err)
         void **a = realloc(v->allocs, (size_t) cap * sizeof(*a));
 
         if (a == NULL) {
-            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         }
         v->allocs = a;
         v->cap_allocs = cap;
     }
     e = cudaMalloc(&p, bytes ? bytes : 16);
     if (e != cudaSuccess) {
-        return clef_error_set(err, 500, "cuda", NULL,
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
             "cudaMalloc of %zu bytes for the vision tower: %s", bytes,
             cudaGetErrorString(e));
     }
@@ -73,14 +73,14 @@ host_f32(const clef_model *m, const char *name, int64_t numel, clef_error *err)
     snprintf(full, sizeof(full), PREFIX "%s", name);
     t = clef_model_tensor(m, full);
     if (t == NULL || t->data == NULL) {
-        clef_error_set(err, 500, "model", NULL, "cuda backend: tensor %s is missing",
+        clef_error_fail(err, CLEF_E_MODEL, "cuda backend: tensor %s is missing",
             full);
         return NULL;
     }
     if (t->numel != numel || (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_F16
                               && t->dtype != CLEF_DTYPE_BF16))
     {
-        clef_error_set(err, 500, "model", NULL,
+        clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: tensor %s has %lld %s elements, expected %lld floats",
             full, (long long) t->numel, clef_dtype_name(t->dtype),
             (long long) numel);
@@ -88,7 +88,7 @@ host_f32(const clef_model *m, const char *name, int64_t numel, clef_error *err)
     }
     h = malloc((size_t) numel * sizeof(float));
     if (h == NULL) {
-        clef_error_set(err, 500, "internal", NULL, "out of memory for %s", full);
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory for %s", full);
         return NULL;
     }
     clef_tensor_to_f32(t, h);
@@ -101,7 +101,7 @@ copy_up(void *dst, const void *src, size_t bytes, clef_error *err)
     cudaError_t  e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
 
     if (e != cudaSuccess) {
-        return clef_error_set(err, 500, "cuda", NULL, "vision weight upload: %s",
+        return clef_error_fail(err, CLEF_E_INTERNAL, "vision weight upload: %s",
             cudaGetErrorString(e));
     }
     return 0;
@@ -143,7 +143,7 @@ up_bf16(cuda_vision *v, const clef_model *m, const char *name, int64_t numel,
     b = malloc((size_t) numel * sizeof(uint16_t));
     if (b == NULL) {
         free(h);
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     /* bf16 checkpoints round-trip exactly through fp32 */
     for (i = 0; i < numel; i++) {
@@ -189,21 +189,21 @@ vsizes(cuda_vision *v, const clef_vision_config *c, const clef_text_config *tc,
         || v->merge < 1 || v->side < 1
         || (int64_t) v->side * v->side != c->num_position_embeddings)
     {
-        return clef_error_set(err, 500, "model", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: unsupported vision tower (hidden %d, %d heads, "
             "intermediate %d, %d position embeddings): needs a head dim that "
             "is a multiple of 8 up to 256 and a square position table",
             v->H, v->heads, v->I, c->num_position_embeddings);
     }
     if (v->out != tc->hidden_size) {
-        return clef_error_set(err, 500, "model", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: the vision tower's output (%d) is not the text "
             "hidden size (%d)", v->out, tc->hidden_size);
     }
     if (2 * (tc->mrope_section[0] + tc->mrope_section[1] + tc->mrope_section[2])
         > rot)
     {
-        return clef_error_set(err, 500, "model", NULL,
+        return clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: M-RoPE sections %d+%d+%d exceed the %d rotary pairs",
             tc->mrope_section[0], tc->mrope_section[1], tc->mrope_section[2],
             rot / 2);
@@ -228,7 +228,7 @@ cuda_vision_weights_upload(const clef_model *m, const clef_text_config *tc,
     }
     v = calloc(1, sizeof(*v));
     if (v == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     if (vsizes(v, c, tc, err) != 0) {
         cuda_vision_weights_free(v);
@@ -240,7 +240,7 @@ cuda_vision_weights_upload(const clef_model *m, const clef_text_config *tc,
     v->blocks = calloc((size_t) (v->depth > 0 ? v->depth : 1), sizeof(cuda_vblock));
     if (v->blocks == NULL) {
         cuda_vision_weights_free(v);
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
 
     if (up_bf16(v, m, "patch_embed.proj.weight", H * v->row, &v->patch_w, err)

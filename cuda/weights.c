@@ -37,14 +37,14 @@ dev_alloc(clef_backend *b, size_t bytes, void **out, clef_error *err)
         void **a = realloc(b->allocs, (size_t) cap * sizeof(*a));
 
         if (a == NULL) {
-            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         }
         b->allocs = a;
         b->cap_allocs = cap;
     }
     e = cudaMalloc(&p, bytes ? bytes : 16);
     if (e != cudaSuccess) {
-        return clef_error_set(err, 500, "cuda", NULL,
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
             "cudaMalloc of %zu bytes for the weights: %s", bytes,
             cudaGetErrorString(e));
     }
@@ -75,13 +75,13 @@ static const clef_tensor *
 need(const clef_tensor *t, const char *name, int64_t numel, clef_error *err)
 {
     if (t == NULL) {
-        clef_error_set(err, 500, "model", NULL, "cuda backend: tensor %s is missing",
+        clef_error_fail(err, CLEF_E_MODEL, "cuda backend: tensor %s is missing",
             name);
         return NULL;
     }
     if (t->numel != numel || (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_F16
                               && t->dtype != CLEF_DTYPE_BF16)) {
-        clef_error_set(err, 500, "model", NULL,
+        clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: tensor %s has %lld %s elements, expected %lld floats",
             name, (long long) t->numel, clef_dtype_name(t->dtype), (long long) numel);
         return NULL;
@@ -118,7 +118,7 @@ copy_up(void *dst, const void *src, size_t bytes, clef_error *err)
     cudaError_t  e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
 
     if (e != cudaSuccess) {
-        return clef_error_set(err, 500, "cuda", NULL, "weight upload: %s",
+        return clef_error_fail(err, CLEF_E_INTERNAL, "weight upload: %s",
             cudaGetErrorString(e));
     }
     return 0;
@@ -141,7 +141,7 @@ put_bf16(void *dst, const clef_tensor *t, clef_error *err)
     if (f == NULL || h == NULL) {
         free(f);
         free(h);
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     clef_tensor_to_f32(t, f);
     for (i = 0; i < t->numel; i++) {
@@ -199,7 +199,7 @@ put_slice(void *dst, const clef_tensor *t, int64_t rows, int64_t cols,
     }
     h = malloc((out ? out : 1) * sizeof(uint16_t));
     if (h == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     if (t->dtype == CLEF_DTYPE_BF16) {
         if (cols_split) {
@@ -214,7 +214,7 @@ put_slice(void *dst, const clef_tensor *t, int64_t rows, int64_t cols,
             free(f);
             free(g);
             free(h);
-            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         }
         clef_tensor_to_f32(t, f);
         if (cols_split) {
@@ -251,19 +251,19 @@ up_stack(clef_backend *b, const clef_tensor **parts, const cuda_slice_kind *kind
         }
     }
     if (n > 4) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "cuda backend: %d stacked parts", n);
     }
     used = cuda_slice_stack(tc, &b->shard, kinds, n, off);
     if (used > rows) {
-        return clef_error_set(err, 500, "internal", NULL,
+        return clef_error_fail(err, CLEF_E_INTERNAL,
             "cuda backend: %lld stacked rows for %d allocated", (long long) used, rows);
     }
     if (dev_alloc(b, (size_t) rows * cols * 2, &d, err) != 0) {
         return -1;
     }
     if (cudaMemset(d, 0, (size_t) rows * cols * 2) != cudaSuccess) {
-        return clef_error_set(err, 500, "cuda", NULL, "cudaMemset failed");
+        return clef_error_fail(err, CLEF_E_INTERNAL, "cudaMemset failed");
     }
     for (i = 0; i < n; i++) {
         nr = cuda_slice_ranges(tc, &b->shard, kinds[i], r);
@@ -320,7 +320,7 @@ up_f32(clef_backend *b, const clef_tensor *t, float **out, clef_error *err)
     }
     h = malloc((size_t) (t->numel ? t->numel : 1) * sizeof(float));
     if (h == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     clef_tensor_to_f32(t, h);
     rc = up_f32_host(b, h, (size_t) t->numel, out, err);
@@ -409,7 +409,7 @@ upload_layer(clef_backend *b, int l, clef_error *err)
         if (tmp == NULL || wt == NULL) {
             free(tmp);
             free(wt);
-            return clef_error_set(err, 500, "internal", NULL, "out of memory");
+            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         }
         clef_tensor_to_f32(conv, tmp);
         c = 0;
@@ -424,8 +424,8 @@ upload_layer(clef_backend *b, int l, clef_error *err)
             }
         }
         rc = c == b->Cconv ? 0
-             : clef_error_set(err, 500, "internal", NULL,
-                              "cuda backend: %d conv channels for %d", c, b->Cconv);
+             : clef_error_fail(err, CLEF_E_INTERNAL,
+                 "cuda backend: %d conv channels for %d", c, b->Cconv);
         if (rc == 0) {
             rc = dev_alloc(b, (size_t) b->Cconv * b->Kc * 2, &d, err);
         }
@@ -547,7 +547,7 @@ upload_head(clef_backend *b, clef_error *err)
     h->route = calloc((size_t) (b->n_route ? b->n_route : 1), sizeof(*h->route));
     h->dec = calloc((size_t) (b->n_dec ? b->n_dec : 1), sizeof(*h->dec));
     if (h->route == NULL || h->dec == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     if (up_ln(b, NULL, -1, "hidden_norm", H, &h->hn_w, &h->hn_b, err)
         || up_head_f32(b, "memory_projection.weight", W * H, &h->mem_proj, err)
@@ -568,7 +568,7 @@ upload_head(clef_backend *b, clef_error *err)
     }
     tmp = malloc((size_t) (2 * W * H) * sizeof(float));
     if (tmp == NULL) {
-        return clef_error_set(err, 500, "internal", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     clef_tensor_to_f32(t[0], tmp);
     clef_tensor_to_f32(t[1], tmp + W * H);

@@ -340,8 +340,7 @@ ngx_http_clef_send_error(ngx_http_request_t *r, const clef_error *err,
     /* the limits of the protocol are plain details; what this server
      * cannot serve says its type, as Workers AI's refusals do */
     if (status == NGX_HTTP_BAD_REQUEST
-        && ngx_strcmp(err->type, "max_tokens_exceeded") != 0
-        && ngx_strstr(err->type, "_unsupported") == NULL)
+        && err->code != CLEF_E_TOO_LARGE && err->code != CLEF_E_UNSUPPORTED)
     {
         return ngx_http_clef_send_detail(r, status, err->message);
     }

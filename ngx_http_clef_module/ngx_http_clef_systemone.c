@@ -687,8 +687,8 @@ ngx_http_clef_finish(ngx_http_clef_ctx_t *ctx)
 
     prev = ngx_http_clef_mem_begin(r, &mp);
     if (clef_result_read(&mcf->queue, ctx->ticket, &res) != 0) {
-        clef_error_set(&err, 500, "internal_error", NULL,
-                       "the engine lost this request");
+        clef_error_fail(&err, CLEF_E_INTERNAL,
+                        "the engine lost this request");
         rc = ngx_http_clef_send_error(r, &err, NULL, 0);
         goto finalize;
     }

@@ -56,7 +56,7 @@ clef_batch_set_media(clef_batch *b, clef_error *err)
     if (spans == NULL || pos == NULL) {
         free(spans);
         free(pos);
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     m = 0;
     for (r = 0; r < b->n_records; r++) {

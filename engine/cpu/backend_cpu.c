@@ -97,7 +97,7 @@ cpu_open_ranks(clef_backend *b, const clef_model *m, const clef_backend_opts *o,
     b->pools = calloc((size_t) b->tp, sizeof(*b->pools));
     b->backbones = calloc((size_t) b->tp, sizeof(*b->backbones));
     if (b->pools == NULL || b->backbones == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     if (b->tp > 1) {
         if (clef_shard_check(clef_model_text_config(m), b->tp, err) != 0) {
@@ -144,7 +144,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
 
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     b->tp = o != NULL && o->tp > 1 ? o->tp : 1;
     b->prec = o != NULL && o->precision == CLEF_PRECISION_BF16 ? CLEF_CPU_BF16
@@ -265,14 +265,14 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
                               "This model does not accept images.");
     }
     if (batch->positions == NULL) {
-        return clef_error_set(err, 500, "backend", NULL, "a batch with images "
-                              "needs its media (clef_batch_set_media)");
+        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with images "
+                               "needs its media (clef_batch_set_media)");
     }
     images = calloc((size_t) batch->n_media + 1, sizeof(*images));
     first = calloc((size_t) batch->n_media + 1, sizeof(*first));
     spans = calloc((size_t) batch->n_media + 1, sizeof(*spans));
     if (images == NULL || first == NULL || spans == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         goto done;
     }
     for (m = 0; m < batch->n_media; m++) {
@@ -283,8 +283,8 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     features = malloc(sizeof(float) * (size_t) (rows > 0 ? rows : 1)
                       * (size_t) b->hidden_size);
     if (features == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL,
-                       "out of memory for %lld image tokens", (long long) rows);
+        clef_error_fail(err, CLEF_E_NO_MEMORY,
+            "out of memory for %lld image tokens", (long long) rows);
         goto done;
     }
     if (clef_cpu_vision_forward(b->vision, images, batch->n_media, features,
@@ -328,7 +328,7 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
     }
     ids = malloc(sizeof(int32_t) * (size_t) T);
     if (ids == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     for (r = 0; r < batch->n_records; r++) {
         memcpy(ids + batch->cu_seqlens[r], batch->records[r]->ids.v,
@@ -386,7 +386,7 @@ cpu_heads(clef_backend *b, const clef_batch *batch, const float *hidden,
 
     j.slots = calloc((size_t) (n > 0 ? n : 1), sizeof(head_slot));
     if (j.slots == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     for (r = 0; r < n; r++) {
         j.slots[r].first_logit = off;
@@ -422,7 +422,7 @@ cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error 
 
     hidden = malloc(sizeof(float) * (size_t) (T > 0 ? T : 1) * b->hidden_size);
     if (hidden == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     if (cpu_hidden(b, batch, hidden, err) != 0) {
         free(hidden);

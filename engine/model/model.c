@@ -56,13 +56,13 @@ model_error(clef_error *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return clef_error_set(err, 500, "model_invalid", NULL, "%s", msg);
+    return clef_error_fail(err, CLEF_E_MODEL, "%s", msg);
 }
 
 static int
 oom(clef_error *err)
 {
-    return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+    return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
 }
 
 static char *

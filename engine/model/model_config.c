@@ -30,7 +30,7 @@ cfg_error(const cfg_ctx *x, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return clef_error_set(x->err, 500, "model_invalid", NULL, "%s: %s", x->file, msg);
+    return clef_error_fail(x->err, CLEF_E_MODEL, "%s: %s", x->file, msg);
 }
 
 static int

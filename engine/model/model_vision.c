@@ -24,7 +24,7 @@ verror(clef_error *err, const char *file, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return clef_error_set(err, 500, "model_invalid", NULL, "%s: %s", file, msg);
+    return clef_error_fail(err, CLEF_E_MODEL, "%s: %s", file, msg);
 }
 
 

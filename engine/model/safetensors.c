@@ -41,7 +41,7 @@ st_error(clef_error *err, const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return clef_error_set(err, 500, "model_invalid", NULL, "%s: %s", path, msg);
+    return clef_error_fail(err, CLEF_E_MODEL, "%s: %s", path, msg);
 }
 
 static int
@@ -199,8 +199,8 @@ parse_header(clef_safetensors *f, const char *text, size_t len,
     slots = calloc(n ? n : 1, sizeof(*slots));
     if (slots == NULL) {
         json_decref(root);
-        return clef_error_set(err, 500, "out_of_memory", NULL, "%s: out of memory",
-                              f->path);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "%s: out of memory",
+                               f->path);
     }
 
     i = 0;
@@ -210,8 +210,8 @@ parse_header(clef_safetensors *f, const char *text, size_t len,
         }
         slots[i].t.name = strdup(name);
         if (slots[i].t.name == NULL) {
-            clef_error_set(err, 500, "out_of_memory", NULL, "%s: out of memory",
-                           f->path);
+            clef_error_fail(err, CLEF_E_NO_MEMORY, "%s: out of memory",
+                            f->path);
             goto done;
         }
         i++;
@@ -237,7 +237,7 @@ parse_header(clef_safetensors *f, const char *text, size_t len,
     f->by_name = calloc((size_t) f->count + 1, sizeof(*f->by_name));
     begins = calloc((size_t) f->count + 1, sizeof(*begins));
     if (f->tensors == NULL || f->by_name == NULL || begins == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL, "%s: out of memory", f->path);
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "%s: out of memory", f->path);
         goto done;
     }
     for (i = 0; i < f->count; i++) {
@@ -278,7 +278,7 @@ clef_safetensors_open(const char *path, int headers_only, clef_error *err)
     f = calloc(1, sizeof(*f));
     if (f == NULL || (f->path = strdup(path)) == NULL) {
         free(f);
-        clef_error_set(err, 500, "out_of_memory", NULL, "%s: out of memory", path);
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "%s: out of memory", path);
         return NULL;
     }
 
@@ -315,7 +315,7 @@ clef_safetensors_open(const char *path, int headers_only, clef_error *err)
 
     text = malloc(hlen ? hlen : 1);
     if (text == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL, "%s: out of memory", path);
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "%s: out of memory", path);
         goto fail;
     }
     if (read_full(fd, text, hlen, 8) != 0) {

@@ -142,7 +142,7 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     clef_error_clear(&err);
     rec = calloc(1, sizeof(*rec));
     if (rec == NULL) {
-        clef_error_set(&err, 500, "internal_error", NULL, "out of memory");
+        clef_error_fail(&err, CLEF_E_NO_MEMORY, "out of memory");
         engine_answer_error(e, slot, &err);
         return -1;
     }
@@ -181,9 +181,9 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
         return -1;
     }
     if (rec->n_options != (int) s->n_options) {
-        clef_error_set(&err, 500, "internal_error", NULL,
-                       "encoder made %d options, the worker expects %u",
-                       rec->n_options, s->n_options);
+        clef_error_fail(&err, CLEF_E_INTERNAL,
+                        "encoder made %d options, the worker expects %u",
+                        rec->n_options, s->n_options);
         clef_record_free(rec);
         free(rec);
         engine_answer_error(e, slot, &err);
@@ -238,7 +238,7 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     cu = malloc((size_t) (n + 1) * sizeof(*cu));
     notes = malloc((size_t) n * sizeof(*notes));
     if (records == NULL || cu == NULL || notes == NULL) {
-        clef_error_set(&err, 500, "internal_error", NULL, "out of memory");
+        clef_error_fail(&err, CLEF_E_NO_MEMORY, "out of memory");
         rc = -1;
         goto answer;
     }
@@ -253,7 +253,7 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     total = clef_batch_options(&batch);
     logits = malloc((size_t) (total > 0 ? total : 1) * sizeof(float));
     if (logits == NULL) {
-        clef_error_set(&err, 500, "internal_error", NULL, "out of memory");
+        clef_error_fail(&err, CLEF_E_NO_MEMORY, "out of memory");
         rc = -1;
         goto answer;
     }
@@ -264,7 +264,7 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     if (rc != 0) {
         elog(e->conf, CLEF_LOG_ERR, "clef engine: forward of %d records "
              "on replica %d failed: %s", n, rep->index, err.message);
-        if (strcmp(err.type, "device_fault") == 0) {
+        if (err.code == CLEF_E_DEVICE_FAULT) {
             /* its records are answered below; the replica is reopened by
              * its executor before it takes another batch */
             rep->faulted = 1;

@@ -41,7 +41,7 @@
 #include "serve/stats.h"
 #include "serve/wake.h"
 
-#define CLEF_QUEUE_VERSION   3
+#define CLEF_QUEUE_VERSION   4   /* 4: clef_error has a code */
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
 
 enum {

@@ -140,8 +140,8 @@ json_fail(json_parser *ps, size_t off, const char *fmt, ...)
 static int
 json_oom(json_parser *ps)
 {
-    return clef_error_set(ps->err, 500, "internal_error", NULL,
-                          "out of memory while parsing JSON");
+    return clef_error_fail(ps->err, CLEF_E_INTERNAL,
+                           "out of memory while parsing JSON");
 }
 
 

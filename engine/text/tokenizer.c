@@ -110,7 +110,7 @@ tk_fail(clef_error *err, const char *type, const char *what,
 int
 tk_oom(clef_error *err)
 {
-    return clef_error_set(err, 500, "internal", NULL, "out of memory");
+    return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
 }
 
 static const char *

@@ -35,7 +35,7 @@
 int tk_fail(clef_error *err, const char *type, const char *what,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* The 500 "internal" error for a failed allocation. */
+/* The 500 "out_of_memory" error for a failed allocation. */
 int tk_oom(clef_error *err);
 
 

@@ -107,13 +107,13 @@ clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
     if (shard != NULL && shard->size > 1
         && (comm == NULL || comm->size != shard->size))
     {
-        return clef_error_set(err, 500, "backend", NULL, "rank %d of %d needs "
-                              "a communicator of its size", shard->rank,
-                              shard->size);
+        return clef_error_fail(err, CLEF_E_INTERNAL, "rank %d of %d needs "
+                               "a communicator of its size", shard->rank,
+                               shard->size);
     }
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     b->pool = pool;
     b->fail_layer = -1;
@@ -195,8 +195,8 @@ rope_reserve(clef_cpu_backbone *b, int64_t positions, clef_error *err)
     if (c == NULL || s == NULL) {
         free(c);
         free(s);
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory for the RoPE table");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory for the RoPE table");
     }
     clef_cpu_rope_table(b->w.rot_dim, b->w.cfg.rope_theta, positions, c, s);
     free(b->cos);
@@ -378,8 +378,8 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
     TIMED(b, CLEF_PROF_ATTN_CORE,
           rc = clef_cpu_attention(pool, &aa, cu, n_records, a->scratch));
     if (rc != 0) {
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory in attention");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory in attention");
     }
     if (c->attn_output_gate) {
         TIMED(b, CLEF_PROF_ATTN_GATE,
@@ -460,16 +460,16 @@ clef_cpu_media_apply(const clef_cpu_backbone *b, const clef_cpu_media *m,
         if (m->spans[i].start < 0 || m->spans[i].len < 0
             || (int64_t) m->spans[i].start + m->spans[i].len > T)
         {
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "media span %d is outside the batch", i);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                                   "media span %d is outside the batch", i);
         }
         memcpy(a->x + (int64_t) m->spans[i].start * H,
                m->features + (int64_t) m->spans[i].row * H,
                sizeof(float) * (size_t) (m->spans[i].len * H));
     }
     if (m->positions != NULL && mrope_tables(b, a, m->positions, T) != 0) {
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory for M-RoPE");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory for M-RoPE");
     }
     return 0;
 }
@@ -496,14 +496,14 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     int                      r, i, rc = -1;
 
     if (n_records <= 0 || cu_seqlens[0] != 0) {
-        return clef_error_set(err, 500, "backend", NULL,
-                              "a batch needs records and cu_seqlens[0] = 0");
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+                               "a batch needs records and cu_seqlens[0] = 0");
     }
     for (r = 0; r < n_records; r++) {
         len = (int64_t) cu_seqlens[r + 1] - cu_seqlens[r];
         if (len < 0) {
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "cu_seqlens decreases at record %d", r);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                                   "cu_seqlens decreases at record %d", r);
         }
         longest = len > longest ? len : longest;
     }
@@ -523,9 +523,9 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
         return -1;
     }
     if (acts_alloc(&a, b, T) != 0) {
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory for the activations of %lld tokens",
-                              (long long) T);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+            "out of memory for the activations of %lld tokens",
+            (long long) T);
     }
 
     TIMED(b, CLEF_PROF_EMBED,
@@ -547,8 +547,8 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
         TIMED(b, CLEF_PROF_NORM,
               clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->input_norm, eps));
         if (i == b->fail_layer) {
-            rc = clef_error_set(err, 500, "backend", NULL, "rank %d: a fault "
-                                "injected at layer %d", b->w.shard.rank, i);
+            rc = clef_error_fail(err, CLEF_E_INTERNAL, "rank %d: a fault "
+                                 "injected at layer %d", b->w.shard.rank, i);
             goto done;
         }
         rc = l->full ? attn_layer(b, l, &a, T, cu_seqlens, n_records, err)

@@ -115,15 +115,15 @@ check_record(const clef_cpu_head *h, const clef_record *rec, clef_error *err)
     if (L == 0 || rec->n_questions <= 0 || rec->option_offset[0] != 0
         || rec->option_offset[rec->n_questions] != rec->n_options)
     {
-        return clef_error_set(err, 500, "internal_error", NULL,
-                              "the head got a record without tokens or questions");
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+            "the head got a record without tokens or questions");
     }
     for (i = 0; i < L; i++) {
         if (rec->ids.v[i] < 0 || rec->ids.v[i] >= V) {
-            return clef_error_set(err, 500, "internal_error", NULL,
-                                  "token id %d at %zu is outside lm_head's "
-                                  "%lld rows", (int) rec->ids.v[i], i,
-                                  (long long) V);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                                   "token id %d at %zu is outside lm_head's "
+                                   "%lld rows", (int) rec->ids.v[i], i,
+                                   (long long) V);
         }
     }
     for (q = 0; q < rec->n_questions; q++) {
@@ -133,8 +133,8 @@ check_record(const clef_cpu_head *h, const clef_record *rec, clef_error *err)
             || rec->option_offset[q + 1] <= rec->option_offset[q]
             || s.start < 0 || s.end < s.start || (size_t) s.end > L)
         {
-            return clef_error_set(err, 500, "internal_error", NULL,
-                                  "question %d of the record is malformed", q);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                                   "question %d of the record is malformed", q);
         }
         if (s.start == s.end) {
             /* the reference takes the mean of nothing (NaN) */
@@ -144,8 +144,8 @@ check_record(const clef_cpu_head *h, const clef_record *rec, clef_error *err)
         for (o = rec->option_offset[q]; o < rec->option_offset[q + 1]; o++) {
             s = rec->option_spans[o];
             if (s.start < 0 || s.end <= s.start || (size_t) s.end > L) {
-                return clef_error_set(err, 500, "internal_error", NULL,
-                                      "option %d of the record is malformed", o);
+                return clef_error_fail(err, CLEF_E_INTERNAL,
+                    "option %d of the record is malformed", o);
             }
         }
     }
@@ -483,9 +483,9 @@ clef_cpu_head_forward(clef_cpu_head *h, const float *hidden,
 
     if (run_alloc(&r) != 0) {
         run_free(&r);
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory in the head (%zu tokens, %d options)",
-                              r.L, r.N);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+            "out of memory in the head (%zu tokens, %d options)",
+            r.L, r.N);
     }
 
     encode_inputs(&r);

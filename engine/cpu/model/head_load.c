@@ -49,26 +49,26 @@ tensor(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
     t = ld->get(ld->ctx, name);
     if (t == NULL) {
         ld->failed = 1;
-        clef_error_set(ld->err, 500, "model_invalid", NULL,
-                       "joint_head.safetensors: tensor %s is missing", name);
+        clef_error_fail(ld->err, CLEF_E_MODEL,
+                        "joint_head.safetensors: tensor %s is missing", name);
         return NULL;
     }
     if (!clef_tensor_has_shape(t, ndim, shape)) {
         ld->failed = 1;
         shape_text(want, sizeof(want), ndim, shape);
         shape_text(got, sizeof(got), t->ndim, t->shape);
-        clef_error_set(ld->err, 500, "model_invalid", NULL,
-                       "joint_head.safetensors: tensor %s is %s, want %s",
-                       name, got, want);
+        clef_error_fail(ld->err, CLEF_E_MODEL,
+                        "joint_head.safetensors: tensor %s is %s, want %s",
+                        name, got, want);
         return NULL;
     }
     if (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_BF16
         && t->dtype != CLEF_DTYPE_F16)
     {
         ld->failed = 1;
-        clef_error_set(ld->err, 500, "model_invalid", NULL,
-                       "joint_head.safetensors: tensor %s is %s, not a float",
-                       name, clef_dtype_name(t->dtype));
+        clef_error_fail(ld->err, CLEF_E_MODEL,
+                        "joint_head.safetensors: tensor %s is %s, not a float",
+                        name, clef_dtype_name(t->dtype));
         return NULL;
     }
     return t;
@@ -92,8 +92,8 @@ keep(loader *ld, float *f, const char *name)
     if (f == NULL || ld->h->n_blobs == ld->h->cap_blobs) {
         free(f);
         ld->failed = 1;
-        clef_error_set(ld->err, 500, "out_of_memory", NULL,
-                       "out of memory loading the head (%s)", name);
+        clef_error_fail(ld->err, CLEF_E_NO_MEMORY,
+                        "out of memory loading the head (%s)", name);
         return -1;
     }
     ld->h->blobs[ld->h->n_blobs++] = f;
@@ -228,23 +228,23 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
     if (H <= 0 || W <= 0 || F <= 0 || cfg->heads <= 0 || W % cfg->heads != 0
         || cfg->routing_layers < 0 || cfg->layers < 0)
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "joint_head_config.json: width %d is not a "
-                              "multiple of heads %d, or a size is not positive",
-                              W, cfg->heads);
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "joint_head_config.json: width %d is not a "
+            "multiple of heads %d, or a size is not positive",
+            W, cfg->heads);
     }
     if (lm_head == NULL || lm_head->ndim != 2 || lm_head->shape[1] != H
         || lm_head->shape[0] <= 0)
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "lm_head.weight is missing or not [vocab, %d]", H);
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "lm_head.weight is missing or not [vocab, %d]", H);
     }
     if (lm_head->dtype != CLEF_DTYPE_F32 && lm_head->dtype != CLEF_DTYPE_BF16
         && lm_head->dtype != CLEF_DTYPE_F16)
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "lm_head.weight is %s, not a float",
-                              clef_dtype_name(lm_head->dtype));
+        return clef_error_fail(err, CLEF_E_MODEL,
+                               "lm_head.weight is %s, not a float",
+                               clef_dtype_name(lm_head->dtype));
     }
 
     h = calloc(1, sizeof(*h));
@@ -254,8 +254,8 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
     }
     if (h == NULL || h->routing == NULL || h->decoder == NULL) {
         clef_cpu_head_close(h);
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory opening the head");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory opening the head");
     }
     h->cfg = *cfg;
     h->lm_head = lm_head;

@@ -57,14 +57,14 @@ load_f32(const clef_model *m, const char *name, clef_error *err)
     snprintf(full, sizeof(full), PREFIX "%s", name);
     t = clef_model_tensor(m, full);
     if (t == NULL || t->data == NULL) {
-        clef_error_set(err, 500, "model_invalid", NULL, "tensor '%s' is missing",
-                       full);
+        clef_error_fail(err, CLEF_E_MODEL, "tensor '%s' is missing",
+                        full);
         return NULL;
     }
     p = malloc(sizeof(float) * (size_t) t->numel);
     if (p == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL, "out of memory for '%s'",
-                       full);
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory for '%s'",
+                        full);
         return NULL;
     }
     clef_tensor_to_f32(t, p);
@@ -90,8 +90,8 @@ load_packed(const clef_model *m, const char *name, int64_t n, int64_t k,
         && t->numel == n * k)
     {
         if (clef_cpu_wpack_alloc_bf16(w, n, k) != 0) {
-            return clef_error_set(err, 500, "out_of_memory", NULL,
-                                  "out of memory packing '%s'", name);
+            return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                                   "out of memory packing '%s'", name);
         }
         clef_cpu_wpack_rows_bf16(w, 0, n, (const uint16_t *) t->data, k);
         clef_tensor_release(t);
@@ -103,8 +103,8 @@ load_packed(const clef_model *m, const char *name, int64_t n, int64_t k,
     }
     if (clef_cpu_wpack_alloc(w, n, k) != 0) {
         free(p);
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory packing '%s'", name);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory packing '%s'", name);
     }
     clef_cpu_wpack_rows(w, 0, n, p, k);
     free(p);
@@ -166,7 +166,7 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     }
     v = calloc(1, sizeof(*v));
     if (v == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     v->pool = pool;
     v->cfg = *c;
@@ -184,7 +184,7 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     v->blocks = calloc((size_t) c->depth, sizeof(vblock));
     if (v->inv_freq == NULL || v->blocks == NULL) {
         clef_cpu_vision_close(v);
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     clef_vision_inv_freq(v->hd, c->rope_theta, v->inv_freq);
 
@@ -373,7 +373,7 @@ clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
     M = H * unit;
     cu = malloc(sizeof(int64_t) * ((size_t) n_images + 1) * 2);
     if (cu == NULL) {
-        return clef_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     blocks = cu + n_images + 1;
     cu[0] = 0;
@@ -384,8 +384,8 @@ clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
             || clef_image_row_size(images[k]) != v->row)
         {
             free(cu);
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "image %d was prepared for another tower", k);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                "image %d was prepared for another tower", k);
         }
         n = (int64_t) images[k]->grid_h * images[k]->grid_w;
         cu[k + 1] = cu[k] + n;
@@ -410,9 +410,9 @@ clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
         || rows == NULL || cs == NULL || sn == NULL || gemm == NULL
         || scratch == NULL)
     {
-        clef_error_set(err, 500, "out_of_memory", NULL,
-                       "out of memory for the vision tower on %lld patches",
-                       (long long) P);
+        clef_error_fail(err, CLEF_E_NO_MEMORY,
+                        "out of memory for the vision tower on %lld patches",
+                        (long long) P);
         goto done;
     }
 

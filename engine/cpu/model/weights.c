@@ -64,22 +64,22 @@ take_slice(const clef_model *m, clef_cpu_pool *pool, const char *name,
     convert_job         j;
 
     if (t == NULL) {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "tensor %s is missing", name);
+        return clef_error_fail(err, CLEF_E_MODEL,
+                               "tensor %s is missing", name);
     }
     if (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_BF16
         && t->dtype != CLEF_DTYPE_F16)
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "tensor %s is %s, not a float type", name,
-                              clef_dtype_name(t->dtype));
+        return clef_error_fail(err, CLEF_E_MODEL,
+                               "tensor %s is %s, not a float type", name,
+                               clef_dtype_name(t->dtype));
     }
     if (t->numel != numel || t->data == NULL || t->ndim < 1
         || (pack != NULL && t->ndim != 2))
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "tensor %s has %lld elements, the config implies %lld",
-                              name, (long long) t->numel, (long long) numel);
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "tensor %s has %lld elements, the config implies %lld",
+            name, (long long) t->numel, (long long) numel);
     }
     j.t = t;
     j.cols = t->numel / t->shape[0];
@@ -92,11 +92,11 @@ take_slice(const clef_model *m, clef_cpu_pool *pool, const char *name,
         || j.s.col0 < 0 || j.s.col0 + j.s.cols > j.cols
         || (pack == NULL ? j.s.cols != j.cols : j.s.cols != pack->k))
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "tensor %s cannot be cut into rows %lld+%lld, "
-                              "columns %lld+%lld", name, (long long) j.s.row0,
-                              (long long) j.s.rows, (long long) j.s.col0,
-                              (long long) j.s.cols);
+        return clef_error_fail(err, CLEF_E_MODEL,
+                               "tensor %s cannot be cut into rows %lld+%lld, "
+                               "columns %lld+%lld", name, (long long) j.s.row0,
+                               (long long) j.s.rows, (long long) j.s.col0,
+                               (long long) j.s.cols);
     }
     j.dst = dst;
     j.pack = pack;
@@ -104,8 +104,8 @@ take_slice(const clef_model *m, clef_cpu_pool *pool, const char *name,
     atomic_init(&j.failed, 0);
     clef_cpu_pool_for(pool, j.s.rows, 64, convert_task, &j);
     if (atomic_load(&j.failed)) {
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory converting %s", name);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory converting %s", name);
     }
     if (pack != NULL) {
         clef_tensor_release(t);
@@ -254,30 +254,30 @@ check_config(clef_cpu_weights *w, clef_error *err)
         || c->linear_num_value_heads <= 0 || c->linear_key_head_dim <= 0
         || c->linear_value_head_dim <= 0 || c->linear_conv_kernel_dim <= 0)
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "text config has a size that is not positive");
+        return clef_error_fail(err, CLEF_E_MODEL,
+                               "text config has a size that is not positive");
     }
     if (c->num_attention_heads % c->num_key_value_heads != 0
         || c->linear_num_value_heads % c->linear_num_key_heads != 0)
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "head counts do not group: %d q heads on %d kv heads, "
-                              "%d value heads on %d key heads",
-                              c->num_attention_heads, c->num_key_value_heads,
-                              c->linear_num_value_heads, c->linear_num_key_heads);
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "head counts do not group: %d q heads on %d kv heads, "
+            "%d value heads on %d key heads",
+            c->num_attention_heads, c->num_key_value_heads,
+            c->linear_num_value_heads, c->linear_num_key_heads);
     }
     /* int(head_dim * partial_rotary_factor), as the reference computes it */
     rot = (double) c->head_dim * c->partial_rotary_factor;
     w->rot_dim = (int) rot;
     if (w->rot_dim < 0 || w->rot_dim > c->head_dim || w->rot_dim % 2 != 0) {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "partial_rotary_factor %g of head_dim %d does not give "
-                              "an even number of rotated dims",
-                              c->partial_rotary_factor, c->head_dim);
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "partial_rotary_factor %g of head_dim %d does not give "
+            "an even number of rotated dims",
+            c->partial_rotary_factor, c->head_dim);
     }
     if (!(c->rope_theta > 0)) {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "rope_theta %g is not positive", c->rope_theta);
+        return clef_error_fail(err, CLEF_E_MODEL,
+                               "rope_theta %g is not positive", c->rope_theta);
     }
     return 0;
 }
@@ -406,9 +406,9 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     if (w->embed == NULL || w->embed->ndim != 2 || w->embed->shape[1] != H
         || w->embed->data == NULL)
     {
-        return clef_error_set(err, 500, "model_invalid", NULL,
-                              "tensor " PREFIX "embed_tokens.weight is missing or "
-                              "not [vocab, %lld]", (long long) H);
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "tensor " PREFIX "embed_tokens.weight is missing or "
+            "not [vocab, %lld]", (long long) H);
     }
 
     w->layers = calloc((size_t) c->num_hidden_layers, sizeof(*w->layers));
@@ -565,10 +565,10 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     goto done;
 
 nomem:
-    clef_error_set(err, 500, "out_of_memory", NULL,
-                   "out of memory for %.1f GB of weights (%.1f GB in bf16)",
-                   (double) (size + packed) * 4 / 1e9,
-                   (double) (size * 4 + packed * 2) / 1e9);
+    clef_error_fail(err, CLEF_E_NO_MEMORY,
+                    "out of memory for %.1f GB of weights (%.1f GB in bf16)",
+                    (double) (size + packed) * 4 / 1e9,
+                    (double) (size * 4 + packed * 2) / 1e9);
 done:
     free(tmp);
     if (rc != 0) {

@@ -80,8 +80,8 @@ clef_head_attn_forward(const clef_head_attn *a, const float *q, size_t nq,
         return 0;
     }
     if (nkv == 0) {
-        return clef_error_set(err, 500, "internal_error", NULL,
-                              "the head's attention has no keys");
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+                               "the head's attention has no keys");
     }
     chunk = nkv < CLEF_HEAD_MHA_CHUNK ? nkv : CLEF_HEAD_MHA_CHUNK;
 
@@ -97,8 +97,8 @@ clef_head_attn_forward(const clef_head_attn *a, const float *q, size_t nq,
         || l == NULL || gs == NULL || (kv_norm != NULL && kvn == NULL))
     {
         free(Q); free(O); free(S); free(KV); free(kvn); free(mx); free(l); free(gs);
-        return clef_error_set(err, 500, "out_of_memory", NULL,
-                              "out of memory in the head's attention");
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory in the head's attention");
     }
     for (i = 0; i < nq * a->heads; i++) {
         mx[i] = -INFINITY;

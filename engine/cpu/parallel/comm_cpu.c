@@ -104,24 +104,24 @@ arrive(comm_cpu *c, const char *what, int rank, void *buf, size_t n,
     int  r, size = c->base.size;
 
     if (rank < 0 || rank >= size) {
-        return clef_error_set(err, 500, "backend", NULL, "%s: rank %d of %d",
-                              what, rank, size);
+        return clef_error_fail(err, CLEF_E_INTERNAL, "%s: rank %d of %d",
+                               what, rank, size);
     }
     c->buf[rank] = buf;
     c->n[rank] = n;
     c->dtype[rank] = dtype;
     if (barrier(c) != 0) {
         c->seconds[rank] += clef_clock_seconds() - t0;
-        return clef_error_set(err, 500, "backend", NULL,
-                              "%s: another rank failed", what);
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+                               "%s: another rank failed", what);
     }
     for (r = 1; r < size; r++) {
         if (c->n[r] != c->n[0] || c->dtype[r] != c->dtype[0]) {
             clef_comm_cpu_abort(&c->base);
             c->seconds[rank] += clef_clock_seconds() - t0;
-            return clef_error_set(err, 500, "backend", NULL,
-                                  "%s: rank %d brought %zu elements, "
-                                  "rank 0 %zu", what, r, c->n[r], c->n[0]);
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                                   "%s: rank %d brought %zu elements, "
+                                   "rank 0 %zu", what, r, c->n[r], c->n[0]);
         }
     }
     return 0;
@@ -137,8 +137,8 @@ depart(comm_cpu *c, const char *what, int rank, double t0, clef_error *err)
 
     c->seconds[rank] += clef_clock_seconds() - t0;
     if (rc != 0) {
-        return clef_error_set(err, 500, "backend", NULL,
-                              "%s: another rank failed", what);
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+                               "%s: another rank failed", what);
     }
     return 0;
 }
@@ -229,8 +229,8 @@ clef_comm_cpu_create(int size, clef_error *err)
     comm_cpu  *c;
 
     if (size < 1) {
-        clef_error_set(err, 500, "backend", NULL, "a communicator of %d ranks",
-                       size);
+        clef_error_fail(err, CLEF_E_INTERNAL, "a communicator of %d ranks",
+                        size);
         return NULL;
     }
     c = calloc(1, sizeof(*c));
@@ -256,8 +256,8 @@ clef_comm_cpu_create(int size, clef_error *err)
     return &c->base;
 
 nomem:
-    clef_error_set(err, 500, "out_of_memory", NULL,
-                   "out of memory for a communicator");
+    clef_error_fail(err, CLEF_E_NO_MEMORY,
+                    "out of memory for a communicator");
     return NULL;
 }
 

@@ -105,8 +105,8 @@ clef_cpu_pool_create(int threads, clef_error *err)
     int             i, rc = 0;
 
     if (threads < 0) {
-        clef_error_set(err, 500, "backend", NULL,
-                       "thread count must be >= 0, not %d", threads);
+        clef_error_fail(err, CLEF_E_INTERNAL,
+                        "thread count must be >= 0, not %d", threads);
         return NULL;
     }
     if (threads == 0) {
@@ -118,7 +118,7 @@ clef_cpu_pool_create(int threads, clef_error *err)
 
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
-        clef_error_set(err, 500, "out_of_memory", NULL, "thread pool: out of memory");
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "thread pool: out of memory");
         return NULL;
     }
     p->size = threads;
@@ -128,7 +128,7 @@ clef_cpu_pool_create(int threads, clef_error *err)
         free(p->threads);
         free(p->workers);
         free(p);
-        clef_error_set(err, 500, "out_of_memory", NULL, "thread pool: out of memory");
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "thread pool: out of memory");
         return NULL;
     }
     pthread_mutex_init(&p->lock, NULL);
@@ -153,9 +153,9 @@ clef_cpu_pool_create(int threads, clef_error *err)
 
     if (p->started != threads - 1) {
         clef_cpu_pool_destroy(p);
-        clef_error_set(err, 500, "backend", NULL,
-                       "cannot start %d worker threads: %s", threads - 1,
-                       strerror(rc));
+        clef_error_fail(err, CLEF_E_INTERNAL,
+                        "cannot start %d worker threads: %s", threads - 1,
+                        strerror(rc));
         return NULL;
     }
     return p;

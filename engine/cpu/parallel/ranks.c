@@ -105,15 +105,15 @@ clef_cpu_ranks_create(int size, clef_error *err)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r->started != size - 1) {
         clef_cpu_ranks_destroy(r);
-        clef_error_set(err, 500, "backend", NULL, "cannot start %d rank "
-                       "threads: %s", size - 1, strerror(rc));
+        clef_error_fail(err, CLEF_E_INTERNAL, "cannot start %d rank "
+                        "threads: %s", size - 1, strerror(rc));
         return NULL;
     }
     return r;
 
 nomem:
-    clef_error_set(err, 500, "out_of_memory", NULL,
-                   "out of memory for the rank threads");
+    clef_error_fail(err, CLEF_E_NO_MEMORY,
+                    "out of memory for the rank threads");
     return NULL;
 }
 
