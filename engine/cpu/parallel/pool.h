@@ -1,8 +1,7 @@
 /*
  * A fixed pool of worker threads running parallel-for loops over index
- * ranges.  The calling thread takes part as worker 0, so a pool of N runs
- * N - 1 pthreads.  Workers block every signal: in the nginx engine process
- * signals must reach the thread that handles them, never a compute worker.
+ * ranges, on a crew (crew.h): the calling thread takes part as worker 0,
+ * so a pool of N runs N - 1 pthreads, which block every signal.
  *
  * One loop runs at a time; clef_cpu_pool_for() returns when every index is
  * done.  The split of [0, n) into chunks may vary, so a task must give the

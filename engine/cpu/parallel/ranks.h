@@ -3,9 +3,8 @@
  * rank, each running the same function with its own rank number.  The
  * calling thread is rank 0 (so the engine's watchdog, which counts the
  * progress rank 0 reports from the executor's thread, sees it), ranks
- * 1 .. size - 1 are threads of their own that sleep between runs.  Like
- * the pool's workers they block every signal: in the nginx engine process
- * signals must reach the thread that handles them.
+ * 1 .. size - 1 are threads of their own that sleep between runs: a crew
+ * (crew.h), as the pool's workers are, whose threads block every signal.
  *
  * One run at a time; clef_cpu_ranks_run() returns when every rank's
  * function has returned.  The function must not wait for a rank that
