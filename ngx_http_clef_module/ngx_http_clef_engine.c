@@ -229,7 +229,7 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
     ec.model_path = (const char *) m->path.data;
     ec.backend = (const char *) m->backend.data;
     ec.threads = (int) m->threads;
-    ec.precision = (clef_precision) m->precision;
+    ec.precision = m->precision;
     ec.device = (int) m->device;
     ec.n_devices = m->n_devices;
     ngx_memcpy(ec.devices, m->devices, sizeof(ec.devices));

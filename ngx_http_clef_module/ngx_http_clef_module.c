@@ -644,7 +644,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
     p = ngx_sprintf(m->fingerprint.data, "%V|%V|%i|%V|%i|%i|%i|%i", &m->path,
                     &m->backend, m->threads, &m->devices_text, m->tp,
-                    m->max_length, m->truncate, m->precision);
+                    m->max_length, m->truncate, (ngx_int_t) m->precision);
     m->fingerprint.len = p - m->fingerprint.data;
 
     mcf->model = m;

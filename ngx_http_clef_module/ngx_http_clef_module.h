@@ -35,7 +35,7 @@ typedef struct {
     ngx_str_t                  path;          /* absolute, NUL-terminated */
     ngx_str_t                  backend;       /* "cpu" or "cuda" */
     ngx_int_t                  threads;
-    ngx_int_t                  precision;     /* clef_precision */
+    clef_precision             precision;
     ngx_int_t                  device;        /* devices[0], or 0 */
     int                        devices[CLEF_MAX_DEVICES];
     int                        n_devices;     /* 0: devices= not given */

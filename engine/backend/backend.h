@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/precision.h"
 #include "model/model.h"
 #include "protocol/encode.h"
 
@@ -76,23 +77,6 @@ int64_t clef_batch_tokens(const clef_batch *b);
 int     clef_batch_options(const clef_batch *b);
 
 #define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
-
-/* How a backend multiplies (the README's "precision"), chosen per model.
- * Weights stay bf16 in memory in both. */
-typedef enum {
-    CLEF_PRECISION_DEFAULT = 0,  /* the backend's own: fp32 on the CPU
-                                    (exact), bf16 on CUDA */
-    CLEF_PRECISION_FP32,         /* fp32 activations and sums: within 1e-5
-                                    of the fp32 reference */
-    CLEF_PRECISION_BF16          /* bf16 activations into the linear layers,
-                                    fp32 sums: within 2e-2, same argmax */
-} clef_precision;
-
-/* "default", "fp32", "bf16". */
-const char *clef_precision_name(clef_precision p);
-
-/* "fp32" or "bf16" in name[0..len) into *p; -1 for anything else. */
-int         clef_precision_parse(const char *name, size_t len, clef_precision *p);
 
 typedef struct {
     int          threads;     /* CPU worker threads; 0 = one per core */

@@ -21,7 +21,7 @@ struct clef_backend {
     clef_cpu_head      *head;
     clef_cpu_vision    *vision;         /* NULL: a model without a tower */
     int                 hidden_size;
-    clef_cpu_precision  prec;
+    clef_precision  prec;
     double              backbone_s, head_s;
     char                describe[768];
 
@@ -147,8 +147,9 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     b->tp = o != NULL && o->tp > 1 ? o->tp : 1;
-    b->prec = o != NULL && o->precision == CLEF_PRECISION_BF16 ? CLEF_CPU_BF16
-                                                              : CLEF_CPU_FP32;
+    /* the CPU's own precision is fp32 (exact) */
+    b->prec = o != NULL && o->precision == CLEF_PRECISION_BF16
+              ? CLEF_PRECISION_BF16 : CLEF_PRECISION_FP32;
     /* the vision tower and the joint head are not sharded: they run once,
      * on rank 0's thread and workers, before and after the ranks' forward */
     if (cpu_open_ranks(b, m, o, err) != 0
@@ -174,7 +175,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
                  "cpu backend: precision %s, tensor parallel over %d ranks "
                  "(%d threads on rank 0, %d on rank %d), %.2f GB of weights on "
                  "rank 0; %s; OpenBLAS not used (%s, core %s)",
-                 b->prec == CLEF_CPU_BF16 ? "bf16" : "fp32", b->tp,
+                 clef_precision_name(b->prec), b->tp,
                  clef_cpu_pool_size(b->pools[0]),
                  clef_cpu_pool_size(b->pools[b->tp - 1]), b->tp - 1,
                  (double) clef_cpu_backbone_weight_bytes(b->backbone) / 1e9,
@@ -184,7 +185,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         snprintf(b->describe, sizeof(b->describe),
                  "cpu backend: precision %s, %d threads, %.2f GB of weights; %s; "
                  "OpenBLAS not used (%s, core %s)",
-                 b->prec == CLEF_CPU_BF16 ? "bf16" : "fp32",
+                 clef_precision_name(b->prec),
                  clef_cpu_pool_size(b->pool),
                  (double) clef_cpu_backbone_weight_bytes(b->backbone) / 1e9,
                  clef_cpu_backbone_gemm_describe(b->backbone),

@@ -8,7 +8,7 @@
  *   - packing from bf16 bytes and from floats agree, in both packs;
  *   - clef_cpu_round_bf16() is clef_f32_to_bf16() (ties, NaN, infinities,
  *     denormals, random values);
- *   - CLEF_CPU_BF16 is the fp32 product of x rounded to bf16, bit for bit,
+ *   - CLEF_PRECISION_BF16 is the fp32 product of x rounded to bf16, bit for bit,
  *     so it inherits the determinism of the fp32 path: a row alone, a row
  *     in a batch from any offset and any thread count give the same bits;
  *   - the native path (gemm_bf16.h), where the CPU has bf16 instructions:
@@ -144,10 +144,10 @@ test_shape(clef_cpu_pool **pools, int64_t m, int64_t n, int64_t k, float beta)
     ok = 1;
     for (t = 0; t < 3; t++) {
         memcpy(got, y0, sizeof(float) * m * n);
-        clef_cpu_linear_prec(pools[t], x, k, m, &ph, got, n, beta, lin, CLEF_CPU_BF16);
+        clef_cpu_linear_prec(pools[t], x, k, m, &ph, got, n, beta, lin, CLEF_PRECISION_BF16);
         ok &= same_bits(got, want, m * n);
     }
-    CHECK(ok, "%lldx%lldx%lld beta %g: CLEF_CPU_BF16 = fp32 product of x rounded to "
+    CHECK(ok, "%lldx%lldx%lld beta %g: CLEF_PRECISION_BF16 = fp32 product of x rounded to "
           "bf16, bit for bit, on 1-3 threads", (long long) m, (long long) n,
           (long long) k, beta);
 
@@ -155,16 +155,16 @@ test_shape(clef_cpu_pool **pools, int64_t m, int64_t n, int64_t k, float beta)
     for (i = 0; i < m; i++) {
         memcpy(got, y0 + i * n, sizeof(float) * n);
         clef_cpu_linear_prec(pools[1], x + i * k, k, 1, &ph, got, n, beta, lin,
-                             CLEF_CPU_BF16);
+                             CLEF_PRECISION_BF16);
         ok &= same_bits(got, want + i * n, n);
     }
     for (i = 1; i <= 6 && i < m; i++) {
         memcpy(got, y0 + i * n, sizeof(float) * (m - i) * n);
         clef_cpu_linear_prec(pools[2], x + i * k, k, m - i, &ph, got, n, beta, lin,
-                             CLEF_CPU_BF16);
+                             CLEF_PRECISION_BF16);
         ok &= same_bits(got, want + i * n, (m - i) * n);
     }
-    CHECK(ok, "%lldx%lldx%lld: CLEF_CPU_BF16, each row alone and the rows from "
+    CHECK(ok, "%lldx%lldx%lld: CLEF_PRECISION_BF16, each row alone and the rows from "
           "1 .. 6 on = the whole product, bit for bit", (long long) m,
           (long long) n, (long long) k);
 
@@ -216,9 +216,9 @@ test_native_shape(clef_cpu_pool **pools, const clef_cpu_bf16_native *nat,
     clef_cpu_wpack_rows_bf16(&pn, 0, n, wh, k);
 
     memcpy(want, y0, sizeof(float) * m * n);
-    clef_cpu_linear_prec(pools[0], x, k, m, &ph, want, n, beta, lin, CLEF_CPU_BF16);
+    clef_cpu_linear_prec(pools[0], x, k, m, &ph, want, n, beta, lin, CLEF_PRECISION_BF16);
     memcpy(one, y0, sizeof(float) * m * n);
-    clef_cpu_linear_prec(pools[0], x, k, m, &pn, one, n, beta, lin, CLEF_CPU_BF16);
+    clef_cpu_linear_prec(pools[0], x, k, m, &pn, one, n, beta, lin, CLEF_PRECISION_BF16);
     for (i = 0; i < m; i++) {
         for (j = 0; j < n; j++) {
             sum = fabs(beta * y0[i * n + j]);
@@ -238,19 +238,19 @@ test_native_shape(clef_cpu_pool **pools, const clef_cpu_bf16_native *nat,
     for (t = 1; t < 3; t++) {
         memcpy(got, y0, sizeof(float) * m * n);
         clef_cpu_linear_prec(pools[t], x, k, m, &pn, got, n, beta, lin,
-                             CLEF_CPU_BF16);
+                             CLEF_PRECISION_BF16);
         ok &= same_bits(got, one, m * n);
     }
     for (i = 0; i < m; i++) {
         memcpy(got, y0 + i * n, sizeof(float) * n);
         clef_cpu_linear_prec(pools[1], x + i * k, k, 1, &pn, got, n, beta, lin,
-                             CLEF_CPU_BF16);
+                             CLEF_PRECISION_BF16);
         ok &= same_bits(got, one + i * n, n);
     }
     for (i = 1; i <= 6 && i < m; i++) {
         memcpy(got, y0 + i * n, sizeof(float) * (m - i) * n);
         clef_cpu_linear_prec(pools[2], x + i * k, k, m - i, &pn, got, n, beta, lin,
-                             CLEF_CPU_BF16);
+                             CLEF_PRECISION_BF16);
         ok &= same_bits(got, one + i * n, (m - i) * n);
     }
     CHECK(ok, "%lldx%lldx%lld: native bf16 on 1-3 threads, each row alone and the "
@@ -306,8 +306,8 @@ main(void)
             return check_done();
         }
     }
-    printf("# %s\n# %s\n", clef_cpu_gemm_describe_prec(CLEF_CPU_FP32),
-           clef_cpu_gemm_describe_prec(CLEF_CPU_BF16));
+    printf("# %s\n# %s\n", clef_cpu_gemm_describe_prec(CLEF_PRECISION_FP32),
+           clef_cpu_gemm_describe_prec(CLEF_PRECISION_BF16));
 
     test_round();
     test_shape(pools, 37, 45, 300, 0.0f);

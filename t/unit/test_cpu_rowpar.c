@@ -99,7 +99,7 @@ rank_main(void *arg)
     rp.seg0 = a->rank * rp.nseg;
     rp.rank = a->rank;
     rp.comm = a->comm;
-    rp.prec = CLEF_CPU_FP32;
+    rp.prec = CLEF_PRECISION_FP32;
     memset(w, 0, sizeof(w));
     pool = clef_cpu_pool_create(a->tp == 1 ? 2 : 1, &err);
     part = malloc(sizeof(float) * clef_cpu_rowpar_floats(&rp, M, N));

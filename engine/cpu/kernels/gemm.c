@@ -441,7 +441,7 @@ typedef struct {
     float                 *y;
     int64_t                ldy;
     int                    load_c;
-    int                    round_bf16;     /* CLEF_CPU_BF16 */
+    int                    round_bf16;     /* CLEF_PRECISION_BF16 */
     int64_t                row0, rows;     /* the group of rows being run */
     int64_t                col_tiles;
     int64_t                task_rows;      /* a multiple of MC */
@@ -509,13 +509,13 @@ clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch)
 {
     clef_cpu_linear_prec(pool, x, ldx, m, w, y, ldy, beta, scratch,
-                         CLEF_CPU_FP32);
+                         CLEF_PRECISION_FP32);
 }
 
 void
 clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch,
-    clef_cpu_precision prec)
+    clef_precision prec)
 {
     linear_job  j;
     int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
@@ -527,7 +527,7 @@ clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m
         clef_cpu_bf16_native_linear(pool, x, ldx, m, w, y, ldy, beta, scratch);
         return;
     }
-    j.round_bf16 = prec == CLEF_CPU_BF16;
+    j.round_bf16 = prec == CLEF_PRECISION_BF16;
     j.x.p = x;
     j.x.rs = ldx;
     j.x.cs = 1;
@@ -569,9 +569,9 @@ clef_cpu_gemm_describe(void)
 }
 
 const char *
-clef_cpu_gemm_describe_prec(clef_cpu_precision prec)
+clef_cpu_gemm_describe_prec(clef_precision prec)
 {
-    if (prec == CLEF_CPU_FP32) {
+    if (prec != CLEF_PRECISION_BF16) {
         return wide_kernel()
                ? "gemm: clef fp32 over bf16 weights widened in the kernel, "
                  WIDE_KERNEL ", k summed in blocks of " STR(KC)

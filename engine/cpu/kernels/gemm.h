@@ -28,11 +28,12 @@
  * copies.  The big products pack groups of rows of the activations; the
  * small ones read A in place, and B in place when its rows are contiguous.
  *
- * Precision (clef_cpu_linear_prec): CLEF_CPU_FP32 multiplies the fp32
- * activations; CLEF_CPU_BF16 rounds them to bf16 (to nearest even) as
- * they are packed, then runs the same kernel, so its products are exact
- * bf16 x bf16 products summed in fp32 -- the arithmetic of a bf16 dot
- * product instruction -- and deterministic by the same argument.  A weight
+ * Precision (clef_cpu_linear_prec, base/precision.h): CLEF_PRECISION_FP32
+ * multiplies the fp32 activations; CLEF_PRECISION_BF16 rounds them to bf16
+ * (to nearest even) as they are packed, then runs the same kernel, so its
+ * products are exact bf16 x bf16 products summed in fp32 -- the arithmetic
+ * of a bf16 dot product instruction -- and deterministic by the same
+ * argument.  A weight
  * packed for a native bf16 library (gemm_bf16.h) has its products computed
  * there, always in bf16.
  */
@@ -42,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/precision.h"
 #include "cpu/parallel/pool.h"
 
 #define CLEF_GEMM_MR  6       /* rows of a micro-tile */
@@ -146,26 +148,21 @@ size_t clef_cpu_linear_scratch_floats(int64_t k);
 
 /* y[m][n] = x[m][k] . W^T + beta * y (beta 0 or 1), split over the pool
  * in tiles of rows and columns.  scratch: clef_cpu_linear_scratch_floats(k)
- * floats, shared by the workers.  fp32 activations (CLEF_CPU_FP32). */
+ * floats, shared by the workers.  fp32 activations (CLEF_PRECISION_FP32). */
 void   clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
     int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
     float *scratch);
 
-/* How a linear layer multiplies (the README's "precision"). */
-typedef enum {
-    CLEF_CPU_FP32 = 0,        /* fp32 activations, fp32 sums */
-    CLEF_CPU_BF16             /* activations rounded to bf16, fp32 sums */
-} clef_cpu_precision;
-
-/* clef_cpu_linear() at a given precision. */
+/* clef_cpu_linear() at a given precision (base/precision.h): bf16 rounds
+ * the activations, any other multiplies them as they are. */
 void   clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx,
     int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
-    float *scratch, clef_cpu_precision prec);
+    float *scratch, clef_precision prec);
 
 /* One line naming the product path, for logs and `clef bench`. */
 const char *clef_cpu_gemm_describe(void);
 
 /* The same for a precision: which kernel its linear layers run on. */
-const char *clef_cpu_gemm_describe_prec(clef_cpu_precision prec);
+const char *clef_cpu_gemm_describe_prec(clef_precision prec);
 
 #endif

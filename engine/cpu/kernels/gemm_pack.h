@@ -24,7 +24,7 @@ void clef_cpu_pack_b(const clef_cpu_mat *b, int64_t k0, int64_t kc, int64_t j0,
 
 /* p[i] = p[i] rounded to bf16 (to nearest even, NaN kept quiet), as fp32:
  * the activations of a bf16 product, exactly clef_f32_to_bf16() widened
- * back.  The one packing step that changes values (CLEF_CPU_BF16). */
+ * back.  The one packing step that changes values (CLEF_PRECISION_BF16). */
 void clef_cpu_round_bf16(float *p, int64_t n);
 
 #endif

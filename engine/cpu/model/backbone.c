@@ -86,19 +86,19 @@ int
 clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_backbone **out, clef_error *err)
 {
-    return clef_cpu_backbone_open_prec(m, pool, CLEF_CPU_FP32, out, err);
+    return clef_cpu_backbone_open_prec(m, pool, CLEF_PRECISION_FP32, out, err);
 }
 
 int
 clef_cpu_backbone_open_prec(const clef_model *m, clef_cpu_pool *pool,
-    clef_cpu_precision prec, clef_cpu_backbone **out, clef_error *err)
+    clef_precision prec, clef_cpu_backbone **out, clef_error *err)
 {
     return clef_cpu_backbone_open_shard(m, pool, prec, NULL, NULL, out, err);
 }
 
 int
 clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
-    clef_cpu_precision prec, const clef_shard *shard, clef_comm *comm,
+    clef_precision prec, const clef_shard *shard, clef_comm *comm,
     clef_cpu_backbone **out, clef_error *err)
 {
     clef_cpu_backbone  *b;

@@ -34,7 +34,7 @@ typedef struct clef_cpu_backbone clef_cpu_backbone;
 /* Lays out the weights (weights.h) for products at precision prec; the
  * pool is borrowed, not owned.  clef_cpu_backbone_open() is fp32. */
 int  clef_cpu_backbone_open_prec(const clef_model *m, clef_cpu_pool *pool,
-    clef_cpu_precision prec, clef_cpu_backbone **out, clef_error *err);
+    clef_precision prec, clef_cpu_backbone **out, clef_error *err);
 int  clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
     clef_cpu_backbone **out, clef_error *err);
 
@@ -48,7 +48,7 @@ int  clef_cpu_backbone_open(const clef_model *m, clef_cpu_pool *pool,
  * model's segment count.  shard NULL or of size 1: the unsharded backbone
  * of clef_cpu_backbone_open_prec(), to the bit. */
 int  clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
-    clef_cpu_precision prec, const clef_shard *shard, clef_comm *comm,
+    clef_precision prec, const clef_shard *shard, clef_comm *comm,
     clef_cpu_backbone **out, clef_error *err);
 
 /* ids: the batch's tokens, packed; record r is [cu[r], cu[r+1]).

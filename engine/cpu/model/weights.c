@@ -164,7 +164,7 @@ alloc_pack(const clef_model *m, const clef_cpu_weights *w, int layer,
     if (w->native != NULL) {
         return clef_cpu_wpack_alloc_native(pack, n, k, w->native);
     }
-    for (i = 0; i < n_what && w->prec == CLEF_CPU_FP32; i++) {
+    for (i = 0; i < n_what && w->prec != CLEF_PRECISION_BF16; i++) {
         clef_layer_tensor(&w->cfg.layer[layer], what[i], name, sizeof(name));
         t = clef_model_tensor(m, name);
         if (t != NULL && t->dtype != CLEF_DTYPE_BF16) {
@@ -302,7 +302,7 @@ static const char  *const gdn_out[] = { "linear_attn.out_proj.weight" };
 
 int
 clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
-    clef_cpu_pool *pool, clef_cpu_precision prec, const clef_shard *shard,
+    clef_cpu_pool *pool, clef_precision prec, const clef_shard *shard,
     clef_error *err)
 {
     const clef_text_config  *c;
@@ -383,7 +383,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     /* bf16 on native instructions where oneDNN has them for every
      * reduction length of the model's matrices (gemm_bf16.h): the
      * row-parallel ones by segment */
-    if (prec == CLEF_CPU_BF16) {
+    if (prec == CLEF_PRECISION_BF16) {
         int64_t  ks[4] = { H, I / w->nseg, w->gdn_v_dim / w->nseg,
                            w->attn_o_dim / w->nseg };
         char     why[192];

@@ -68,7 +68,7 @@ typedef struct {
 
 typedef struct {
     clef_text_config    cfg;
-    clef_cpu_precision  prec;        /* how the linear layers multiply */
+    clef_precision  prec;        /* how the linear layers multiply */
     clef_cpu_bf16_native *native;    /* bf16 on native instructions, or NULL */
     char                gemm[512];   /* the product path, for logs */
     size_t              bytes;       /* the packed matrices and vectors */
@@ -103,7 +103,7 @@ typedef struct {
  * always been loaded.  Refuses a config the backend cannot run, a tp it
  * cannot be split by, and a tensor whose size does not match, naming it. */
 int  clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
-    clef_cpu_pool *pool, clef_cpu_precision prec, const clef_shard *shard,
+    clef_cpu_pool *pool, clef_precision prec, const clef_shard *shard,
     clef_error *err);
 void clef_cpu_weights_free(clef_cpu_weights *w);
 

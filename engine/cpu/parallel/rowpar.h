@@ -36,7 +36,7 @@ typedef struct {
     int                  seg0, nseg; /* this rank's segments */
     int                  rank;
     clef_comm           *comm;       /* NULL: unsharded, nseg == segs */
-    clef_cpu_precision   prec;
+    clef_precision   prec;
 } clef_cpu_rowpar;
 
 /* Floats of `part` clef_cpu_rowpar_add() needs for m rows of width n. */
