@@ -1,5 +1,5 @@
 /*
- * A view of one stored tensor: dtype and shape as the safetensors header
+ * A view of one stored tensor: dtype (dtype.h) and shape as its container
  * says, data pointing into the mmapped file (never copied by the loader).
  */
 #ifndef CLEF_TENSOR_H
@@ -8,17 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLEF_TENSOR_MAX_DIMS  8
+#include "model/dtype.h"
 
-typedef enum {
-    CLEF_DTYPE_F32 = 0,
-    CLEF_DTYPE_F16,
-    CLEF_DTYPE_BF16,
-    CLEF_DTYPE_I32,
-    CLEF_DTYPE_I64,
-    CLEF_DTYPE_U8,
-    CLEF_DTYPE_COUNT
-} clef_dtype;
+#define CLEF_TENSOR_MAX_DIMS  8
 
 typedef struct {
     const char  *name;
@@ -30,18 +22,11 @@ typedef struct {
     size_t       nbytes;
 } clef_tensor;
 
-/* "F32", "F16", "BF16", "I32", "I64", "U8" (the safetensors spelling). */
-const char *clef_dtype_name(clef_dtype dt);
-int         clef_dtype_from_name(const char *name, clef_dtype *dt);
-size_t      clef_dtype_size(clef_dtype dt);
-
-float    clef_bf16_to_f32(uint16_t h);
-uint16_t clef_f32_to_bf16(float f);          /* round to nearest even, NaN kept */
-float    clef_f16_to_f32(uint16_t h);
-
-/* Converts all t->numel elements of a float tensor (F32/F16/BF16) to f32. */
+/* Converts all t->numel elements of a float tensor (any type whose row in
+ * dtype.h converts) to f32; zeros for another type. */
 void clef_tensor_to_f32(const clef_tensor *t, float *dst);
-/* Converts rows [row, row + n) of a 2-D float tensor to f32. */
+/* Converts rows [row, row + n) of a 2-D float tensor to f32 (a row of a
+ * block type is a whole number of blocks). */
 void clef_tensor_rows_to_f32(const clef_tensor *t, int64_t row, int64_t n, float *dst);
 
 /* The caller has copied what it needs of t: its pages of the mapped file

@@ -1,0 +1,80 @@
+/*
+ * How a tensor is stored: one row per storage type, with the traits every
+ * reader of weights needs (what it is called, its block, its bytes, how its
+ * values become fp32).  Storage only: how a backend multiplies is the
+ * compute precision (base/precision.h), chosen apart, and where a backend
+ * keeps a weight for its kernels is its own (the CPU's packed formats:
+ * cpu/kernels/wpack.h, keyed by these types).
+ *
+ * A block type (GGUF's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)
+ * joins by adding its value to clef_dtype and its row to the table in
+ * dtype.c: block size, bytes per block, GGUF's type id and its
+ * dequantizer, a function of the shape
+ *
+ *     void clef_<type>_to_f32(const void *blocks, float *dst, int64_t n);
+ *
+ * (n elements, a multiple of the block size: n / block blocks read).
+ * Everything that reads weights through the table (clef_tensor_to_f32,
+ * clef_tensor_rows_to_f32, the loaders' checks) then takes the type.
+ */
+#ifndef CLEF_DTYPE_H
+#define CLEF_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    CLEF_DTYPE_F32 = 0,
+    CLEF_DTYPE_F16,
+    CLEF_DTYPE_BF16,
+    CLEF_DTYPE_I32,
+    CLEF_DTYPE_I64,
+    CLEF_DTYPE_U8,
+    /* block types join here (and in dtype.c's table) */
+    CLEF_DTYPE_COUNT
+} clef_dtype;
+
+/* n elements (a multiple of the type's block) from src to fp32 in dst,
+ * exactly as the format defines them. */
+typedef void (*clef_dtype_to_f32_fn)(const void *src, float *dst, int64_t n);
+
+typedef struct {
+    const char            *name;          /* "BF16", "Q8_0" */
+    int                    safetensors;   /* 1: a safetensors dtype of
+                                             this name */
+    int                    ggml;          /* GGUF's tensor type id, -1: none */
+    int64_t                block;         /* elements per block; 1: scalar */
+    size_t                 block_bytes;   /* bytes of one block */
+    clef_dtype_to_f32_fn   to_f32;        /* NULL: not a float type (no
+                                             weight is stored in it) */
+} clef_dtype_traits;
+
+/* The row of dt, NULL for a value outside the table. */
+const clef_dtype_traits *clef_dtype_traits_of(clef_dtype dt);
+
+/* "F32", "F16", "BF16", "I32", "I64", "U8" (the safetensors spelling),
+ * a block type's GGUF name; "?" outside the table. */
+const char *clef_dtype_name(clef_dtype dt);
+
+/* A safetensors dtype name to its type; -1 when safetensors has none of
+ * that name. */
+int         clef_dtype_from_name(const char *name, clef_dtype *dt);
+
+/* GGUF's tensor type id to its type; -1 when the table has none. */
+int         clef_dtype_from_ggml(int ggml, clef_dtype *dt);
+
+/* Bytes of one element of a scalar type; 0 for a block type (use
+ * clef_dtype_bytes) and outside the table. */
+size_t      clef_dtype_size(clef_dtype dt);
+
+/* Bytes of n elements; -1 when n is not a whole number of blocks. */
+int64_t     clef_dtype_bytes(clef_dtype dt, int64_t n);
+
+/* 1 when values of dt convert to fp32 (a weight may be stored in it). */
+int         clef_dtype_is_float(clef_dtype dt);
+
+float    clef_bf16_to_f32(uint16_t h);
+uint16_t clef_f32_to_bf16(float f);          /* round to nearest even, NaN kept */
+float    clef_f16_to_f32(uint16_t h);
+
+#endif
