@@ -210,7 +210,7 @@ test_pack_parts(void)
         for (i = 0; i < 4; i++) {
             clef_cpu_wpack_rows(&parts, cut[i], cut[i + 1] - cut[i], w + cut[i] * k, k);
         }
-        ok = same_bits(whole.p, parts.p, (int64_t) clef_cpu_wpack_floats(n, k));
+        ok = same_bits(whole.data, parts.data, (int64_t) clef_cpu_wpack_floats(n, k));
         clef_cpu_wpack_free(&whole);
         clef_cpu_wpack_free(&parts);
     }

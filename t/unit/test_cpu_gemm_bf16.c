@@ -115,8 +115,8 @@ test_shape(clef_cpu_pool **pools, int64_t m, int64_t n, int64_t k, float beta)
     clef_cpu_wpack_rows_bf16(&ph, 0, n, wh, k);
     clef_cpu_wpack_rows_bf16(&pf2, 0, n, wh, k);
     clef_cpu_wpack_rows(&ph2, 0, n, wf, k);
-    CHECK(same_bits(pf.p, pf2.p, (int64_t) clef_cpu_wpack_floats(n, k))
-          && memcmp(ph.h, ph2.h, clef_cpu_wpack_bytes(&ph)) == 0
+    CHECK(same_bits(pf.data, pf2.data, (int64_t) clef_cpu_wpack_floats(n, k))
+          && memcmp(ph.data, ph2.data, clef_cpu_wpack_bytes(&ph)) == 0
           && clef_cpu_wpack_bytes(&ph) * 2 == clef_cpu_wpack_bytes(&pf),
           "%lldx%lld: bf16 bytes and floats pack alike, in fp32 and in bf16 (half "
           "the bytes)", (long long) n, (long long) k);

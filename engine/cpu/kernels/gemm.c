@@ -381,9 +381,10 @@ b_packed(const clef_cpu_wpack *w, int64_t pc)
 {
     b_view  v;
 
-    v.p = w->p != NULL ? w->p + pc * NR : NULL;
-    v.h = w->h != NULL ? w->h + pc * NR : NULL;
-    v.ps = w->k * NR;
+    v.p = w->format == CLEF_CPU_WF32 ? (const float *) w->data + pc * NR : NULL;
+    v.h = w->format == CLEF_CPU_WBF16 ? (const uint16_t *) w->data + pc * NR
+                                       : NULL;
+    v.ps = w->cols * NR;
     v.ks = NR;
     v.tail = NULL;
     return v;
@@ -396,12 +397,12 @@ static int
 empty_product(int64_t m, const clef_cpu_wpack *w, float beta, float *y,
     int64_t ldy)
 {
-    if (m <= 0 || w->n <= 0) {
+    if (m <= 0 || w->rows <= 0) {
         return 1;
     }
-    if (w->k <= 0) {
+    if (w->cols <= 0) {
         if (beta == 0.0f) {
-            zero_rows(y, ldy, m, w->n);
+            zero_rows(y, ldy, m, w->rows);
         }
         return 1;
     }
@@ -421,13 +422,13 @@ clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
     if (empty_product(m, w, beta, y, ldy)) {
         return;
     }
-    for (pc = 0; pc < w->k; pc += KC) {
-        kc = min64(KC, w->k - pc);
+    for (pc = 0; pc < w->cols; pc += KC) {
+        kc = min64(KC, w->cols - pc);
         bv = b_packed(w, pc);
         for (ic = 0; ic < m; ic += MC) {
             mc = min64(MC, m - ic);
             av = a_in_place(&xv, ic, pc);
-            macro(mc, w->n, kc, &av, &bv, 1.0f, pc > 0 || beta != 0.0f,
+            macro(mc, w->rows, kc, &av, &bv, 1.0f, pc > 0 || beta != 0.0f,
                   y + ic * ldy, ldy);
         }
     }
@@ -452,7 +453,7 @@ static void
 pack_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const linear_job  *j = ctx;
-    int64_t            p, K = j->w->k;
+    int64_t            p, K = j->w->cols;
 
     for (p = begin; p < end; p++) {
         clef_cpu_pack_a(&j->x, j->row0 + p * MR, min64(MR, j->rows - p * MR), 0,
@@ -467,7 +468,7 @@ static void
 tile_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const linear_job  *j = ctx;
-    int64_t            t, ic, jc, mc, nc, pc, kc, K = j->w->k, i0, i1;
+    int64_t            t, ic, jc, mc, nc, pc, kc, K = j->w->cols, i0, i1;
     a_view             av;
     b_view             bv;
 
@@ -475,7 +476,7 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
         i0 = t / j->col_tiles * j->task_rows;
         i1 = min64(i0 + j->task_rows, j->rows);
         jc = t % j->col_tiles * LINEAR_COLS;
-        nc = min64(LINEAR_COLS, j->w->n - jc);
+        nc = min64(LINEAR_COLS, j->w->rows - jc);
         for (pc = 0; pc < K; pc += KC) {
             kc = min64(KC, K - pc);
             bv = b_packed(j->w, pc);
@@ -517,16 +518,20 @@ clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m
     const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch,
     clef_precision prec)
 {
-    linear_job  j;
-    int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
-
     if (empty_product(m, w, beta, y, ldy)) {
         return;
     }
-    if (w->rows != NULL) {
-        clef_cpu_bf16_native_linear(pool, x, ldx, m, w, y, ldy, beta, scratch);
-        return;
-    }
+    w->traits->linear(pool, x, ldx, m, w, y, ldy, beta, scratch, prec);
+}
+
+void
+clef_cpu_panels_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
+    int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
+    float *scratch, clef_precision prec)
+{
+    linear_job  j;
+    int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
+
     j.round_bf16 = prec == CLEF_PRECISION_BF16;
     j.x.p = x;
     j.x.rs = ldx;
@@ -535,7 +540,7 @@ clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m
     j.y = y;
     j.ldy = ldy;
     j.load_c = beta != 0.0f;
-    j.col_tiles = (w->n + LINEAR_COLS - 1) / LINEAR_COLS;
+    j.col_tiles = (w->rows + LINEAR_COLS - 1) / LINEAR_COLS;
     j.ap = align64(scratch);
 
     /* Pack a group of rows, then compute its tiles of C; each phase is

@@ -21,8 +21,9 @@
  *     the same order, to each element, so it gives the same bits twice as
  *     many lanes at a time.  CLEF_CPU_GEMM_KERNEL=avx2 keeps the AVX2 one.
  *
- * Weights are packed once (clef_cpu_wpack, when the backend opens), as
- * fp32 or as bf16 (the release dtype, 2 bytes a parameter): the kernel
+ * Weights are packed once (clef_cpu_wpack, wpack.h, when the backend
+ * opens), as fp32 or bf16 panels (bf16: the release dtype, 2 bytes a
+ * parameter): the kernel
  * widens bf16 weights as it loads them, which is exact, so an fp32 product
  * over bf16 weights has the bits of the same product over their fp32
  * copies.  The big products pack groups of rows of the activations; the
@@ -44,6 +45,7 @@
 #include <stdint.h>
 
 #include "base/precision.h"
+#include "cpu/kernels/wpack.h"
 #include "cpu/parallel/pool.h"
 
 #define CLEF_GEMM_MR  6       /* rows of a micro-tile */
@@ -75,51 +77,11 @@ clef_cpu_trans(const float *p, int64_t ld)
     return m;
 }
 
-struct clef_cpu_bf16_native;
-
-/* A weight matrix W[n][k] (PyTorch's [out][in]) packed for y = x . W^T:
- * panels of NR rows of W, each [k][NR], the last one zero-padded; in fp32
- * (p) or in bf16 (h; the columns of a step interleaved as gemm_kernel.h
- * says); or, for a native bf16 library (gemm_bf16.h), plain bf16 rows.
- * One of p, h and rows is set. */
-typedef struct {
-    int64_t    n, k;
-    float     *p;             /* ceil(n / NR) * k * NR floats, 64-byte aligned */
-    uint16_t  *h;             /* or as many bf16 values */
-    uint16_t  *rows;          /* or W in bf16, row-major, n padded to whole
-                                 tiles of the native library */
-    const struct clef_cpu_bf16_native  *native;    /* the library of rows */
-} clef_cpu_wpack;
-
-/* Floats (or bf16 values) a packed n x k weight takes. */
-size_t clef_cpu_wpack_floats(int64_t n, int64_t k);
-
-/* Allocates w->p (zeroed, 64-byte aligned) for an n x k weight; -1 when out
- * of memory.  clef_cpu_wpack_free() releases it. */
-int    clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t n, int64_t k);
-
-/* The same in bf16: w->h, half the bytes. */
-int    clef_cpu_wpack_alloc_bf16(clef_cpu_wpack *w, int64_t n, int64_t k);
-void   clef_cpu_wpack_free(clef_cpu_wpack *w);
-
 /* Columns of y per call of a native bf16 library (gemm_bf16.h): the rows
  * of its weights are padded to a multiple of this, which
  * clef_cpu_wpack_native_rows() gives for n. */
 #define CLEF_GEMM_NATIVE_NB  256
 int64_t clef_cpu_wpack_native_rows(int64_t n);
-
-/* Bytes the packed weight holds in memory. */
-size_t clef_cpu_wpack_bytes(const clef_cpu_wpack *w);
-
-/* Packs rows [row, row + rows) of W from src ([rows][k], row stride ld);
- * into a bf16 pack, each value rounded to bf16 (to nearest even). */
-void   clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t rows,
-    const float *src, int64_t ld);
-
-/* The same from bf16 values (a release checkpoint's own bytes, read in
- * place): copied into a bf16 pack, widened (exactly) into an fp32 one. */
-void   clef_cpu_wpack_rows_bf16(clef_cpu_wpack *w, int64_t row, int64_t rows,
-    const uint16_t *src, int64_t ld);
 
 /* Cache blocking, which never changes a result: rows of A and columns of B
  * run at a time. */
@@ -143,12 +105,19 @@ void   clef_cpu_gemm(int64_t m, int64_t n, int64_t k, float alpha,
 void   clef_cpu_gemm_packed(int64_t m, const float *x, int64_t ldx,
     const clef_cpu_wpack *w, float beta, float *y, int64_t ldy);
 
+/* The product of the panel formats (wpack.h's CLEF_CPU_WF32 and
+ * CLEF_CPU_WBF16): clef_cpu_linear_prec() over them, split over the pool. */
+void   clef_cpu_panels_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
+    int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
+    float *scratch, clef_precision prec);
+
 /* Floats clef_cpu_linear() needs as scratch for at most k columns of x. */
 size_t clef_cpu_linear_scratch_floats(int64_t k);
 
-/* y[m][n] = x[m][k] . W^T + beta * y (beta 0 or 1), split over the pool
- * in tiles of rows and columns.  scratch: clef_cpu_linear_scratch_floats(k)
- * floats, shared by the workers.  fp32 activations (CLEF_PRECISION_FP32). */
+/* y[m][n] = x[m][k] . W^T + beta * y (beta 0 or 1), split over the pool,
+ * by the product of W's format (wpack.h): in tiles of rows and columns on
+ * the panels.  scratch: clef_cpu_linear_scratch_floats(k) floats, shared
+ * by the workers.  fp32 activations (CLEF_PRECISION_FP32). */
 void   clef_cpu_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
     int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
     float *scratch);

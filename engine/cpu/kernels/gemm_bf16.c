@@ -285,9 +285,7 @@ self_check(clef_cpu_bf16_native *nat, const shape *s, char *why, size_t why_len)
     double           bound, sum;
     int              ok = 0;
 
-    p.p = NULL;
-    p.h = NULL;
-    p.rows = NULL;
+    p.data = NULL;
     if (a == NULL || ar == NULL || w == NULL || xf == NULL || c == NULL
         || cr == NULL || want == NULL || clef_cpu_wpack_alloc_bf16(&p, NB, k) != 0)
     {
@@ -338,9 +336,7 @@ self_check(clef_cpu_bf16_native *nat, const shape *s, char *why, size_t why_len)
     }
     ok = 1;
 done:
-    if (p.h != NULL) {
-        clef_cpu_wpack_free(&p);
-    }
+    clef_cpu_wpack_free(&p);
     free(a);
     free(ar);
     free(w);
@@ -474,7 +470,7 @@ pack_task(void *ctx, int64_t begin, int64_t end, int worker)
     const native_job  *j = ctx;
     const float       *src;
     uint16_t          *d;
-    int64_t            r, l, K = j->w->k;
+    int64_t            r, l, K = j->w->cols;
 
     for (r = begin; r < end; r++) {
         d = j->a + r * K;
@@ -495,19 +491,20 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
     native_job  *j = ctx;
     float       *c = j->nat->tiles + (size_t) worker * MB * NB;
     float       *yr;
-    int64_t      t, i0, jc, r, col, rows, cols, K = j->w->k;
+    int64_t      t, i0, jc, r, col, rows, cols, K = j->w->cols;
 
     for (t = begin; t < end; t++) {
         i0 = t / j->col_tiles * MB;
         jc = t % j->col_tiles * NB;
-        if (run_tile(j->nat, j->s, worker, j->a + i0 * K, j->w->rows + jc * K, c)
+        if (run_tile(j->nat, j->s, worker, j->a + i0 * K,
+                     (const uint16_t *) j->w->data + jc * K, c)
             != 0)
         {
             atomic_store(&j->failed, 1);
             continue;
         }
         rows = j->rows - i0 < MB ? j->rows - i0 : MB;
-        cols = j->w->n - jc < NB ? j->w->n - jc : NB;
+        cols = j->w->rows - jc < NB ? j->w->rows - jc : NB;
         for (r = 0; r < rows; r++) {
             yr = j->y + (j->row0 + i0 + r) * j->ldy + jc;
             for (col = 0; col < cols; col++) {
@@ -526,19 +523,19 @@ clef_cpu_bf16_native_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
     int64_t     group, padded;
 
     j.nat = w->native;
-    j.s = find_shape(w->native, w->k);
+    j.s = find_shape(w->native, w->cols);
     j.x = x;
     j.ldx = ldx;
     j.w = w;
     j.y = y;
     j.ldy = ldy;
     j.load_c = beta != 0.0f;
-    j.col_tiles = (w->n + NB - 1) / NB;
+    j.col_tiles = (w->rows + NB - 1) / NB;
     j.a = (uint16_t *) scratch;
     atomic_init(&j.failed, 0);
     /* rows of x the scratch holds in bf16, in whole blocks */
-    group = (int64_t) ((clef_cpu_linear_scratch_floats(w->k) - 16) * 2
-                       / (size_t) w->k) / MB * MB;
+    group = (int64_t) ((clef_cpu_linear_scratch_floats(w->cols) - 16) * 2
+                       / (size_t) w->cols) / MB * MB;
 
     for (j.row0 = 0; j.row0 < m; j.row0 += group) {
         j.rows = m - j.row0 < group ? m - j.row0 : group;
@@ -558,23 +555,13 @@ int
 clef_cpu_wpack_alloc_native(clef_cpu_wpack *w, int64_t n, int64_t k,
     const clef_cpu_bf16_native *nat)
 {
-    size_t  bytes = (size_t) clef_cpu_wpack_native_rows(n) * (size_t) k
-                    * sizeof(uint16_t);
-
-    w->n = n;
-    w->k = k;
-    w->p = NULL;
-    w->h = NULL;
-    w->native = nat;
     if (find_shape(nat, k) == NULL) {
-        w->rows = NULL;
+        w->data = NULL;
         return -1;
     }
-    bytes = (bytes + 63) / 64 * 64;
-    w->rows = aligned_alloc(64, bytes > 0 ? bytes : 64);
-    if (w->rows == NULL) {
+    if (clef_cpu_wpack_alloc_format(w, CLEF_CPU_WBF16_ROWS, n, k) != 0) {
         return -1;
     }
-    memset(w->rows, 0, bytes);
+    w->native = nat;
     return 0;
 }

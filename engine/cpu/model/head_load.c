@@ -140,8 +140,8 @@ packed(loader *ld, const char *name, int64_t rows, int64_t in, int64_t row0,
     clef_tensor_rows_to_f32(t, row0, out, f);
     clef_cpu_wpack_rows(&p, 0, out, f, in);
     free(f);
-    if (keep(ld, p.p, name) != 0) {
-        p.p = NULL;
+    if (keep(ld, p.data, name) != 0) {
+        p.data = NULL;
     }
     return p;
 }

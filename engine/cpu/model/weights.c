@@ -27,7 +27,6 @@ static void
 convert_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     convert_job  *j = ctx;
-    float        *rows;
     int64_t       first = j->s.row0 + begin;
 
     if (j->pack == NULL) {
@@ -35,22 +34,11 @@ convert_task(void *ctx, int64_t begin, int64_t end, int worker)
         clef_tensor_rows_to_f32(j->t, first, end - begin, j->dst + begin * j->cols);
         return;
     }
-    if (j->t->dtype == CLEF_DTYPE_BF16) {
-        /* the checkpoint's own bytes, without a conversion in between */
-        clef_cpu_wpack_rows_bf16(j->pack, j->row0 + begin, end - begin,
-                                 (const uint16_t *) j->t->data + first * j->cols
-                                 + j->s.col0, j->cols);
-        return;
-    }
-    rows = malloc(sizeof(float) * (size_t) ((end - begin) * j->cols));
-    if (rows == NULL) {
+    if (clef_cpu_wpack_from_tensor(j->pack, j->row0 + begin, j->t, first,
+                                   end - begin, j->s.col0) != 0)
+    {
         atomic_store(&j->failed, 1);
-        return;
     }
-    clef_tensor_rows_to_f32(j->t, first, end - begin, rows);
-    clef_cpu_wpack_rows(j->pack, j->row0 + begin, end - begin, rows + j->s.col0,
-                        j->cols);
-    free(rows);
 }
 
 /* Converts slice sl (NULL: all) of tensor `name` (numel floats expected)
@@ -67,9 +55,7 @@ take_slice(const clef_model *m, clef_cpu_pool *pool, const char *name,
         return clef_error_fail(err, CLEF_E_MODEL,
                                "tensor %s is missing", name);
     }
-    if (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_BF16
-        && t->dtype != CLEF_DTYPE_F16)
-    {
+    if (!clef_dtype_is_float(t->dtype)) {
         return clef_error_fail(err, CLEF_E_MODEL,
                                "tensor %s is %s, not a float type", name,
                                clef_dtype_name(t->dtype));
@@ -90,7 +76,7 @@ take_slice(const clef_model *m, clef_cpu_pool *pool, const char *name,
     }
     if (j.s.row0 < 0 || j.s.rows < 0 || j.s.row0 + j.s.rows > t->shape[0]
         || j.s.col0 < 0 || j.s.col0 + j.s.cols > j.cols
-        || (pack == NULL ? j.s.cols != j.cols : j.s.cols != pack->k))
+        || (pack == NULL ? j.s.cols != j.cols : j.s.cols != pack->cols))
     {
         return clef_error_fail(err, CLEF_E_MODEL,
                                "tensor %s cannot be cut into rows %lld+%lld, "
@@ -158,24 +144,25 @@ alloc_pack(const clef_model *m, const clef_cpu_weights *w, int layer,
     clef_cpu_wpack *pack)
 {
     const clef_tensor  *t;
+    clef_dtype          stored[8];
     char                name[256];
-    int                 i, bf16 = 1;
+    int                 i;
 
     if (w->native != NULL) {
         return clef_cpu_wpack_alloc_native(pack, n, k, w->native);
     }
-    for (i = 0; i < n_what && w->prec != CLEF_PRECISION_BF16; i++) {
+    for (i = 0; i < n_what && i < 8; i++) {
         clef_layer_tensor(&w->cfg.layer[layer], what[i], name, sizeof(name));
         t = clef_model_tensor(m, name);
-        if (t != NULL && t->dtype != CLEF_DTYPE_BF16) {
-            bf16 = 0;
-        }
+        stored[i] = t != NULL ? t->dtype : CLEF_DTYPE_BF16;
     }
-    return bf16 ? clef_cpu_wpack_alloc_bf16(pack, n, k)
-                : clef_cpu_wpack_alloc(pack, n, k);
+    return clef_cpu_wpack_alloc_format(pack,
+                                       clef_cpu_wformat_for(stored, i, w->prec,
+                                                            NULL),
+                                       n, k);
 }
 
-/* Rows [src0, src0 + rows) of a [rows_total][pack->k] matrix into rows
+/* Rows [src0, src0 + rows) of a [rows_total][pack->cols] matrix into rows
  * [row0, row0 + rows) of pack (column-parallel: a rank's heads). */
 static int
 take_packed_rows(const clef_model *m, clef_cpu_pool *pool, int layer,
@@ -183,15 +170,15 @@ take_packed_rows(const clef_model *m, clef_cpu_pool *pool, int layer,
     clef_cpu_wpack *pack, int64_t row0, clef_error *err)
 {
     char   name[256];
-    slice  sl = { src0, rows, 0, pack->k };
+    slice  sl = { src0, rows, 0, pack->cols };
 
     clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
                       sizeof(name));
-    return take_slice(m, pool, name, rows_total * pack->k, &sl, NULL, pack,
+    return take_slice(m, pool, name, rows_total * pack->cols, &sl, NULL, pack,
                       row0, err);
 }
 
-/* Columns [col0, col0 + pack->k) of a [pack->n][cols_total] matrix into
+/* Columns [col0, col0 + pack->cols) of a [pack->rows][cols_total] matrix into
  * pack (row-parallel: the inputs that come from a rank's heads). */
 static int
 take_packed_cols(const clef_model *m, clef_cpu_pool *pool, int layer,
@@ -199,11 +186,11 @@ take_packed_cols(const clef_model *m, clef_cpu_pool *pool, int layer,
     clef_error *err)
 {
     char   name[256];
-    slice  sl = { 0, pack->n, col0, pack->k };
+    slice  sl = { 0, pack->rows, col0, pack->cols };
 
     clef_layer_tensor(&clef_model_text_config(m)->layer[layer], what, name,
                       sizeof(name));
-    return take_slice(m, pool, name, pack->n * cols_total, &sl, NULL, pack, 0,
+    return take_slice(m, pool, name, pack->rows * cols_total, &sl, NULL, pack, 0,
                       err);
 }
 
@@ -233,7 +220,7 @@ take_segments(const clef_model *m, clef_cpu_pool *pool, const clef_cpu_weights *
 
     for (j = 0; j < w->nseg; j++) {
         if (take_packed_cols(m, pool, layer, what, cols_total,
-                             col0 + j * packs[j].k, &packs[j], err) != 0)
+                             col0 + j * packs[j].cols, &packs[j], err) != 0)
         {
             return -1;
         }

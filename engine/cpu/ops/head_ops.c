@@ -48,7 +48,7 @@ clef_head_linear_rows(const clef_head_linear *l, const float *x, float *y,
     if (rows == 0) {
         return;
     }
-    if (l->packed.p != NULL) {
+    if (l->packed.data != NULL) {
         clef_cpu_gemm_packed((int64_t) rows, x, l->in, &l->packed, 0.0f, y, l->out);
     } else {
         clef_cpu_gemm((int64_t) rows, l->out, l->in, 1.0f, clef_cpu_rows(x, l->in),

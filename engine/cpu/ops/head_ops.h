@@ -24,7 +24,8 @@ typedef struct {
     int             out;
     const float    *weight;  /* [out][in], as PyTorch stores it; NULL if packed */
     const float    *bias;    /* [out], or NULL */
-    clef_cpu_wpack  packed;  /* .p != NULL: the weight packed once, at open */
+    clef_cpu_wpack  packed;  /* .data != NULL: the weight packed once,
+                                at open */
 } clef_head_linear;
 
 /* y[r] = LayerNorm(x[r]) for rows r < rows (biased variance, eps 1e-5);

@@ -75,7 +75,7 @@ clef_cpu_rowpar_add(clef_cpu_pool *pool, const clef_cpu_rowpar *rp,
     clef_error *err)
 {
     sum_job   sj;
-    int64_t   t0, rows, n = w[0].n, k = w[0].k;
+    int64_t   t0, rows, n = w[0].rows, k = w[0].cols;
     double    t;
     int       j, rc;
 

@@ -1,0 +1,121 @@
+/*
+ * A weight matrix as the CPU backend's products read it: W[rows][cols]
+ * (PyTorch's [out][in], y = x . W^T), laid out once when the backend opens
+ * in one of the formats below.  A format is a row of the table in wpack.c:
+ * its bytes, how rows are packed into it (from fp32 values, and in place
+ * from the one stored type it copies without a conversion), and the
+ * product over it.  The storage type of the checkpoint (model/dtype.h) and
+ * the compute precision (base/precision.h) are separate choices:
+ * clef_cpu_wformat_for() says which format a weight stored in some type is
+ * kept in for products at some precision.
+ *
+ * A block type (Q8_0, Q4_K, ...) kept quantized in memory joins by adding
+ * a format here, its row in wpack.c (its bytes, pack_raw copying its
+ * blocks in place, and a linear that dequantizes each block inside the
+ * GEMM's packing or multiplies in integers), and its rule in
+ * clef_cpu_wformat_for().  The loaders (cpu/model/weights*.c) need nothing
+ * else: they pack whatever a tensor holds through
+ * clef_cpu_wpack_from_tensor().
+ */
+#ifndef CLEF_CPU_WPACK_H
+#define CLEF_CPU_WPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/precision.h"
+#include "cpu/parallel/pool.h"
+#include "model/tensor.h"
+
+typedef enum {
+    CLEF_CPU_WF32 = 0,       /* fp32 panels of CLEF_GEMM_NR rows of W, each
+                                [cols][NR], the last one zero-padded */
+    CLEF_CPU_WBF16,          /* the same panels in bf16 (the release's own
+                                type, 2 bytes a parameter), each step's
+                                columns interleaved as gemm_kernel.h says;
+                                widened exactly in the kernel */
+    CLEF_CPU_WBF16_ROWS,     /* bf16 rows for a native bf16 library
+                                (gemm_bf16.h), rows padded to its tiles */
+    /* block formats join here */
+    CLEF_CPU_WFORMAT_COUNT
+} clef_cpu_wformat;
+
+typedef struct clef_cpu_wpack clef_cpu_wpack;
+struct clef_cpu_bf16_native;
+
+typedef struct {
+    const char  *name;
+    /* bytes a rows x cols weight takes */
+    size_t     (*bytes)(int64_t rows, int64_t cols);
+    /* rows [row, row + n) of W from fp32 values (row stride ld) */
+    void       (*pack_f32)(clef_cpu_wpack *w, int64_t row, int64_t n,
+                           const float *src, int64_t ld);
+    /* the same from values of type `raw` read in place (a checkpoint's own
+     * bytes; ld in elements), exactly: no rounding on the way */
+    clef_dtype    raw;
+    void       (*pack_raw)(clef_cpu_wpack *w, int64_t row, int64_t n,
+                           const void *src, int64_t ld);
+    /* y[m][rows] = x[m][cols] . W^T + beta y (beta 0 or 1) over the pool:
+     * the format's product (gemm.h's clef_cpu_linear_prec() calls it) */
+    void       (*linear)(clef_cpu_pool *pool, const float *x, int64_t ldx,
+                         int64_t m, const clef_cpu_wpack *w, float *y,
+                         int64_t ldy, float beta, float *scratch,
+                         clef_precision prec);
+} clef_cpu_wtraits;
+
+struct clef_cpu_wpack {
+    clef_cpu_wformat                    format;
+    const clef_cpu_wtraits             *traits;
+    void                               *data;    /* 64-byte aligned */
+    int64_t                             rows, cols;
+    const struct clef_cpu_bf16_native  *native;  /* CLEF_CPU_WBF16_ROWS:
+                                                    the library */
+};
+
+/* The row of a format. */
+const clef_cpu_wtraits *clef_cpu_wformat_traits(clef_cpu_wformat f);
+
+/* The format a weight is kept in when it is filled from tensors stored in
+ * the n types stored[] (a fused matrix has several) for products at prec,
+ * native not NULL when bf16 products run on a native library: its rows;
+ * else bf16 panels when every part is bf16 or the products are bf16
+ * (which round the activations, not the weights: a weight stored in f32
+ * is rounded once), else fp32 panels (exact). */
+clef_cpu_wformat clef_cpu_wformat_for(const clef_dtype *stored, int n,
+    clef_precision prec, const struct clef_cpu_bf16_native *native);
+
+/* Allocates w (zeroed) for a rows x cols weight in format f; -1 when out
+ * of memory.  clef_cpu_wpack_free() releases it. */
+int    clef_cpu_wpack_alloc_format(clef_cpu_wpack *w, clef_cpu_wformat f,
+    int64_t rows, int64_t cols);
+
+/* The two panel formats by name (fp32, bf16). */
+int    clef_cpu_wpack_alloc(clef_cpu_wpack *w, int64_t rows, int64_t cols);
+int    clef_cpu_wpack_alloc_bf16(clef_cpu_wpack *w, int64_t rows, int64_t cols);
+void   clef_cpu_wpack_free(clef_cpu_wpack *w);
+
+/* Floats (or bf16 values) a rows x cols weight in panels takes. */
+size_t clef_cpu_wpack_floats(int64_t rows, int64_t cols);
+
+/* Bytes the packed weight holds in memory (0 when not allocated). */
+size_t clef_cpu_wpack_bytes(const clef_cpu_wpack *w);
+
+/* Packs rows [row, row + n) of W from fp32 src ([n][cols], row stride ld):
+ * into a bf16 format each value rounded to bf16 (to nearest even). */
+void   clef_cpu_wpack_rows(clef_cpu_wpack *w, int64_t row, int64_t n,
+    const float *src, int64_t ld);
+
+/* The same from bf16 values (a release checkpoint's own bytes, read in
+ * place): copied into a bf16 format, widened (exactly) into fp32 panels. */
+void   clef_cpu_wpack_rows_bf16(clef_cpu_wpack *w, int64_t row, int64_t n,
+    const uint16_t *src, int64_t ld);
+
+/* Rows [t_row, t_row + n) and columns [t_col, t_col + w->cols) of the 2-D
+ * tensor t into rows [row, row + n) of w, whatever type t is stored in:
+ * in place where the format reads that type (or t is fp32), else through
+ * fp32 (the dtype table's conversion, exact).  -1 when out of memory for
+ * the conversion. */
+int    clef_cpu_wpack_from_tensor(clef_cpu_wpack *w, int64_t row,
+    const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col);
+
+#endif
