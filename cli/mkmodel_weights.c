@@ -38,70 +38,72 @@ stream_seed(uint64_t seed, const char *name)
     return clef_splitmix64(&s) ^ h;
 }
 
-static int
-ends_with(const char *s, const char *suffix)
-{
-    size_t  n = strlen(s), k = strlen(suffix);
-
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-/* Scales that keep activations in a sane range through every layer:
- * linears ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)); zero-centred RMSNorm weights
- * small around 0; the GDN's gated norm and the head's LayerNorms around 1. */
+/* Scales that keep activations in a sane range through every layer, by
+ * what a tensor is (its role's kind, roles.h): linears ~ U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)); zero-centred RMSNorm weights small around 0; norms
+ * applied as w (the GDN's gated norm, the tower's and the head's
+ * LayerNorms) around 1. */
 static void
 init_rule(const clef_tensor_spec *s, float *center, float *amp)
 {
-    const char  *n = s->name;
-    int64_t      fan_in;
+    int64_t  fan_in;
 
     *center = 0.0f;
-    if (strcmp(n, "prior_logit_scale") == 0) {
+    switch (s->role) {
+    case CLEF_ROLE_H_PRIOR_SCALE:
         *center = 0.7f;
         *amp = 0.05f;
-    } else if (strcmp(n, "joint_logit_scale") == 0) {
+        return;
+    case CLEF_ROLE_H_JOINT_SCALE:
         *center = 1.3f;
         *amp = 0.05f;
-    } else if (strcmp(n, "residual_gate") == 0) {
+        return;
+    case CLEF_ROLE_H_RESIDUAL_GATE:
         *center = 0.4f;
         *amp = 0.05f;
-    } else if (ends_with(n, "embed_tokens.weight") || strcmp(n, "lm_head.weight") == 0) {
-        *amp = 1.0f;
-    } else if (ends_with(n, "linear_attn.A_log")) {
-        *center = 0.5f * LN16;
-        *amp = 0.5f * LN16;
-    } else if (ends_with(n, "linear_attn.dt_bias")) {
-        *amp = 0.25f;
-    } else if (ends_with(n, "linear_attn.norm.weight")) {
-        *center = 1.0f;
-        *amp = 0.1f;
-    } else if (strncmp(n, "model.visual.", 13) == 0
-               && strstr(n, "norm") != NULL && ends_with(n, ".weight"))
-    {
-        *center = 1.0f;                     /* the tower's LayerNorms */
-        *amp = 0.1f;
-    } else if (ends_with(n, "visual.pos_embed.weight")) {
-        *amp = 0.5f;
-    } else if (strncmp(n, "model.", 6) == 0 && ends_with(n, "norm.weight")) {
-        *amp = 0.1f;                        /* (1 + w) RMSNorms of the text stack */
-    } else if (strstr(n, "norm") != NULL && ends_with(n, ".weight")) {
-        *center = 1.0f;                     /* LayerNorms of the head */
-        *amp = 0.1f;
-    } else if (strstr(n, "norm") != NULL && ends_with(n, ".bias")) {
-        *amp = 0.1f;
-    } else if (strcmp(n, "residual_scorer.3.weight") == 0) {
+        return;
+    case CLEF_ROLE_H_SCORER_OUT:
         /* An output of std ~3, so that a random head still has clear
          * favourites (golden outputs with a margin between options). */
         *amp = 12.0f / sqrtf((float) s->shape[1]);
-    } else if (strcmp(n, "type_embedding.weight") == 0) {
+        return;
+    case CLEF_ROLE_H_TYPE_EMBEDDING:
         *amp = 0.5f;
-    } else if (ends_with(n, "bias")) {
+        return;
+    default:
+        break;
+    }
+    switch (clef_role_of(s->role)->kind) {
+    case CLEF_RK_EMBED:
+        *amp = 1.0f;
+        break;
+    case CLEF_RK_A_LOG:
+        *center = 0.5f * LN16;
+        *amp = 0.5f * LN16;
+        break;
+    case CLEF_RK_DT_BIAS:
+        *amp = 0.25f;
+        break;
+    case CLEF_RK_NORM:
+        *center = 1.0f;
+        *amp = 0.1f;
+        break;
+    case CLEF_RK_NORM_1P:
+    case CLEF_RK_NORM_BIAS:
+        *amp = 0.1f;
+        break;
+    case CLEF_RK_POSITIONS:
+        *amp = 0.5f;
+        break;
+    case CLEF_RK_BIAS:
         *amp = 0.05f;
-    } else {
+        break;
+    default:
         fan_in = s->ndim == 5 ? s->shape[1] * s->shape[2] * s->shape[3] * s->shape[4]
                  : s->ndim == 3 ? s->shape[1] * s->shape[2]
                  : s->ndim == 2 ? s->shape[1] : 1;
         *amp = 1.0f / sqrtf((float) fan_in);
+        break;
     }
 }
 

@@ -1,7 +1,8 @@
 /*
- * The vision tower's configuration and tensors (spec/qwen35-backbone.md
- * §1.3, §2.5, §5): config.json's vision_config and image token ids, and
- * preprocessor_config.json.  Shared by the loader and `clef mkmodel`.
+ * The vision tower's configuration (spec/qwen35-backbone.md §1.3, §2.5,
+ * §5): config.json's vision_config and image token ids, and
+ * preprocessor_config.json.  Shared by the loader and `clef mkmodel`; its
+ * tensors are the role table's (roles.h).
  */
 #ifndef CLEF_MODEL_VISION_H
 #define CLEF_MODEL_VISION_H
@@ -24,9 +25,5 @@ int clef_vision_config_parse(const json_t *root, const char *file,
  * temporal and merge sizes must be the tower's. */
 int clef_processor_config_parse(const json_t *root, const char *file,
     const clef_vision_config *v, clef_processor_config *pc, clef_error *err);
-
-/* Every model.visual.* tensor of the tower, in checkpoint order. */
-int clef_vision_tensors(const clef_vision_config *v, clef_tensor_spec_fn fn,
-    void *ctx);
 
 #endif
