@@ -1,14 +1,17 @@
 /*
- * A Clef release directory (spec/clef-encoder-and-head.md §1, §7 and
- * spec/qwen35-backbone.md §1-§2): config.json, joint_head_config.json,
- * model.safetensors.index.json + shards (or one model.safetensors),
- * joint_head.safetensors, tokenizer.json.
+ * A Clef model: its configs, its tokenizer and one canonical tensor table,
+ * from a container (container.h): today a release directory
+ * (spec/clef-encoder-and-head.md §1, §7 and spec/qwen35-backbone.md §1-§2:
+ * config.json, joint_head_config.json, model.safetensors.index.json +
+ * shards (or one model.safetensors), joint_head.safetensors,
+ * tokenizer.json).
  *
  * Opening checks that every tensor the text backbone and the head need is
- * present with the shape the configs imply, and says which one is wrong if
- * not.  mtp.* is skipped; model.visual.* is checked tensor by tensor when
- * config.json has a vision_config and the checkpoint carries the tower.  Weights stay in the mmapped
- * files: opening needs no memory beyond the page cache.
+ * present with the shape the configs imply (the role table, roles.h), and
+ * says which one is wrong if not.  mtp.* is skipped; model.visual.* is
+ * checked tensor by tensor when config.json has a vision_config and the
+ * checkpoint carries the tower.  Weights stay in the mmapped files:
+ * opening needs no memory beyond the page cache.
  */
 #ifndef CLEF_MODEL_H
 #define CLEF_MODEL_H
@@ -33,12 +36,15 @@ typedef enum {
 
 typedef enum {
     CLEF_MLP_DENSE = 0,         /* mlp.{gate,up,down}_proj */
-    CLEF_MLP_MOE                /* routed experts (Clef Omni), not yet */
+    CLEF_MLP_MOE                /* routed experts with a shared expert
+                                   (Clef Omni): no backend runs it yet,
+                                   both refuse it by name */
 } clef_mlp_kind;
 
 /* One decoder layer as the config describes it, derived once when the
- * config is parsed; both weight loaders (CPU and CUDA) and the tensor
- * table read it instead of spelling names and kinds themselves. */
+ * config is parsed; both weight loaders (CPU and CUDA) and the role table
+ * (roles.h: which tensors a layer of these kinds has) read it instead of
+ * spelling names and kinds themselves. */
 typedef struct {
     clef_mixer_kind  mixer;
     clef_mlp_kind    mlp;
@@ -115,7 +121,7 @@ enum {
 /* Refuses a directory that is not a Clef decision model ("not a decision
  * model: joint_head_config.json is missing"), a config it cannot read, a
  * missing tensor or a wrong shape, naming the file and tensor. */
-clef_model *clef_model_open(const char *dir, int flags, clef_error *err);
+clef_model *clef_model_open(const char *path, int flags, clef_error *err);
 void        clef_model_close(clef_model *m);
 
 const clef_text_config *clef_model_text_config(const clef_model *m);
@@ -123,6 +129,7 @@ const clef_head_config *clef_model_head_config(const clef_model *m);
 /* NULL when the checkpoint has no vision tower (it then takes no images). */
 const clef_vision_config *clef_model_vision_config(const clef_model *m);
 const clef_tokenizer   *clef_model_tokenizer(const clef_model *m);
+/* The path the model was opened from. */
 const char             *clef_model_dir(const clef_model *m);
 
 /* Backbone tensors by their canonical name, "model.language_model.…",
