@@ -24,6 +24,7 @@ typedef enum {
 const char *clef_precision_name(clef_precision p);
 
 /* "fp32" or "bf16" in name[0..len) into *p; -1 for anything else. */
-int         clef_precision_parse(const char *name, size_t len, clef_precision *p);
+int         clef_precision_parse(const char *name, size_t len,
+    clef_precision *p);
 
 #endif

@@ -230,7 +230,8 @@ done:
 static int
 is_vision_tensor(const char *name)
 {
-    return strncmp(name, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) == 0;
+    return strncmp(name, CLEF_VISION_PREFIX,
+                   sizeof(CLEF_VISION_PREFIX) - 1) == 0;
 }
 
 /* The canonical name of a stored tensor into buf, or NULL for one never
@@ -418,7 +419,8 @@ load_head(release *r, clef_tensor_table *tt, clef_error *err)
     int                 i;
 
     r->head_file = clef_safetensors_open(r->head_path,
-                                         r->flags & CLEF_MODEL_HEADERS_ONLY, err);
+                                         r->flags & CLEF_MODEL_HEADERS_ONLY,
+                                         err);
     if (r->head_file == NULL) {
         return -1;
     }

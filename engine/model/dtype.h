@@ -74,7 +74,7 @@ int64_t     clef_dtype_bytes(clef_dtype dt, int64_t n);
 int         clef_dtype_is_float(clef_dtype dt);
 
 float    clef_bf16_to_f32(uint16_t h);
-uint16_t clef_f32_to_bf16(float f);          /* round to nearest even, NaN kept */
+uint16_t clef_f32_to_bf16(float f);     /* round to nearest even, NaN kept */
 float    clef_f16_to_f32(uint16_t h);
 
 #endif

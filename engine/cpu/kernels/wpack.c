@@ -154,7 +154,8 @@ rows_pack_bf16(clef_cpu_wpack *w, int64_t row, int64_t n, const void *src,
 
     for (r = 0; r < n; r++) {
         memcpy((uint16_t *) w->data + (row + r) * w->cols,
-               (const uint16_t *) src + r * ld, sizeof(uint16_t) * (size_t) w->cols);
+               (const uint16_t *) src + r * ld,
+               sizeof(uint16_t) * (size_t) w->cols);
     }
 }
 

@@ -129,7 +129,7 @@ clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
     b->rowpar.comm = b->comm;
     b->rowpar.prec = prec;
     for (i = 0; i < b->w.cfg.num_hidden_layers; i++) {
-        if (b->w.layers[i].full) {
+        if (b->w.layers[i].mixer == CLEF_MIXER_FULL) {
             b->any_full = 1;
         } else {
             b->any_gdn = 1;
@@ -295,7 +295,7 @@ row_parallel_add(clef_cpu_backbone *b, acts *a, int op, const float *in,
 
 /* x += out_proj(GatedDeltaNet(xn)) */
 static int
-gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
+gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, acts *a, int64_t T,
     const int32_t *cu, int n_records, clef_error *err)
 {
     const clef_cpu_weights  *w = &b->w;
@@ -335,7 +335,7 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
 
     TIMED(b, CLEF_PROF_GDN_NORM,
           clef_cpu_rmsnorm_gated(pool, a->o, w->gdn_v_dim, a->proj + w->qkv_dim, ld,
-                                 a->o, w->gdn_v_dim, T, hv, dv, l->gdn_norm,
+                                 a->o, w->gdn_v_dim, T, hv, dv, l->norm,
                                  (float) c->rms_norm_eps));
     return row_parallel_add(b, a, CLEF_PROF_GDN_OUT, a->o, w->gdn_v_dim, T,
                             l->out_proj, a->x, err);
@@ -343,7 +343,7 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
 
 /* x += o_proj(GatedAttention(xn)) */
 static int
-attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
+attn_layer(clef_cpu_backbone *b, const clef_cpu_attn_w *l, acts *a, int64_t T,
     const int32_t *cu, int n_records, clef_error *err)
 {
     const clef_cpu_weights  *w = &b->w;
@@ -393,7 +393,7 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
 /* x += down(silu(gate xn) * up xn), MLP_TILE rows at a time (down in the
  * shared order of row_parallel_add) */
 static int
-mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
+dense_mlp(clef_cpu_backbone *b, const clef_cpu_dense_w *l, acts *a, int64_t T,
     clef_error *err)
 {
     const clef_text_config  *c = &b->w.cfg;
@@ -413,6 +413,22 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_layer *l, acts *a, int64_t T,
         }
     }
     return 0;
+}
+
+/* x += MLP(xn), by the layer's kind of MLP (weights.h: the MoE MLP joins
+ * here; the weights refuse it when they load) */
+static int
+mlp_layer(clef_cpu_backbone *b, const clef_cpu_mlp_w *mlp, acts *a, int64_t T,
+    clef_error *err)
+{
+    switch (mlp->kind) {
+    case CLEF_MLP_DENSE:
+        return dense_mlp(b, &mlp->dense, a, T, err);
+    default:
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+                               "an MLP of kind %d in the backbone",
+                               (int) mlp->kind);
+    }
 }
 
 /* M-RoPE (spec/qwen35-backbone.md §5.3): token t's rotary pair j turns by
@@ -545,20 +561,23 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     for (i = 0; i < c->num_hidden_layers; i++) {
         l = &b->w.layers[i];
         TIMED(b, CLEF_PROF_NORM,
-              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->input_norm, eps));
+              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->norm.input,
+                                 eps));
         if (i == b->fail_layer) {
             rc = clef_error_fail(err, CLEF_E_INTERNAL, "rank %d: a fault "
                                  "injected at layer %d", b->w.shard.rank, i);
             goto done;
         }
-        rc = l->full ? attn_layer(b, l, &a, T, cu_seqlens, n_records, err)
-                     : gdn_layer(b, l, &a, T, cu_seqlens, n_records, err);
+        rc = l->mixer == CLEF_MIXER_FULL
+             ? attn_layer(b, &l->attn, &a, T, cu_seqlens, n_records, err)
+             : gdn_layer(b, &l->gdn, &a, T, cu_seqlens, n_records, err);
         if (rc != 0) {
             goto done;
         }
         TIMED(b, CLEF_PROF_NORM,
-              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->post_norm, eps));
-        rc = mlp_layer(b, l, &a, T, err);
+              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->norm.post,
+                                 eps));
+        rc = mlp_layer(b, &l->mlp, &a, T, err);
         if (rc != 0) {
             goto done;
         }

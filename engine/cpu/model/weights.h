@@ -1,10 +1,12 @@
 /*
  * The backbone's weights as the CPU backend uses them, laid out once when
- * the backend opens.  The matrices of the linear layers are stored packed
- * for the GEMM (gemm.h), with the projections that read the same input
- * concatenated into one matrix so that each runs as one product; the small
- * vectors (norms, conv taps, A_log, dt_bias) stay plain fp32, as the
- * reference keeps them.
+ * the backend opens, a layer as its parts (norms, mixer, MLP), each loaded
+ * by its own part loader (weights_parts.h) from the tensors the role table
+ * names (model/roles.h).  The matrices of the linear layers are stored
+ * packed for the GEMM (gemm.h, wpack.h), with the projections that read
+ * the same input concatenated into one matrix so that each runs as one
+ * product; the small vectors (norms, conv taps, A_log, dt_bias) stay plain
+ * fp32, as the reference keeps them.
  *
  * The matrices keep the checkpoint's bf16 (2 bytes a parameter: Clef-flash
  * fits a 24 GB machine) in both precisions: the GEMM widens them as it
@@ -38,44 +40,70 @@
 #include "base/error.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/gemm_bf16.h"
+#include "cpu/kernels/wpack.h"
 #include "cpu/parallel/pool.h"
 #include "model/model.h"
 #include "model/shard.h"
 
+/* A decoder layer's two norms, 1 + w form. */
 typedef struct {
-    int              full;         /* 1: gated attention, 0: Gated DeltaNet */
-    float           *input_norm;   /* [H], 1 + w form */
-    float           *post_norm;    /* [H] */
+    float           *input;        /* [H], before the mixer */
+    float           *post;         /* [H], before the MLP */
+} clef_cpu_norms;
 
-    /* Gated DeltaNet */
+/* The Gated DeltaNet mixer. */
+typedef struct {
     clef_cpu_wpack   in_proj;      /* [qkv | z | b | a][H] */
     float           *conv;         /* [kernel][qkv channels], tap-major */
     float           *A_log;        /* [Hv] */
     float           *dt_bias;      /* [Hv] */
-    float           *gdn_norm;     /* [dv], plain w */
+    float           *norm;         /* [dv], plain w */
     clef_cpu_wpack   out_proj[CLEF_SHARD_SEGS_MAX];  /* [H][Hv dv / segs] */
+} clef_cpu_gdn_w;
 
-    /* gated attention */
+/* The gated attention mixer. */
+typedef struct {
     clef_cpu_wpack   qkv_proj;     /* [q (+ gate) per head | k | v][H] */
     float           *q_norm;       /* [head_dim] */
     float           *k_norm;       /* [head_dim] */
-    clef_cpu_wpack   o_proj[CLEF_SHARD_SEGS_MAX];    /* [H][Hq head_dim / segs] */
+    clef_cpu_wpack   o_proj[CLEF_SHARD_SEGS_MAX];    /* [H][Hq hd / segs] */
+} clef_cpu_attn_w;
 
-    /* SwiGLU MLP */
+/* The dense SwiGLU MLP. */
+typedef struct {
     clef_cpu_wpack   gate_up;      /* [gate | up][H] */
     clef_cpu_wpack   down[CLEF_SHARD_SEGS_MAX];      /* [H][I / segs] */
+} clef_cpu_dense_w;
+
+/* A layer's MLP, by its kind (model.h).  Clef Omni's MoE MLP (router,
+ * experts, shared expert) joins as a member beside dense, with its part
+ * loader selected in clef_cpu_layer_parts() (weights_parts.h) and its
+ * forward in backbone.c's mlp_layer(); today a layer of that kind is
+ * refused when it loads. */
+typedef struct {
+    clef_mlp_kind      kind;
+    clef_cpu_dense_w   dense;        /* CLEF_MLP_DENSE */
+} clef_cpu_mlp_w;
+
+typedef struct {
+    clef_mixer_kind    mixer;
+    clef_cpu_norms     norm;
+    clef_cpu_gdn_w     gdn;          /* mixer CLEF_MIXER_LINEAR */
+    clef_cpu_attn_w    attn;         /* mixer CLEF_MIXER_FULL */
+    clef_cpu_mlp_w     mlp;
 } clef_cpu_layer;
 
 typedef struct {
     clef_text_config    cfg;
-    clef_precision  prec;        /* how the linear layers multiply */
+    clef_precision      prec;        /* how the linear layers multiply */
     clef_cpu_bf16_native *native;    /* bf16 on native instructions, or NULL */
     char                gemm[512];   /* the product path, for logs */
     size_t              bytes;       /* the packed matrices and vectors */
     const clef_tensor  *embed;       /* in the checkpoint, any float dtype */
     float              *final_norm;  /* [H] */
     clef_cpu_layer     *layers;
-    float              *block;       /* every plain fp32 weight, one allocation */
+    float              *block;       /* every plain fp32 vector, one
+                                        allocation (weights_parts.h) */
 
     /* this rank's share (size 1: the whole model) and its head counts:
      * the sizes below are the rank's, the config's are the model's */
