@@ -23,21 +23,46 @@
 #define CUDA_MARKS_MAX   (4 * CLEF_MAX_LAYERS + 8)
 #define CUDA_TP_MAX      CLEF_K_RANKS_MAX  /* ranks of one replica */
 
+/* A decoder layer on the device as its parts (weights.c loads each with
+ * a loader of its own): its norms, its mixer, its MLP by kind. */
 typedef struct {
-    int          full;               /* 1: gated attention, 0: gated delta net */
-    clef_bf16   *in_ln, *post_ln;    /* [H], zero-centred */
-    clef_bf16   *mlp_gu;             /* [2I][H]: gate rows, then up rows */
-    clef_bf16   *mlp_down;           /* [H][I] */
+    clef_bf16   *input, *post;       /* [H], zero-centred */
+} cuda_norms;
 
-    clef_bf16   *gdn_in;             /* [gdn_rows][H]: qkv | z | b | a | 0 */
+typedef struct {
+    clef_bf16   *in;                 /* [gdn_rows][H]: qkv | z | b | a | 0 */
     clef_bf16   *conv_wt;            /* [K][C_conv] */
     float       *neg_a, *dt_bias;    /* [Hv]: -exp(A_log), dt_bias */
-    float       *gnorm;              /* [dv] */
-    clef_bf16   *gdn_out;            /* [H][Hv*dv] */
+    float       *norm;               /* [dv] */
+    clef_bf16   *out;                /* [H][Hv*dv] */
+} cuda_gdn;
 
-    clef_bf16   *attn_in;            /* [attn_rows][H]: q(+gate) | k | v | 0 */
+typedef struct {
+    clef_bf16   *in;                 /* [attn_rows][H]: q(+gate) | k | v | 0 */
     clef_bf16   *q_norm, *k_norm;    /* [hd] */
-    clef_bf16   *attn_out;           /* [H][Hq*hd] */
+    clef_bf16   *out;                /* [H][Hq*hd] */
+} cuda_attn;
+
+typedef struct {
+    clef_bf16   *gate_up;            /* [2I][H]: gate rows, then up rows */
+    clef_bf16   *down;               /* [H][I] */
+} cuda_dense;
+
+/* Clef Omni's MoE MLP (router, experts as grouped GEMMs, shared expert)
+ * joins as a member beside dense, with its loader in weights.c and its
+ * launches in forward.c's layer_mlp(); a layer of that kind is refused
+ * when the weights upload. */
+typedef struct {
+    clef_mlp_kind  kind;
+    cuda_dense     dense;            /* CLEF_MLP_DENSE */
+} cuda_mlp;
+
+typedef struct {
+    clef_mixer_kind  mixer;
+    cuda_norms       norm;
+    cuda_gdn         gdn;            /* mixer CLEF_MIXER_LINEAR */
+    cuda_attn        attn;           /* mixer CLEF_MIXER_FULL */
+    cuda_mlp         mlp;
 } cuda_layer;
 
 typedef struct {

@@ -75,13 +75,14 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
     const int          T = p->T, H = b->H;
     const cuda_layer  *ly = &b->layers[l];
 
-    CK(clef_k_rmsnorm(w->hid, ly->in_ln, w->xn, T, H, b->eps, s), "input norm");
-    if (!ly->full) {
+    CK(clef_k_rmsnorm(w->hid, ly->norm.input, w->xn, T, H, b->eps, s),
+       "input norm");
+    if (ly->mixer == CLEF_MIXER_LINEAR) {
         clef_k_gdn_args  g;
 
-        GEMM(CLEF_GEMM_BF16, T, b->gdn_rows, H, ly->gdn_in, H, w->xn, H,
+        GEMM(CLEF_GEMM_BF16, T, b->gdn_rows, H, ly->gdn.in, H, w->xn, H,
              w->proj, b->proj_ld, 0.0f, NULL);
-        CK(clef_k_conv_silu(w->proj, b->proj_ld, ly->conv_wt, b->Kc,
+        CK(clef_k_conv_silu(w->proj, b->proj_ld, ly->gdn.conv_wt, b->Kc,
                             meta + p->o_pos, w->mix, T, b->Cconv, s), "conv");
         g.u = w->mix;
         g.ldu = b->Cconv;
@@ -89,8 +90,8 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         g.ldba = b->proj_ld;
         g.b_off = b->b_off;
         g.a_off = b->a_off;
-        g.neg_a = ly->neg_a;
-        g.dt_bias = ly->dt_bias;
+        g.neg_a = ly->gdn.neg_a;
+        g.dt_bias = ly->gdn.dt_bias;
         g.cu = meta + p->o_cu;
         g.n_records = p->NR;
         g.o = w->act;
@@ -99,9 +100,10 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         g.dk = b->dk;
         g.dv = b->dv;
         CK(clef_k_gdn(&g, s), "gated delta rule");
-        CK(clef_k_gated_norm(w->act, w->proj + b->z_off, b->proj_ld, ly->gnorm,
-                             T, b->Hv, b->dv, b->eps, s), "gated norm");
-        GEMM(CLEF_GEMM_BF16, T, H, b->Hv * b->dv, ly->gdn_out, b->Hv * b->dv,
+        CK(clef_k_gated_norm(w->act, w->proj + b->z_off, b->proj_ld,
+                             ly->gdn.norm, T, b->Hv, b->dv, b->eps, s),
+           "gated norm");
+        GEMM(CLEF_GEMM_BF16, T, H, b->Hv * b->dv, ly->gdn.out, b->Hv * b->dv,
              w->act, b->Hv * b->dv, w->hid, H, beta, NULL);
     } else {
         clef_k_rope_args  r;
@@ -110,14 +112,14 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
 
         memset(&r, 0, sizeof(r));
         memset(&a, 0, sizeof(a));
-        GEMM(CLEF_GEMM_BF16, T, b->attn_rows, H, ly->attn_in, H, w->xn, H,
+        GEMM(CLEF_GEMM_BF16, T, b->attn_rows, H, ly->attn.in, H, w->xn, H,
              w->proj, b->proj_ld, 0.0f, NULL);
         r.proj = w->proj;
         r.ldp = b->proj_ld;
         r.q_hstride = b->gated ? 2 * b->hd : b->hd;
         r.k_off = b->k_off;
-        r.q_norm = ly->q_norm;
-        r.k_norm = ly->k_norm;
+        r.q_norm = ly->attn.q_norm;
+        r.k_norm = ly->attn.k_norm;
         r.pos = meta + p->o_pos;
         r.inv_freq = b->inv_freq;
         cuda_vision_rope(b, &r);        /* M-RoPE with images (vision.c) */
@@ -152,14 +154,15 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         a.Hkv = b->Hkv;
         a.hd = b->hd;
         CK(clef_k_attention(&a, s), "attention");
-        GEMM(CLEF_GEMM_BF16, T, H, b->Hq * b->hd, ly->attn_out, b->Hq * b->hd,
+        GEMM(CLEF_GEMM_BF16, T, H, b->Hq * b->hd, ly->attn.out, b->Hq * b->hd,
              w->act, b->Hq * b->hd, w->hid, H, beta, NULL);
     }
     return 0;
 }
 
-/* Layer l's MLP on one rank: post norm, its intermediate columns, its
- * share of down_proj into hid with beta (as layer_mixer). */
+/* Layer l's MLP on one rank: post norm, then by its kind (cuda_mlp: the
+ * MoE MLP joins here): the dense MLP's intermediate columns and its share
+ * of down_proj into hid with beta (as layer_mixer). */
 static int
 layer_mlp(clef_backend *b, const cuda_plan *p, int l, float beta,
     clef_error *err)
@@ -169,12 +172,18 @@ layer_mlp(clef_backend *b, const cuda_plan *p, int l, float beta,
     const int          T = p->T, H = b->H;
     const cuda_layer  *ly = &b->layers[l];
 
-    CK(clef_k_rmsnorm(w->hid, ly->post_ln, w->xn, T, H, b->eps, s), "post norm");
-    GEMM(CLEF_GEMM_BF16, T, 2 * b->I, H, ly->mlp_gu, H, w->xn, H, w->proj,
-         b->proj_ld, 0.0f, NULL);
+    CK(clef_k_rmsnorm(w->hid, ly->norm.post, w->xn, T, H, b->eps, s),
+       "post norm");
+    if (ly->mlp.kind != CLEF_MLP_DENSE) {
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+                               "cuda backend: an MLP of kind %d in layer %d",
+                               (int) ly->mlp.kind, l);
+    }
+    GEMM(CLEF_GEMM_BF16, T, 2 * b->I, H, ly->mlp.dense.gate_up, H, w->xn, H,
+         w->proj, b->proj_ld, 0.0f, NULL);
     CK(clef_k_swiglu(w->proj, b->proj_ld, w->act, T, b->I, s), "swiglu");
-    GEMM(CLEF_GEMM_BF16, T, H, b->I, ly->mlp_down, b->I, w->act, b->I, w->hid,
-         H, beta, NULL);
+    GEMM(CLEF_GEMM_BF16, T, H, b->I, ly->mlp.dense.down, b->I, w->act, b->I,
+         w->hid, H, beta, NULL);
     return 0;
 }
 
@@ -221,7 +230,8 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
                 return -1;
             }
         }
-        cuda_mark(b, b->layers[l].full ? CLEF_CUDA_PROF_ATTN : CLEF_CUDA_PROF_GDN);
+        cuda_mark(b, b->layers[l].mixer == CLEF_MIXER_FULL ? CLEF_CUDA_PROF_ATTN
+                                                           : CLEF_CUDA_PROF_GDN);
         if (b->comm != NULL) {
             if (cuda_all_reduce(b, T, err) != 0) {
                 return -1;

@@ -14,9 +14,8 @@
 #include <math.h>
 
 #include "cuda_backend.h"
+#include "model/roles.h"
 #include "vision.h"
-
-#define PREFIX  "model.visual."
 
 static int
 vdev_alloc(cuda_vision *v, size_t bytes, void **out, clef_error *err)
@@ -61,25 +60,29 @@ cuda_vision_weights_free(cuda_vision *v)
     free(v);
 }
 
-/* model.visual.<name> as fp32 on the host (malloc'ed), checked to hold
- * numel values; NULL with err filled. */
+/* The tower's tensor of role r (of block l) as fp32 on the host
+ * (malloc'ed), checked to hold the values its shape implies (the role
+ * table's, model/roles.h); NULL with err filled.  *numel: their count. */
 static float *
-host_f32(const clef_model *m, const char *name, int64_t numel, clef_error *err)
+host_f32(const clef_model *m, clef_role r, int l, int64_t *n, clef_error *err)
 {
     const clef_tensor  *t;
+    clef_dims           d;
     char                full[160];
+    int64_t             numel;
     float              *h;
 
-    snprintf(full, sizeof(full), PREFIX "%s", name);
-    t = clef_model_tensor(m, full);
+    memset(&d, 0, sizeof(d));
+    clef_dims_vision(&d, clef_model_vision_config(m));
+    numel = *n = clef_role_numel(r, &d);
+    clef_role_name(clef_model_text_config(m), r, l, full, sizeof(full));
+    t = clef_model_role(m, r, l);
     if (t == NULL || t->data == NULL) {
         clef_error_fail(err, CLEF_E_MODEL, "cuda backend: tensor %s is missing",
             full);
         return NULL;
     }
-    if (t->numel != numel || (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_F16
-                              && t->dtype != CLEF_DTYPE_BF16))
-    {
+    if (t->numel != numel || !clef_dtype_is_float(t->dtype)) {
         clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: tensor %s has %lld %s elements, expected %lld floats",
             full, (long long) t->numel, clef_dtype_name(t->dtype),
@@ -108,12 +111,13 @@ copy_up(void *dst, const void *src, size_t bytes, clef_error *err)
 }
 
 static int
-up_f32(cuda_vision *v, const clef_model *m, const char *name, int64_t numel,
-    float **out, clef_error *err)
+up_f32(cuda_vision *v, const clef_model *m, clef_role r, int l, float **out,
+    clef_error *err)
 {
-    float  *h = host_f32(m, name, numel, err);
-    void   *d;
-    int     rc;
+    int64_t  numel;
+    float   *h = host_f32(m, r, l, &numel, err);
+    void    *d;
+    int      rc;
 
     if (h == NULL) {
         return -1;
@@ -128,13 +132,13 @@ up_f32(cuda_vision *v, const clef_model *m, const char *name, int64_t numel,
 }
 
 static int
-up_bf16(cuda_vision *v, const clef_model *m, const char *name, int64_t numel,
+up_bf16(cuda_vision *v, const clef_model *m, clef_role r, int l,
     clef_bf16 **out, clef_error *err)
 {
-    float     *h = host_f32(m, name, numel, err);
+    int64_t    numel, i;
+    float     *h = host_f32(m, r, l, &numel, err);
     uint16_t  *b;
     void      *d;
-    int64_t    i;
     int        rc;
 
     if (h == NULL) {
@@ -218,8 +222,6 @@ cuda_vision_weights_upload(const clef_model *m, const clef_text_config *tc,
     const clef_vision_config  *c = clef_model_vision_config(m);
     cuda_vision               *v;
     cuda_vblock               *bl;
-    char                       n[96];
-    int64_t                    H, I, M;
     int                        l;
 
     *out = NULL;
@@ -234,52 +236,42 @@ cuda_vision_weights_upload(const clef_model *m, const clef_text_config *tc,
         cuda_vision_weights_free(v);
         return -1;
     }
-    H = v->H;
-    I = v->I;
-    M = v->M;
     v->blocks = calloc((size_t) (v->depth > 0 ? v->depth : 1), sizeof(cuda_vblock));
     if (v->blocks == NULL) {
         cuda_vision_weights_free(v);
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
 
-    if (up_bf16(v, m, "patch_embed.proj.weight", H * v->row, &v->patch_w, err)
-        || up_f32(v, m, "patch_embed.proj.bias", H, &v->patch_b, err)
-        || up_f32(v, m, "pos_embed.weight", (int64_t) v->side * v->side * H,
-                  &v->pos, err))
+    if (up_bf16(v, m, CLEF_ROLE_V_PATCH, 0, &v->patch_w, err)
+        || up_f32(v, m, CLEF_ROLE_V_PATCH_BIAS, 0, &v->patch_b, err)
+        || up_f32(v, m, CLEF_ROLE_V_POS, 0, &v->pos, err))
     {
         goto failed;
     }
     for (l = 0; l < v->depth; l++) {
         bl = &v->blocks[l];
-#define F(field, s, numel)                                                  \
-        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
-        if (up_f32(v, m, n, numel, &bl->field, err) != 0) goto failed
-#define B(field, s, numel)                                                  \
-        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
-        if (up_bf16(v, m, n, numel, &bl->field, err) != 0) goto failed
-        F(n1_w, "norm1.weight", H);
-        F(n1_b, "norm1.bias", H);
-        F(n2_w, "norm2.weight", H);
-        F(n2_b, "norm2.bias", H);
-        B(qkv, "attn.qkv.weight", 3 * H * H);
-        F(qkv_b, "attn.qkv.bias", 3 * H);
-        B(proj, "attn.proj.weight", H * H);
-        F(proj_b, "attn.proj.bias", H);
-        B(fc1, "mlp.linear_fc1.weight", I * H);
-        F(fc1_b, "mlp.linear_fc1.bias", I);
-        B(fc2, "mlp.linear_fc2.weight", H * I);
-        F(fc2_b, "mlp.linear_fc2.bias", H);
-#undef F
-#undef B
+        if (up_f32(v, m, CLEF_ROLE_V_NORM1, l, &bl->n1_w, err)
+            || up_f32(v, m, CLEF_ROLE_V_NORM1_BIAS, l, &bl->n1_b, err)
+            || up_f32(v, m, CLEF_ROLE_V_NORM2, l, &bl->n2_w, err)
+            || up_f32(v, m, CLEF_ROLE_V_NORM2_BIAS, l, &bl->n2_b, err)
+            || up_bf16(v, m, CLEF_ROLE_V_QKV, l, &bl->qkv, err)
+            || up_f32(v, m, CLEF_ROLE_V_QKV_BIAS, l, &bl->qkv_b, err)
+            || up_bf16(v, m, CLEF_ROLE_V_PROJ, l, &bl->proj, err)
+            || up_f32(v, m, CLEF_ROLE_V_PROJ_BIAS, l, &bl->proj_b, err)
+            || up_bf16(v, m, CLEF_ROLE_V_FC1, l, &bl->fc1, err)
+            || up_f32(v, m, CLEF_ROLE_V_FC1_BIAS, l, &bl->fc1_b, err)
+            || up_bf16(v, m, CLEF_ROLE_V_FC2, l, &bl->fc2, err)
+            || up_f32(v, m, CLEF_ROLE_V_FC2_BIAS, l, &bl->fc2_b, err))
+        {
+            goto failed;
+        }
     }
-    if (up_f32(v, m, "merger.norm.weight", H, &v->mn_w, err)
-        || up_f32(v, m, "merger.norm.bias", H, &v->mn_b, err)
-        || up_bf16(v, m, "merger.linear_fc1.weight", M * M, &v->m1, err)
-        || up_f32(v, m, "merger.linear_fc1.bias", M, &v->m1_b, err)
-        || up_bf16(v, m, "merger.linear_fc2.weight", (int64_t) v->out * M, &v->m2,
-                   err)
-        || up_f32(v, m, "merger.linear_fc2.bias", v->out, &v->m2_b, err))
+    if (up_f32(v, m, CLEF_ROLE_V_MERGER_NORM, 0, &v->mn_w, err)
+        || up_f32(v, m, CLEF_ROLE_V_MERGER_NORM_BIAS, 0, &v->mn_b, err)
+        || up_bf16(v, m, CLEF_ROLE_V_MERGER_FC1, 0, &v->m1, err)
+        || up_f32(v, m, CLEF_ROLE_V_MERGER_FC1_BIAS, 0, &v->m1_b, err)
+        || up_bf16(v, m, CLEF_ROLE_V_MERGER_FC2, 0, &v->m2, err)
+        || up_f32(v, m, CLEF_ROLE_V_MERGER_FC2_BIAS, 0, &v->m2_b, err))
     {
         goto failed;
     }

@@ -1,8 +1,11 @@
 /*
- * Uploads the weights once at open: matrices in bf16 as stored (converted
- * only when a checkpoint stores another float type), A_log/dt_bias/the GDN
- * norm in fp32, the joint head in fp32.  Projections that read the same
- * input are concatenated by rows so that each becomes one GEMM:
+ * Uploads the weights once at open, each tensor by its role (model/roles.h:
+ * the names and shapes are the role table's), a decoder layer part by part
+ * (its norms, its MLP, its mixer, each with a loader of its own): matrices
+ * in bf16 as stored (converted only when a checkpoint stores another float
+ * type), A_log/dt_bias/the GDN norm in fp32, the joint head in fp32.
+ * Projections that read the same input are concatenated by rows so that
+ * each becomes one GEMM:
  *   GDN:        in_proj_qkv | in_proj_z | in_proj_b | in_proj_a
  *   attention:  q_proj | k_proj | v_proj
  *   MLP:        gate_proj | up_proj
@@ -22,9 +25,8 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "model/roles.h"
 #include "shard_slice.h"
-
-#define TEXT  CLEF_TEXT_PREFIX
 
 static int
 dev_alloc(clef_backend *b, size_t bytes, void **out, clef_error *err)
@@ -79,8 +81,7 @@ need(const clef_tensor *t, const char *name, int64_t numel, clef_error *err)
             name);
         return NULL;
     }
-    if (t->numel != numel || (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_F16
-                              && t->dtype != CLEF_DTYPE_BF16)) {
+    if (t->numel != numel || !clef_dtype_is_float(t->dtype)) {
         clef_error_fail(err, CLEF_E_MODEL,
             "cuda backend: tensor %s has %lld %s elements, expected %lld floats",
             name, (long long) t->numel, clef_dtype_name(t->dtype), (long long) numel);
@@ -89,27 +90,27 @@ need(const clef_tensor *t, const char *name, int64_t numel, clef_error *err)
     return t;
 }
 
-static const clef_tensor *
-text(const clef_backend *b, const char *name, int64_t numel, clef_error *err)
+/* The sizes the role table's shapes are written in. */
+static void
+model_dims(const clef_backend *b, clef_dims *d)
 {
-    return need(clef_model_tensor(b->model, name), name, numel, err);
+    memset(d, 0, sizeof(*d));
+    clef_dims_text(d, clef_model_text_config(b->model));
+    clef_dims_head(d, clef_model_head_config(b->model));
 }
 
+/* The tensor of role r (of layer or head layer l), checked to hold the
+ * model's number of floats. */
 static const clef_tensor *
-layer_t(const clef_backend *b, int l, const char *name, int64_t numel,
-    clef_error *err)
+role_t(const clef_backend *b, clef_role r, int l, clef_error *err)
 {
-    char  full[256];
+    clef_dims  d;
+    char       name[160];
 
-    clef_layer_tensor(&clef_model_text_config(b->model)->layer[l], name, full,
-                      sizeof(full));
-    return need(clef_model_tensor(b->model, full), full, numel, err);
-}
-
-static const clef_tensor *
-head_t(const clef_backend *b, const char *name, int64_t numel, clef_error *err)
-{
-    return need(clef_model_head_tensor(b->model, name), name, numel, err);
+    model_dims(b, &d);
+    clef_role_name(clef_model_text_config(b->model), r, l, name, sizeof(name));
+    return need(clef_model_role(b->model, r, l), name, clef_role_numel(r, &d),
+                err);
 }
 
 static int
@@ -338,207 +339,211 @@ scalar(const clef_tensor *t, float *v)
     return 0;
 }
 
+/* ---- a decoder layer, part by part ------------------------------------- */
+
 static int
-upload_layer(clef_backend *b, int l, clef_error *err)
+upload_norms(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
 {
-    static const cuda_slice_kind  mlp[2] = { CUDA_SLICE_MLP_IN, CUDA_SLICE_MLP_IN };
-    static const cuda_slice_kind  gdn[4] = {
-        CUDA_SLICE_GDN_QKV, CUDA_SLICE_GDN_Z, CUDA_SLICE_GDN_HEAD, CUDA_SLICE_GDN_HEAD
+    return up_bf16(b, role_t(b, CLEF_ROLE_INPUT_NORM, l, err), &ly->norm.input,
+                   err)
+           || up_bf16(b, role_t(b, CLEF_ROLE_POST_NORM, l, err),
+                      &ly->norm.post, err) ? -1 : 0;
+}
+
+static int
+upload_dense(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
+{
+    static const cuda_slice_kind  mlp[2] = {
+        CUDA_SLICE_MLP_IN, CUDA_SLICE_MLP_IN
     };
+    const clef_text_config  *tc = clef_model_text_config(b->model);
+    const clef_tensor       *p[2];
+
+    p[0] = role_t(b, CLEF_ROLE_MLP_GATE, l, err);
+    p[1] = p[0] ? role_t(b, CLEF_ROLE_MLP_UP, l, err) : NULL;
+    return up_stack(b, p, mlp, 2, 2 * b->I, b->H, &ly->mlp.dense.gate_up, err)
+           || up_cols(b, role_t(b, CLEF_ROLE_MLP_DOWN, l, err), b->H,
+                      tc->intermediate_size, CUDA_SLICE_MLP_DOWN,
+                      &ly->mlp.dense.down, err) ? -1 : 0;
+}
+
+static int
+upload_gdn(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
+{
+    static const cuda_slice_kind  gdn[4] = {
+        CUDA_SLICE_GDN_QKV, CUDA_SLICE_GDN_Z, CUDA_SLICE_GDN_HEAD,
+        CUDA_SLICE_GDN_HEAD
+    };
+    const clef_text_config  *tc = clef_model_text_config(b->model);
+    const clef_tensor       *p[4], *conv, *alog, *dtb;
+    int64_t                  gHv = tc->linear_num_value_heads;
+    int64_t                  gCconv = 2 * (int64_t) tc->linear_num_key_heads
+                                      * b->dk + gHv * b->dv;
+    cuda_range               ch[CUDA_SLICE_MAX], hv[CUDA_SLICE_MAX];
+    uint16_t                *wt;
+    float                   *tmp;
+    void                    *d;
+    int                      c, i, k, n_ch, rc;
+
+    p[0] = role_t(b, CLEF_ROLE_GDN_QKV, l, err);
+    p[1] = p[0] ? role_t(b, CLEF_ROLE_GDN_Z, l, err) : NULL;
+    p[2] = p[1] ? role_t(b, CLEF_ROLE_GDN_B, l, err) : NULL;
+    p[3] = p[2] ? role_t(b, CLEF_ROLE_GDN_A, l, err) : NULL;
+    if (up_stack(b, p, gdn, 4, b->gdn_rows, b->H, &ly->gdn.in, err)
+        || up_cols(b, role_t(b, CLEF_ROLE_GDN_OUT, l, err), b->H, gHv * b->dv,
+                   CUDA_SLICE_GDN_OUT, &ly->gdn.out, err)
+        || up_f32(b, role_t(b, CLEF_ROLE_GDN_NORM, l, err), &ly->gdn.norm, err))
+    {
+        return -1;
+    }
+
+    conv = role_t(b, CLEF_ROLE_GDN_CONV, l, err);
+    alog = conv ? role_t(b, CLEF_ROLE_GDN_A_LOG, l, err) : NULL;
+    dtb = alog ? role_t(b, CLEF_ROLE_GDN_DT_BIAS, l, err) : NULL;
+    if (dtb == NULL) {
+        return -1;
+    }
+    n_ch = cuda_slice_ranges(tc, &b->shard, CUDA_SLICE_GDN_QKV, ch);
+    cuda_slice_ranges(tc, &b->shard, CUDA_SLICE_GDN_HEAD, hv);
+    /* conv [C][1][K] -> [K][C] so a thread reads 8 channels of a tap;
+     * the rank's channels are its q | k | v ranges, in that order */
+    tmp = malloc((size_t) gCconv * b->Kc * sizeof(float));
+    wt = malloc((size_t) b->Cconv * b->Kc * sizeof(uint16_t));
+    if (tmp == NULL || wt == NULL) {
+        free(tmp);
+        free(wt);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
+    }
+    clef_tensor_to_f32(conv, tmp);
+    c = 0;
+    for (k = 0; k < n_ch; k++) {
+        int64_t  g;
+
+        for (g = ch[k].start; g < ch[k].start + ch[k].count; g++, c++) {
+            for (i = 0; i < b->Kc; i++) {
+                wt[(size_t) i * b->Cconv + c] =
+                    clef_f32_to_bf16(tmp[(size_t) g * b->Kc + i]);
+            }
+        }
+    }
+    rc = c == b->Cconv ? 0
+         : clef_error_fail(err, CLEF_E_INTERNAL,
+             "cuda backend: %d conv channels for %d", c, b->Cconv);
+    if (rc == 0) {
+        rc = dev_alloc(b, (size_t) b->Cconv * b->Kc * 2, &d, err);
+    }
+    if (rc == 0) {
+        ly->gdn.conv_wt = d;
+        rc = copy_up(d, wt, (size_t) b->Cconv * b->Kc * 2, err);
+    }
+    /* A_log and dt_bias of the rank's value heads */
+    if (rc == 0) {
+        clef_tensor_to_f32(alog, tmp);
+        for (i = 0; i < b->Hv; i++) {
+            tmp[i] = -expf(tmp[hv[0].start + i]);
+        }
+        rc = up_f32_host(b, tmp, (size_t) b->Hv, &ly->gdn.neg_a, err);
+    }
+    if (rc == 0) {
+        clef_tensor_to_f32(dtb, tmp);
+        rc = up_f32_host(b, tmp + hv[0].start, (size_t) b->Hv, &ly->gdn.dt_bias,
+                         err);
+    }
+    free(tmp);
+    free(wt);
+    return rc;
+}
+
+static int
+upload_attn(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
+{
     static const cuda_slice_kind  attn[3] = {
         CUDA_SLICE_Q_PROJ, CUDA_SLICE_KV_PROJ, CUDA_SLICE_KV_PROJ
     };
     const clef_text_config  *tc = clef_model_text_config(b->model);
-    cuda_layer              *ly = &b->layers[l];
-    const clef_tensor       *p[4];
-    int64_t                  H = b->H, gI = tc->intermediate_size;
-    int64_t                  gHv = tc->linear_num_value_heads;
-    int64_t                  gCconv = 2 * (int64_t) tc->linear_num_key_heads * b->dk
-                                      + gHv * b->dv;
+    const clef_tensor       *p[3];
+    int64_t                  gq = (int64_t) tc->num_attention_heads * b->hd;
 
-    ly->full = tc->layer[l].mixer == CLEF_MIXER_FULL;
-    if (up_bf16(b, layer_t(b, l, "input_layernorm.weight", H, err), &ly->in_ln, err)
-        || up_bf16(b, layer_t(b, l, "post_attention_layernorm.weight", H, err),
-                   &ly->post_ln, err))
-    {
+    p[0] = role_t(b, CLEF_ROLE_ATTN_Q, l, err);
+    p[1] = p[0] ? role_t(b, CLEF_ROLE_ATTN_K, l, err) : NULL;
+    p[2] = p[1] ? role_t(b, CLEF_ROLE_ATTN_V, l, err) : NULL;
+    return up_stack(b, p, attn, 3, b->attn_rows, b->H, &ly->attn.in, err)
+           || up_cols(b, role_t(b, CLEF_ROLE_ATTN_O, l, err), b->H, gq,
+                      CUDA_SLICE_O_PROJ, &ly->attn.out, err)
+           || up_bf16(b, role_t(b, CLEF_ROLE_ATTN_Q_NORM, l, err),
+                      &ly->attn.q_norm, err)
+           || up_bf16(b, role_t(b, CLEF_ROLE_ATTN_K_NORM, l, err),
+                      &ly->attn.k_norm, err) ? -1 : 0;
+}
+
+/* Layer l: its norms, its MLP (by kind: the MoE MLP's loader joins here),
+ * its mixer. */
+static int
+upload_layer(clef_backend *b, int l, clef_error *err)
+{
+    const clef_layer_desc  *d = &clef_model_text_config(b->model)->layer[l];
+    cuda_layer             *ly = &b->layers[l];
+
+    ly->mixer = d->mixer;
+    ly->mlp.kind = d->mlp;
+    if (upload_norms(b, l, ly, err) != 0 || upload_dense(b, l, ly, err) != 0) {
         return -1;
     }
-    p[0] = layer_t(b, l, "mlp.gate_proj.weight", gI * H, err);
-    p[1] = p[0] ? layer_t(b, l, "mlp.up_proj.weight", gI * H, err) : NULL;
-    if (up_stack(b, p, mlp, 2, 2 * b->I, b->H, &ly->mlp_gu, err)
-        || up_cols(b, layer_t(b, l, "mlp.down_proj.weight", H * gI, err), H, gI,
-                   CUDA_SLICE_MLP_DOWN, &ly->mlp_down, err))
-    {
-        return -1;
-    }
+    return d->mixer == CLEF_MIXER_FULL ? upload_attn(b, l, ly, err)
+                                       : upload_gdn(b, l, ly, err);
+}
 
-    if (!ly->full) {
-        const clef_tensor  *conv, *alog, *dtb;
-        int64_t             gvd = gHv * b->dv;
-        cuda_range          ch[CUDA_SLICE_MAX], hv[CUDA_SLICE_MAX];
-        uint16_t           *wt;
-        float              *tmp;
-        void               *d;
-        int                 c, i, k, n_ch, rc;
+/* ---- the joint head --------------------------------------------------- */
 
-        p[0] = layer_t(b, l, "linear_attn.in_proj_qkv.weight", gCconv * H, err);
-        p[1] = p[0] ? layer_t(b, l, "linear_attn.in_proj_z.weight", gvd * H, err) : NULL;
-        p[2] = p[1] ? layer_t(b, l, "linear_attn.in_proj_b.weight", gHv * H, err) : NULL;
-        p[3] = p[2] ? layer_t(b, l, "linear_attn.in_proj_a.weight", gHv * H, err) : NULL;
-        if (up_stack(b, p, gdn, 4, b->gdn_rows, b->H, &ly->gdn_in, err)
-            || up_cols(b, layer_t(b, l, "linear_attn.out_proj.weight", H * gvd, err),
-                       H, gvd, CUDA_SLICE_GDN_OUT, &ly->gdn_out, err)
-            || up_f32(b, layer_t(b, l, "linear_attn.norm.weight", b->dv, err),
-                      &ly->gnorm, err))
-        {
-            return -1;
-        }
+static int
+up_role_f32(clef_backend *b, clef_role r, int i, float **out, clef_error *err)
+{
+    return up_f32(b, role_t(b, r, i, err), out, err);
+}
 
-        conv = layer_t(b, l, "linear_attn.conv1d.weight", gCconv * b->Kc, err);
-        alog = conv ? layer_t(b, l, "linear_attn.A_log", gHv, err) : NULL;
-        dtb = alog ? layer_t(b, l, "linear_attn.dt_bias", gHv, err) : NULL;
-        if (dtb == NULL) {
-            return -1;
-        }
-        n_ch = cuda_slice_ranges(tc, &b->shard, CUDA_SLICE_GDN_QKV, ch);
-        cuda_slice_ranges(tc, &b->shard, CUDA_SLICE_GDN_HEAD, hv);
-        /* conv [C][1][K] -> [K][C] so a thread reads 8 channels of a tap;
-         * the rank's channels are its q | k | v ranges, in that order */
-        tmp = malloc((size_t) gCconv * b->Kc * sizeof(float));
-        wt = malloc((size_t) b->Cconv * b->Kc * sizeof(uint16_t));
-        if (tmp == NULL || wt == NULL) {
-            free(tmp);
-            free(wt);
-            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
-        }
-        clef_tensor_to_f32(conv, tmp);
-        c = 0;
-        for (k = 0; k < n_ch; k++) {
-            int64_t  g;
+/* A LayerNorm: its weight and bias roles. */
+static int
+up_ln(clef_backend *b, clef_role w, clef_role bias, int i, float **wo,
+    float **bo, clef_error *err)
+{
+    return up_role_f32(b, w, i, wo, err) || up_role_f32(b, bias, i, bo, err)
+           ? -1 : 0;
+}
 
-            for (g = ch[k].start; g < ch[k].start + ch[k].count; g++, c++) {
-                for (i = 0; i < b->Kc; i++) {
-                    wt[(size_t) i * b->Cconv + c] =
-                        clef_f32_to_bf16(tmp[(size_t) g * b->Kc + i]);
-                }
-            }
-        }
-        rc = c == b->Cconv ? 0
-             : clef_error_fail(err, CLEF_E_INTERNAL,
-                 "cuda backend: %d conv channels for %d", c, b->Cconv);
-        if (rc == 0) {
-            rc = dev_alloc(b, (size_t) b->Cconv * b->Kc * 2, &d, err);
-        }
-        if (rc == 0) {
-            ly->conv_wt = d;
-            rc = copy_up(d, wt, (size_t) b->Cconv * b->Kc * 2, err);
-        }
-        /* A_log and dt_bias of the rank's value heads */
-        if (rc == 0) {
-            clef_tensor_to_f32(alog, tmp);
-            for (i = 0; i < b->Hv; i++) {
-                tmp[i] = -expf(tmp[hv[0].start + i]);
-            }
-            rc = up_f32_host(b, tmp, (size_t) b->Hv, &ly->neg_a, err);
-        }
-        if (rc == 0) {
-            clef_tensor_to_f32(dtb, tmp);
-            rc = up_f32_host(b, tmp + hv[0].start, (size_t) b->Hv, &ly->dt_bias, err);
-        }
-        free(tmp);
-        free(wt);
-        if (rc != 0) {
-            return -1;
-        }
-    } else {
-        int64_t  gq = (int64_t) tc->num_attention_heads * b->hd;
-        int64_t  qr = gq * (b->gated ? 2 : 1);
-        int64_t  kv = (int64_t) tc->num_key_value_heads * b->hd;
-
-        p[0] = layer_t(b, l, "self_attn.q_proj.weight", qr * H, err);
-        p[1] = p[0] ? layer_t(b, l, "self_attn.k_proj.weight", kv * H, err) : NULL;
-        p[2] = p[1] ? layer_t(b, l, "self_attn.v_proj.weight", kv * H, err) : NULL;
-        if (up_stack(b, p, attn, 3, b->attn_rows, b->H, &ly->attn_in, err)
-            || up_cols(b, layer_t(b, l, "self_attn.o_proj.weight", H * gq, err), H, gq,
-                       CUDA_SLICE_O_PROJ, &ly->attn_out, err)
-            || up_bf16(b, layer_t(b, l, "self_attn.q_norm.weight", b->hd, err),
-                       &ly->q_norm, err)
-            || up_bf16(b, layer_t(b, l, "self_attn.k_norm.weight", b->hd, err),
-                       &ly->k_norm, err))
-        {
-            return -1;
-        }
-    }
-    return 0;
+/* An nn.MultiheadAttention: its in_proj weight and bias, out_proj weight
+ * and bias roles, in that order. */
+static int
+up_mha(clef_backend *b, const clef_role *r, int i, cuda_mha *m, clef_error *err)
+{
+    return up_role_f32(b, r[0], i, &m->in_w, err)
+           || up_role_f32(b, r[1], i, &m->in_b, err)
+           || up_role_f32(b, r[2], i, &m->out_w, err)
+           || up_role_f32(b, r[3], i, &m->out_b, err) ? -1 : 0;
 }
 
 static int
-up_head_f32(clef_backend *b, const char *name, int64_t numel, float **out,
-    clef_error *err)
+up_scalar(clef_backend *b, clef_role r, float *v, clef_error *err)
 {
-    return up_f32(b, head_t(b, name, numel, err), out, err);
-}
-
-/* Head tensor names are "<prefix>.<field>" with a numbered prefix. */
-typedef struct {
-    char  s[192];
-} hname;
-
-static const char *
-hn(hname *h, const char *prefix, int i, const char *field)
-{
-    snprintf(h->s, sizeof(h->s), "%s.%d.%s", prefix, i, field);
-    return h->s;
-}
-
-static int
-up_ln(clef_backend *b, const char *prefix, int i, const char *field, int64_t n,
-    float **w, float **bias, clef_error *err)
-{
-    hname  a, c;
-    char   base[160];
-
-    if (i < 0) {
-        snprintf(a.s, sizeof(a.s), "%s.weight", field);
-        snprintf(c.s, sizeof(c.s), "%s.bias", field);
-    } else {
-        snprintf(base, sizeof(base), "%s.weight", field);
-        hn(&a, prefix, i, base);
-        snprintf(base, sizeof(base), "%s.bias", field);
-        hn(&c, prefix, i, base);
-    }
-    return up_head_f32(b, a.s, n, w, err) || up_head_f32(b, c.s, n, bias, err) ? -1 : 0;
-}
-
-static int
-up_mha(clef_backend *b, const char *prefix, int i, const char *field, cuda_mha *m,
-    clef_error *err)
-{
-    hname    n;
-    char     f[160];
-    int64_t  W = b->W;
-
-    snprintf(f, sizeof(f), "%s.in_proj_weight", field);
-    if (up_head_f32(b, hn(&n, prefix, i, f), 3 * W * W, &m->in_w, err)) {
-        return -1;
-    }
-    snprintf(f, sizeof(f), "%s.in_proj_bias", field);
-    if (up_head_f32(b, hn(&n, prefix, i, f), 3 * W, &m->in_b, err)) {
-        return -1;
-    }
-    snprintf(f, sizeof(f), "%s.out_proj.weight", field);
-    if (up_head_f32(b, hn(&n, prefix, i, f), W * W, &m->out_w, err)) {
-        return -1;
-    }
-    snprintf(f, sizeof(f), "%s.out_proj.bias", field);
-    return up_head_f32(b, hn(&n, prefix, i, f), W, &m->out_b, err);
+    return scalar(role_t(b, r, 0, err), v);
 }
 
 static int
 upload_head(clef_backend *b, clef_error *err)
 {
+    static const clef_role  route_att[4] = {
+        CLEF_ROLE_HR_ATTN_IN, CLEF_ROLE_HR_ATTN_IN_BIAS,
+        CLEF_ROLE_HR_ATTN_OUT, CLEF_ROLE_HR_ATTN_OUT_BIAS
+    };
+    static const clef_role  dec_self[4] = {
+        CLEF_ROLE_HD_SELF_IN, CLEF_ROLE_HD_SELF_IN_BIAS,
+        CLEF_ROLE_HD_SELF_OUT, CLEF_ROLE_HD_SELF_OUT_BIAS
+    };
+    static const clef_role  dec_cross[4] = {
+        CLEF_ROLE_HD_CROSS_IN, CLEF_ROLE_HD_CROSS_IN_BIAS,
+        CLEF_ROLE_HD_CROSS_OUT, CLEF_ROLE_HD_CROSS_OUT_BIAS
+    };
     cuda_head_w        *h = &b->head;
-    int64_t             H = b->H, W = b->W, F = b->F;
+    int64_t             H = b->H, W = b->W;
     const clef_tensor  *t[2];
     float              *tmp;
     int                 i, rc;
@@ -549,20 +554,21 @@ upload_head(clef_backend *b, clef_error *err)
     if (h->route == NULL || h->dec == NULL) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
-    if (up_ln(b, NULL, -1, "hidden_norm", H, &h->hn_w, &h->hn_b, err)
-        || up_head_f32(b, "memory_projection.weight", W * H, &h->mem_proj, err)
-        || up_head_f32(b, "global_projection.weight", W * H, &h->glob_proj, err)
-        || up_head_f32(b, "option_context_projection.weight", W * H, &h->ctx_proj, err)
-        || up_head_f32(b, "option_lexical_projection.weight", W * H, &h->lex_proj, err)
-        || up_head_f32(b, "type_embedding.weight", 3 * W, &h->type_emb, err))
+    if (up_ln(b, CLEF_ROLE_H_HIDDEN_NORM, CLEF_ROLE_H_HIDDEN_NORM_BIAS, 0,
+              &h->hn_w, &h->hn_b, err)
+        || up_role_f32(b, CLEF_ROLE_H_MEMORY_PROJ, 0, &h->mem_proj, err)
+        || up_role_f32(b, CLEF_ROLE_H_GLOBAL_PROJ, 0, &h->glob_proj, err)
+        || up_role_f32(b, CLEF_ROLE_H_OPTION_CONTEXT_PROJ, 0, &h->ctx_proj, err)
+        || up_role_f32(b, CLEF_ROLE_H_OPTION_LEXICAL_PROJ, 0, &h->lex_proj, err)
+        || up_role_f32(b, CLEF_ROLE_H_TYPE_EMBEDDING, 0, &h->type_emb, err))
     {
         return -1;
     }
 
     /* option_question_projection and question_projection both read the
      * question vectors: one [2W][H] product. */
-    t[0] = head_t(b, "option_question_projection.weight", W * H, err);
-    t[1] = t[0] ? head_t(b, "question_projection.weight", W * H, err) : NULL;
+    t[0] = role_t(b, CLEF_ROLE_H_OPTION_QUESTION_PROJ, 0, err);
+    t[1] = t[0] ? role_t(b, CLEF_ROLE_H_QUESTION_PROJ, 0, err) : NULL;
     if (t[1] == NULL) {
         return -1;
     }
@@ -580,61 +586,68 @@ upload_head(clef_backend *b, clef_error *err)
 
     for (i = 0; i < b->n_route; i++) {
         cuda_route  *r = &h->route[i];
-        const char  *ev = "evidence_layers";
-        hname        n;
 
-        if (up_ln(b, ev, i, "query_norm", W, &r->qn_w, &r->qn_b, err)
-            || up_ln(b, ev, i, "memory_norm", W, &r->mn_w, &r->mn_b, err)
-            || up_ln(b, ev, i, "feedforward_norm", W, &r->fn_w, &r->fn_b, err)
-            || up_mha(b, ev, i, "attention", &r->att, err)
-            || up_head_f32(b, hn(&n, ev, i, "feedforward.0.weight"), F * W, &r->ff0_w, err)
-            || up_head_f32(b, hn(&n, ev, i, "feedforward.0.bias"), F, &r->ff0_b, err)
-            || up_head_f32(b, hn(&n, ev, i, "feedforward.3.weight"), W * F, &r->ff3_w, err)
-            || up_head_f32(b, hn(&n, ev, i, "feedforward.3.bias"), W, &r->ff3_b, err))
+        if (up_ln(b, CLEF_ROLE_HR_QUERY_NORM, CLEF_ROLE_HR_QUERY_NORM_BIAS, i,
+                  &r->qn_w, &r->qn_b, err)
+            || up_ln(b, CLEF_ROLE_HR_MEMORY_NORM, CLEF_ROLE_HR_MEMORY_NORM_BIAS,
+                     i, &r->mn_w, &r->mn_b, err)
+            || up_ln(b, CLEF_ROLE_HR_FF_NORM, CLEF_ROLE_HR_FF_NORM_BIAS, i,
+                     &r->fn_w, &r->fn_b, err)
+            || up_mha(b, route_att, i, &r->att, err)
+            || up_role_f32(b, CLEF_ROLE_HR_FF0, i, &r->ff0_w, err)
+            || up_role_f32(b, CLEF_ROLE_HR_FF0_BIAS, i, &r->ff0_b, err)
+            || up_role_f32(b, CLEF_ROLE_HR_FF3, i, &r->ff3_w, err)
+            || up_role_f32(b, CLEF_ROLE_HR_FF3_BIAS, i, &r->ff3_b, err))
         {
             return -1;
         }
     }
-    if (up_ln(b, NULL, -1, "option_summary_norm", W, &h->sum_w, &h->sum_b, err)) {
+    if (up_ln(b, CLEF_ROLE_H_SUMMARY_NORM, CLEF_ROLE_H_SUMMARY_NORM_BIAS, 0,
+              &h->sum_w, &h->sum_b, err))
+    {
         return -1;
     }
     for (i = 0; i < b->n_dec; i++) {
         cuda_dec  *d = &h->dec[i];
-        hname      n;
 
-        if (up_ln(b, "layers", i, "norm1", W, &d->n1_w, &d->n1_b, err)
-            || up_ln(b, "layers", i, "norm2", W, &d->n2_w, &d->n2_b, err)
-            || up_ln(b, "layers", i, "norm3", W, &d->n3_w, &d->n3_b, err)
-            || up_mha(b, "layers", i, "self_attn", &d->sa, err)
-            || up_mha(b, "layers", i, "multihead_attn", &d->ca, err)
-            || up_head_f32(b, hn(&n, "layers", i, "linear1.weight"), F * W, &d->l1_w, err)
-            || up_head_f32(b, hn(&n, "layers", i, "linear1.bias"), F, &d->l1_b, err)
-            || up_head_f32(b, hn(&n, "layers", i, "linear2.weight"), W * F, &d->l2_w, err)
-            || up_head_f32(b, hn(&n, "layers", i, "linear2.bias"), W, &d->l2_b, err))
+        if (up_ln(b, CLEF_ROLE_HD_NORM1, CLEF_ROLE_HD_NORM1_BIAS, i,
+                  &d->n1_w, &d->n1_b, err)
+            || up_ln(b, CLEF_ROLE_HD_NORM2, CLEF_ROLE_HD_NORM2_BIAS, i,
+                     &d->n2_w, &d->n2_b, err)
+            || up_ln(b, CLEF_ROLE_HD_NORM3, CLEF_ROLE_HD_NORM3_BIAS, i,
+                     &d->n3_w, &d->n3_b, err)
+            || up_mha(b, dec_self, i, &d->sa, err)
+            || up_mha(b, dec_cross, i, &d->ca, err)
+            || up_role_f32(b, CLEF_ROLE_HD_LINEAR1, i, &d->l1_w, err)
+            || up_role_f32(b, CLEF_ROLE_HD_LINEAR1_BIAS, i, &d->l1_b, err)
+            || up_role_f32(b, CLEF_ROLE_HD_LINEAR2, i, &d->l2_w, err)
+            || up_role_f32(b, CLEF_ROLE_HD_LINEAR2_BIAS, i, &d->l2_b, err))
         {
             return -1;
         }
     }
-    if (up_ln(b, NULL, -1, "field_norm", W, &h->field_w, &h->field_b, err)
-        || up_ln(b, NULL, -1, "option_norm", W, &h->opt_w, &h->opt_b, err)
-        || up_head_f32(b, "residual_scorer.0.weight", W * 4 * W, &h->rs0_w, err)
-        || up_head_f32(b, "residual_scorer.0.bias", W, &h->rs0_b, err)
-        || up_head_f32(b, "residual_scorer.3.weight", W, &h->rs3_w, err)
-        || up_head_f32(b, "residual_scorer.3.bias", 1, &h->rs3_b, err))
+    if (up_ln(b, CLEF_ROLE_H_FIELD_NORM, CLEF_ROLE_H_FIELD_NORM_BIAS, 0,
+              &h->field_w, &h->field_b, err)
+        || up_ln(b, CLEF_ROLE_H_OPTION_NORM, CLEF_ROLE_H_OPTION_NORM_BIAS, 0,
+                 &h->opt_w, &h->opt_b, err)
+        || up_role_f32(b, CLEF_ROLE_H_SCORER, 0, &h->rs0_w, err)
+        || up_role_f32(b, CLEF_ROLE_H_SCORER_BIAS, 0, &h->rs0_b, err)
+        || up_role_f32(b, CLEF_ROLE_H_SCORER_OUT, 0, &h->rs3_w, err)
+        || up_role_f32(b, CLEF_ROLE_H_SCORER_OUT_BIAS, 0, &h->rs3_b, err))
     {
         return -1;
     }
 
     /* exp(min(s, ln 100)) and sigmoid(gate), in double like the converter. */
-    if (scalar(head_t(b, "prior_logit_scale", 1, err), &v) != 0) {
+    if (up_scalar(b, CLEF_ROLE_H_PRIOR_SCALE, &v, err) != 0) {
         return -1;
     }
     h->prior_scale = (float) exp(fmin((double) v, log(100.0)));
-    if (scalar(head_t(b, "joint_logit_scale", 1, err), &v) != 0) {
+    if (up_scalar(b, CLEF_ROLE_H_JOINT_SCALE, &v, err) != 0) {
         return -1;
     }
     h->joint_scale = (float) exp(fmin((double) v, log(100.0)));
-    if (scalar(head_t(b, "residual_gate", 1, err), &v) != 0) {
+    if (up_scalar(b, CLEF_ROLE_H_RESIDUAL_GATE, &v, err) != 0) {
         return -1;
     }
     h->gate = (float) (1.0 / (1.0 + exp(-(double) v)));
@@ -649,14 +662,23 @@ cuda_weights_upload(clef_backend *b, clef_error *err)
     float                    inv[128];
     int                      l, j;
 
+    /* a kind of layer this backend does not run is refused before
+     * anything is uploaded */
+    for (l = 0; l < b->L; l++) {
+        if (tc->layer[l].mlp != CLEF_MLP_DENSE) {
+            return clef_error_fail(err, CLEF_E_MODEL,
+                "cuda backend: layer %d has a mixture-of-experts MLP (Clef "
+                "Omni), which it does not run yet", l);
+        }
+    }
     /* every rank embeds (replicated: shard.h says why) */
-    emb = text(b, TEXT "embed_tokens.weight", (int64_t) b->V * b->H, err);
+    emb = role_t(b, CLEF_ROLE_EMBED, 0, err);
     if (emb == NULL || up_bf16(b, emb, &b->embed, err) != 0) {
         return -1;
     }
     /* lm_head and the final norm serve the head: rank 0 alone */
     if (b->rank == 0) {
-        lm = text(b, "lm_head.weight", (int64_t) b->V * b->H, err);
+        lm = role_t(b, CLEF_ROLE_LM_HEAD, 0, err);
         if (lm == NULL) {
             return -1;
         }
@@ -665,8 +687,8 @@ cuda_weights_upload(clef_backend *b, clef_error *err)
         } else if (up_bf16(b, lm, &b->lm_head, err) != 0) {
             return -1;
         }
-        if (up_bf16(b, text(b, TEXT "norm.weight", b->H, err), &b->final_norm, err)
-            != 0)
+        if (up_bf16(b, role_t(b, CLEF_ROLE_FINAL_NORM, 0, err), &b->final_norm,
+                    err) != 0)
         {
             return -1;
         }

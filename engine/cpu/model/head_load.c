@@ -1,7 +1,9 @@
 /*
  * Opening the CPU head: every tensor of joint_head.safetensors checked
  * against joint_head_config.json (spec/clef-encoder-and-head.md §7.1) and
- * converted to f32 once, the matrices packed for the GEMM (gemm.h).
+ * converted to f32 once, the matrices packed for the GEMM (gemm.h).  The
+ * tensors are named by their roles (model/roles.h), which also give the
+ * shapes they are checked against.
  */
 #include "cpu/model/head_source.h"
 #include "cpu/model/head_weights.h"
@@ -11,10 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/roles.h"
+
 typedef struct {
     clef_cpu_head        *h;
     clef_head_tensor_fn   get;
     const void           *ctx;
+    clef_dims             dims;
     clef_error           *err;
     int                   failed;
 } loader;
@@ -35,17 +40,21 @@ shape_text(char *buf, size_t size, int ndim, const int64_t *shape)
     }
 }
 
-/* The tensor `name`, checked to be a float tensor of the given shape. */
+/* The tensor of role r (of head layer i), checked to be a float tensor of
+ * its role's shape; its name into name[160]. */
 static const clef_tensor *
-tensor(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
+tensor(loader *ld, clef_role r, int i, char *name)
 {
     const clef_tensor  *t;
-    int64_t             shape[2] = { d0, d1 };
+    int64_t             shape[5];
+    int                 ndim;
     char                want[64], got[160];
 
     if (ld->failed) {
         return NULL;
     }
+    clef_role_name(NULL, r, i, name, 160);
+    ndim = clef_role_shape(r, &ld->dims, shape);
     t = ld->get(ld->ctx, name);
     if (t == NULL) {
         ld->failed = 1;
@@ -62,9 +71,7 @@ tensor(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
                         name, got, want);
         return NULL;
     }
-    if (t->dtype != CLEF_DTYPE_F32 && t->dtype != CLEF_DTYPE_BF16
-        && t->dtype != CLEF_DTYPE_F16)
-    {
+    if (!clef_dtype_is_float(t->dtype)) {
         ld->failed = 1;
         clef_error_fail(ld->err, CLEF_E_MODEL,
                         "joint_head.safetensors: tensor %s is %s, not a float",
@@ -101,9 +108,10 @@ keep(loader *ld, float *f, const char *name)
 }
 
 static const float *
-weight(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
+weight(loader *ld, clef_role r, int i)
 {
-    const clef_tensor  *t = tensor(ld, name, ndim, d0, d1);
+    char                name[160];
+    const clef_tensor  *t = tensor(ld, r, i, name);
     float              *f;
 
     if (t == NULL) {
@@ -117,13 +125,13 @@ weight(loader *ld, const char *name, int ndim, int64_t d0, int64_t d1)
     return f;
 }
 
-/* Rows [row0, row0 + out) of the [rows][in] matrix `name`, packed for the
+/* Rows [row0, row0 + out) of role r's [rows][in] matrix, packed for the
  * GEMM; the f32 rows are dropped once packed. */
 static clef_cpu_wpack
-packed(loader *ld, const char *name, int64_t rows, int64_t in, int64_t row0,
-    int64_t out)
+packed(loader *ld, clef_role r, int i, int64_t in, int64_t row0, int64_t out)
 {
-    const clef_tensor  *t = tensor(ld, name, 2, rows, in);
+    char                name[160];
+    const clef_tensor  *t = tensor(ld, r, i, name);
     clef_cpu_wpack      p;
     float              *f;
 
@@ -147,41 +155,37 @@ packed(loader *ld, const char *name, int64_t rows, int64_t in, int64_t row0,
 }
 
 static clef_head_ln
-layer_norm(loader *ld, const char *prefix, int n)
+layer_norm(loader *ld, clef_role w, clef_role b, int i, int n)
 {
-    char          name[160];
     clef_head_ln  ln;
 
     ln.n = n;
-    snprintf(name, sizeof(name), "%s.weight", prefix);
-    ln.weight = weight(ld, name, 1, n, 0);
-    snprintf(name, sizeof(name), "%s.bias", prefix);
-    ln.bias = weight(ld, name, 1, n, 0);
+    ln.weight = weight(ld, w, i);
+    ln.bias = weight(ld, b, i);
     return ln;
 }
 
+/* A linear layer of roles w and b (CLEF_ROLE_COUNT: no bias). */
 static clef_head_linear
-linear(loader *ld, const char *prefix, int in, int out, int bias)
+linear(loader *ld, clef_role w, clef_role b, int i, int in, int out)
 {
-    char              name[160];
     clef_head_linear  l;
 
     memset(&l, 0, sizeof(l));
     l.in = in;
     l.out = out;
-    snprintf(name, sizeof(name), "%s.weight", prefix);
-    l.packed = packed(ld, name, out, in, 0, out);
-    if (bias) {
-        snprintf(name, sizeof(name), "%s.bias", prefix);
-        l.bias = weight(ld, name, 1, out, 0);
+    l.packed = packed(ld, w, i, in, 0, out);
+    if (b != CLEF_ROLE_COUNT) {
+        l.bias = weight(ld, b, i);
     }
     return l;
 }
 
+/* An nn.MultiheadAttention: r[] its in_proj weight and bias, out_proj
+ * weight and bias roles. */
 static clef_head_attn
-attention(loader *ld, const char *prefix, int width, int heads)
+attention(loader *ld, const clef_role *r, int i, int width, int heads)
 {
-    char            name[160];
     clef_head_attn  a;
     const float    *bias;
 
@@ -192,22 +196,19 @@ attention(loader *ld, const char *prefix, int width, int heads)
     a.q.out = width;
     a.kv.in = width;
     a.kv.out = 2 * width;
-    snprintf(name, sizeof(name), "%s.in_proj_weight", prefix);
-    a.q.packed = packed(ld, name, 3 * (int64_t) width, width, 0, width);
-    a.kv.packed = packed(ld, name, 3 * (int64_t) width, width, width, 2 * width);
-    snprintf(name, sizeof(name), "%s.in_proj_bias", prefix);
-    bias = weight(ld, name, 1, 3 * (int64_t) width, 0);
+    a.q.packed = packed(ld, r[0], i, width, 0, width);
+    a.kv.packed = packed(ld, r[0], i, width, width, 2 * width);
+    bias = weight(ld, r[1], i);
     a.q.bias = bias;
     a.kv.bias = bias != NULL ? bias + width : NULL;
-    snprintf(name, sizeof(name), "%s.out_proj", prefix);
-    a.out = linear(ld, name, width, width, 1);
+    a.out = linear(ld, r[2], r[3], i, width, width);
     return a;
 }
 
 static float
-scalar(loader *ld, const char *name)
+scalar(loader *ld, clef_role r)
 {
-    const float  *v = weight(ld, name, 0, 0, 0);
+    const float  *v = weight(ld, r, 0);
 
     return v ? v[0] : 0.0f;
 }
@@ -217,8 +218,19 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
     clef_head_tensor_fn get, const void *ctx, const clef_tensor *lm_head,
     clef_cpu_head **out, clef_error *err)
 {
+    static const clef_role  route_att[4] = {
+        CLEF_ROLE_HR_ATTN_IN, CLEF_ROLE_HR_ATTN_IN_BIAS,
+        CLEF_ROLE_HR_ATTN_OUT, CLEF_ROLE_HR_ATTN_OUT_BIAS
+    };
+    static const clef_role  dec_self[4] = {
+        CLEF_ROLE_HD_SELF_IN, CLEF_ROLE_HD_SELF_IN_BIAS,
+        CLEF_ROLE_HD_SELF_OUT, CLEF_ROLE_HD_SELF_OUT_BIAS
+    };
+    static const clef_role  dec_cross[4] = {
+        CLEF_ROLE_HD_CROSS_IN, CLEF_ROLE_HD_CROSS_IN_BIAS,
+        CLEF_ROLE_HD_CROSS_OUT, CLEF_ROLE_HD_CROSS_OUT_BIAS
+    };
     int             i, H = cfg->hidden_size, W = cfg->width, F = cfg->feedforward;
-    char            p[96];
     float           ln100 = (float) log(100.0);
     float           ps, js, rg;
     clef_cpu_head  *h;
@@ -239,9 +251,7 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
         return clef_error_fail(err, CLEF_E_MODEL,
             "lm_head.weight is missing or not [vocab, %d]", H);
     }
-    if (lm_head->dtype != CLEF_DTYPE_F32 && lm_head->dtype != CLEF_DTYPE_BF16
-        && lm_head->dtype != CLEF_DTYPE_F16)
-    {
+    if (!clef_dtype_is_float(lm_head->dtype)) {
         return clef_error_fail(err, CLEF_E_MODEL,
                                "lm_head.weight is %s, not a float",
                                clef_dtype_name(lm_head->dtype));
@@ -260,70 +270,75 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
     h->cfg = *cfg;
     h->lm_head = lm_head;
 
+    memset(&ld, 0, sizeof(ld));
     ld.h = h;
     ld.get = get;
     ld.ctx = ctx;
     ld.err = err;
-    ld.failed = 0;
+    clef_dims_head(&ld.dims, cfg);
 
-    h->hidden_norm = layer_norm(&ld, "hidden_norm", H);
-    h->memory_projection = linear(&ld, "memory_projection", H, W, 0);
-    h->question_projection = linear(&ld, "question_projection", H, W, 0);
+    h->hidden_norm = layer_norm(&ld, CLEF_ROLE_H_HIDDEN_NORM,
+                                CLEF_ROLE_H_HIDDEN_NORM_BIAS, 0, H);
+    h->memory_projection = linear(&ld, CLEF_ROLE_H_MEMORY_PROJ,
+                                  CLEF_ROLE_COUNT, 0, H, W);
+    h->question_projection = linear(&ld, CLEF_ROLE_H_QUESTION_PROJ,
+                                    CLEF_ROLE_COUNT, 0, H, W);
     h->option_question_projection =
-        linear(&ld, "option_question_projection", H, W, 0);
-    h->global_projection = linear(&ld, "global_projection", H, W, 0);
+        linear(&ld, CLEF_ROLE_H_OPTION_QUESTION_PROJ, CLEF_ROLE_COUNT, 0, H, W);
+    h->global_projection = linear(&ld, CLEF_ROLE_H_GLOBAL_PROJ,
+                                  CLEF_ROLE_COUNT, 0, H, W);
     h->option_context_projection =
-        linear(&ld, "option_context_projection", H, W, 0);
+        linear(&ld, CLEF_ROLE_H_OPTION_CONTEXT_PROJ, CLEF_ROLE_COUNT, 0, H, W);
     h->option_lexical_projection =
-        linear(&ld, "option_lexical_projection", H, W, 0);
-    h->type_embedding = weight(&ld, "type_embedding.weight", 2, 3, W);
+        linear(&ld, CLEF_ROLE_H_OPTION_LEXICAL_PROJ, CLEF_ROLE_COUNT, 0, H, W);
+    h->type_embedding = weight(&ld, CLEF_ROLE_H_TYPE_EMBEDDING, 0);
 
     for (i = 0; i < cfg->routing_layers; i++) {
         routing_layer  *r = &h->routing[i];
 
-        snprintf(p, sizeof(p), "evidence_layers.%d.query_norm", i);
-        r->query_norm = layer_norm(&ld, p, W);
-        snprintf(p, sizeof(p), "evidence_layers.%d.memory_norm", i);
-        r->memory_norm = layer_norm(&ld, p, W);
-        snprintf(p, sizeof(p), "evidence_layers.%d.attention", i);
-        r->attention = attention(&ld, p, W, cfg->heads);
-        snprintf(p, sizeof(p), "evidence_layers.%d.feedforward_norm", i);
-        r->feedforward_norm = layer_norm(&ld, p, W);
-        snprintf(p, sizeof(p), "evidence_layers.%d.feedforward.0", i);
-        r->up = linear(&ld, p, W, F, 1);
-        snprintf(p, sizeof(p), "evidence_layers.%d.feedforward.3", i);
-        r->down = linear(&ld, p, F, W, 1);
+        r->query_norm = layer_norm(&ld, CLEF_ROLE_HR_QUERY_NORM,
+                                   CLEF_ROLE_HR_QUERY_NORM_BIAS, i, W);
+        r->memory_norm = layer_norm(&ld, CLEF_ROLE_HR_MEMORY_NORM,
+                                    CLEF_ROLE_HR_MEMORY_NORM_BIAS, i, W);
+        r->attention = attention(&ld, route_att, i, W, cfg->heads);
+        r->feedforward_norm = layer_norm(&ld, CLEF_ROLE_HR_FF_NORM,
+                                         CLEF_ROLE_HR_FF_NORM_BIAS, i, W);
+        r->up = linear(&ld, CLEF_ROLE_HR_FF0, CLEF_ROLE_HR_FF0_BIAS, i, W, F);
+        r->down = linear(&ld, CLEF_ROLE_HR_FF3, CLEF_ROLE_HR_FF3_BIAS, i, F, W);
     }
 
-    h->option_summary_norm = layer_norm(&ld, "option_summary_norm", W);
+    h->option_summary_norm = layer_norm(&ld, CLEF_ROLE_H_SUMMARY_NORM,
+                                        CLEF_ROLE_H_SUMMARY_NORM_BIAS, 0, W);
 
     for (i = 0; i < cfg->layers; i++) {
         decoder_layer  *d = &h->decoder[i];
 
-        snprintf(p, sizeof(p), "layers.%d.norm1", i);
-        d->norm1 = layer_norm(&ld, p, W);
-        snprintf(p, sizeof(p), "layers.%d.self_attn", i);
-        d->self_attn = attention(&ld, p, W, cfg->heads);
-        snprintf(p, sizeof(p), "layers.%d.norm2", i);
-        d->norm2 = layer_norm(&ld, p, W);
-        snprintf(p, sizeof(p), "layers.%d.multihead_attn", i);
-        d->cross_attn = attention(&ld, p, W, cfg->heads);
-        snprintf(p, sizeof(p), "layers.%d.norm3", i);
-        d->norm3 = layer_norm(&ld, p, W);
-        snprintf(p, sizeof(p), "layers.%d.linear1", i);
-        d->up = linear(&ld, p, W, F, 1);
-        snprintf(p, sizeof(p), "layers.%d.linear2", i);
-        d->down = linear(&ld, p, F, W, 1);
+        d->norm1 = layer_norm(&ld, CLEF_ROLE_HD_NORM1, CLEF_ROLE_HD_NORM1_BIAS,
+                              i, W);
+        d->self_attn = attention(&ld, dec_self, i, W, cfg->heads);
+        d->norm2 = layer_norm(&ld, CLEF_ROLE_HD_NORM2, CLEF_ROLE_HD_NORM2_BIAS,
+                              i, W);
+        d->cross_attn = attention(&ld, dec_cross, i, W, cfg->heads);
+        d->norm3 = layer_norm(&ld, CLEF_ROLE_HD_NORM3, CLEF_ROLE_HD_NORM3_BIAS,
+                              i, W);
+        d->up = linear(&ld, CLEF_ROLE_HD_LINEAR1, CLEF_ROLE_HD_LINEAR1_BIAS, i,
+                       W, F);
+        d->down = linear(&ld, CLEF_ROLE_HD_LINEAR2, CLEF_ROLE_HD_LINEAR2_BIAS,
+                         i, F, W);
     }
 
-    h->field_norm = layer_norm(&ld, "field_norm", W);
-    h->option_norm = layer_norm(&ld, "option_norm", W);
-    h->scorer_up = linear(&ld, "residual_scorer.0", 4 * W, W, 1);
-    h->scorer_down = linear(&ld, "residual_scorer.3", W, 1, 1);
+    h->field_norm = layer_norm(&ld, CLEF_ROLE_H_FIELD_NORM,
+                               CLEF_ROLE_H_FIELD_NORM_BIAS, 0, W);
+    h->option_norm = layer_norm(&ld, CLEF_ROLE_H_OPTION_NORM,
+                                CLEF_ROLE_H_OPTION_NORM_BIAS, 0, W);
+    h->scorer_up = linear(&ld, CLEF_ROLE_H_SCORER, CLEF_ROLE_H_SCORER_BIAS, 0,
+                          4 * W, W);
+    h->scorer_down = linear(&ld, CLEF_ROLE_H_SCORER_OUT,
+                            CLEF_ROLE_H_SCORER_OUT_BIAS, 0, W, 1);
 
-    ps = scalar(&ld, "prior_logit_scale");
-    js = scalar(&ld, "joint_logit_scale");
-    rg = scalar(&ld, "residual_gate");
+    ps = scalar(&ld, CLEF_ROLE_H_PRIOR_SCALE);
+    js = scalar(&ld, CLEF_ROLE_H_JOINT_SCALE);
+    rg = scalar(&ld, CLEF_ROLE_H_RESIDUAL_GATE);
 
     if (ld.failed) {
         clef_cpu_head_close(h);
