@@ -224,7 +224,7 @@ check_part(clef_model *m, spec_list *specs, int vision, clef_error *err)
         }
         /* A tied checkpoint may still carry lm_head.weight: unused. */
         if (!vision && m->cfg.text.tie_word_embeddings
-            && strcmp(e->name, "lm_head.weight") == 0)
+            && strcmp(e->name, clef_role_of(CLEF_ROLE_LM_HEAD)->name) == 0)
         {
             continue;
         }
@@ -364,20 +364,24 @@ load_tensors(clef_model *m, clef_error *err)
 static int
 tie_lm_head(clef_model *m, clef_error *err)
 {
-    const model_entry  *embed = find_entry(m, CLEF_TEXT_PREFIX "embed_tokens.weight",
-                                           0);
-    const clef_tensor  *t = embed->t;
-    const char         *from = embed->from;
-    model_entry        *e = (model_entry *) find_entry(m, "lm_head.weight", 0);
+    const char         *lm = clef_role_of(CLEF_ROLE_LM_HEAD)->name;
+    const model_entry  *embed;
+    const clef_tensor  *t;
+    const char         *from;
+    model_entry        *e = (model_entry *) find_entry(m, lm, 0);
+    char                name[160];
+
+    clef_role_name(&m->cfg.text, CLEF_ROLE_EMBED, 0, name, sizeof(name));
+    embed = find_entry(m, name, 0);
+    t = embed->t;
+    from = embed->from;
 
     if (e != NULL) {
         e->t = t;
         e->from = from;
         return 0;
     }
-    if (clef_tensor_table_add(&m->table, "lm_head.weight", 0, t, from, err)
-        != 0)
-    {
+    if (clef_tensor_table_add(&m->table, lm, 0, t, from, err) != 0) {
         return -1;
     }
     qsort(m->table.v, (size_t) m->table.n, sizeof(model_entry), cmp_entry);
