@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/path.h"
 #include "commands.h"
 #include "mkmodel.h"
 #include "model/model_vision.h"
@@ -67,18 +68,6 @@ fail(const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n");
     return 1;
-}
-
-static char *
-path_join(const char *dir, const char *name)
-{
-    size_t  n = strlen(dir) + strlen(name) + 2;
-    char   *p = malloc(n);
-
-    if (p != NULL) {
-        snprintf(p, n, "%s/%s", dir, name);
-    }
-    return p;
 }
 
 /* mkdir -p */
@@ -146,7 +135,7 @@ reals_fit_15(const json_t *v)
 static int
 write_json(const char *dir, const char *name, const json_t *v)
 {
-    char   *path = path_join(dir, name), *text;
+    char   *path = clef_path_join(dir, name), *text;
     FILE   *f;
     size_t  flags = JSON_INDENT(2) | JSON_SORT_KEYS
                     | JSON_REAL_PRECISION(reals_fit_15(v) ? 15 : 17);
@@ -171,7 +160,7 @@ write_json(const char *dir, const char *name, const json_t *v)
 static int
 copy_file(const char *from_dir, const char *to_dir, const char *name)
 {
-    char    *from = path_join(from_dir, name), *to = path_join(to_dir, name);
+    char    *from = clef_path_join(from_dir, name), *to = clef_path_join(to_dir, name);
     char     buf[1 << 16];
     FILE    *in = NULL, *out = NULL;
     size_t   n;
@@ -232,7 +221,7 @@ read_tokenizer(const char *dir, mk_tokenizer *tk)
         { "vision_start_token_id", "<|vision_start|>" },
         { "vision_end_token_id", "<|vision_end|>" },
     };
-    char          *path = path_join(dir, "tokenizer.json");
+    char          *path = clef_path_join(dir, "tokenizer.json");
     json_t        *root, *vocab, *added, *v, *a;
     json_error_t   jerr;
     const char    *key;
@@ -510,7 +499,7 @@ write_backbone(const mk_args *a, const clef_text_config *tc,
         for (i = first; i < l.n && l.v[i].shard == s; i++) {
             json_object_set_new(map, l.v[i].spec.name, json_string(name));
         }
-        path = path_join(a->out, name);
+        path = clef_path_join(a->out, name);
         if (path == NULL
             || mkmodel_write_safetensors(path, l.v + first, i - first, a->seed,
                                          a->sparse) != 0)
@@ -537,7 +526,7 @@ static int
 write_head(const mk_args *a, const clef_head_config *hc, int *count, uint64_t *bytes)
 {
     mk_list  l = { NULL, 0, 0 };
-    char    *path = path_join(a->out, "joint_head.safetensors");
+    char    *path = clef_path_join(a->out, "joint_head.safetensors");
     int      i, rc = -1;
 
     if (path == NULL || clef_head_tensors(hc, collect, &l) != 0) {

@@ -530,18 +530,6 @@ up_scalar(clef_backend *b, clef_role r, float *v, clef_error *err)
 static int
 upload_head(clef_backend *b, clef_error *err)
 {
-    static const clef_role  route_att[4] = {
-        CLEF_ROLE_HR_ATTN_IN, CLEF_ROLE_HR_ATTN_IN_BIAS,
-        CLEF_ROLE_HR_ATTN_OUT, CLEF_ROLE_HR_ATTN_OUT_BIAS
-    };
-    static const clef_role  dec_self[4] = {
-        CLEF_ROLE_HD_SELF_IN, CLEF_ROLE_HD_SELF_IN_BIAS,
-        CLEF_ROLE_HD_SELF_OUT, CLEF_ROLE_HD_SELF_OUT_BIAS
-    };
-    static const clef_role  dec_cross[4] = {
-        CLEF_ROLE_HD_CROSS_IN, CLEF_ROLE_HD_CROSS_IN_BIAS,
-        CLEF_ROLE_HD_CROSS_OUT, CLEF_ROLE_HD_CROSS_OUT_BIAS
-    };
     cuda_head_w        *h = &b->head;
     int64_t             H = b->H, W = b->W;
     const clef_tensor  *t[2];
@@ -593,7 +581,7 @@ upload_head(clef_backend *b, clef_error *err)
                      i, &r->mn_w, &r->mn_b, err)
             || up_ln(b, CLEF_ROLE_HR_FF_NORM, CLEF_ROLE_HR_FF_NORM_BIAS, i,
                      &r->fn_w, &r->fn_b, err)
-            || up_mha(b, route_att, i, &r->att, err)
+            || up_mha(b, clef_roles_route_attention, i, &r->att, err)
             || up_role_f32(b, CLEF_ROLE_HR_FF0, i, &r->ff0_w, err)
             || up_role_f32(b, CLEF_ROLE_HR_FF0_BIAS, i, &r->ff0_b, err)
             || up_role_f32(b, CLEF_ROLE_HR_FF3, i, &r->ff3_w, err)
@@ -616,8 +604,8 @@ upload_head(clef_backend *b, clef_error *err)
                      &d->n2_w, &d->n2_b, err)
             || up_ln(b, CLEF_ROLE_HD_NORM3, CLEF_ROLE_HD_NORM3_BIAS, i,
                      &d->n3_w, &d->n3_b, err)
-            || up_mha(b, dec_self, i, &d->sa, err)
-            || up_mha(b, dec_cross, i, &d->ca, err)
+            || up_mha(b, clef_roles_dec_self_attention, i, &d->sa, err)
+            || up_mha(b, clef_roles_dec_cross_attention, i, &d->ca, err)
             || up_role_f32(b, CLEF_ROLE_HD_LINEAR1, i, &d->l1_w, err)
             || up_role_f32(b, CLEF_ROLE_HD_LINEAR1_BIAS, i, &d->l1_b, err)
             || up_role_f32(b, CLEF_ROLE_HD_LINEAR2, i, &d->l2_w, err)

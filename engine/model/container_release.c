@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/path.h"
 #include "model/container.h"
 #include "model/model_config.h"
 #include "model/model_vision.h"
@@ -37,37 +38,9 @@ typedef struct {
 } release;
 
 static int
-release_error(clef_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int
-release_error(clef_error *err, const char *fmt, ...)
-{
-    char     msg[512];
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return clef_error_fail(err, CLEF_E_MODEL, "%s", msg);
-}
-
-static int
 oom(clef_error *err)
 {
     return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
-}
-
-static char *
-join(const char *dir, const char *name)
-{
-    size_t  n = strlen(dir) + strlen(name) + 2;
-    char   *p = malloc(n);
-
-    if (p != NULL) {
-        snprintf(p, n, "%s/%s", dir, name);
-    }
-    return p;
 }
 
 static int
@@ -87,14 +60,15 @@ load_json(const char *path, clef_error *err)
 
     f = fopen(path, "rb");
     if (f == NULL) {
-        release_error(err, "%s: cannot open: %s", path, strerror(errno));
+        clef_error_fail(err, CLEF_E_MODEL, "%s: cannot open: %s", path,
+                        strerror(errno));
         return NULL;
     }
     root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
     fclose(f);
     if (root == NULL) {
-        release_error(err, "%s: malformed JSON: %s (line %d)", path, jerr.text,
-                      jerr.line);
+        clef_error_fail(err, CLEF_E_MODEL, "%s: malformed JSON: %s (line %d)",
+                        path, jerr.text, jerr.line);
     }
     return root;
 }
@@ -133,7 +107,8 @@ release_open(const char *path, int flags, clef_error *err)
     release  *r = calloc(1, sizeof(*r));
 
     if (r == NULL || (r->dir = strdup(path)) == NULL
-        || (r->head_path = join(path, "joint_head.safetensors")) == NULL)
+        || (r->head_path = clef_path_join(path, "joint_head.safetensors"))
+           == NULL)
     {
         release_close(r);
         oom(err);
@@ -161,8 +136,8 @@ release_configs(void *c, clef_model_configs *cfg, clef_error *err)
     char     *path, *head;
     int       rc = -1;
 
-    path = join(r->dir, "config.json");
-    head = join(r->dir, "joint_head_config.json");
+    path = clef_path_join(r->dir, "config.json");
+    head = clef_path_join(r->dir, "joint_head_config.json");
     if (path == NULL || head == NULL) {
         oom(err);
         goto done;
@@ -182,7 +157,7 @@ release_configs(void *c, clef_model_configs *cfg, clef_error *err)
     }
     if (cfg->vision.present) {
         free(path);
-        path = join(r->dir, "preprocessor_config.json");
+        path = clef_path_join(r->dir, "preprocessor_config.json");
         if (path == NULL) {
             rc = oom(err);
             goto done;
@@ -214,9 +189,9 @@ release_configs(void *c, clef_model_configs *cfg, clef_error *err)
     rc = clef_head_config_parse(root, head, &cfg->head, err);
     json_decref(root);
     if (rc == 0 && cfg->head.hidden_size != cfg->text.hidden_size) {
-        rc = release_error(err, "%s: hidden_size %d does not match the "
-                           "backbone's %d", head, cfg->head.hidden_size,
-                           cfg->text.hidden_size);
+        rc = clef_error_fail(err, CLEF_E_MODEL, "%s: hidden_size %d does not "
+                             "match the backbone's %d", head,
+                             cfg->head.hidden_size, cfg->text.hidden_size);
     }
 
 done:
@@ -265,8 +240,9 @@ add_tensor(clef_tensor_table *tt, const clef_tensor *t,
     int          skip;
 
     if (strlen(t->name) + sizeof(CANONICAL) >= sizeof(buf)) {
-        return release_error(err, "%s: tensor name '%.64s...' is too long",
-                             clef_safetensors_path(st), t->name);
+        return clef_error_fail(err, CLEF_E_MODEL,
+                               "%s: tensor name '%.64s...' is too long",
+                               clef_safetensors_path(st), t->name);
     }
     name = canonical_name(t->name, vision, buf, sizeof(buf), &skip);
     return skip ? 0 : clef_tensor_table_add(tt, name, 0, t,
@@ -286,7 +262,7 @@ open_file(release *r, const char *name, clef_error *err)
             return r->files[i].st;
         }
     }
-    path = join(r->dir, name);
+    path = clef_path_join(r->dir, name);
     f = realloc(r->files, (size_t) (r->n_files + 1) * sizeof(*f));
     if (path == NULL || f == NULL) {
         free(path);
@@ -331,7 +307,8 @@ load_index(release *r, const char *index_path, int vision,
     }
     map = json_object_get(root, "weight_map");
     if (!json_is_object(map)) {
-        release_error(err, "%s: no weight_map object", index_path);
+        clef_error_fail(err, CLEF_E_MODEL, "%s: no weight_map object",
+                        index_path);
         goto done;
     }
 
@@ -344,10 +321,10 @@ load_index(release *r, const char *index_path, int vision,
         if (file == NULL || file[0] == '\0' || file[0] == '.'
             || strchr(file, '/') != NULL)
         {
-            release_error(err, "%s: tensor '%s' is mapped to %s%s%s, not a "
-                          "file name in the directory", index_path, name,
-                          file ? "'" : "", file ? file : "a non-string",
-                          file ? "'" : "");
+            clef_error_fail(err, CLEF_E_MODEL, "%s: tensor '%s' is mapped to "
+                            "%s%s%s, not a file name in the directory",
+                            index_path, name, file ? "'" : "",
+                            file ? file : "a non-string", file ? "'" : "");
             goto done;
         }
         st = open_file(r, file, err);
@@ -356,8 +333,9 @@ load_index(release *r, const char *index_path, int vision,
         }
         t = clef_safetensors_find(st, name);
         if (t == NULL) {
-            release_error(err, "%s: tensor '%s' is mapped to '%s', which does "
-                          "not hold it", index_path, name, file);
+            clef_error_fail(err, CLEF_E_MODEL, "%s: tensor '%s' is mapped to "
+                            "'%s', which does not hold it", index_path, name,
+                            file);
             goto done;
         }
         if (add_tensor(tt, t, st, vision, err) != 0) {
@@ -393,8 +371,8 @@ static int
 load_backbone(release *r, const clef_model_configs *cfg, clef_tensor_table *tt,
     clef_error *err)
 {
-    char  *index = join(r->dir, "model.safetensors.index.json");
-    char  *single = join(r->dir, "model.safetensors");
+    char  *index = clef_path_join(r->dir, "model.safetensors.index.json");
+    char  *single = clef_path_join(r->dir, "model.safetensors");
     int    rc;
 
     if (index == NULL || single == NULL) {
@@ -404,8 +382,9 @@ load_backbone(release *r, const clef_model_configs *cfg, clef_tensor_table *tt,
     } else if (exists(single)) {
         rc = load_single(r, cfg->vision.present, tt, err);
     } else {
-        rc = release_error(err, "%s: no model.safetensors.index.json or "
-                           "model.safetensors", r->dir);
+        rc = clef_error_fail(err, CLEF_E_MODEL, "%s: no "
+                             "model.safetensors.index.json or "
+                             "model.safetensors", r->dir);
     }
     free(index);
     free(single);
@@ -450,7 +429,7 @@ release_tokenizer(void *c, const clef_model_configs *cfg, clef_error *err)
 {
     release         *r = c;
     clef_tokenizer  *tok;
-    char            *path = join(r->dir, "tokenizer.json");
+    char            *path = clef_path_join(r->dir, "tokenizer.json");
     size_t           n;
 
     if (path == NULL) {
@@ -461,8 +440,9 @@ release_tokenizer(void *c, const clef_model_configs *cfg, clef_error *err)
     if (tok != NULL) {
         n = clef_tokenizer_vocab_size(tok);
         if (n > (size_t) cfg->text.vocab_size) {
-            release_error(err, "%s: %zu token ids do not fit the vocab_size "
-                          "of %d", path, n, cfg->text.vocab_size);
+            clef_error_fail(err, CLEF_E_MODEL, "%s: %zu token ids do not fit "
+                            "the vocab_size of %d", path, n,
+                            cfg->text.vocab_size);
             clef_tokenizer_free(tok);
             tok = NULL;
         }

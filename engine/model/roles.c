@@ -541,6 +541,21 @@ clef_layer_roles(const clef_layer_desc *d, clef_role *out, int max)
     return k > 0 ? n + k : -1;
 }
 
+const clef_role  clef_roles_route_attention[4] = {
+    CLEF_ROLE_HR_ATTN_IN, CLEF_ROLE_HR_ATTN_IN_BIAS,
+    CLEF_ROLE_HR_ATTN_OUT, CLEF_ROLE_HR_ATTN_OUT_BIAS
+};
+
+const clef_role  clef_roles_dec_self_attention[4] = {
+    CLEF_ROLE_HD_SELF_IN, CLEF_ROLE_HD_SELF_IN_BIAS,
+    CLEF_ROLE_HD_SELF_OUT, CLEF_ROLE_HD_SELF_OUT_BIAS
+};
+
+const clef_role  clef_roles_dec_cross_attention[4] = {
+    CLEF_ROLE_HD_CROSS_IN, CLEF_ROLE_HD_CROSS_IN_BIAS,
+    CLEF_ROLE_HD_CROSS_OUT, CLEF_ROLE_HD_CROSS_OUT_BIAS
+};
+
 int
 clef_dtype_wanted(clef_dtype_want want, clef_dtype dt)
 {

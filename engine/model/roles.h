@@ -295,6 +295,13 @@ int clef_layer_roles(const clef_layer_desc *d, clef_role *out, int max);
 /* The roles of one part, in checkpoint order; their count. */
 int clef_part_roles(clef_part p, clef_role *out, int max);
 
+/* The joint head's nn.MultiheadAttention blocks, each as its in_proj
+ * weight, in_proj bias, out_proj weight and out_proj bias roles: the
+ * routing layers' attention, the decoder layers' self- and cross-attention. */
+extern const clef_role  clef_roles_route_attention[4];
+extern const clef_role  clef_roles_dec_self_attention[4];
+extern const clef_role  clef_roles_dec_cross_attention[4];
+
 /* Whether a dtype satisfies a want. */
 int clef_dtype_wanted(clef_dtype_want want, clef_dtype dt);
 

@@ -28,89 +28,84 @@ bf16_bytes(int64_t rows, int64_t cols)
     return clef_cpu_wpack_floats(rows, cols) * sizeof(uint16_t);
 }
 
-/* Where weight row n's step 0 goes: its panel, then its column of the
- * panel (interleaved in bf16, gemm_kernel.h). */
-static float *
-f32_slot(const clef_cpu_wpack *w, int64_t n)
-{
-    return (float *) w->data + n / NR * w->cols * NR + n % NR;
-}
+/* ---- packing rows, into any of the three formats ---------------------- */
 
-static uint16_t *
-bf16_slot(const clef_cpu_wpack *w, int64_t n)
+/* Where weight row n's step 0 goes in w, how far apart its steps are, and
+ * whether w holds bf16: in panels, its panel, then its column of the
+ * panel (interleaved in bf16, gemm_kernel.h); in rows, its row. */
+static void *
+row_slot(const clef_cpu_wpack *w, int64_t n, int64_t *step, int *bf16)
 {
     int64_t  c = n % NR;
 
-    return (uint16_t *) w->data + n / NR * w->cols * NR
-           + (c < NR / 2 ? 2 * c : 2 * (c - NR / 2) + 1);
+    *step = NR;
+    *bf16 = 1;
+    switch (w->format) {
+    case CLEF_CPU_WF32:
+        *bf16 = 0;
+        return (float *) w->data + n / NR * w->cols * NR + c;
+    case CLEF_CPU_WBF16:
+        return (uint16_t *) w->data + n / NR * w->cols * NR
+               + (c < NR / 2 ? 2 * c : 2 * (c - NR / 2) + 1);
+    default:
+        *step = 1;
+        return (uint16_t *) w->data + n * w->cols;
+    }
 }
 
+/* Rows [row, row + n) of W from src (fp32, or bf16 when src_bf16; row
+ * stride ld): copied, widened exactly, or rounded to bf16 (to nearest
+ * even) as the format and the source call for. */
 static void
-f32_pack_f32(clef_cpu_wpack *w, int64_t row, int64_t n, const float *src,
-    int64_t ld)
+pack_rows(clef_cpu_wpack *w, int64_t row, int64_t n, const void *src,
+    int src_bf16, int64_t ld)
 {
-    const float  *s;
-    float        *d;
-    int64_t       r, k;
+    const float     *sf;
+    const uint16_t  *sh;
+    float           *df;
+    uint16_t        *dh;
+    int64_t          r, k, step;
+    int              bf16;
 
     for (r = 0; r < n; r++) {
-        s = src + r * ld;
-        d = f32_slot(w, row + r);
-        for (k = 0; k < w->cols; k++) {
-            d[k * NR] = s[k];
+        sf = (const float *) src + r * ld;
+        sh = (const uint16_t *) src + r * ld;
+        df = row_slot(w, row + r, &step, &bf16);
+        dh = (uint16_t *) df;
+        if (bf16 && src_bf16 && step == 1) {
+            memcpy(dh, sh, sizeof(uint16_t) * (size_t) w->cols);
+        } else if (bf16 && src_bf16) {
+            for (k = 0; k < w->cols; k++) {
+                dh[k * step] = sh[k];
+            }
+        } else if (bf16) {
+            for (k = 0; k < w->cols; k++) {
+                dh[k * step] = clef_f32_to_bf16(sf[k]);
+            }
+        } else if (src_bf16) {
+            for (k = 0; k < w->cols; k++) {
+                df[k * step] = clef_bf16_to_f32(sh[k]);
+            }
+        } else {
+            for (k = 0; k < w->cols; k++) {
+                df[k * step] = sf[k];
+            }
         }
     }
 }
 
 static void
-f32_pack_bf16(clef_cpu_wpack *w, int64_t row, int64_t n, const void *src,
+pack_f32(clef_cpu_wpack *w, int64_t row, int64_t n, const float *src,
     int64_t ld)
 {
-    const uint16_t  *s;
-    float           *d;
-    int64_t          r, k;
-
-    for (r = 0; r < n; r++) {
-        s = (const uint16_t *) src + r * ld;
-        d = f32_slot(w, row + r);
-        for (k = 0; k < w->cols; k++) {
-            d[k * NR] = clef_bf16_to_f32(s[k]);
-        }
-    }
+    pack_rows(w, row, n, src, 0, ld);
 }
 
 static void
-bf16_pack_f32(clef_cpu_wpack *w, int64_t row, int64_t n, const float *src,
+pack_bf16(clef_cpu_wpack *w, int64_t row, int64_t n, const void *src,
     int64_t ld)
 {
-    const float  *s;
-    uint16_t     *h;
-    int64_t       r, k;
-
-    for (r = 0; r < n; r++) {
-        s = src + r * ld;
-        h = bf16_slot(w, row + r);
-        for (k = 0; k < w->cols; k++) {
-            h[k * NR] = clef_f32_to_bf16(s[k]);
-        }
-    }
-}
-
-static void
-bf16_pack_bf16(clef_cpu_wpack *w, int64_t row, int64_t n, const void *src,
-    int64_t ld)
-{
-    const uint16_t  *s;
-    uint16_t        *h;
-    int64_t          r, k;
-
-    for (r = 0; r < n; r++) {
-        s = (const uint16_t *) src + r * ld;
-        h = bf16_slot(w, row + r);
-        for (k = 0; k < w->cols; k++) {
-            h[k * NR] = s[k];
-        }
-    }
+    pack_rows(w, row, n, src, 1, ld);
 }
 
 /* ---- bf16 rows of a native library -------------------------------------- */
@@ -130,36 +125,6 @@ rows_bytes(int64_t rows, int64_t cols)
 }
 
 static void
-rows_pack_f32(clef_cpu_wpack *w, int64_t row, int64_t n, const float *src,
-    int64_t ld)
-{
-    const float  *s;
-    uint16_t     *h;
-    int64_t       r, k;
-
-    for (r = 0; r < n; r++) {
-        s = src + r * ld;
-        h = (uint16_t *) w->data + (row + r) * w->cols;
-        for (k = 0; k < w->cols; k++) {
-            h[k] = clef_f32_to_bf16(s[k]);
-        }
-    }
-}
-
-static void
-rows_pack_bf16(clef_cpu_wpack *w, int64_t row, int64_t n, const void *src,
-    int64_t ld)
-{
-    int64_t  r;
-
-    for (r = 0; r < n; r++) {
-        memcpy((uint16_t *) w->data + (row + r) * w->cols,
-               (const uint16_t *) src + r * ld,
-               sizeof(uint16_t) * (size_t) w->cols);
-    }
-}
-
-static void
 rows_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
     const clef_cpu_wpack *w, float *y, int64_t ldy, float beta, float *scratch,
     clef_precision prec)
@@ -172,16 +137,16 @@ rows_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
 
 static const clef_cpu_wtraits  formats[CLEF_CPU_WFORMAT_COUNT] = {
     [CLEF_CPU_WF32] = {
-        "fp32 panels", f32_bytes, f32_pack_f32,
-        CLEF_DTYPE_BF16, f32_pack_bf16, clef_cpu_panels_linear
+        "fp32 panels", f32_bytes, pack_f32,
+        CLEF_DTYPE_BF16, pack_bf16, clef_cpu_panels_linear
     },
     [CLEF_CPU_WBF16] = {
-        "bf16 panels", bf16_bytes, bf16_pack_f32,
-        CLEF_DTYPE_BF16, bf16_pack_bf16, clef_cpu_panels_linear
+        "bf16 panels", bf16_bytes, pack_f32,
+        CLEF_DTYPE_BF16, pack_bf16, clef_cpu_panels_linear
     },
     [CLEF_CPU_WBF16_ROWS] = {
-        "bf16 rows (native)", rows_bytes, rows_pack_f32,
-        CLEF_DTYPE_BF16, rows_pack_bf16, rows_linear
+        "bf16 rows (native)", rows_bytes, pack_f32,
+        CLEF_DTYPE_BF16, pack_bf16, rows_linear
     },
 };
 

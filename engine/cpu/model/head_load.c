@@ -218,18 +218,6 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
     clef_head_tensor_fn get, const void *ctx, const clef_tensor *lm_head,
     clef_cpu_head **out, clef_error *err)
 {
-    static const clef_role  route_att[4] = {
-        CLEF_ROLE_HR_ATTN_IN, CLEF_ROLE_HR_ATTN_IN_BIAS,
-        CLEF_ROLE_HR_ATTN_OUT, CLEF_ROLE_HR_ATTN_OUT_BIAS
-    };
-    static const clef_role  dec_self[4] = {
-        CLEF_ROLE_HD_SELF_IN, CLEF_ROLE_HD_SELF_IN_BIAS,
-        CLEF_ROLE_HD_SELF_OUT, CLEF_ROLE_HD_SELF_OUT_BIAS
-    };
-    static const clef_role  dec_cross[4] = {
-        CLEF_ROLE_HD_CROSS_IN, CLEF_ROLE_HD_CROSS_IN_BIAS,
-        CLEF_ROLE_HD_CROSS_OUT, CLEF_ROLE_HD_CROSS_OUT_BIAS
-    };
     int             i, H = cfg->hidden_size, W = cfg->width, F = cfg->feedforward;
     float           ln100 = (float) log(100.0);
     float           ps, js, rg;
@@ -300,7 +288,8 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
                                    CLEF_ROLE_HR_QUERY_NORM_BIAS, i, W);
         r->memory_norm = layer_norm(&ld, CLEF_ROLE_HR_MEMORY_NORM,
                                     CLEF_ROLE_HR_MEMORY_NORM_BIAS, i, W);
-        r->attention = attention(&ld, route_att, i, W, cfg->heads);
+        r->attention = attention(&ld, clef_roles_route_attention, i, W,
+                                 cfg->heads);
         r->feedforward_norm = layer_norm(&ld, CLEF_ROLE_HR_FF_NORM,
                                          CLEF_ROLE_HR_FF_NORM_BIAS, i, W);
         r->up = linear(&ld, CLEF_ROLE_HR_FF0, CLEF_ROLE_HR_FF0_BIAS, i, W, F);
@@ -315,10 +304,12 @@ clef_cpu_head_open_tensors(const clef_head_config *cfg,
 
         d->norm1 = layer_norm(&ld, CLEF_ROLE_HD_NORM1, CLEF_ROLE_HD_NORM1_BIAS,
                               i, W);
-        d->self_attn = attention(&ld, dec_self, i, W, cfg->heads);
+        d->self_attn = attention(&ld, clef_roles_dec_self_attention, i, W,
+                                 cfg->heads);
         d->norm2 = layer_norm(&ld, CLEF_ROLE_HD_NORM2, CLEF_ROLE_HD_NORM2_BIAS,
                               i, W);
-        d->cross_attn = attention(&ld, dec_cross, i, W, cfg->heads);
+        d->cross_attn = attention(&ld, clef_roles_dec_cross_attention, i, W,
+                                  cfg->heads);
         d->norm3 = layer_norm(&ld, CLEF_ROLE_HD_NORM3, CLEF_ROLE_HD_NORM3_BIAS,
                               i, W);
         d->up = linear(&ld, CLEF_ROLE_HD_LINEAR1, CLEF_ROLE_HD_LINEAR1_BIAS, i,

@@ -61,24 +61,13 @@ attn_load(clef_cpu_loader *ld, clef_cpu_layer *l, int layer)
 static void
 attn_free(clef_cpu_layer *l)
 {
-    int  j;
-
-    clef_cpu_wpack_free(&l->attn.qkv_proj);
-    for (j = 0; j < CLEF_SHARD_SEGS_MAX; j++) {
-        clef_cpu_wpack_free(&l->attn.o_proj[j]);
-    }
+    clef_cpu_free_fused(&l->attn.qkv_proj, l->attn.o_proj);
 }
 
 static size_t
 attn_bytes(const clef_cpu_weights *w, const clef_cpu_layer *l)
 {
-    size_t  n = clef_cpu_wpack_bytes(&l->attn.qkv_proj);
-    int     j;
-
-    for (j = 0; j < w->nseg; j++) {
-        n += clef_cpu_wpack_bytes(&l->attn.o_proj[j]);
-    }
-    return n;
+    return clef_cpu_fused_bytes(w, &l->attn.qkv_proj, l->attn.o_proj);
 }
 
 const clef_cpu_part  clef_cpu_part_attn = {

@@ -97,24 +97,13 @@ gdn_load(clef_cpu_loader *ld, clef_cpu_layer *l, int layer)
 static void
 gdn_free(clef_cpu_layer *l)
 {
-    int  j;
-
-    clef_cpu_wpack_free(&l->gdn.in_proj);
-    for (j = 0; j < CLEF_SHARD_SEGS_MAX; j++) {
-        clef_cpu_wpack_free(&l->gdn.out_proj[j]);
-    }
+    clef_cpu_free_fused(&l->gdn.in_proj, l->gdn.out_proj);
 }
 
 static size_t
 gdn_bytes(const clef_cpu_weights *w, const clef_cpu_layer *l)
 {
-    size_t  n = clef_cpu_wpack_bytes(&l->gdn.in_proj);
-    int     j;
-
-    for (j = 0; j < w->nseg; j++) {
-        n += clef_cpu_wpack_bytes(&l->gdn.out_proj[j]);
-    }
-    return n;
+    return clef_cpu_fused_bytes(w, &l->gdn.in_proj, l->gdn.out_proj);
 }
 
 const clef_cpu_part  clef_cpu_part_gdn = {

@@ -50,24 +50,13 @@ dense_load(clef_cpu_loader *ld, clef_cpu_layer *l, int layer)
 static void
 dense_free(clef_cpu_layer *l)
 {
-    int  j;
-
-    clef_cpu_wpack_free(&l->mlp.dense.gate_up);
-    for (j = 0; j < CLEF_SHARD_SEGS_MAX; j++) {
-        clef_cpu_wpack_free(&l->mlp.dense.down[j]);
-    }
+    clef_cpu_free_fused(&l->mlp.dense.gate_up, l->mlp.dense.down);
 }
 
 static size_t
 dense_bytes(const clef_cpu_weights *w, const clef_cpu_layer *l)
 {
-    size_t  n = clef_cpu_wpack_bytes(&l->mlp.dense.gate_up);
-    int     j;
-
-    for (j = 0; j < w->nseg; j++) {
-        n += clef_cpu_wpack_bytes(&l->mlp.dense.down[j]);
-    }
-    return n;
+    return clef_cpu_fused_bytes(w, &l->mlp.dense.gate_up, l->mlp.dense.down);
 }
 
 const clef_cpu_part  clef_cpu_part_dense = {

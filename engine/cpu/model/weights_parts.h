@@ -77,6 +77,12 @@ int clef_cpu_take_rows(clef_cpu_loader *ld, clef_role r, int layer,
 int clef_cpu_take_segments(clef_cpu_loader *ld, clef_role r, int layer,
     int64_t rows, int64_t cols, int64_t col0, clef_cpu_wpack *packs);
 
+/* Frees, and counts the bytes of, a part's fused input matrix and its
+ * row-parallel output segments (w->nseg of them). */
+void   clef_cpu_free_fused(clef_cpu_wpack *in, clef_cpu_wpack *segs);
+size_t clef_cpu_fused_bytes(const clef_cpu_weights *w, const clef_cpu_wpack *in,
+    const clef_cpu_wpack *segs);
+
 /* The out-of-memory error of a load. */
 int clef_cpu_loader_nomem(clef_cpu_loader *ld);
 

@@ -183,6 +183,30 @@ clef_cpu_take_segments(clef_cpu_loader *ld, clef_role r, int layer,
     return 0;
 }
 
+void
+clef_cpu_free_fused(clef_cpu_wpack *in, clef_cpu_wpack *segs)
+{
+    int  j;
+
+    clef_cpu_wpack_free(in);
+    for (j = 0; j < CLEF_SHARD_SEGS_MAX; j++) {
+        clef_cpu_wpack_free(&segs[j]);
+    }
+}
+
+size_t
+clef_cpu_fused_bytes(const clef_cpu_weights *w, const clef_cpu_wpack *in,
+    const clef_cpu_wpack *segs)
+{
+    size_t  n = clef_cpu_wpack_bytes(in);
+    int     j;
+
+    for (j = 0; j < w->nseg; j++) {
+        n += clef_cpu_wpack_bytes(&segs[j]);
+    }
+    return n;
+}
+
 float *
 clef_cpu_loader_floats(clef_cpu_loader *ld, int64_t n)
 {
