@@ -1,0 +1,36 @@
+/*
+ * What the engine can compute with, as the configuration sees it: the
+ * backends' names and capabilities, and the precisions (base/precision.h).
+ * Part of the client library (an nginx worker and `nginx -t` read it): no
+ * backend code is linked by it.  The ops themselves are clef_backend_find()'s, in the
+ * engine (backend.h).  A new backend is one more row here and one loader
+ * in backend.c.
+ */
+#ifndef CLEF_REGISTRY_H
+#define CLEF_REGISTRY_H
+
+#include <stddef.h>
+
+#include "base/precision.h"
+
+#define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
+
+typedef struct {
+    const char  *name;
+    const char  *what;          /* one line for messages and --help */
+    int          uses_devices;  /* devices= means something */
+    int          tensor_parallel;  /* tp= above 1 means something (the
+                                      backend itself refuses at open a
+                                      layout it cannot run) */
+} clef_backend_entry;
+
+/* Every backend this build knows, in a NULL-named-terminated table. */
+const clef_backend_entry *clef_backend_registry(void);
+
+/* The entry named name[0..len), or NULL. */
+const clef_backend_entry *clef_backend_lookup(const char *name, size_t len);
+
+/* "cpu, cuda": the names, for messages. */
+const char *clef_backend_names(void);
+
+#endif
