@@ -14,7 +14,8 @@
 # machine the best round is the one least disturbed by others), and the
 # ratio this tree / REV.  A benchmark, not a test: it asserts nothing.
 # Environment: WORKLOADS ("1x256 4x512 1x2048"), REPEAT (2), ROUNDS (3),
-# BENCH_MODEL (build/bench/medium-trained).
+# BENCH_MODEL (build/bench/medium-qwen3: the medium shape with Qwen3's
+# tokenizer, whose image tokens the tower's config needs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -23,7 +24,7 @@ THREADS=${2:-$(nproc)}
 WORKLOADS=${WORKLOADS:-1x256 4x512 1x2048}
 REPEAT=${REPEAT:-2}
 ROUNDS=${ROUNDS:-3}
-MODEL=${BENCH_MODEL:-build/bench/medium-trained}
+MODEL=${BENCH_MODEL:-build/bench/medium-qwen3}
 SHA=$(git rev-parse --short "$REV")
 BASE=build/bench/rev-$SHA
 
@@ -36,7 +37,7 @@ if [ ! -x "$BASE/build/clef" ]; then
 fi
 if [ ! -f "$MODEL/config.json" ]; then
     mkdir -p "$(dirname "$MODEL")"
-    build/clef mkmodel --shape medium --tokenizer t/fixtures/tokenizer/trained \
+    build/clef mkmodel --shape medium --tokenizer t/fixtures/tokenizer/qwen3 \
         --seed 1 --out "$MODEL" >/dev/null
 fi
 
