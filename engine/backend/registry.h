@@ -2,9 +2,9 @@
  * What the engine can compute with, as the configuration sees it: the
  * backends' names and capabilities, and the precisions (base/precision.h).
  * Part of the client library (an nginx worker and `nginx -t` read it): no
- * backend code is linked by it.  The ops themselves are clef_backend_find()'s, in the
- * engine (backend.h).  A new backend is one more row here and one loader
- * in backend.c.
+ * backend code is linked by it.  The ops themselves are
+ * clef_backend_find()'s, in the engine (backend.h).  A new backend is one
+ * more row here and one loader in backend.c.
  */
 #ifndef CLEF_REGISTRY_H
 #define CLEF_REGISTRY_H

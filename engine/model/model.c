@@ -29,7 +29,6 @@ struct clef_tensor_table {
 
 struct clef_model {
     char                       *path;
-    int                         flags;
     clef_model_configs          cfg;
     clef_tokenizer             *tokenizer;
     const clef_container_kind  *kind;
@@ -399,7 +398,6 @@ clef_model_open(const char *path, int flags, clef_error *err)
         oom(err);
         return NULL;
     }
-    m->flags = flags;
     m->kind = clef_container_find(path);
     m->container = m->kind->open(path, flags, err);
 

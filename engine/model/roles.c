@@ -671,6 +671,7 @@ clef_model_role(const clef_model *m, clef_role r, int layer)
         return NULL;
     }
     clef_role_name(clef_model_text_config(m), r, layer, name, sizeof(name));
+    /* the joint head's parts come last in clef_part */
     return ri->part >= CLEF_PART_HEAD ? clef_model_head_tensor(m, name)
                                       : clef_model_tensor(m, name);
 }
