@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "flash_config.h"
 #include "model/dtype.h"
 #include "model/model_config.h"
 #include "model/roles.h"
@@ -27,20 +28,10 @@ flash_text(void)
     clef_text_config  c;
     int               i;
 
-    memset(&c, 0, sizeof(c));
+    flash_config(&c);
     c.vocab_size = 248320;
-    c.hidden_size = 4096;
-    c.intermediate_size = 12288;
     c.num_hidden_layers = 32;
-    c.num_attention_heads = 16;
-    c.num_key_value_heads = 4;
-    c.head_dim = 256;
-    c.linear_num_key_heads = 16;
-    c.linear_num_value_heads = 32;
-    c.linear_key_head_dim = 128;
-    c.linear_value_head_dim = 128;
     c.linear_conv_kernel_dim = 4;
-    c.attn_output_gate = 1;
     for (i = 0; i < 32; i++) {
         c.layer_full[i] = (i + 1) % 4 == 0;
     }
