@@ -537,11 +537,14 @@ tensor_layout(rd *r, clef_gguf_tensor *t)
                     " Q5_0, Q4_K, Q4_1, Q4_0: quantize the model to one of"
                     " those, e.g. llama-quantize ... Q4_K_M)", t->name, tname);
     }
-    row = clef_ggml_row_bytes(t->type, t->ne[0]);
-    if (row < 0) {
+    if (t->ne[0] % block != 0) {
         return fail(r, "tensor '%s': a row of %lld values is not a whole"
                     " number of %s blocks of %d", t->name,
                     (long long) t->ne[0], tname, block);
+    }
+    row = clef_ggml_row_bytes(t->type, t->ne[0]);
+    if (row < 0) {
+        return fail(r, "tensor '%s' is too large", t->name);
     }
     rows = t->ne[0] == 0 ? 0 : t->numel / t->ne[0];
     if (rows != 0 && row > INT64_MAX / rows) {

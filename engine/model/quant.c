@@ -107,11 +107,10 @@ clef_ggml_row_bytes(uint32_t type, int64_t n)
     int          block, bytes;
 
     if (n < 0 || clef_ggml_type_layout(type, &name, &block, &bytes) != 0
-        || n % block != 0)
+        || n % block != 0 || n / block > INT64_MAX / bytes)
     {
         return -1;
     }
-    /* n / block * bytes <= n * 4: no overflow for any n < 2^61 */
     return n / block * bytes;
 }
 

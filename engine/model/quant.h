@@ -70,7 +70,7 @@ int clef_ggml_type_layout(uint32_t type, const char **name, int *block,
     int *bytes);
 
 /* Bytes of one row of n values of a type: -1 when n is not a multiple of
- * its block, or the id unknown. */
+ * its block, the id is unknown or the size would not fit an int64. */
 int64_t clef_ggml_row_bytes(uint32_t type, int64_t n);
 
 /* f32 -> f16, rounded to nearest even; overflow to infinity, NaN kept

@@ -7,11 +7,12 @@
 #   t/fuzz/run.sh [SECONDS [HARNESS...]]      from the repository root
 #   t/fuzz/run.sh build                       only build
 #
-# HARNESS is json, tokenizer, request, base64, png, jpeg or webp (default:
-# all).  base64 reads "images" items as the worker does; png, jpeg and webp
-# run a decoder entry point, EXIF and preprocessing (fuzz_image.h), seeded
-# with t/fixtures/images/corpus.  Crashes,
-# leaks, timeouts (more than FUZZ_TIMEOUT seconds, default 1, on one input)
+# HARNESS is json, tokenizer, request, base64, png, jpeg, webp or gguf
+# (default: all).  base64 reads "images" items as the worker does; png,
+# jpeg and webp run a decoder entry point, EXIF and preprocessing
+# (fuzz_image.h), seeded with t/fixtures/images/corpus.  gguf runs the GGUF
+# reader and every dequantizer on what it accepts, seeded with small GGUF
+# files that seed-corpus.py writes.  Crashes, leaks, timeouts (more than FUZZ_TIMEOUT seconds, default 1, on one input)
 # are written to build/fuzz/artifacts/.  FUZZ_FLAGS adds libFuzzer flags
 # (e.g. FUZZ_FLAGS=-len_control=0 to try long inputs from the start).
 # The Qwen3 tokenizer is the repository's (t/fixtures/tokenizer/qwen3).
@@ -23,7 +24,7 @@ OUT=build/fuzz
 CORPUS=build/fuzz-corpus
 SECONDS_EACH=${1:-180}
 [ $# -gt 0 ] && shift
-HARNESSES=${*:-json tokenizer request base64 png jpeg webp}
+HARNESSES=${*:-json tokenizer request base64 png jpeg webp gguf}
 TIMEOUT=${FUZZ_TIMEOUT:-1}
 
 PKGS="libpcre2-8 libutf8proc jansson libpng libjpeg libwebp libwebpdemux"
@@ -40,7 +41,8 @@ SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
      text/tokenizer_unicode text/bpe text/bpe_cache media/base64
      media/image_input media/image_probe media/image_decode media/decode_png
      media/decode_jpeg media/decode_webp media/exif media/resize
-     media/processor"
+     media/processor model/gguf model/quant model/quant_legacy model/quant_k
+     model/tensor"
 
 mkdir -p $OUT/obj $OUT/artifacts
 objs=
@@ -53,7 +55,7 @@ for s in $SRC; do
     fi
     objs="$objs $o"
 done
-for h in json tokenizer request base64 png jpeg webp; do
+for h in json tokenizer request base64 png jpeg webp gguf; do
     echo "cc t/fuzz/fuzz_$h.c"
     $CC $CFLAGS -fsanitize=fuzzer -It/fuzz -o $OUT/fuzz_$h t/fuzz/fuzz_$h.c $objs $LIBS
 done
