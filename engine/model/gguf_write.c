@@ -11,6 +11,7 @@
 
 #include "base/buf.h"
 #include "base/grow.h"
+#include "base/mem.h"
 
 #define CHUNK_BYTES  (4u << 20)     /* tensor data is produced this much at
                                        a time */
@@ -70,11 +71,11 @@ clef_gguf_writer_free(clef_gguf_writer *w)
     for (i = 0; i < w->n_kv; i++) {
         free(w->keys[i]);
     }
-    free(w->keys);
+    clef_mem_free(w->keys);         /* grown by clef_grow() */
     for (i = 0; i < w->n_t; i++) {
         free(w->t[i].name);
     }
-    free(w->t);
+    clef_mem_free(w->t);
     free(w);
 }
 
