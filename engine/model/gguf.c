@@ -530,8 +530,8 @@ tensor_layout(rd *r, clef_gguf_tensor *t)
         return fail(r, "tensor '%s' has type %u, which GGML does not define",
                     t->name, t->type);
     }
-    t->qtype = clef_qtype_of(t->type);
-    if (t->qtype == NULL) {
+    t->traits = clef_ggml_traits_of(t->type);
+    if (t->traits == NULL) {
         return fail(r, "tensor '%s' is of type %s, which ngx_clef does not"
                     " read (it reads F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1,"
                     " Q5_0, Q4_K, Q4_1, Q4_0: quantize the model to one of"

@@ -82,7 +82,7 @@ struct clef_gguf_value {
 typedef struct {
     const char        *name;
     uint32_t           type;            /* clef_ggml_type */
-    const clef_qtype  *qtype;
+    const clef_ggml_traits  *traits;
     int                ndim;
     int64_t            ne[CLEF_GGUF_MAX_DIMS];  /* GGML order: ne[0] is a
                                                    row, contiguous; 1 past

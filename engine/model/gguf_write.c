@@ -19,7 +19,7 @@
 typedef struct {
     char               *name;
     uint32_t            type;
-    const clef_qtype   *q;
+    const clef_ggml_traits   *q;
     int                 ndim;
     int64_t             ne[CLEF_GGUF_MAX_DIMS];
     int64_t             rows;
@@ -358,7 +358,7 @@ add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
             return bad(err, name, "tensor given twice");
         }
     }
-    if (clef_qtype_of(type) == NULL) {
+    if (clef_ggml_traits_of(type) == NULL) {
         return bad(err, name, "not a type ngx_clef writes");
     }
     if (ndim < 1 || ndim > CLEF_GGUF_MAX_DIMS) {
@@ -391,7 +391,7 @@ add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
         return oom(err);
     }
     t->type = type;
-    t->q = clef_qtype_of(type);
+    t->q = clef_ggml_traits_of(type);
     t->ndim = ndim;
     w->n_t++;
     *out = t;

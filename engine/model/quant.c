@@ -13,7 +13,7 @@
 #error "GGUF blocks are little-endian: this code reads them in place"
 #endif
 
-static const clef_qtype  qtypes[] = {
+static const clef_ggml_traits  traits_table[] = {
     { CLEF_GGML_F32,  "F32",  1,  4,  clef_f32_to_f32,  clef_f32_from_f32 },
     { CLEF_GGML_F16,  "F16",  1,  2,  clef_f16_blocks_to_f32,
       clef_f16_from_f32 },
@@ -63,24 +63,24 @@ static const struct {
     { 42, "Q2_0",    64,  18 },
 };
 
-const clef_qtype *
-clef_qtype_of(uint32_t type)
+const clef_ggml_traits *
+clef_ggml_traits_of(uint32_t type)
 {
     size_t  i;
 
-    for (i = 0; i < sizeof(qtypes) / sizeof(qtypes[0]); i++) {
-        if (qtypes[i].type == type) {
-            return &qtypes[i];
+    for (i = 0; i < sizeof(traits_table) / sizeof(traits_table[0]); i++) {
+        if (traits_table[i].type == type) {
+            return &traits_table[i];
         }
     }
     return NULL;
 }
 
-const clef_qtype *
-clef_qtypes(size_t *n)
+const clef_ggml_traits *
+clef_ggml_traits_all(size_t *n)
 {
-    *n = sizeof(qtypes) / sizeof(qtypes[0]);
-    return qtypes;
+    *n = sizeof(traits_table) / sizeof(traits_table[0]);
+    return traits_table;
 }
 
 int

@@ -55,13 +55,13 @@ typedef struct {
     int                 bytes;      /* bytes per block */
     clef_q_to_f32_fn    to_f32;
     clef_q_from_f32_fn  from_f32;
-} clef_qtype;
+} clef_ggml_traits;
 
 /* The traits of a type ngx_clef computes with; NULL for any other id. */
-const clef_qtype *clef_qtype_of(uint32_t type);
+const clef_ggml_traits *clef_ggml_traits_of(uint32_t type);
 
 /* Every type ngx_clef computes with, in id order; *n set to their number. */
-const clef_qtype *clef_qtypes(size_t *n);
+const clef_ggml_traits *clef_ggml_traits_all(size_t *n);
 
 /* The layout of any type GGML defines (Q2_K, IQ2_XXS, MXFP4, ...), so that
  * a file holding one can be checked and the type named: 0 and its name,

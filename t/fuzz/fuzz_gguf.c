@@ -58,7 +58,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const clef_gguf_tensor  *t;
-    const clef_qtype        *q;
+    const clef_ggml_traits        *q;
     clef_gguf               *g;
     clef_error               err;
     const uint8_t           *p;
@@ -85,9 +85,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (i = 0; i < clef_gguf_tensor_count(g); i++) {
         t = clef_gguf_tensor_at(g, i);
-        q = clef_qtype_of(t->type);
+        q = clef_ggml_traits_of(t->type);
         p = t->data;
-        if (clef_gguf_tensor_find(g, t->name) != t || q == NULL || q != t->qtype
+        if (clef_gguf_tensor_find(g, t->name) != t || q == NULL || q != t->traits
             || p < data || t->offset % clef_gguf_alignment(g) != 0
             || t->offset > size || t->nbytes > size - t->offset
             || p != data + t->offset

@@ -161,7 +161,7 @@ build(content *c, clef_error *err)
     static const clef_gguf_str inner2[] = { { "x", 1 } };
     clef_gguf_value        nested, rows[3];
     clef_gguf_writer      *w = clef_gguf_writer_new();
-    const clef_qtype      *qt;
+    const clef_ggml_traits      *qt;
     size_t                 nq, i;
     int64_t                ne[4], j, n;
     json_t                *arr;
@@ -250,7 +250,7 @@ build(content *c, clef_error *err)
 
     /* every type, from f32 values: 2-D, rows of two blocks (or 3 values
      * for the float types) */
-    qt = clef_qtypes(&nq);
+    qt = clef_ggml_traits_all(&nq);
     for (i = 0; i < nq; i++) {
         ne[0] = qt[i].block > 1 ? 2 * qt[i].block : 3;
         ne[1] = 3;
@@ -323,7 +323,7 @@ man_tensors(content *c, const clef_gguf *g)
     for (i = 0; i < clef_gguf_tensor_count(g); i++) {
         t = clef_gguf_tensor_at(g, i);
         f = malloc((size_t) t->numel * sizeof(float) + 1);
-        t->qtype->to_f32(t->data, f, t->numel);
+        t->traits->to_f32(t->data, f, t->numel);
         snprintf(h1, sizeof(h1), "%016llx",
                  (unsigned long long) fnv(t->data, t->nbytes));
         snprintf(h2, sizeof(h2), "%016llx",
@@ -334,7 +334,7 @@ man_tensors(content *c, const clef_gguf *g)
         }
         json_array_append_new(json_object_get(c->man, "tensors"),
                               json_pack("{s:s, s:s, s:o, s:s, s:s}", "name",
-                                        t->name, "type", t->qtype->name, "ne",
+                                        t->name, "type", t->traits->name, "ne",
                                         ne, "raw_fnv", h1, "f32_fnv", h2));
         free(f);
     }
@@ -442,7 +442,7 @@ test_round_trip(void)
     const clef_gguf_tensor  *t, *u;
     const clef_gguf_value   *nested;
     const char              *path = scratch("rt.gguf");
-    const clef_qtype        *q;
+    const clef_ggml_traits        *q;
     char                    *bytes, name[64];
     uint8_t                 *want;
     json_t                  *e;
@@ -493,7 +493,7 @@ test_round_trip(void)
     bad = 0;
     for (i = 0; i < (size_t) c.n_src; i++) {
         t = clef_gguf_tensor_at(g, i);
-        q = t->qtype;
+        q = t->traits;
         want = malloc(t->nbytes + 1);
         q->from_f32(c.src[i], want, t->numel);
         if (t->offset % 64 != 0 || memcmp(t->data, want, t->nbytes) != 0) {
