@@ -632,7 +632,7 @@ split_qkv(build_ctx *b, clef_gguf_clef_tensor *e, const clef_tensor_spec *s,
 {
     static const char  qkv[] = "qkv";
     int64_t            ne[2];
-    char               name[160];
+    char               name[320];
     int                i;
 
     ne[0] = s->ndim == 2 ? s->shape[1] : s->shape[0] / 3;
@@ -656,7 +656,7 @@ on_head(const clef_tensor_spec *s, void *ctx)
     const clef_gguf         *g = b->m->g;
     clef_gguf_clef_tensor   *e;
     const prefix_rule            *r;
-    char                     rest[96], gname[128], prefix[48];
+    char                     rest[96], gname[256], prefix[48];
     int64_t                  ne[4], three = 3;
     int                      i, layer, n, routing = b->m->head.routing_layers;
 
@@ -701,7 +701,7 @@ on_vision(const clef_tensor_spec *s, void *ctx)
     const clef_gguf         *g = b->m->vis;
     clef_gguf_clef_tensor   *e;
     const char              *rel = s->name + strlen(CLEF_VISION_PREFIX);
-    char                     rest[96], gname[128];
+    char                     rest[96], gname[256];
     int64_t                  ne[4];
     int                      layer, n;
 
@@ -738,7 +738,7 @@ on_text(const clef_tensor_spec *s, void *ctx)
     const clef_gguf         *g = b->m->g;
     clef_gguf_clef_tensor   *e;
     const char              *rel;
-    char                     gname[128];
+    char                     gname[256];
     int64_t                  ne[4];
     size_t                   i;
     int                      layer, n, nd;
