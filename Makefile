@@ -15,8 +15,12 @@ BUILD      ?= build
 ABS_BUILD  := $(abspath $(BUILD))
 CC         ?= cc
 JOBS       ?= $(shell nproc)
+# FFmpeg decodes videos in the engine process only (engine/media/video_*):
+# the nginx module is linked without it (NGX_LIBS below), and nothing the
+# module calls reaches the video decoder
+FFMPEG_PKGS := libavformat libavcodec libavfilter libswscale libavutil
 PKGS       := libpcre2-8 libutf8proc jansson openblas libpng libjpeg libwebp \
-              libwebpdemux
+              libwebpdemux $(FFMPEG_PKGS)
 
 WARN       := -Wall -Wextra -Werror -Wno-unused-parameter
 PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -29,6 +33,8 @@ CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -fPIC -g $(WARN) $(ENGINE_INC) $(PKG_CFLAGS
 CFLAGS     ?= -O2
 CPU_CFLAGS ?= -O3 -march=x86-64-v3 -ffp-contract=off
 LIBS        = $(PKG_LIBS) -lm -lpthread -ldl
+NGX_LIBS    = $(shell pkg-config --libs $(filter-out $(FFMPEG_PKGS),$(PKGS)) \
+              2>/dev/null) -lm -lpthread -ldl
 
 SAN_FLAGS  := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
@@ -265,7 +271,7 @@ $(NGX_BUILD)/sources: FORCE
 
 $(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef.a
 	@echo "configuring the nginx module against $(NGX_SRC) (Debian conf_flags)"
-	cd $(NGX_SRC) && CLEF_LIB=$(ABS_BUILD)/libclef.a CLEF_LIBS="$(LIBS)" \
+	cd $(NGX_SRC) && CLEF_LIB=$(ABS_BUILD)/libclef.a CLEF_LIBS="$(NGX_LIBS)" \
 	  CLEF_INCS="$(patsubst -I%,%,$(filter -I%,$(PKG_CFLAGS)))" \
 	  bash -ec '. ./conf_flags; ./configure \
 	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS)" \
