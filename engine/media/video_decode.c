@@ -6,6 +6,7 @@
 #include "media/video_decode.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@
 #include "base/clock.h"
 
 #define VIDEO_IO_BUFFER  (64 << 10)
+
+static pthread_once_t  quiet_once = PTHREAD_ONCE_INIT;
 
 /* libavformat's names of the two containers the reference serves */
 static const char  *allowed_formats = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm";
@@ -406,6 +409,15 @@ open_decoder(clef_video_decoder *d, const AVCodec *codec, clef_error *err)
 static int video_open(clef_video_decoder *d, clef_error *err);
 
 
+/* FFmpeg logs to stderr by default; the engine says why a video was
+ * refused in the error it returns instead, once per request */
+static void
+quiet_ffmpeg(void)
+{
+    av_log_set_level(AV_LOG_QUIET);
+}
+
+
 int
 clef_video_open(const uint8_t *data, size_t len, int index,
     const clef_video_limits *lim, clef_video_decoder **out, clef_error *err)
@@ -413,6 +425,7 @@ clef_video_open(const uint8_t *data, size_t len, int index,
     clef_video_decoder  *d;
 
     *out = NULL;
+    pthread_once(&quiet_once, quiet_ffmpeg);
     d = calloc(1, sizeof(*d));
     if (d == NULL) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");

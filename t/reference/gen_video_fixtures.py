@@ -116,7 +116,7 @@ def clips():
     c = [
         ("h264_160x120_30fps", "mp4", mp4, ts(160, 120, 30, 3) + x264 + ["-pix_fmt", "yuv420p"]),
         ("h264_640x360_bframes", "mp4", mp4, ts(640, 360, 30, 2) + x264 + ["-pix_fmt", "yuv420p", "-bf", "3"]),
-        ("h264_1280x720_2fps_15s", "mp4", mp4, ts(1280, 720, 2, 15) + x264 + ["-pix_fmt", "yuv420p"]),
+        ("h264_1280x720_2fps_15s", "mp4", mp4, ts(1280, 720, 2, 15) + x264 + ["-pix_fmt", "yuv420p", "-crf", "40"]),
         ("h264_odd_161x97_444", "mp4", mp4, ts(161, 97, 25, 2) + x264 + ["-pix_fmt", "yuv444p"]),
         ("h264_422_200x150", "mkv", mkv, ts(200, 150, 25, 2) + x264 + ["-pix_fmt", "yuv422p"]),
         ("h264_mkv_30fps", "mkv", mkv, ts(192, 144, 30, 3) + x264 + ["-pix_fmt", "yuv420p"]),
@@ -129,10 +129,10 @@ def clips():
         ("h264_vfr_mkv", "mkv", mkv, ts(128, 96, 24, 5) + x264 + [
             "-pix_fmt", "yuv420p", "-vf", "setpts='(N+0.37*mod(N*N,7))/24/TB'",
             "-fps_mode", "vfr"]),
-        ("h264_rot90", "mp4", mp4, ts(160, 96, 25, 2) + x264 + ["-pix_fmt", "yuv420p", "-metadata:s:v:0", "rotate=90"]),
-        ("h264_rot270", "mp4", mp4, ts(160, 96, 25, 2) + x264 + ["-pix_fmt", "yuv420p", "-metadata:s:v:0", "rotate=270"]),
-        ("h264_rot180", "mov", mov, ts(128, 96, 25, 2) + x264 + ["-pix_fmt", "yuv420p", "-metadata:s:v:0", "rotate=180"]),
-        ("h264_rot90_w128", "mp4", mp4, ts(128, 64, 25, 2) + x264 + ["-pix_fmt", "yuv420p", "-metadata:s:v:0", "rotate=90"]),
+        ("h264_rot90", "mp4", mp4, rotated(ts(160, 96, 25, 2) + x264 + ["-pix_fmt", "yuv420p"], 90)),
+        ("h264_rot270", "mp4", mp4, rotated(ts(160, 96, 25, 2) + x264 + ["-pix_fmt", "yuv420p"], 270)),
+        ("h264_rot180", "mov", mov, rotated(ts(128, 96, 25, 2) + x264 + ["-pix_fmt", "yuv420p"], 180)),
+        ("h264_rot90_w128", "mp4", mp4, rotated(ts(128, 64, 25, 2) + x264 + ["-pix_fmt", "yuv420p"], 90)),
         ("h264_bt709_tv", "mp4", mp4, ts(160, 120, 25, 2) + x264 + [
             "-pix_fmt", "yuv420p", "-colorspace", "bt709", "-color_primaries", "bt709",
             "-color_trc", "bt709", "-color_range", "tv"]),
@@ -161,7 +161,7 @@ def clips():
         ("frames_2", "mp4", mp4, ts(160, 120, 25, 1) + x264 + ["-pix_fmt", "yuv420p", "-frames:v", "2"]),
         ("frames_3", "mp4", mp4, ts(160, 120, 25, 1) + x264 + ["-pix_fmt", "yuv420p", "-frames:v", "3"]),
         ("frames_5", "webm", webm, ts(160, 120, 25, 1) + vp9 + ["-pix_fmt", "yuv420p", "-frames:v", "5"]),
-        ("frame_cap_400s", "mp4", mp4, ts(64, 48, 4, 400) + x264 + ["-pix_fmt", "yuv420p", "-g", "400"]),
+        ("frame_cap_400s", "mp4", mp4, ts(64, 48, 4, 400) + x264 + ["-pix_fmt", "yuv420p", "-g", "400", "-crf", "45"]),
         ("tiny_24x20", "mp4", mp4, ts(24, 20, 25, 2) + x264 + ["-pix_fmt", "yuv420p"]),
         ("wide_1600x16", "mp4", mp4, ts(1600, 16, 25, 1) + x264 + ["-pix_fmt", "yuv420p"]),
         # refused
@@ -169,7 +169,7 @@ def clips():
         ("mpeg4_part2", "mp4", mp4, ts(160, 120, 25, 1) + ["-c:v", "mpeg4"]),
         ("audio_only", "mp4", mp4, sine + ["-t", "1", "-c:a", "aac"]),
         ("avi_container", "avi", "video/avi", ts(160, 120, 25, 1) + x264 + ["-pix_fmt", "yuv420p"]),
-        ("hours_header", "mp4", mp4, ts(32, 32, 1, 7200) + x264 + ["-pix_fmt", "yuv420p", "-g", "7200"]),
+        ("hours_header", "mp4", mp4, SRC + ["color=c=gray:size=32x32:rate=1", "-t", "7200"] + x264 + ["-pix_fmt", "yuv420p", "-g", "7200"]),
         ("aspect_3400x16", "mp4", mp4, ts(3400, 16, 25, 1) + x264 + ["-pix_fmt", "yuv420p"]),
         ("truncated_moov_end", "mp4", mp4, lambda out: truncate("h264_160x120_30fps.mp4", out, 0.5)),
         ("truncated_faststart", "mp4", mp4, lambda out: faststart_cut(out)),
@@ -178,6 +178,17 @@ def clips():
             random.Random(7).randbytes(20000))),
     ]
     return c
+
+
+def rotated(args, degrees):
+    """Encoded, then remuxed with a display matrix: ffmpeg 5.1 keeps the
+    rotate tag only on a stream copy."""
+    def make(out):
+        tmp = out + ".plain" + os.path.splitext(out)[1]
+        ffmpeg(tmp, *args)
+        ffmpeg(out, "-i", tmp, "-c", "copy", "-metadata:s:v:0", f"rotate={degrees}")
+        os.remove(tmp)
+    return make
 
 
 def truncate(src, out, frac):
@@ -198,7 +209,7 @@ def faststart_cut(out):
 def gigapixel(out):
     """A small H.264 mp4 whose sample description claims 65535 x 65535."""
     data = bytearray(open(os.path.join(CLIPS, "h264_160x120_30fps.mp4"), "rb").read())
-    at = data.find(b"avc1")
+    at = data.find(b"avc1", data.find(b"stsd"))
     assert at > 0
     data[at + 28: at + 32] = b"\xff\xff\xff\xff"
     at = data.find(b"tkhd")
@@ -299,7 +310,7 @@ MAY_FAIL = {"truncated_faststart"}
 def math_cases(vp, proc):
     rng = random.Random(20261205)
     out = []
-    for _ in range(3000):
+    for _ in range(1500):
         total = rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 30, 31, 61, 100, 767, 768, 769,
                             1535, 1536, 1537, 5000, rng.randint(1, 40000)])
         fps = rng.choice([30.0, 29.97002997002997, 25.0, 24.0, 60.0, 1.0, 2.0, 0.5,
@@ -318,11 +329,11 @@ def math_cases(vp, proc):
         except ValueError as e:
             size = str(e).split(":")[0][:40]
         times = None
-        if n >= 2:
+        if 2 <= n <= 48:
             ts = proc._calculate_timestamps(list(idx), fps, 2)
             times = [f"<{t:.1f} seconds>" for t in ts]
         out.append({"total": total, "fps": float(fps).hex(), "n": n,
-                    "indices": [int(i) for i in idx] if n <= 64 else None,
+                    "indices": [int(i) for i in idx] if n <= 12 else None,
                     "indices_sum": int(np.sum(idx)), "h": h, "w": w,
                     "size": size, "times": times})
     return out
