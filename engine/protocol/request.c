@@ -17,6 +17,8 @@
  *  422    missing               ["body","questions"]                Field required
  *  422    dict_type             ["body","questions"]                Input should be a valid dictionary
  *  422    list_type             ["body","images"]                   Input should be a valid list
+ *  422    list_type             ["body","videos"], ["body","audio"] Input should be a valid list
+ *  422    dict_type             ["body","media_kwargs"]             Input should be a valid dictionary
  *  422    dict_type             ["body","questions",ID]             Input should be a valid dictionary
  *  422    union_tag_not_found   ["body","questions",ID]             Unable to extract tag using discriminator 'type'
  *  422    union_tag_invalid     ["body","questions",ID]             Input tag 'T' found using 'type' does not match
@@ -281,8 +283,10 @@ check_question_shape(const clef_str *id, const clef_json *q, clef_error *err)
 static int
 check_shape(const clef_json *root, clef_error *err)
 {
-    const clef_json  *v, *questions;
-    size_t            i;
+    static const char *const  media_fields[] = { "images", "videos", "audio" };
+    const clef_json          *v, *questions;
+    char                      loc[64];
+    size_t                    i;
 
     if (root->type != CLEF_JSON_OBJECT) {
         return clef_error_set(err, 422, "dict_type", "[\"body\"]", MSG_DICT);
@@ -313,10 +317,21 @@ check_shape(const clef_json *root, clef_error *err)
             MSG_DICT);
     }
 
-    v = clef_json_get(root, "images");
-    if (v != NULL && v->type != CLEF_JSON_NULL && v->type != CLEF_JSON_ARRAY) {
-        return clef_error_set(err, 422, "list_type", "[\"body\",\"images\"]",
-            MSG_LIST);
+    for (i = 0; i < sizeof(media_fields) / sizeof(media_fields[0]); i++) {
+        v = clef_json_get(root, media_fields[i]);
+        if (v != NULL && v->type != CLEF_JSON_NULL
+            && v->type != CLEF_JSON_ARRAY)
+        {
+            snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", media_fields[i]);
+            return clef_error_set(err, 422, "list_type", loc, MSG_LIST);
+        }
+    }
+
+    /* the reference passes it to its processor as keyword arguments */
+    v = clef_json_get(root, "media_kwargs");
+    if (v != NULL && v->type != CLEF_JSON_NULL && v->type != CLEF_JSON_OBJECT) {
+        return clef_error_set(err, 422, "dict_type",
+            "[\"body\",\"media_kwargs\"]", MSG_DICT);
     }
 
     for (i = 0; i < questions->len; i++) {
@@ -597,12 +612,102 @@ failed:
 }
 
 
+/*
+ * The media fields of the protocol this server does not read yet ("videos"
+ * and "audio" of Cloudflare's Clef and Clef Omni, the processor arguments
+ * of "media_kwargs"): refused by name, never answered as if they were not
+ * there.
+ */
+static int
+check_unread(const clef_request *req, int images_ok, clef_error *err)
+{
+    static const struct {
+        const char  *field, *type, *noun;
+    } unread[] = {
+        { "videos", "videos_unsupported", "videos" },
+        { "audio", "audio_unsupported", "audio clips" },
+    };
+    const clef_json  *v;
+    char              loc[ECHO_MAX + 64], key[ECHO_MAX + 8];
+    size_t            i, n;
+
+    for (i = 0; i < sizeof(unread) / sizeof(unread[0]); i++) {
+        v = clef_json_get(req->root, unread[i].field);
+        if (v != NULL && v->type == CLEF_JSON_ARRAY && v->len > 0) {
+            snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", unread[i].field);
+            return clef_error_set(err, 400, unread[i].type, loc,
+                "This server does not take %s yet (%zu given): remove "
+                "\"%s\"; %s are supported.", unread[i].noun, v->len,
+                unread[i].field, images_ok ? "text, JSON states and images"
+                                           : "text and JSON states");
+        }
+    }
+
+    v = clef_json_get(req->root, "media_kwargs");
+    if (v != NULL && v->type == CLEF_JSON_OBJECT && v->len > 0) {
+        n = (size_t) snprintf(loc, sizeof(loc), "[\"body\",\"media_kwargs\",\"");
+        n += echo(loc + n, sizeof(loc) - n, v->keys[0].s, v->keys[0].len, 1,
+                  ECHO_MAX);
+        snprintf(loc + n, sizeof(loc) - n, "\"]");
+        echo(key, sizeof(key), v->keys[0].s, v->keys[0].len, 0, ECHO_MAX);
+        return clef_error_set(err, 400, "media_kwargs_unsupported", loc,
+            "The media_kwargs key \"%s\" is not supported: this server "
+            "passes no arguments to its media processors; remove it.", key);
+    }
+    return 0;
+}
+
+
+/* OpenRouter's and OpenAI's media parts in a state array: the state is
+ * read as text or JSON, so they would reach the model as their base64 */
+static int
+check_state_parts(const clef_request *req, int images_ok, clef_error *err)
+{
+    static const struct {
+        const char  *part, *type, *noun;
+        int          image;
+    } parts[] = {
+        { "image_url", "images_unsupported", "Image", 1 },
+        { "input_image", "images_unsupported", "Image", 1 },
+        { "video_url", "videos_unsupported", "Video", 0 },
+        { "input_audio", "audio_unsupported", "Audio", 0 },
+    };
+    const clef_json  *part, *type;
+    char              loc[64];
+    size_t            i, k;
+
+    if (req->state == NULL || req->state->type != CLEF_JSON_ARRAY) {
+        return 0;
+    }
+    for (i = 0; i < req->state->len; i++) {
+        part = req->state->items[i];
+        type = part->type == CLEF_JSON_OBJECT ? clef_json_get(part, "type")
+                                              : NULL;
+        if (type == NULL || type->type != CLEF_JSON_STRING) {
+            continue;
+        }
+        for (k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
+            if (type->len != strlen(parts[k].part)
+                || memcmp(type->str, parts[k].part, type->len) != 0)
+            {
+                continue;
+            }
+            snprintf(loc, sizeof(loc), "[\"body\",\"state\",%zu]", i);
+            return clef_error_set(err, 400, parts[k].type, loc,
+                "%s parts in the state (state[%zu] has type \"%s\") are not "
+                "supported%s; this server reads the state as text or JSON.",
+                parts[k].noun, i, type->str, parts[k].image && images_ok
+                ? ": send images in a top-level \"images\" array" : "");
+        }
+    }
+    return 0;
+}
+
+
 int
 clef_request_check_media(clef_request *req, int images_ok, clef_error *err)
 {
-    const clef_json  *assets, *part, *type;
-    char              loc[64];
-    size_t            i;
+    const clef_json  *assets;
 
     assets = clef_json_get(req->root, "assets");
     if (assets != NULL && assets->type != CLEF_JSON_NULL
@@ -624,24 +729,10 @@ clef_request_check_media(clef_request *req, int images_ok, clef_error *err)
             "\"images\"; text and JSON states are supported.", req->n_images);
     }
 
-    if (req->state != NULL && req->state->type == CLEF_JSON_ARRAY) {
-        for (i = 0; i < req->state->len; i++) {
-            part = req->state->items[i];
-            type = part->type == CLEF_JSON_OBJECT
-                   ? clef_json_get(part, "type") : NULL;
-            if (type != NULL && type->type == CLEF_JSON_STRING
-                && ((type->len == 9 && memcmp(type->str, "image_url", 9) == 0)
-                    || (type->len == 11
-                        && memcmp(type->str, "input_image", 11) == 0)))
-            {
-                snprintf(loc, sizeof(loc), "[\"body\",\"state\",%zu]", i);
-                return clef_error_set(err, 400, "images_unsupported", loc,
-                    "Image parts in the state (state[%zu] has type \"%s\") "
-                    "are not supported%s; this server reads the state as "
-                    "text or JSON.", i, type->str, images_ok
-                    ? ": send images in a top-level \"images\" array" : "");
-            }
-        }
+    if (check_unread(req, images_ok, err) != 0
+        || check_state_parts(req, images_ok, err) != 0)
+    {
+        return -1;
     }
 
     if (req->n_images > 0 && req->image_inputs == NULL) {

@@ -9,6 +9,8 @@
  *   422 <type>_type         a field has the wrong JSON type (pydantic-style
  *                           "string_type", "dict_type", "list_type", ...)
  *   422 union_tag_invalid   a question type other than noul/choice/score
+ *   422 list_type           "images", "videos" or "audio" not a list;
+ *       dict_type           "media_kwargs" not an object
  *   400 (string detail)     limits: question count, id syntax, choice and
  *                           score sizes, image count, with the protocol's
  *                           exact messages where one exists, e.g.
@@ -81,16 +83,24 @@ int  clef_request_parse(clef_request *req, const char *body, size_t len,
 void clef_request_free(clef_request *req);
 
 /* Refuses, with a precise 400, media the serving model cannot take:
+ *   assets_unsupported  an "assets" map (TypeSafe's experimental
+ *                       multipart images); loc ["body","assets"]
  *   images_unsupported  a non-empty "images" array (Cloudflare's form),
  *                       unless images_ok; loc ["body","images"]
+ *   videos_unsupported  a non-empty "videos" or "audio" array (Cloudflare's
+ *   audio_unsupported   Clef and Clef Omni), which no model is served with
+ *                       yet; loc ["body","videos"] or ["body","audio"]
+ *   media_kwargs_unsupported
+ *                       a non-empty "media_kwargs" object (the reference's
+ *                       processor arguments), naming its first key; loc
+ *                       ["body","media_kwargs",KEY]
+ *   images_unsupported  OpenRouter-style {"type": "image_url"} parts in a
+ *   videos_unsupported  state array ("input_image" too; "video_url",
+ *   audio_unsupported   "input_audio"); loc ["body","state",I]
  *   (images_ok)         every image read by clef_image_inputs_read(): wire
  *                       form, limits, base64, format and header; its
  *                       refusals name the image (image_input.c), and
  *                       req->image_inputs holds the decoded bytes
- *   images_unsupported  OpenRouter-style {"type": "image_url"} parts in a
- *                       state array; loc ["body","state",I]
- *   assets_unsupported  an "assets" map (TypeSafe's experimental
- *                       multipart images); loc ["body","assets"]
  * so that no request is answered as if its media were not there. */
 int  clef_request_check_media(clef_request *req, int images_ok,
     clef_error *err);
