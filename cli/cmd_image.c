@@ -32,7 +32,7 @@ typedef struct {
     char               *path;
     uint8_t            *bytes;
     size_t              len;
-    clef_image_input    in;
+    clef_media_input    in;
 } image_file;
 
 
@@ -63,6 +63,8 @@ load(image_file *f, clef_error *err)
         return clef_error_set(err, 400, "io", "", "cannot read %s", f->path);
     }
     fclose(fp);
+    f->in.kind = CLEF_MEDIA_IMAGE;
+    f->in.frames = 1;
     f->in.data = f->bytes;
     f->in.len = f->len;
     f->in.format = clef_image_sniff(f->bytes, f->len);
@@ -76,8 +78,8 @@ load(image_file *f, clef_error *err)
 
 
 static int
-prepare(const image_file *f, const clef_processor_config *pc, clef_image *im,
-    clef_error *err)
+prepare(const image_file *f, const clef_processor_config *pc,
+    clef_media_item *im, clef_error *err)
 {
     clef_rgb_image  rgb;
     int             rc;
@@ -93,13 +95,13 @@ prepare(const image_file *f, const clef_processor_config *pc, clef_image *im,
 
 /* FNV-1a of the resized bytes: enough to tell two runs apart */
 static uint64_t
-digest(const clef_image *im)
+digest(const clef_media_item *im)
 {
     uint64_t  h = 1469598103934665603ULL;
     size_t    i, n = (size_t) im->grid_h * im->grid_w * im->patch * im->patch * 3;
 
     for (i = 0; i < n; i++) {
-        h = (h ^ im->rgb[i]) * 1099511628211ULL;
+        h = (h ^ im->bytes[i]) * 1099511628211ULL;
     }
     return h;
 }
@@ -122,12 +124,12 @@ clef_cmd_image(int argc, char **argv)
     clef_cpu_pool          *pool = NULL;
     clef_cpu_vision        *v = NULL;
     image_file             *files;
-    clef_image              im;
+    clef_media_item         im;
     clef_error              err;
     clef_buf                out = { NULL, 0, 0 };
     int64_t                 done, patches;
     float                  *feat;
-    const clef_image       *one[1];
+    const clef_media_item  *one[1];
     int                     c, i, n, threads = 0, rc = 0;
 
     optind = 1;
@@ -175,9 +177,9 @@ clef_cmd_image(int argc, char **argv)
                             "\"grid\":[1,%d,%d],\"tokens\":%lld,\"digest\":\"%016llx\"}",
                             clef_image_format_name(files[i].in.format),
                             (int) files[i].in.width, (int) files[i].in.height,
-                            im.grid_h, im.grid_w, (long long) clef_image_tokens(&im),
+                            im.grid_h, im.grid_w, (long long) im.tokens,
                             (unsigned long long) digest(&im));
-            clef_image_free(&im);
+            clef_media_item_free(&im);
         } else {
             files[i].in.format = CLEF_IMAGE_NONE;
             clef_buf_printf(&out, ",\"error\":{\"status\":%d,\"type\":", err.status);
@@ -198,7 +200,7 @@ clef_cmd_image(int argc, char **argv)
                 if (files[i].in.format != CLEF_IMAGE_NONE
                     && prepare(&files[i], &pc, &im, &err) == 0)
                 {
-                    clef_image_free(&im);
+                    clef_media_item_free(&im);
                     done++;
                 }
             }
@@ -217,7 +219,7 @@ clef_cmd_image(int argc, char **argv)
                     {
                         continue;
                     }
-                    feat = malloc(sizeof(float) * (size_t) clef_image_tokens(&im)
+                    feat = malloc(sizeof(float) * (size_t) im.tokens
                                   * (size_t) clef_model_text_config(m)->hidden_size);
                     one[0] = &im;
                     dt = clef_clock_seconds();
@@ -227,7 +229,7 @@ clef_cmd_image(int argc, char **argv)
                         patches += (int64_t) im.grid_h * im.grid_w;
                     }
                     free(feat);
-                    clef_image_free(&im);
+                    clef_media_item_free(&im);
                 }
                 dt = clef_clock_seconds() - t0;
             } while (dt < seconds);

@@ -22,6 +22,7 @@
 
 #include "model/model.h"
 #include "model/shard.h"
+#include "protocol/encode_media.h"
 
 static void *ngx_http_clef_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);
@@ -600,10 +601,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     /* images need the vision tower; the CUDA backend runs it on rank 0
      * only, so at tp=1 (cuda/README.md, "Images") */
-    m->images = clef_model_vision_config(cm) != NULL
-                && (ngx_strcmp(m->backend.data, "cpu") == 0 || m->tp == 1);
-    if (m->images) {
-        m->processor = clef_model_vision_config(cm)->processor;
+    clef_media_conf_of_model(cm, &m->media);
+    if (ngx_strcmp(m->backend.data, "cpu") != 0 && m->tp > 1) {
+        m->media.accepts &= ~CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE);
     }
 
     m->description.data = ngx_pnalloc(cf->pool, 256);
@@ -615,8 +615,8 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                      "Clef decision model %V: %d layers, hidden size %d, "
                      "%V backend%s", &m->name, tc->num_hidden_layers,
                      tc->hidden_size, &m->backend,
-                     m->images ? "; text and images (PNG, JPEG, WebP)"
-                               : "; text only");
+                     ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
+                     ? "; text and images (PNG, JPEG, WebP)" : "; text only");
     m->description.len = p - m->description.data;
     clef_model_close(cm);
 

@@ -36,6 +36,8 @@
  *  400    too_few_score_levels  ""   Too few score levels. Must have at least 1 level.
  *  400    too_many_score_levels ""   Too many score levels. Must have at most 10 levels.
  *  400    too_many_images       ""   Too many images. Must have at most 4 images.
+ *                                    (each media kind this server reads:
+ *                                    media/kinds.c)
  * (the numbers come from clef_limits; "question"/"choice"/"level"/"image"
  * take an "s" unless the number is 1)
  *
@@ -76,14 +78,17 @@ static const clef_json  noul_false_default = {
 void
 clef_limits_default(clef_limits *lim)
 {
+    int  k;
+
     lim->max_questions = 64;
     lim->max_choices = 255;
     lim->min_choices = 2;
     lim->max_score_levels = 10;
     lim->min_score_levels = 1;
-    lim->max_images = 4;
     lim->max_id_len = 100;
-    clef_image_limits_default(&lim->image);
+    for (k = 0; k < CLEF_MEDIA_KINDS; k++) {
+        clef_media_limits_default((clef_media_kind) k, &lim->media[k]);
+    }
 }
 
 
@@ -283,10 +288,11 @@ check_question_shape(const clef_str *id, const clef_json *q, clef_error *err)
 static int
 check_shape(const clef_json *root, clef_error *err)
 {
-    static const char *const  media_fields[] = { "images", "videos", "audio" };
-    const clef_json          *v, *questions;
-    char                      loc[64];
-    size_t                    i;
+    const clef_json  *v, *questions;
+    const char       *field;
+    char              loc[64];
+    size_t            i;
+    int               k;
 
     if (root->type != CLEF_JSON_OBJECT) {
         return clef_error_set(err, 422, "dict_type", "[\"body\"]", MSG_DICT);
@@ -317,12 +323,13 @@ check_shape(const clef_json *root, clef_error *err)
             MSG_DICT);
     }
 
-    for (i = 0; i < sizeof(media_fields) / sizeof(media_fields[0]); i++) {
-        v = clef_json_get(root, media_fields[i]);
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        field = clef_media_kind_of(k)->field;
+        v = clef_json_get(root, field);
         if (v != NULL && v->type != CLEF_JSON_NULL
             && v->type != CLEF_JSON_ARRAY)
         {
-            snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", media_fields[i]);
+            snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", field);
             return clef_error_set(err, 422, "list_type", loc, MSG_LIST);
         }
     }
@@ -372,10 +379,12 @@ id_valid(const clef_str *id, int max_len)
 static int
 check_limits(const clef_json *root, const clef_limits *lim, clef_error *err)
 {
-    const clef_json  *questions, *q, *criteria, *images;
-    const clef_str   *id;
-    char              echoed[ECHO_MAX + 8];
-    size_t            i, n;
+    const clef_media_kind_info  *kind;
+    const clef_json             *questions, *q, *criteria, *items;
+    const clef_str              *id;
+    char                         echoed[ECHO_MAX + 8];
+    size_t                       i, n;
+    int                          k, max;
 
     questions = clef_json_get(root, "questions");
 
@@ -433,13 +442,19 @@ check_limits(const clef_json *root, const clef_limits *lim, clef_error *err)
         }
     }
 
-    images = clef_json_get(root, "images");
-    if (images != NULL && images->type == CLEF_JSON_ARRAY
-        && images->len > (size_t) lim->max_images)
-    {
-        return clef_error_set(err, 400, "too_many_images", "",
-            "Too many images. Must have at most %d image%s.",
-            lim->max_images, plural(lim->max_images));
+    /* a kind this server does not read yet is refused as such, whatever
+     * its count (clef_request_check_media) */
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        kind = clef_media_kind_of(k);
+        items = clef_json_get(root, kind->field);
+        max = lim->media[k].max_items;
+        if (kind->read != NULL && items != NULL
+            && items->type == CLEF_JSON_ARRAY && items->len > (size_t) max)
+        {
+            return clef_error_set(err, 400, kind->too_many, "",
+                "Too many %s. Must have at most %d %s.", kind->many, max,
+                max == 1 ? kind->one : kind->many);
+        }
     }
 
     return 0;
@@ -556,6 +571,7 @@ clef_request_parse(clef_request *req, const char *body, size_t len,
     clef_limits       defaults;
     const clef_json  *questions, *v;
     size_t            i;
+    int               k;
 
     if (lim == NULL) {
         clef_limits_default(&defaults);
@@ -574,15 +590,17 @@ clef_request_parse(clef_request *req, const char *body, size_t len,
         goto failed;
     }
 
-    req->image_limits = lim->image;
     v = clef_json_get(req->root, "model");
     req->model = (clef_str) { v->str, v->len };
     req->state = clef_json_get(req->root, "state");
 
-    v = clef_json_get(req->root, "images");
-    if (v != NULL && v->type == CLEF_JSON_ARRAY) {
-        req->images = v;
-        req->n_images = (int) v->len;
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        req->media[k].limits = lim->media[k];
+        v = clef_json_get(req->root, clef_media_kind_of(k)->field);
+        if (v != NULL && v->type == CLEF_JSON_ARRAY) {
+            req->media[k].items = v;
+            req->media[k].n = (int) v->len;
+        }
     }
 
     questions = clef_json_get(req->root, "questions");
@@ -613,39 +631,46 @@ failed:
 
 
 /*
- * The media fields of the protocol this server does not read yet ("videos"
- * and "audio" of Cloudflare's Clef and Clef Omni, the processor arguments
- * of "media_kwargs"): refused by name, never answered as if they were not
+ * An array of a kind the model does not take, or that this server does
+ * not read yet (videos, audio), and the processor arguments of
+ * "media_kwargs": refused by name, never answered as if they were not
  * there.
  */
 static int
-check_unread(const clef_request *req, int images_ok, clef_error *err)
+check_unserved(const clef_request *req, unsigned accepts, clef_error *err)
 {
-    static const struct {
-        const char  *field, *type, *noun;
-    } unread[] = {
-        { "videos", "videos_unsupported", "videos" },
-        { "audio", "audio_unsupported", "audio clips" },
-    };
-    const clef_json  *v;
-    char              loc[ECHO_MAX + 64], key[ECHO_MAX + 8];
-    size_t            i, n;
+    const clef_media_kind_info  *kind;
+    const clef_json             *v;
+    char                         loc[ECHO_MAX + 64], key[ECHO_MAX + 8];
+    char                         words[128];
+    size_t                       n;
+    int                          k;
 
-    for (i = 0; i < sizeof(unread) / sizeof(unread[0]); i++) {
-        v = clef_json_get(req->root, unread[i].field);
-        if (v != NULL && v->type == CLEF_JSON_ARRAY && v->len > 0) {
-            snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", unread[i].field);
-            return clef_error_set(err, 400, unread[i].type, loc,
-                "This server does not take %s yet (%zu given): remove "
-                "\"%s\"; %s are supported.", unread[i].noun, v->len,
-                unread[i].field, images_ok ? "text, JSON states and images"
-                                           : "text and JSON states");
+    clef_media_accepted_words(accepts, words, sizeof(words));
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        kind = clef_media_kind_of(k);
+        if (req->media[k].n == 0
+            || (kind->read != NULL && (accepts & CLEF_MEDIA_BIT(k))))
+        {
+            continue;
         }
+        snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", kind->field);
+        if (kind->read == NULL) {
+            return clef_error_set(err, 400, kind->unsupported, loc,
+                "This server does not take %s yet (%d given): remove "
+                "\"%s\"; %s are supported.", kind->many, req->media[k].n,
+                kind->field, words);
+        }
+        return clef_error_set(err, 400, kind->unsupported, loc,
+            "This model does not accept %s (%d given): remove \"%s\"; %s "
+            "are supported.", kind->many, req->media[k].n, kind->field,
+            words);
     }
 
     v = clef_json_get(req->root, "media_kwargs");
     if (v != NULL && v->type == CLEF_JSON_OBJECT && v->len > 0) {
-        n = (size_t) snprintf(loc, sizeof(loc), "[\"body\",\"media_kwargs\",\"");
+        n = (size_t) snprintf(loc, sizeof(loc),
+                              "[\"body\",\"media_kwargs\",\"");
         n += echo(loc + n, sizeof(loc) - n, v->keys[0].s, v->keys[0].len, 1,
                   ECHO_MAX);
         snprintf(loc + n, sizeof(loc) - n, "\"]");
@@ -658,23 +683,18 @@ check_unread(const clef_request *req, int images_ok, clef_error *err)
 }
 
 
-/* OpenRouter's and OpenAI's media parts in a state array: the state is
- * read as text or JSON, so they would reach the model as their base64 */
+/* OpenRouter's and OpenAI's media parts in a state array (kinds.h): the
+ * state is read as text or JSON, so they would reach the model as their
+ * base64 */
 static int
-check_state_parts(const clef_request *req, int images_ok, clef_error *err)
+check_state_parts(const clef_request *req, unsigned accepts, clef_error *err)
 {
-    static const struct {
-        const char  *part, *type, *noun;
-        int          image;
-    } parts[] = {
-        { "image_url", "images_unsupported", "Image", 1 },
-        { "input_image", "images_unsupported", "Image", 1 },
-        { "video_url", "videos_unsupported", "Video", 0 },
-        { "input_audio", "audio_unsupported", "Audio", 0 },
-    };
-    const clef_json  *part, *type;
-    char              loc[64];
-    size_t            i, k;
+    const clef_media_kind_info  *kind;
+    const clef_json             *part, *type;
+    const char                  *name;
+    char                         loc[64], hint[96];
+    size_t                       i, j;
+    int                          k;
 
     if (req->state == NULL || req->state->type != CLEF_JSON_ARRAY) {
         return 0;
@@ -686,18 +706,25 @@ check_state_parts(const clef_request *req, int images_ok, clef_error *err)
         if (type == NULL || type->type != CLEF_JSON_STRING) {
             continue;
         }
-        for (k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
-            if (type->len != strlen(parts[k].part)
-                || memcmp(type->str, parts[k].part, type->len) != 0)
-            {
-                continue;
+        for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+            kind = clef_media_kind_of(k);
+            for (j = 0; (name = kind->parts[j]) != NULL; j++) {
+                if (type->len != strlen(name)
+                    || memcmp(type->str, name, type->len) != 0)
+                {
+                    continue;
+                }
+                hint[0] = '\0';
+                if (kind->read != NULL && (accepts & CLEF_MEDIA_BIT(k))) {
+                    snprintf(hint, sizeof(hint), ": send %s in a top-level "
+                             "\"%s\" array", kind->many, kind->field);
+                }
+                snprintf(loc, sizeof(loc), "[\"body\",\"state\",%zu]", i);
+                return clef_error_set(err, 400, kind->unsupported, loc,
+                    "%s parts in the state (state[%zu] has type \"%s\") are "
+                    "not supported%s; this server reads the state as text "
+                    "or JSON.", kind->noun, i, type->str, hint);
             }
-            snprintf(loc, sizeof(loc), "[\"body\",\"state\",%zu]", i);
-            return clef_error_set(err, 400, parts[k].type, loc,
-                "%s parts in the state (state[%zu] has type \"%s\") are not "
-                "supported%s; this server reads the state as text or JSON.",
-                parts[k].noun, i, type->str, parts[k].image && images_ok
-                ? ": send images in a top-level \"images\" array" : "");
         }
     }
     return 0;
@@ -705,9 +732,12 @@ check_state_parts(const clef_request *req, int images_ok, clef_error *err)
 
 
 int
-clef_request_check_media(clef_request *req, int images_ok, clef_error *err)
+clef_request_check_media(clef_request *req, unsigned accepts,
+    clef_error *err)
 {
-    const clef_json  *assets;
+    const clef_media_kind_info  *kind;
+    const clef_json             *assets;
+    int                          k;
 
     assets = clef_json_get(req->root, "assets");
     if (assets != NULL && assets->type != CLEF_JSON_NULL
@@ -718,29 +748,40 @@ clef_request_check_media(clef_request *req, int images_ok, clef_error *err)
             "\"assets\" (images uploaded as multipart parts and referenced "
             "from the request) are not supported by this server; send "
             "application/json with a text or JSON state%s.",
-            images_ok ? " and images in a top-level \"images\" array of "
-                        "data URLs" : "");
+            accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
+            ? " and images in a top-level \"images\" array of data URLs"
+            : "");
     }
 
-    if (req->n_images > 0 && !images_ok) {
-        return clef_error_set(err, 400, "images_unsupported",
-            "[\"body\",\"images\"]",
-            "This model does not accept images (%d given): remove "
-            "\"images\"; text and JSON states are supported.", req->n_images);
-    }
-
-    if (check_unread(req, images_ok, err) != 0
-        || check_state_parts(req, images_ok, err) != 0)
+    if (check_unserved(req, accepts, err) != 0
+        || check_state_parts(req, accepts, err) != 0)
     {
         return -1;
     }
 
-    if (req->n_images > 0 && req->image_inputs == NULL) {
-        return clef_image_inputs_read(&req->arena, req->images,
-                                      &req->image_limits, &req->image_inputs,
-                                      err);
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        kind = clef_media_kind_of(k);
+        if (req->media[k].n > 0 && req->media[k].inputs == NULL
+            && kind->read(&req->arena, req->media[k].items,
+                          &req->media[k].limits, &req->media[k].inputs, err)
+               != 0)
+        {
+            return -1;
+        }
     }
     return 0;
+}
+
+
+int
+clef_request_media_count(const clef_request *req)
+{
+    int  k, n = 0;
+
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        n += req->media[k].n;
+    }
+    return n;
 }
 
 
