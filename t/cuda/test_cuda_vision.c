@@ -779,6 +779,34 @@ test_model(const char *name, const char *config, int seed, int max_cases)
          && memcmp(tl2, tl[0], sizeof(float) * (size_t) text[0].n_options) == 0;
     CHECK(ok, "%s: a text-only record after batches with images: its first bits",
           name);
+    /* an item of a kind this backend has no encoder for (the video kind,
+     * which nothing prepares yet: an image relabelled): refused before
+     * anything is launched, and the next forward as before */
+    if (n > 0) {
+        clef_batch  batch;
+        clef_error  err;
+        int32_t     cu[2];
+
+        memset(&err, 0, sizeof(err));
+        recs[0].media[0].kind = CLEF_MEDIA_VIDEO;
+        clef_batch_init(&batch, (const clef_record *const []) { &recs[0] }, 1,
+                        cu);
+        ok = clef_batch_set_media(&batch, &err) == 0
+             && clef_cuda_backend_ops.forward(gb, &batch, again, &err) == -1
+             && err.status == 400
+             && strcmp(err.type, "videos_unsupported") == 0
+             && strcmp(err.message, "The cuda backend has no encoder for "
+                       "videos.") == 0;
+        clef_batch_free_media(&batch);
+        recs[0].media[0].kind = CLEF_MEDIA_IMAGE;
+        CHECK(ok, "%s: a video item: 400 videos_unsupported (%s)", name,
+              err.message);
+        ok = forward(&clef_cuda_backend_ops, gb,
+                     (const clef_record *const []) { &recs[0] }, 1, again) == 0
+             && memcmp(again, alone[0],
+                       sizeof(float) * (size_t) recs[0].n_options) == 0;
+        CHECK(ok, "%s: the image record after the refusal: its bits", name);
+    }
     {
         long  fallbacks, heur;
 
