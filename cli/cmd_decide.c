@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "model/model.h"
+#include "model/model_media.h"
 #include "protocol/answer.h"
 #include "protocol/encode.h"
 #include "protocol/encode_media.h"
@@ -253,7 +254,7 @@ prepare(decider *d, item *it, const char *line, size_t len)
     it->parsed = 1;
     /* media as a server with this model takes them (the worker's checks,
      * then the engine's decoding) */
-    clef_media_conf_of_model(d->model, &mc);
+    clef_model_media_conf(d->model, &mc);
     if (clef_request_check_media(&it->req, mc.accepts, &it->err) != 0
         || clef_encode_with_media(d->model, &it->req, &d->enc, &it->rec,
                                   &it->err) != 0)

@@ -7,22 +7,7 @@
 #include <string.h>
 
 #include "media/prepare.h"
-
-
-void
-clef_media_conf_of_model(const clef_model *m, clef_media_conf *mc)
-{
-    const clef_vision_config  *vc = clef_model_vision_config(m);
-
-    clef_media_conf_default(mc);
-    if (vc != NULL) {
-        mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE);
-        mc->tokens[CLEF_MEDIA_IMAGE].start = vc->vision_start_token_id;
-        mc->tokens[CLEF_MEDIA_IMAGE].pad = vc->image_token_id;
-        mc->tokens[CLEF_MEDIA_IMAGE].end = vc->vision_end_token_id;
-        mc->processor = vc->processor;
-    }
-}
+#include "model/model_media.h"
 
 
 void
@@ -113,7 +98,7 @@ clef_encode_with_media(const clef_model *m, const clef_request *req,
     }
     o.media = NULL;
     o.n_media = 0;
-    clef_media_conf_of_model(m, &mc);
+    clef_model_media_conf(m, &mc);
     if (clef_plan_build(req, &blob, err) != 0
         || clef_plan_view(&plan, blob.data, blob.len, err) != 0)
     {

@@ -13,10 +13,6 @@
 #include "protocol/encode.h"
 #include "protocol/plan.h"
 
-/* What m takes (media/kinds.h's clef_media_conf): images, their tokens
- * and processor when it has a vision tower; nothing else yet. */
-void clef_media_conf_of_model(const clef_model *m, clef_media_conf *mc);
-
 /* Decodes and processes every item of plan into opts->media, with the
  * kinds' tokens.  400 <field>_unsupported (images_unsupported, ...) for a
  * kind mc does not take or an item the worker never read; 413
@@ -30,7 +26,7 @@ int  clef_encode_media_prepare(const clef_media_conf *mc,
 void clef_encode_media_release(clef_encode_opts *opts);
 
 /* clef_encode() for a request whose media were read
- * (clef_request_check_media), with what m takes. */
+ * (clef_request_check_media), with what m takes (model/model_media.h). */
 int  clef_encode_with_media(const clef_model *m, const clef_request *req,
     const clef_encode_opts *opts, clef_record *rec, clef_error *err);
 

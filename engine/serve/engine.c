@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "base/pid.h"
 #include "model/model.h"
+#include "model/model_media.h"
 #include "protocol/encode.h"
 #include "protocol/encode_media.h"
 #include "protocol/plan.h"
@@ -25,22 +26,6 @@
 #define ENGINE_IDLE_MS       1000
 
 #define elog  clef_engine_log
-
-
-void
-clef_engine_log(const clef_engine_conf *conf, int level, const char *fmt, ...)
-{
-    char     buf[1024];
-    va_list  ap;
-
-    if (conf->log == NULL) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    conf->log(level, buf);
-}
 
 
 static double
@@ -160,7 +145,7 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     opts.truncate = (clef_truncate) s->truncate;
     /* media are decoded and processed here, in the preparing thread,
      * never in an nginx worker */
-    clef_media_conf_of_model(e->model, &mc);
+    clef_model_media_conf(e->model, &mc);
     if (plan.n_media > 0
         && clef_encode_media_prepare(&mc, &plan, &opts, &err) != 0)
     {
