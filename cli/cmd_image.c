@@ -22,9 +22,8 @@
 #include "commands.h"
 #include "cpu/model/vision.h"
 #include "cpu/parallel/pool.h"
-#include "media/image_decode.h"
 #include "media/image_input.h"
-#include "media/processor.h"
+#include "media/prepare.h"
 #include "model/model.h"
 #include "text/render.h"
 
@@ -77,19 +76,14 @@ load(image_file *f, clef_error *err)
 }
 
 
+/* The engine's own preparation of an image (media/prepare.h): decoding,
+ * EXIF, smart_resize, the resize and the normalisation constants. */
 static int
-prepare(const image_file *f, const clef_processor_config *pc,
-    clef_media_item *im, clef_error *err)
+prepare(const image_file *f, const clef_media_conf *mc, clef_media_item *im,
+    clef_error *err)
 {
-    clef_rgb_image  rgb;
-    int             rc;
-
-    if (clef_image_decode(&f->in, 0, CLEF_IMAGE_MAX_PIXELS, &rgb, err) != 0) {
-        return -1;
-    }
-    rc = clef_image_preprocess(&rgb, 0, pc, im, err);
-    clef_rgb_image_free(&rgb);
-    return rc;
+    return clef_media_prep_of(CLEF_MEDIA_IMAGE)->prepare(&f->in, 0, mc, im,
+                                                         err);
 }
 
 
@@ -119,7 +113,7 @@ clef_cmd_image(int argc, char **argv)
     };
     const char             *model_dir = NULL;
     double                  seconds = 0, t0, dt;
-    clef_processor_config   pc;
+    clef_media_conf         mc;
     clef_model             *m = NULL;
     clef_cpu_pool          *pool = NULL;
     clef_cpu_vision        *v = NULL;
@@ -147,7 +141,7 @@ clef_cmd_image(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    clef_processor_config_default(&pc);
+    clef_media_conf_default(&mc);
     if (model_dir != NULL) {
         m = clef_model_open(model_dir, 0, &err);
         if (m == NULL || clef_model_vision_config(m) == NULL) {
@@ -156,7 +150,7 @@ clef_cmd_image(int argc, char **argv)
             clef_model_close(m);
             return 1;
         }
-        pc = clef_model_vision_config(m)->processor;
+        mc.processor = clef_model_vision_config(m)->processor;
         pool = clef_cpu_pool_create(threads, &err);
         if (pool == NULL || clef_cpu_vision_open(m, pool, &v, &err) != 0) {
             fprintf(stderr, "clef image: %s\n", err.message);
@@ -172,12 +166,13 @@ clef_cmd_image(int argc, char **argv)
         out.len = 0;
         clef_buf_printf(&out, "{\"file\":");
         clef_render_string(&out, files[i].path, strlen(files[i].path));
-        if (load(&files[i], &err) == 0 && prepare(&files[i], &pc, &im, &err) == 0) {
+        if (load(&files[i], &err) == 0 && prepare(&files[i], &mc, &im, &err) == 0) {
             clef_buf_printf(&out, ",\"format\":\"%s\",\"width\":%d,\"height\":%d,"
-                            "\"grid\":[1,%d,%d],\"tokens\":%lld,\"digest\":\"%016llx\"}",
+                            "\"grid\":[%d,%d,%d],\"tokens\":%lld,\"digest\":\"%016llx\"}",
                             clef_image_format_name(files[i].in.format),
                             (int) files[i].in.width, (int) files[i].in.height,
-                            im.grid_h, im.grid_w, (long long) im.tokens,
+                            im.grid_t, im.grid_h, im.grid_w,
+                            (long long) im.tokens,
                             (unsigned long long) digest(&im));
             clef_media_item_free(&im);
         } else {
@@ -198,7 +193,7 @@ clef_cmd_image(int argc, char **argv)
         do {
             for (i = 0; i < n; i++) {
                 if (files[i].in.format != CLEF_IMAGE_NONE
-                    && prepare(&files[i], &pc, &im, &err) == 0)
+                    && prepare(&files[i], &mc, &im, &err) == 0)
                 {
                     clef_media_item_free(&im);
                     done++;
@@ -215,7 +210,7 @@ clef_cmd_image(int argc, char **argv)
             do {
                 for (i = 0; i < n; i++) {
                     if (files[i].in.format == CLEF_IMAGE_NONE
-                        || prepare(&files[i], &pc, &im, &err) != 0)
+                        || prepare(&files[i], &mc, &im, &err) != 0)
                     {
                         continue;
                     }
