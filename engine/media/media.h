@@ -64,12 +64,16 @@ typedef struct {
     int32_t          grid_w;
     int64_t          tokens;       /* the pad tokens it becomes */
     uint8_t         *bytes;        /* the processor's output in the kind's
-                                      layout (an image: RGB, [grid_h patch]
-                                      [grid_w patch][3]), or NULL and */
+                                      layout (kinds with pixels: RGB frames,
+                                      [frames][grid_h patch][grid_w patch]
+                                      [3]), or NULL and */
     float           *values;       /* the encoder's input rows as given
                                       (tests: the reference's pixels) */
-    float           *timestamps;   /* [grid_t] seconds of each temporal
-                                      group; NULL for a kind without time */
+    int32_t          frames;       /* frames in bytes (an image: 1) */
+    double          *timestamps;   /* [grid_t] seconds of each temporal
+                                      group (a video's frame pairs, as the
+                                      reference computes them, in double);
+                                      NULL for a kind without time */
     int              patch;        /* kinds with pixels: patch side, */
     int              temporal;     /* temporal slots and merge of the */
     int              merge;        /* tower's patches */

@@ -49,6 +49,7 @@ clef_image_preprocess(const clef_rgb_image *in, int index,
                               "Out of memory for image %d.", index);
     }
     out->kind = CLEF_MEDIA_IMAGE;
+    out->frames = 1;
     out->grid_t = 1;
     out->grid_h = (int32_t) (oh / pc->patch_size);
     out->grid_w = (int32_t) (ow / pc->patch_size);
