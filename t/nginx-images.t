@@ -156,6 +156,29 @@ refused('a truncated JPEG', qq{["data:image/jpeg;base64,$cut"]}, 400,
     '{"detail":{"error_type":"image_invalid","message":"Image 0 cannot be '
     . 'decoded: JPEG: the file is truncated.","loc":["body","images",0]}}');
 
+# media not served yet beside images the model takes (issues 21, 22):
+# refused by name, never answered as if absent
+sub refused_body {
+    my ($name, $body, $status, $want) = @_;
+    my $r = $srv->request('POST', '/v1/systemone', $body,
+                          { 'Content-Type' => 'application/json' }, 60);
+    is $r->{status}, $status, "$name: $status" or diag $r->{content};
+    is $r->{content}, $want, "$name: the body";
+}
+refused_body('a video beside an image',
+    '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},"images":'
+    . qq{["data:image/png;base64,$png"],"videos":["data:video/mp4;base64,AAAA"]\}},
+    400, '{"detail":{"error_type":"videos_unsupported","message":"This server '
+    . 'does not take videos yet (1 given): remove \"videos\"; text, JSON states '
+    . 'and images are supported.","loc":["body","videos"]}}');
+refused_body('media_kwargs beside an image',
+    '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},"images":'
+    . qq{["data:image/png;base64,$png"],"media_kwargs":\{"min_pixels":1024\}\}},
+    400, '{"detail":{"error_type":"media_kwargs_unsupported","message":"The '
+    . 'media_kwargs key \"min_pixels\" is not supported: this server passes no '
+    . 'arguments to its media processors; remove it.","loc":["body",'
+    . '"media_kwargs","min_pixels"]}}');
+
 # still serving, and no crash in the logs
 my $ok = ask(qq{["data:image/png;base64,$png"]});
 is $ok->{status}, 200, 'after the refusals: an image is answered';
