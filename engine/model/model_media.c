@@ -10,7 +10,9 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
     const clef_vision_config  *vc = clef_model_vision_config(m);
 
     clef_media_conf_default(mc);
-    if (vc != NULL) {
+    /* Clef Omni's images go through DeepStack and its own placement:
+     * taken once the CPU backend runs them */
+    if (vc != NULL && clef_model_family(m) == CLEF_FAMILY_CLEF) {
         mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE);
         mc->tokens[CLEF_MEDIA_IMAGE].start = vc->vision_start_token_id;
         mc->tokens[CLEF_MEDIA_IMAGE].pad = vc->image_token_id;
