@@ -502,6 +502,12 @@ clef_model_vision_config(const clef_model *m)
     return m->cfg.vision.present ? &m->cfg.vision : NULL;
 }
 
+int
+clef_model_default_max_length(const clef_model *m)
+{
+    return m->cfg.family == CLEF_FAMILY_OMNI ? CLEF_OMNI_MAX_LENGTH : 0;
+}
+
 clef_family
 clef_model_family(const clef_model *m)
 {

@@ -172,6 +172,15 @@ const clef_head_config *clef_model_head_config(const clef_model *m);
 /* NULL when the checkpoint has no vision tower (it then takes no images). */
 const clef_vision_config *clef_model_vision_config(const clef_model *m);
 const clef_tokenizer   *clef_model_tokenizer(const clef_model *m);
+/* Clef Omni's reference encodes a record in at most this many tokens by
+ * default (its DEFAULT_MAX_LENGTH, and the hosted endpoint's budget). */
+#define CLEF_OMNI_MAX_LENGTH  64000
+
+/* The token limit of a record the model's reference has when none is
+ * configured: CLEF_OMNI_MAX_LENGTH for Clef Omni, 0 (the engine's own
+ * default, protocol/plan.h) for Clef. */
+int clef_model_default_max_length(const clef_model *m);
+
 /* Which family the model is (its release layout and its encoder). */
 clef_family             clef_model_family(const clef_model *m);
 /* Clef Omni's token ids and time scale; NULL for another family. */
