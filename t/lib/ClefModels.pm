@@ -96,6 +96,28 @@ sub free_port {
     croak "cannot find a free loopback port: $!";
 }
 
+# Loads $module (Test::Nginx::Socket, Test::Nginx::Util): a system
+# install, else the copy in ../shared/vendor/test-nginx beside the
+# repository (what `make test` passes to prove with -I); without either,
+# dies saying so: the nginx suites never skip for want of it.
+sub require_test_nginx {
+    my ($module) = @_;
+    (my $file = "$module.pm") =~ s{::}{/}g;
+    return 1 if eval { require $file; 1 };
+    # a copy that is there but does not load (a missing dependency) says why
+    die $@ unless $@ =~ /^Can't locate \Q$file\E /;
+    my $vendor = "$ROOT/../shared/vendor/test-nginx/lib";
+    -f "$vendor/$file" or die <<"EOT";
+$module is not installed, and there is no copy of it in
+$vendor.
+Install it (cpanm Test::Nginx) or run `auto/deps`; the nginx suites cannot
+run without it.
+EOT
+    unshift @INC, $vendor;
+    require $file;
+    return 1;
+}
+
 # Makes the calling process the reaper of its orphaned descendants
 # (prctl PR_SET_CHILD_SUBREAPER): a daemonised nginx master, or a keeper
 # whose nginx has exited, is reparented to the test, not to init, so it

@@ -56,19 +56,7 @@ if (!defined $ENV{TEST_NGINX_SERVROOT}) {
     chmod 0755, $ENV{TEST_NGINX_SERVROOT};
 }
 
-unless (eval { require Test::Nginx::Socket; 1 }) {
-    # a copy that is there but does not load (a missing dependency) says why
-    die $@ unless $@ =~ m{^Can't locate Test/Nginx/Socket\.pm };
-    my $vendor = "$ClefModels::ROOT/../shared/vendor/test-nginx/lib";
-    -f "$vendor/Test/Nginx/Socket.pm" or die <<"EOT";
-Test::Nginx::Socket is not installed, and there is no copy of it in
-$vendor.
-Install it (cpanm Test::Nginx) or run `auto/deps`; the nginx suites cannot
-run without it.
-EOT
-    unshift @INC, $vendor;
-    require Test::Nginx::Socket;
-}
+ClefModels::require_test_nginx('Test::Nginx::Socket');
 
 # an nginx that daemonises is the suite's child, reaped the moment it
 # exits: Test::Nginx's stop then returns when nginx is really gone
