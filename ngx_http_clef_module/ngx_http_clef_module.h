@@ -23,6 +23,12 @@
 #define NGX_HTTP_CLEF_DEFAULT_ZONE_SIZE   (64 * 1024 * 1024)
 #define NGX_HTTP_CLEF_MAX_BATCH_RECORDS   256
 
+/* the shape of a clef_systemone location's responses */
+enum {
+    NGX_HTTP_CLEF_ENVELOPE_SYSTEMONE = 0,  /* /v1/systemone's own */
+    NGX_HTTP_CLEF_ENVELOPE_CLOUDFLARE      /* Workers AI's REST API */
+};
+
 enum {
     NGX_HTTP_CLEF_NONE = 0,
     NGX_HTTP_CLEF_SYSTEMONE,
@@ -80,6 +86,7 @@ typedef struct {
     ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
                                                  empty: off */
     ngx_flag_t                 json_errors;   /* clef_json_errors */
+    ngx_uint_t                 envelope;      /* NGX_HTTP_CLEF_ENVELOPE_* */
 } ngx_http_clef_loc_conf_t;
 
 typedef struct {
@@ -134,6 +141,13 @@ ngx_int_t ngx_http_clef_check_api_key(ngx_http_request_t *r,
 ngx_int_t ngx_http_clef_set_retry_after(ngx_http_request_t *r,
     ngx_msec_t ms);
 ngx_int_t ngx_http_clef_filter_init(ngx_conf_t *cf);
+
+/* ngx_http_clef_envelope.c: the Cloudflare REST form */
+/* NGX_DECLINED: the path names the model served; anything else was sent */
+ngx_int_t ngx_http_clef_envelope_check(ngx_http_request_t *r);
+/* *body becomes the enveloped body, in r's pool */
+ngx_int_t ngx_http_clef_envelope_wrap(ngx_http_request_t *r,
+    ngx_uint_t status, u_char **body, size_t *len);
 
 /* ngx_http_clef_models.c, ngx_http_clef_status.c */
 ngx_int_t ngx_http_clef_models_handler(ngx_http_request_t *r);

@@ -30,7 +30,8 @@ package ClefTest;
 # logged at [alert], [crit] or [emerg] (unless it says what it expects in
 # no_error_log); and a block with a `--- decide` section expects, as its
 # body, what `build/clef decide` answers for its request's body on the same
-# checkpoint (JSON compared once canonical).
+# checkpoint (JSON compared once canonical; `--- decide: cloudflare`, in
+# the envelope of clef_systemone envelope=cloudflare).
 
 use strict;
 use warnings;
@@ -117,6 +118,10 @@ sub preprocess {
         $body =~ s/\n\z//;
         my $want = ClefModels->decide($conf{model}, $body,
             name => $conf{name} // 'clef-tiny', %{ $conf{decide} || {} });
+        # `--- decide: cloudflare`: in the envelope of Workers AI's REST API
+        $want = { result => $want, success => JSON::PP::true(),
+                  errors => [], messages => [] }
+            if $b->decide eq 'cloudflare';
         $b->set_value(response_body => $json->encode($want) . "\n");
         $b->set_value(response_body_json_sort => 1);
         $b->set_value(error_code => 200) if !defined $b->error_code;
