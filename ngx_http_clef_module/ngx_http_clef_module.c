@@ -1004,7 +1004,9 @@ ngx_http_clef_init_module(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (!mcf->queue_ready) {
+    if (!mcf->queue_ready
+        || ngx_http_clef_model_readable(cycle, mcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
     if (ngx_test_config) {

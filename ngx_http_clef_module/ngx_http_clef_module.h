@@ -158,6 +158,11 @@ ngx_int_t ngx_http_clef_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_clef_server_timing(ngx_http_request_t *r,
     ngx_http_clef_ctx_t *ctx);
 
+/* ngx_http_clef_access.c: every file of the model opens as the user the
+ * engine runs as (nginx -t, start, reload); logs why not */
+ngx_int_t ngx_http_clef_model_readable(ngx_cycle_t *cycle,
+    ngx_http_clef_main_conf_t *mcf);
+
 /* ngx_http_clef_engine.c (master side) */
 ngx_int_t ngx_http_clef_engine_start(ngx_cycle_t *cycle,
     ngx_http_clef_main_conf_t *mcf);
