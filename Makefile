@@ -1,6 +1,10 @@
 # ngx_clef top-level build.
 #
-#   make          build/libclef.a, build/clef (CLI), the nginx module, the CUDA library
+#   make          build/libclef.a (all of libclef: the CLI and the tests),
+#                 build/libclef_client.a (its client part: the nginx module),
+#                 build/libclef_engine.so (the engine, dlopen'ed by the engine
+#                 process alone), build/clef (CLI), the nginx module, the CUDA
+#                 library
 #   make test     install what is missing (auto/deps), build, run every test
 #   make run      install, build, start nginx on 127.0.0.1:8080 with conf/clef.conf
 #                 (make run PORT=8081, or LISTEN=0.0.0.0:8081)
@@ -17,10 +21,14 @@ CC         ?= cc
 JOBS       ?= $(shell nproc)
 PKGS       := libpcre2-8 libutf8proc jansson openblas libpng libjpeg libwebp \
               libwebpdemux
+# what the client part of libclef (below) links: the nginx module's
+# dependencies, besides nginx's own
+CLIENT_PKGS := libpcre2-8 libutf8proc jansson
 
 WARN       := -Wall -Wextra -Werror -Wno-unused-parameter
 PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CLIENT_LIBS = $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null) -lm -ldl
 # engine/ groups its files by concern (README "Layout"); only engine/ is on
 # the include path, so every include names its folder ("protocol/plan.h")
 ENGINE_INC  := -Iengine
@@ -39,13 +47,26 @@ UNIT_SRC   := $(wildcard t/unit/test_*.c)
 UNIT_NAMES := $(patsubst t/unit/%.c,%,$(UNIT_SRC))
 
 OBJ        := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
+# The client part of libclef (engine/clef.h; serve/engine_library.h says
+# why the split): what an nginx worker and the master run.  A file here must
+# not reach into the rest; test-split (t/engine-split.t) fails when the
+# module's .so needs a clef symbol this part does not define.
+CLIENT_SRC := $(wildcard engine/base/*.c engine/text/*.c engine/model/*.c) \
+              $(addprefix engine/,backend/registry.c \
+                protocol/request.c protocol/plan.c protocol/answer.c \
+                media/base64.c media/image_input.c media/image_probe.c \
+                media/image_size.c \
+                serve/client.c serve/queue.c serve/wake.c serve/stats.c \
+                serve/keeper.c serve/engine_log.c serve/engine_library.c)
+CLIENT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_SRC))
 SAN_OBJ    := $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(ENGINE_SRC))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 UNIT_BIN   := $(addprefix $(BUILD)/t/,$(UNIT_NAMES))
 SAN_BIN    := $(addprefix $(BUILD)/asan/t/,$(UNIT_NAMES))
 
 .PHONY: all deps test test-unit test-asan test-nginx test-coretypes run clean
-all: $(BUILD)/libclef.a $(BUILD)/clef
+all: $(BUILD)/libclef.a $(BUILD)/libclef_client.a $(BUILD)/libclef_engine.so \
+     $(BUILD)/clef
 
 deps:
 	@auto/deps
@@ -67,6 +88,16 @@ $(BUILD)/asan/obj/%.o: %.c
 $(BUILD)/libclef.a: $(OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(BUILD)/libclef_client.a: $(CLIENT_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# every object, one exported symbol (engine/exports.map): the library's own
+# calls bind inside it, never to the module's copies of the client part
+$(BUILD)/libclef_engine.so: $(OBJ) engine/exports.map
+	$(CC) -shared -o $@ -Wl,-soname,libclef_engine.so -Wl,--no-undefined \
+	  -Wl,--version-script=engine/exports.map $(OBJ) $(LIBS)
 
 $(BUILD)/asan/libclef.a: $(SAN_OBJ)
 	@rm -f $@
@@ -263,9 +294,9 @@ $(NGX_BUILD)/sources: FORCE
 	@mkdir -p $(NGX_BUILD)
 	@echo "$(NGX_MOD_SRC)" | cmp -s - $@ || echo "$(NGX_MOD_SRC)" > $@
 
-$(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef.a
+$(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef_client.a
 	@echo "configuring the nginx module against $(NGX_SRC) (Debian conf_flags)"
-	cd $(NGX_SRC) && CLEF_LIB=$(ABS_BUILD)/libclef.a CLEF_LIBS="$(LIBS)" \
+	cd $(NGX_SRC) && CLEF_LIB=$(ABS_BUILD)/libclef_client.a CLEF_LIBS="$(CLIENT_LIBS)" \
 	  CLEF_INCS="$(patsubst -I%,%,$(filter -I%,$(PKG_CFLAGS)))" \
 	  bash -ec '. ./conf_flags; ./configure \
 	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS)" \
@@ -279,9 +310,12 @@ $(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef.a
 module-configure: $(NGX_BUILD)/Makefile
 
 # -f must be absolute (make changes into $(NGX_SRC) first); the module is
-# relinked whenever libclef.a changes; `install` gives the .so a new inode,
-# never overwriting one a running nginx has mapped (recipe §6.7)
-$(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) $(BUILD)/libclef.a
+# relinked whenever libclef_client.a changes, and comes with the engine
+# library it loads (beside it, as `make install` places them); `install`
+# gives the .so a new inode, never overwriting one a running nginx has
+# mapped (recipe §6.7)
+$(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) \
+               $(BUILD)/libclef_client.a $(BUILD)/libclef_engine.so
 	@rm -f $(NGX_BUILD)/ngx_http_clef_module.so
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 	  $(MAKE) -f $(NGX_BUILD)/Makefile -C $(NGX_SRC) -j$(JOBS) modules
@@ -347,6 +381,7 @@ install: all
 	install -d $(DESTDIR)$(NGX_MODULES_DIR) $(DESTDIR)$(NGX_MODULES_AVAILABLE) \
 	  $(DESTDIR)$(NGX_MODULES_ENABLED)
 	install -m 0644 $(NGX_MODULE) $(DESTDIR)$(NGX_MODULES_DIR)/ngx_http_clef_module.so
+	install -m 0644 $(BUILD)/libclef_engine.so $(DESTDIR)$(NGX_MODULES_DIR)/libclef_engine.so
 	@# without a CUDA build, no older libclef_cuda.so stays next to the new module
 	if [ -f $(BUILD)/libclef_cuda.so ]; then \
 	  install -m 0644 $(BUILD)/libclef_cuda.so $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so; \
@@ -365,6 +400,7 @@ uninstall:
 	rm -f $(DESTDIR)$(NGX_MODULES_ENABLED)/$(NGX_SNIPPET_LINK) \
 	  $(DESTDIR)$(NGX_MODULES_AVAILABLE)/$(NGX_SNIPPET) \
 	  $(DESTDIR)$(NGX_MODULES_DIR)/ngx_http_clef_module.so \
+	  $(DESTDIR)$(NGX_MODULES_DIR)/libclef_engine.so \
 	  $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so
 
 clean-nginx:

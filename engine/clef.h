@@ -1,10 +1,16 @@
 /*
- * libclef's one public API for the programs that drive the engine: the
- * nginx module, the command-line tool and the tests.  Nothing outside
- * engine/ reads or writes the shared zone's fields; it calls these.
+ * libclef's client API: the one header the nginx module includes.  It is
+ * what a worker and the master need, and all of it is the client library
+ * (libclef_client.a, linked into the module): parsing and validating a
+ * request, rendering its plan, the zone, wake-ups, answers, status, the
+ * backends' names, a model's summary for `nginx -t`, and the keeper that
+ * starts the engine.  The engine itself (tokenizing, media, the backends)
+ * is libclef_engine.so, loaded only in the engine process
+ * (serve/engine_library.h).
  *
- *   master      clef_zone_init / attach / configure, clef_keeper_run
- *               (keeper.h) in a forked child, clef_zone_next_gen
+ *   master      clef_model_inspect (nginx -t), clef_zone_init / attach /
+ *               configure, clef_keeper_run (keeper.h) in a forked child,
+ *               clef_zone_next_gen
  *   worker      parse + validate (request.h), render the record
  *               (clef_plan_build, plan.h), check the cheap token bound,
  *               clef_submit -> wait for a wake-up (clef_wake_*) ->
@@ -13,7 +19,8 @@
  *               deadline passes
  *   any         clef_status_read: a snapshot for /status and metrics
  *
- * The engine process itself is engine.h; the queue underneath, queue.h.
+ * The CLI and the tests link all of libclef (build/libclef.a) and reach
+ * further in; the queue underneath is queue.h.
  */
 #ifndef CLEF_H
 #define CLEF_H
@@ -22,17 +29,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "backend/registry.h"
+#include "base/buf.h"
 #include "base/error.h"
 #include "base/mem.h"
+#include "model/model_inspect.h"
 #include "protocol/answer.h"
-#include "protocol/encode.h"
 #include "protocol/plan.h"
 #include "protocol/request.h"
-#include "serve/engine.h"
+#include "serve/engine_conf.h"
+#include "serve/engine_library.h"
 #include "serve/keeper.h"
 #include "serve/queue.h"
 #include "serve/stats.h"
 #include "serve/wake.h"
+#include "text/json.h"
+#include "text/render.h"
 
 /* ---- the zone (master) ------------------------------------------------- */
 

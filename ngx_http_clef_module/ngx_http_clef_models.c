@@ -4,9 +4,6 @@
  */
 #include "ngx_http_clef_module.h"
 
-#include "base/buf.h"
-#include "text/render.h"
-
 
 ngx_int_t
 ngx_http_clef_models_handler(ngx_http_request_t *r)

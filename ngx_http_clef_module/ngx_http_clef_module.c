@@ -21,8 +21,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "model/model.h"
-#include "model/shard.h"
 
 static void *ngx_http_clef_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);
@@ -437,10 +435,11 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_t               *value, path;
     ngx_uint_t               i;
     ngx_http_clef_model_t   *m;
-    clef_model              *cm;
+    clef_model_info          info;
     clef_precision           precision;
-    const clef_text_config  *tc;
     clef_error               err;
+    int                      rc;
+    char                     why[512];
     char                    *real;
     ngx_file_info_t          fi;
     u_char                  *p;
@@ -577,49 +576,51 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* validate the release without loading a weight (nginx -t does this) */
+    /* the engine runs from libclef_engine.so beside this module: a missing
+     * one would fail every engine start after nginx came up */
+    if (clef_engine_library_check(why, sizeof(why)) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
+                           &m->name, why);
+        return NGX_CONF_ERROR;
+    }
+
+    /* validate the release without loading a weight (nginx -t does this);
+     * tp must divide every sharded count of this model (nginx -t says
+     * which one it does not) */
     clef_error_clear(&err);
-    cm = clef_model_open((char *) m->path.data, CLEF_MODEL_HEADERS_ONLY, &err);
-    if (cm == NULL) {
+    rc = clef_model_inspect((char *) m->path.data, (int) m->tp, &info, &err);
+    if (rc == CLEF_INSPECT_OPEN) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "clef_model \"%V\" in \"%V\": %s", &m->name,
                            &m->path, err.message);
         return NGX_CONF_ERROR;
     }
-    tc = clef_model_text_config(cm);
-
-    /* tp must divide every sharded count of this model (nginx -t says
-     * which one it does not) */
-    if (m->tp > 1 && clef_shard_check(tc, (int) m->tp, &err) != 0) {
+    if (rc != 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
                            &m->name, err.message);
-        clef_model_close(cm);
         return NGX_CONF_ERROR;
     }
-    m->max_token_bytes = clef_tokenizer_max_token_bytes(
-                             clef_model_tokenizer(cm));
+    m->max_token_bytes = info.max_token_bytes;
 
     /* images need the vision tower; the CUDA backend runs it on rank 0
      * only, so at tp=1 (cuda/README.md, "Images") */
-    m->images = clef_model_vision_config(cm) != NULL
+    m->images = info.vision
                 && (ngx_strcmp(m->backend.data, "cpu") == 0 || m->tp == 1);
     if (m->images) {
-        m->processor = clef_model_vision_config(cm)->processor;
+        m->processor = info.processor;
     }
 
     m->description.data = ngx_pnalloc(cf->pool, 256);
     if (m->description.data == NULL) {
-        clef_model_close(cm);
         return NGX_CONF_ERROR;
     }
     p = ngx_snprintf(m->description.data, 256,
                      "Clef decision model %V: %d layers, hidden size %d, "
-                     "%V backend%s", &m->name, tc->num_hidden_layers,
-                     tc->hidden_size, &m->backend,
+                     "%V backend%s", &m->name, info.layers,
+                     info.hidden_size, &m->backend,
                      m->images ? "; text and images (PNG, JPEG, WebP)"
                                : "; text only");
     m->description.len = p - m->description.data;
-    clef_model_close(cm);
 
     /* checking the release read its tokenizer: give that memory back
      * before the master forks workers that would all carry it */

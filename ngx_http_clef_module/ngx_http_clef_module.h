@@ -13,7 +13,6 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "base/mem.h"
 #include "clef.h"
 
 #ifndef NGX_HTTP_UNPROCESSABLE_ENTITY

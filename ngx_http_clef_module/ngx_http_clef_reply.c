@@ -12,9 +12,6 @@
  */
 #include "ngx_http_clef_module.h"
 
-#include "base/buf.h"
-#include "text/json.h"
-#include "text/render.h"
 
 static ngx_str_t  ngx_http_clef_json_type = ngx_string("application/json");
 

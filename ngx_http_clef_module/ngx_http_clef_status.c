@@ -5,7 +5,6 @@
  */
 #include "ngx_http_clef_module.h"
 
-#include "base/buf.h"
 
 static ngx_str_t  ngx_http_clef_prom_type =
     ngx_string("text/plain; version=0.0.4; charset=utf-8");

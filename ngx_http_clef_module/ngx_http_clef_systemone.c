@@ -23,8 +23,6 @@
 #include <stdlib.h>
 #include <zstd.h>
 
-#include "base/buf.h"
-#include "protocol/answer.h"
 
 /* this worker's wake socket, its requests waiting for the engine, and
  * those requests by slot (a slot is held by one record at a time) */

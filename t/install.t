@@ -49,16 +49,21 @@ my @want = (
     'etc/nginx/modules-enabled/50-mod-http-clef.conf -> '
         . '/usr/share/nginx/modules-available/mod-http-clef.conf',
     'usr/lib/nginx/modules/ngx_http_clef_module.so',
+    'usr/lib/nginx/modules/libclef_engine.so',
     ($cuda ? 'usr/lib/nginx/modules/libclef_cuda.so' : ()),
     'usr/share/nginx/modules-available/mod-http-clef.conf',
 );
 is_deeply [ installed($dest) ], [ sort @want ],
-    'exactly the module' . ($cuda ? ', the CUDA library' : '')
+    'exactly the module, the engine library'
+    . ($cuda ? ', the CUDA library' : '')
     . ', the snippet and its link';
 
 my $lib = "$dest/usr/lib/nginx/modules";
 is compare("$lib/ngx_http_clef_module.so", $module), 0, 'the module as built';
 is mode("$lib/ngx_http_clef_module.so"), '0644', 'mode 0644, as Debian installs modules';
+is compare("$lib/libclef_engine.so", "$root/build/libclef_engine.so"), 0,
+    'the engine library as built, next to the module (the engine loads it '
+    . 'from there)';
 if ($cuda) {
     is compare("$lib/libclef_cuda.so", "$root/build/libclef_cuda.so"), 0,
         'the CUDA library as built, next to the module';

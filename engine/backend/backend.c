@@ -1,18 +1,18 @@
 /*
- * Batches and the backend registry: "cpu" is linked in; "cuda" lives in
- * libclef_cuda.so, opened with dlopen the first time it is asked for, so
- * that a process that never asks (an nginx worker, `nginx -t`) never maps
- * the CUDA libraries.  A new backend is one more registry row.
+ * Batches, and the backends' ops by name: "cpu" is linked in; "cuda" lives
+ * in libclef_cuda.so, opened with dlopen the first time it is asked for,
+ * so that a process that never asks never maps the CUDA libraries.  The
+ * names and capabilities are registry.c's.
  */
 #include "backend/backend.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dl.h"
 #include "cpu/backend_cpu.h"
 
 #define CUDA_LIBRARY  "libclef_cuda.so"
@@ -147,46 +147,24 @@ clef_batch_options(const clef_batch *b)
 static pthread_mutex_t          cuda_lock = PTHREAD_MUTEX_INITIALIZER;
 static const clef_backend_ops  *cuda_ops;
 
-/* First next to the object this code is linked into (build/clef, or the
- * nginx module's .so), then the dynamic linker's own search
- * (LD_LIBRARY_PATH, the system paths). */
+/* libclef_cuda.so beside the object this code is linked into (build/clef,
+ * libclef_engine.so), else by the dynamic linker's search; loaded once and
+ * kept for the life of the process, since its ops table is handed out */
 static const clef_backend_ops *
-cuda_find(clef_error *err)
+cuda_load(clef_error *err)
 {
-    Dl_info      info;
-    char         path[PATH_MAX], first[512] = "";
-    const char  *slash;
-    void        *h = NULL, *sym;
+    char   why[512];
+    void  *h, *sym;
 
     pthread_mutex_lock(&cuda_lock);
     if (cuda_ops != NULL) {
         pthread_mutex_unlock(&cuda_lock);
         return cuda_ops;
     }
-
-    if (dladdr((void *) clef_backend_find, &info) != 0 && info.dli_fname != NULL
-        && (slash = strrchr(info.dli_fname, '/')) != NULL
-        && (size_t) (slash - info.dli_fname) + sizeof(CUDA_LIBRARY) + 1 < sizeof(path))
-    {
-        snprintf(path, sizeof(path), "%.*s/%s", (int) (slash - info.dli_fname),
-                 info.dli_fname, CUDA_LIBRARY);
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (h == NULL) {
-            snprintf(first, sizeof(first), "%s", dlerror());
-        }
-    }
+    h = clef_dlopen_beside((void *) cuda_load, CUDA_LIBRARY, why, sizeof(why));
     if (h == NULL) {
-        h = dlopen(CUDA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (h == NULL) {
-        /* the search by name failed too: say why the nearby file, if there
-         * was one, did not load, as that is the more useful of the two */
-        const char  *why = dlerror();
-
         clef_error_set(err, 500, "backend_unavailable", NULL,
-                       "the CUDA backend is not available: %s",
-                       strstr(first, "No such file") == NULL && first[0] != '\0'
-                       ? first : why);
+                       "the CUDA backend is not available: %s", why);
         pthread_mutex_unlock(&cuda_lock);
         return NULL;
     }
@@ -198,8 +176,6 @@ cuda_find(clef_error *err)
         pthread_mutex_unlock(&cuda_lock);
         return NULL;
     }
-    /* the library stays loaded for the life of the process: its ops table
-     * is handed out */
     cuda_ops = sym;
     pthread_mutex_unlock(&cuda_lock);
     return cuda_ops;
@@ -212,94 +188,31 @@ cpu_load(clef_error *err)
     return &clef_cpu_backend_ops;
 }
 
-static const clef_backend_entry  registry[] = {
-    { "cpu", "fp32 on the CPU cores, a thread pool",
-      0, 1, cpu_load },
-    { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)",
-      1, 1, cuda_find },
-    { NULL, NULL, 0, 0, NULL }
+/* the ops of each registry row (registry.c), loaded on first use, so that
+ * a process that never asks for cuda never maps the CUDA libraries */
+static const struct {
+    const char               *name;
+    const clef_backend_ops *(*load)(clef_error *err);
+} loaders[] = {
+    { "cpu", cpu_load },
+    { "cuda", cuda_load },
 };
-
-const clef_backend_entry *
-clef_backend_registry(void)
-{
-    return registry;
-}
-
-const clef_backend_entry *
-clef_backend_lookup(const char *name, size_t len)
-{
-    const clef_backend_entry  *e;
-
-    for (e = registry; e->name != NULL; e++) {
-        if (strlen(e->name) == len && memcmp(e->name, name, len) == 0) {
-            return e;
-        }
-    }
-    return NULL;
-}
-
-static pthread_once_t  names_once = PTHREAD_ONCE_INIT;
-static char            names[128];
-
-static void
-names_make(void)
-{
-    const clef_backend_entry  *e;
-    size_t                     n = 0;
-
-    for (e = registry; e->name != NULL && n < sizeof(names); e++) {
-        n += (size_t) snprintf(names + n, sizeof(names) - n, "%s%s",
-                               n ? ", " : "", e->name);
-    }
-}
-
-const char *
-clef_backend_names(void)
-{
-    pthread_once(&names_once, names_make);
-    return names;
-}
 
 const clef_backend_ops *
 clef_backend_find(const char *name, clef_error *err)
 {
     const clef_backend_entry  *e;
+    size_t                     i;
 
     e = clef_backend_lookup(name != NULL ? name : "cpu",
                             name != NULL ? strlen(name) : 3);
-    if (e == NULL) {
-        clef_error_set(err, 500, "backend_unknown", NULL,
-                       "unknown backend '%s' (known: %s)", name,
-                       clef_backend_names());
-        return NULL;
+    for (i = 0; e != NULL && i < sizeof(loaders) / sizeof(loaders[0]); i++) {
+        if (strcmp(loaders[i].name, e->name) == 0) {
+            return loaders[i].load(err);
+        }
     }
-    return e->load(err);
-}
-
-const char *
-clef_precision_name(clef_precision p)
-{
-    switch (p) {
-    case CLEF_PRECISION_FP32:
-        return "fp32";
-    case CLEF_PRECISION_BF16:
-        return "bf16";
-    default:
-        return "default";
-    }
-}
-
-int
-clef_precision_parse(const char *name, size_t len, clef_precision *p)
-{
-    if (len == 4 && memcmp(name, "fp32", 4) == 0) {
-        *p = CLEF_PRECISION_FP32;
-        return 0;
-    }
-    if (len == 4 && memcmp(name, "bf16", 4) == 0) {
-        *p = CLEF_PRECISION_BF16;
-        return 0;
-    }
-    return -1;
+    clef_error_set(err, 500, "backend_unknown", NULL,
+                   "unknown backend '%s' (known: %s)", name,
+                   clef_backend_names());
+    return NULL;
 }

@@ -1,7 +1,8 @@
 /*
- * The contract every compute backend implements, and the registry that
- * names them: load weights once, run a packed batch of records, return
- * option logits.
+ * The contract every compute backend implements: load weights once, run a
+ * packed batch of records, return option logits.  The names and
+ * capabilities of the backends, which nginx's workers read too, are
+ * registry.h; the ops exist only in the engine (clef_backend_find).
  *
  * A batch is several encoded records run as one packed sequence, without
  * padding: record r owns tokens [cu_seqlens[r], cu_seqlens[r+1]).  Nothing
@@ -28,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/registry.h"
 #include "base/error.h"
 #include "model/model.h"
 #include "protocol/encode.h"
@@ -75,25 +77,6 @@ const clef_image *clef_batch_image(const clef_batch *b, int m);
 int64_t clef_batch_tokens(const clef_batch *b);
 int     clef_batch_options(const clef_batch *b);
 
-#define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
-
-/* How a backend multiplies (the README's "precision"), chosen per model.
- * Weights stay bf16 in memory in both. */
-typedef enum {
-    CLEF_PRECISION_DEFAULT = 0,  /* the backend's own: fp32 on the CPU
-                                    (exact), bf16 on CUDA */
-    CLEF_PRECISION_FP32,         /* fp32 activations and sums: within 1e-5
-                                    of the fp32 reference */
-    CLEF_PRECISION_BF16          /* bf16 activations into the linear layers,
-                                    fp32 sums: within 2e-2, same argmax */
-} clef_precision;
-
-/* "default", "fp32", "bf16". */
-const char *clef_precision_name(clef_precision p);
-
-/* "fp32" or "bf16" in name[0..len) into *p; -1 for anything else. */
-int         clef_precision_parse(const char *name, size_t len, clef_precision *p);
-
 typedef struct {
     int          threads;     /* CPU worker threads; 0 = one per core */
     int          device;      /* the replica's first (or only) device */
@@ -130,30 +113,6 @@ typedef struct {
      * device, kernels, library versions) */
     const char *(*describe)(const clef_backend *b);
 } clef_backend_ops;
-
-/* ---- the registry ------------------------------------------------------- */
-
-typedef struct {
-    const char  *name;
-    const char  *what;          /* one line for messages and --help */
-    int          uses_devices;  /* devices= means something */
-    int          tensor_parallel;  /* tp= above 1 means something (the
-                                      backend itself refuses at open a
-                                      layout it cannot run) */
-    /* the ops, loading them on first use (cuda: dlopen of
-     * libclef_cuda.so, so that processes that never ask for it never map
-     * the CUDA libraries); NULL with err filled when unavailable */
-    const clef_backend_ops *(*load)(clef_error *err);
-} clef_backend_entry;
-
-/* Every backend this build knows, in a NULL-named-terminated table. */
-const clef_backend_entry *clef_backend_registry(void);
-
-/* The entry named name[0..len), or NULL. */
-const clef_backend_entry *clef_backend_lookup(const char *name, size_t len);
-
-/* "cpu, cuda": the names, for messages. */
-const char *clef_backend_names(void);
 
 /* The ops of a backend by name; NULL with err filled ("unknown backend",
  * "the CUDA backend is not available: ...") otherwise. */

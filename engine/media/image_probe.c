@@ -1,13 +1,13 @@
 /*
  * Image dimensions from the header alone (see image_input.h): the worker
  * reads them to refuse a decompression bomb before the engine allocates
- * anything, so this reads a few bytes and never a pixel.
+ * anything, so this reads a few bytes and never a pixel, and links no
+ * codec library (an nginx worker carries none: serve/engine_library.h).
+ * The engine's decoders check everything else.
  */
 #include "media/image_input.h"
 
 #include <string.h>
-
-#include <webp/decode.h>
 
 #define MAX_SIDE  (1 << 24)
 
@@ -16,6 +16,27 @@ static uint32_t
 be16(const uint8_t *p)
 {
     return (uint32_t) p[0] << 8 | p[1];
+}
+
+
+static uint32_t
+le16(const uint8_t *p)
+{
+    return (uint32_t) p[1] << 8 | p[0];
+}
+
+
+static uint32_t
+le24(const uint8_t *p)
+{
+    return (uint32_t) p[2] << 16 | (uint32_t) p[1] << 8 | p[0];
+}
+
+
+static uint32_t
+le32(const uint8_t *p)
+{
+    return (uint32_t) p[3] << 24 | le24(p);
 }
 
 
@@ -109,22 +130,71 @@ probe_jpeg(const uint8_t *p, size_t len, int32_t *w, int32_t *h,
 }
 
 
+/*
+ * RIFF "WEBP", then the first chunk (the WebP container spec), as libwebp's
+ * WebPGetFeatures() reads it:
+ *   VP8X  the canvas: 24-bit width - 1 and height - 1 after 4 flag bytes;
+ *   VP8   a lossy key frame: 3 tag bytes (bit 0 clear for a key frame),
+ *         the start code 9d 01 2a, then 14-bit width and height;
+ *   VP8L  lossless: signature 0x2f, then width - 1 and height - 1 in 14
+ *         bits each and a version of 0 in the top 3 bits of 32.
+ */
 static int
 probe_webp(const uint8_t *p, size_t len, int32_t *w, int32_t *h,
     const char **why)
 {
-    WebPBitstreamFeatures  f;
+    const uint8_t  *c = p + 12;
+    uint32_t        size, bits, width, height;
 
-    if (WebPGetFeatures(p, len, &f) != VP8_STATUS_OK) {
+    if (len < 12 + 8 || memcmp(p, "RIFF", 4) != 0
+        || memcmp(p + 8, "WEBP", 4) != 0 || le32(p + 4) < 4 + 8)
+    {
         *why = "the WebP header cannot be read";
         return -1;
     }
-    if (f.width <= 0 || f.height <= 0) {
+    size = le32(c + 4);
+    c += 8;
+    len -= 20;
+
+    if (memcmp(c - 8, "VP8X", 4) == 0) {
+        if (size != 10 || len < 10) {
+            *why = "the WebP header cannot be read";
+            return -1;
+        }
+        width = 1 + le24(c + 4);
+        height = 1 + le24(c + 7);
+
+    } else if (memcmp(c - 8, "VP8 ", 4) == 0) {
+        bits = len >= 10 ? le24(c) : 1;
+        if (len < 10 || (bits & 1) != 0 || c[3] != 0x9d || c[4] != 0x01
+            || c[5] != 0x2a)
+        {
+            *why = "the WebP header cannot be read";
+            return -1;
+        }
+        width = le16(c + 6) & 0x3fff;
+        height = le16(c + 8) & 0x3fff;
+
+    } else if (memcmp(c - 8, "VP8L", 4) == 0) {
+        bits = len >= 5 ? le32(c + 1) : 0;
+        if (len < 5 || c[0] != 0x2f || (bits >> 29) != 0) {
+            *why = "the WebP header cannot be read";
+            return -1;
+        }
+        width = 1 + (bits & 0x3fff);
+        height = 1 + ((bits >> 14) & 0x3fff);
+
+    } else {
+        *why = "the WebP header cannot be read";
+        return -1;
+    }
+
+    if (width == 0 || height == 0 || width >= MAX_SIDE || height >= MAX_SIDE) {
         *why = "the WebP header states an impossible size";
         return -1;
     }
-    *w = f.width;
-    *h = f.height;
+    *w = (int32_t) width;
+    *h = (int32_t) height;
     return 0;
 }
 

@@ -18,13 +18,6 @@
 #include "protocol/request.h"
 #include "text/tokenizer.h"
 
-#define CLEF_DEFAULT_MAX_LENGTH  65536
-
-typedef enum {
-    CLEF_TRUNCATE_REJECT = 0,    /* too long: 400 max_tokens_exceeded */
-    CLEF_TRUNCATE_STATE          /* reference: keep the state's first tokens */
-} clef_truncate;
-
 typedef struct {
     int            max_length;   /* default CLEF_DEFAULT_MAX_LENGTH */
     clef_truncate  truncate;

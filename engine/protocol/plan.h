@@ -33,6 +33,15 @@
 #include "media/processor.h"
 #include "protocol/request.h"
 
+/* How long a record may be and what becomes of a longer one: the worker's
+ * cheap bound (clef_plan_min_ids) and the engine's encoder read both. */
+#define CLEF_DEFAULT_MAX_LENGTH  65536
+
+typedef enum {
+    CLEF_TRUNCATE_REJECT = 0,    /* too long: 400 max_tokens_exceeded */
+    CLEF_TRUNCATE_STATE          /* reference: keep the state's first tokens */
+} clef_truncate;
+
 typedef struct {
     const char  *s;
     size_t       len;

@@ -27,22 +27,6 @@
 #define elog  clef_engine_log
 
 
-void
-clef_engine_log(const clef_engine_conf *conf, int level, const char *fmt, ...)
-{
-    char     buf[1024];
-    va_list  ap;
-
-    if (conf->log == NULL) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    conf->log(level, buf);
-}
-
-
 static double
 seconds_since(int64_t t0)
 {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/pid.h"
+#include "serve/engine_library.h"
 
 #define KEEPER_MAX_WAKE      256
 #define KEEPER_TICK_MS       1000
@@ -50,8 +51,10 @@ typedef struct {
 static pid_t
 keeper_spawn(keeper *k, const clef_engine_conf *conf, int restart)
 {
-    pid_t     pid, parent = getpid();
-    sigset_t  none;
+    const clef_engine_library_t  *lib;
+    pid_t                         pid, parent = getpid();
+    sigset_t                      none;
+    char                          why[1024];
 
     pid = fork();
     if (pid != 0) {
@@ -72,7 +75,16 @@ keeper_spawn(keeper *k, const clef_engine_conf *conf, int restart)
     close(k->wake_fd);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    _exit(clef_engine_run(k->q, conf, restart));
+
+    /* the engine's libraries (the backends, BLAS, the media decoders) are
+     * mapped here, in this process alone (engine_library.h) */
+    lib = clef_engine_library_load(why, sizeof(why));
+    if (lib == NULL) {
+        elog(conf, CLEF_LOG_ERR, "clef engine: cannot load %s: %s",
+             CLEF_ENGINE_LIBRARY, why);
+        _exit(CLEF_ENGINE_EXIT_FATAL);
+    }
+    _exit(lib->run(k->q, conf, restart));
 }
 
 

@@ -21,7 +21,8 @@
 #ifndef CLEF_KEEPER_H
 #define CLEF_KEEPER_H
 
-#include "serve/engine.h"
+#include "serve/engine_conf.h"
+#include "serve/queue.h"
 
 /* Runs the keeper in the calling (freshly forked) process until the control
  * pipe reaches end of file.  Returns the process exit status. */

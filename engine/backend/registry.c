@@ -1,0 +1,82 @@
+/*
+ * The backends' names and capabilities (registry.h).
+ */
+#include "backend/registry.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static const clef_backend_entry  registry[] = {
+    { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1 },
+    { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)", 1, 1 },
+    { NULL, NULL, 0, 0 }
+};
+
+const clef_backend_entry *
+clef_backend_registry(void)
+{
+    return registry;
+}
+
+const clef_backend_entry *
+clef_backend_lookup(const char *name, size_t len)
+{
+    const clef_backend_entry  *e;
+
+    for (e = registry; e->name != NULL; e++) {
+        if (strlen(e->name) == len && memcmp(e->name, name, len) == 0) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static pthread_once_t  names_once = PTHREAD_ONCE_INIT;
+static char            names[128];
+
+static void
+names_make(void)
+{
+    const clef_backend_entry  *e;
+    size_t                     n = 0;
+
+    for (e = registry; e->name != NULL && n < sizeof(names); e++) {
+        n += (size_t) snprintf(names + n, sizeof(names) - n, "%s%s",
+                               n ? ", " : "", e->name);
+    }
+}
+
+const char *
+clef_backend_names(void)
+{
+    pthread_once(&names_once, names_make);
+    return names;
+}
+
+const char *
+clef_precision_name(clef_precision p)
+{
+    switch (p) {
+    case CLEF_PRECISION_FP32:
+        return "fp32";
+    case CLEF_PRECISION_BF16:
+        return "bf16";
+    default:
+        return "default";
+    }
+}
+
+int
+clef_precision_parse(const char *name, size_t len, clef_precision *p)
+{
+    if (len == 4 && memcmp(name, "fp32", 4) == 0) {
+        *p = CLEF_PRECISION_FP32;
+        return 0;
+    }
+    if (len == 4 && memcmp(name, "bf16", 4) == 0) {
+        *p = CLEF_PRECISION_BF16;
+        return 0;
+    }
+    return -1;
+}

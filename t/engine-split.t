@@ -1,0 +1,99 @@
+# The engine's libraries stay out of nginx's processes (issue 19 item 5;
+# engine/serve/engine_library.h says why and how): the module's .so links
+# the client part of libclef alone, resolves every symbol it needs from
+# nginx and its own libraries, and exports no engine code; a running
+# worker maps no BLAS, image codec, media decoder or backend, while the
+# engine process does; a module without its engine library beside it is
+# refused by `nginx -t`.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use File::Copy qw(copy);
+use File::Temp qw(tempdir);
+use Test::More;
+use ClefNginx;
+
+my $module = ClefNginx->module_path;
+my $dir = $module =~ s{/[^/]+$}{}r;
+my $engine_lib = "$dir/libclef_engine.so";
+my $nginx = $ENV{TEST_NGINX_BINARY} || '/usr/sbin/nginx';
+
+# libraries that belong to the engine process only
+my $heavy = qr/libopenblas|libgfortran|libpng|libjpeg|libwebp|libav(?:format|codec|util)|libswscale|libswresample|libdnnl|libcudart|libcublas|libnccl|libclef_engine|libclef_cuda/;
+
+my @needed = map { /^\s*(\S+)/ ? $1 : () } `ldd $module`;
+ok @needed >= 3, 'ldd lists the module\'s libraries: ' . join(' ', @needed);
+is_deeply [grep { /$heavy/ } @needed], [], 'the module links no engine library';
+
+# every undefined symbol comes from nginx or one of the module's libraries
+my %defined;
+for my $obj ($nginx, grep { m{^/} } map { /=>\s*(\S+)/ ? $1 : () } `ldd $module`) {
+    $defined{$_} = 1 for map { (split)[-1] =~ s/@.*//r }
+                         grep { /\s[TDBVWRiu]\s/ } `nm -D --defined-only $obj 2>/dev/null`;
+}
+my @undef = map { (split)[-1] =~ s/@.*//r } grep { /\sU\s/ } `nm -D $module`;
+my @missing = grep { !$defined{$_} && !/^_/ } @undef;
+is_deeply \@missing, [], 'every symbol the module needs is nginx\'s or its libraries\''
+    . " (" . scalar(@undef) . " undefined)";
+
+my @exported = map { (split)[-1] } grep { /\s[TD]\s/ } `nm -D --defined-only $module`;
+is_deeply [grep { /^clef_(?:cpu_|engine_run|decode_|encode_plan|batch_|backend_find|image_preprocess)/ } @exported],
+    [], 'the module carries no engine code (' . scalar(@exported) . ' symbols)';
+
+ok -f $engine_lib, "libclef_engine.so beside the module";
+my @engine_exports = map { (split)[-1] } grep { /\s[TDBR]\s/ }
+                     `nm -D --defined-only $engine_lib`;
+is_deeply \@engine_exports, ['clef_engine_library'],
+    'libclef_engine.so exports its table alone';
+
+# nginx -t refuses a module whose engine library is missing
+{
+    my $lonely = tempdir(CLEANUP => 1);
+    copy($module, "$lonely/ngx_http_clef_module.so") or die "copy: $!";
+    my $srv = ClefNginx->new(model => ClefNginx->model_dir(1));
+    $srv->write_config;
+    my $conf = $srv->prefix . '/conf/nginx.conf';
+    my $text = do { local (@ARGV, $/) = $conf; <> };
+    $text =~ s{load_module \S+;}{load_module $lonely/ngx_http_clef_module.so;};
+    open my $fh, '>', $conf or die;
+    print $fh $text;
+    close $fh;
+    my $out = `$nginx -t -p ${\ $srv->prefix}/ -c conf/nginx.conf 2>&1`;
+    isnt $?, 0, 'nginx -t: a module without its engine library is refused';
+    like $out, qr{the engine library \Q$lonely\E/libclef_engine\.so cannot be read .*install it beside the module},
+        'and the message names the library and the fix';
+}
+
+# a running nginx: workers without, the engine with
+my $srv = ClefNginx->new(model => ClefNginx->model_dir(1), workers => 2);
+$srv->start_ready;
+my $r = $srv->post_json('{"model":"m","state":"hi","questions":'
+                        . '{"q":{"type":"noul","instructions":"Is it?"}}}');
+is $r->{status}, 200, 'the engine answers';
+
+sub maps_of {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/maps" or return '';
+    local $/;
+    return <$fh> // '';
+}
+
+my @workers = $srv->worker_pids;
+is scalar(@workers), 2, 'two workers';
+for my $w (@workers) {
+    my $maps = maps_of($w);
+    ok $maps =~ /ngx_http_clef_module\.so/, "worker $w maps the module";
+    my @seen = sort keys %{{ map { $_ => 1 } $maps =~ m{(\S*(?:$heavy)\S*)}g }};
+    is_deeply \@seen, [], "worker $w maps no engine library";
+}
+my $m = $srv->metrics;
+my $engine = $m->{clef_engine_pid};
+my $emaps = maps_of($engine);
+like $emaps, qr/libclef_engine\.so/, "the engine ($engine) maps libclef_engine.so";
+like $emaps, qr/libopenblas/, 'and the CPU backend\'s OpenBLAS';
+my $kmaps = maps_of($m->{clef_keeper_pid});
+unlike $kmaps, qr/libclef_engine\.so/, 'the keeper does not';
+$srv->stop;
+
+done_testing;
