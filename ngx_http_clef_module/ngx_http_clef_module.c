@@ -149,7 +149,7 @@ ngx_module_t  ngx_http_clef_module = {
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     ngx_http_clef_exit_process,            /* exit process */
-    NULL,                                  /* exit master */
+    ngx_http_clef_engine_stop,             /* exit master */
     NGX_MODULE_V1_PADDING
 };
 

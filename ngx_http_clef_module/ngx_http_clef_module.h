@@ -166,5 +166,21 @@ ngx_int_t ngx_http_clef_model_readable(ngx_cycle_t *cycle,
 ngx_int_t ngx_http_clef_engine_start(ngx_cycle_t *cycle,
     ngx_http_clef_main_conf_t *mcf);
 void ngx_http_clef_engine_forget(void);
+/* exit_master: every keeper drains and exits before nginx does */
+void ngx_http_clef_engine_stop(ngx_cycle_t *cycle);
+
+/* ngx_http_clef_keeper_log.c: where the keeper and the engine write */
+typedef struct ngx_http_clef_log_page_s  ngx_http_clef_log_page_t;
+/* master: a page shared with a keeper to be forked, naming log's file */
+ngx_http_clef_log_page_t *ngx_http_clef_log_page_new(ngx_log_t *log);
+/* master: an adopted keeper writes to this cycle's log from now on */
+void ngx_http_clef_log_page_set(ngx_http_clef_log_page_t *page,
+    ngx_log_t *log);
+void ngx_http_clef_log_page_free(ngx_http_clef_log_page_t *page);
+/* keeper, just forked: stdio off the terminal, the log followed */
+void ngx_http_clef_log_detach(ngx_cycle_t *cycle,
+    ngx_http_clef_log_page_t *page);
+/* clef_engine_conf.log of the keeper and the engine */
+void ngx_http_clef_engine_log(int level, const char *msg);
 
 #endif

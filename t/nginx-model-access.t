@@ -115,3 +115,5 @@ clef_engine_state\{state="failed"\} 1
 --- no_error_log
 [alert]
 [crit]
+--- shutdown_error_log
+clef: waiting for 1 engine to drain

@@ -28,7 +28,10 @@ package ClefTest;
 # own config the three locations /v1/systemone, /v1/models and
 # /clef-status; every block that starts nginx checks that nothing was
 # logged at [alert], [crit] or [emerg] (unless it says what it expects in
-# no_error_log); and a block with a `--- decide` section expects, as its
+# no_error_log); one that starts an engine checks, once nginx has stopped,
+# that the engine's "drained, exiting" is in the log and nothing alarming
+# was logged during the stop (unless it says what it expects in
+# shutdown_error_log, no_shutdown_error_log); and a block with a `--- decide` section expects, as its
 # body, what `build/clef decide` answers for its request's body on the same
 # checkpoint (JSON compared once canonical; `--- decide: cloudflare`, in
 # the envelope of clef_systemone envelope=cloudflare).
@@ -110,6 +113,16 @@ sub preprocess {
         if !defined $b->config;
     $b->set_value(no_error_log => "[alert]\n[crit]\n[emerg]\n")
         if $starts && !defined $b->no_error_log;
+
+    # nginx's stop returns once the engine has drained: its last line is
+    # in the log, and nothing alarming was said while it drained
+    if ($starts && $b->http_config =~ /\bclef_model\b/) {
+        $b->set_value(shutdown_error_log =>
+                      [ qr/clef engine \d+: drained, exiting/ ])
+            if !defined $b->shutdown_error_log;
+        $b->set_value(no_shutdown_error_log => "[alert]\n[crit]\n[emerg]\n")
+            if !defined $b->no_shutdown_error_log;
+    }
 
     if (defined $b->decide) {
         my $req = $b->request;
