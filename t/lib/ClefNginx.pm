@@ -280,6 +280,15 @@ sub worker_pids {
 
 sub alive { my ($class, $pid) = @_; return $pid && kill(0, $pid) ? 1 : 0 }
 
+# 1 once $pid has exited, reaped or not (a zombie waiting for its parent,
+# or for init, has exited)
+sub exited {
+    my ($class, $pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or return 1;
+    my ($state) = (<$fh> // '') =~ /^\d+ \(.*\) (\S)/;
+    return !defined $state || $state eq 'Z' ? 1 : 0;
+}
+
 sub wait_for {
     my ($self, $cond, $timeout) = @_;
     my $deadline = time + ($timeout // 10);
