@@ -22,10 +22,21 @@ our $HttpConfig = <<'_EOC_';
     clef_json_errors on;
 _EOC_
 
+# our API, behind a key
+our $Config = <<'_EOC_';
+    location = /v1/systemone {
+        clef_api_key test-key;
+        clef_systemone;
+    }
+    location = /v1/models { clef_models; }
+_EOC_
+
 add_block_preprocessor(sub {
     my $block = shift;
     $block->set_value(http_config => $HttpConfig)
         unless defined $block->http_config;
+    $block->set_value(config => $Config)
+        unless defined $block->config;
 });
 
 run_tests();
@@ -33,11 +44,6 @@ run_tests();
 __DATA__
 
 === TEST 1: our API answers a noul question
---- config
-    location = /v1/systemone {
-        clef_api_key test-key;
-        clef_systemone;
-    }
 --- request
 POST /v1/systemone
 {"model":"jev-latest","state":"Help! My payouts have been failing for 3 days.","questions":{"urgent":{"type":"noul","instructions":"Does this convey urgency?"}}}
@@ -51,13 +57,10 @@ x-typesafe-request-id: req_[0-9a-f]{32}
 --- no_error_log
 [error]
 [alert]
+--- shutdown_error_log eval
+qr/clef engine \d+: drained, exiting/
 
 === TEST 2: a client without our key is refused as the SDKs expect
---- config
-    location = /v1/systemone {
-        clef_api_key test-key;
-        clef_systemone;
-    }
 --- request
 POST /v1/systemone
 {"model":"jev-latest","state":"x","questions":{"q":{"type":"noul"}}}
@@ -66,16 +69,12 @@ POST /v1/systemone
 {"detail":{"error_type":"authentication_error","message":"Must supply an API key! Check your request and try again."}}
 
 === TEST 3: our model list names our model
---- config
-    location = /v1/models { clef_models; }
 --- request
 GET /v1/models
 --- error_code: 200
 --- response_body_like: ^\{"models":\[\{"name":"clef-flash","description":"[^"]+","release_date":"\d{4}-\d\d-\d\d"
 
 === TEST 4: every other path answers JSON, as our clients expect
---- config
-    location = /v1/models { clef_models; }
 --- request
 GET /nothing
 --- error_code: 404
