@@ -33,6 +33,7 @@ struct ngx_http_clef_log_page_s {
 /* in the keeper and the engine */
 static ngx_http_clef_log_page_t  *ngx_http_clef_log_page;
 static ngx_log_t                 *ngx_http_clef_log;
+static ngx_open_file_t           *ngx_http_clef_log_fh;    /* its file */
 static ngx_uint_t                 ngx_http_clef_log_seq;
 static ngx_uint_t                 ngx_http_clef_log_said;  /* seq + 1 of a
                                                     failure said already */
@@ -134,7 +135,7 @@ ngx_http_clef_log_follow(void)
     ngx_err_t         err;
     u_char            path[NGX_MAX_PATH];
 
-    file = ngx_http_clef_log != NULL ? ngx_http_clef_log->file : NULL;
+    file = ngx_http_clef_log_fh;
     if (ngx_http_clef_log_page == NULL || file == NULL) {
         return;
     }
@@ -181,6 +182,7 @@ ngx_http_clef_log_detach(ngx_cycle_t *cycle, ngx_http_clef_log_page_t *page)
     ngx_fd_t          null;
 
     ngx_http_clef_log = cycle->log;
+    ngx_http_clef_log_fh = file;
     ngx_http_clef_log_page = page;
     ngx_http_clef_log_seq = page != NULL ? page->seq : 0;
 
