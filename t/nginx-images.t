@@ -67,10 +67,15 @@ sub ask {
 our $png = file_b64('png_rgb_64x48.png');
 our $jpg = file_b64('jpg_q90_444_200x150.jpg');
 
+# --- case: I posts fixture case I and expects what clef decide answers
 add_block_preprocessor(sub {
     my $b = shift;
     $b->set_value(more_headers => 'Content-Type: application/json');
     $b->set_value(timeout => 60);
+    if (defined $b->case) {
+        $b->set_value(request => case_request($b->case));
+        $b->set_value(decide => 1);
+    }
 });
 
 # --- case: I.  The answer also has the reference's token count, and every
@@ -105,39 +110,21 @@ run_tests();
 __DATA__
 
 === TEST 1: fixture case 0: the answer of clef decide
---- request eval
-main::case_request(0)
---- decide
 --- case: 0
 
 === TEST 2: fixture case 1: the answer of clef decide
---- request eval
-main::case_request(1)
---- decide
 --- case: 1
 
 === TEST 3: fixture case 2: the answer of clef decide
---- request eval
-main::case_request(2)
---- decide
 --- case: 2
 
 === TEST 4: fixture case 3: the answer of clef decide
---- request eval
-main::case_request(3)
---- decide
 --- case: 3
 
 === TEST 5: fixture case 4: the answer of clef decide
---- request eval
-main::case_request(4)
---- decide
 --- case: 4
 
 === TEST 6: fixture case 5: the answer of clef decide
---- request eval
-main::case_request(5)
---- decide
 --- case: 5
 
 === TEST 7: /v1/models: the model takes up to 4 images
