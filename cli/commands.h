@@ -14,5 +14,6 @@ int clef_cmd_mkmodel(int argc, char **argv) __attribute__((weak));
 int clef_cmd_decide(int argc, char **argv) __attribute__((weak));
 int clef_cmd_bench(int argc, char **argv) __attribute__((weak));
 int clef_cmd_image(int argc, char **argv) __attribute__((weak));
+int clef_cmd_video(int argc, char **argv) __attribute__((weak));
 
 #endif

@@ -46,6 +46,9 @@ main(int argc, char **argv)
         { "image", clef_cmd_image,
           "image files -> what the engine makes of them (grid, tokens; "
           "--bench: images/s, --model: vision tower patches/s)" },
+        { "video", clef_cmd_video,
+          "video files -> frames sampled, grid, timestamps, tokens "
+          "(--bench: seconds per video)" },
         { "bench", clef_cmd_bench,
           "time the backbone and the head" },
     };

@@ -484,7 +484,7 @@ clef_tokenizer *
 clef_tokenizer_load(const char *path, clef_error *err)
 {
     clef_tokenizer  *tk;
-    json_t          *root = NULL, *model;
+    json_t          *root;
     struct stat      st;
     char             file[4096], what[4200];
 
@@ -494,6 +494,20 @@ clef_tokenizer_load(const char *path, clef_error *err)
         snprintf(file, sizeof(file), "%s", path);
     }
     snprintf(what, sizeof(what), "tokenizer '%s'", file);
+    root = load_json(file, what, err);
+    if (root == NULL) {
+        return NULL;
+    }
+    tk = tk_from_json(root, what, err);
+    json_decref(root);
+    return tk;
+}
+
+clef_tokenizer *
+tk_from_json(json_t *root, const char *what, clef_error *err)
+{
+    clef_tokenizer  *tk;
+    json_t          *model;
 
     tk = calloc(1, sizeof(*tk));
     if (tk == NULL) {
@@ -501,10 +515,6 @@ clef_tokenizer_load(const char *path, clef_error *err)
         return NULL;
     }
     tk->max_id = -1;
-    root = load_json(file, what, err);
-    if (root == NULL) {
-        goto fail;
-    }
     model = json_object_get(root, "model");
     if (!json_is_object(model)) {
         tk_fail(err, "tokenizer_invalid", what, "there is no model object");
@@ -531,11 +541,9 @@ clef_tokenizer_load(const char *path, clef_error *err)
         goto fail;
     }
     tk->max_token_bytes = max_token_bytes(tk);
-    json_decref(root);
     return tk;
 
 fail:
-    json_decref(root);
     clef_tokenizer_free(tk);
     return NULL;
 }

@@ -23,6 +23,43 @@ typedef struct clef_tokenizer clef_tokenizer;
 
 /* path: a tokenizer.json file, or a directory holding one. */
 clef_tokenizer *clef_tokenizer_load(const char *path, clef_error *err);
+
+/*
+ * A vocabulary as GGUF's tokenizer.ggml.* keys hold it (llama.cpp's "gpt2"
+ * model, written by its converter from a tokenizer.json): the tokens by id
+ * (byte-level strings; added tokens as their content), their types, the
+ * merges "a b" by rank, and the pre-tokenizer's name.  It is turned back
+ * into the tokenizer.json it came from and loaded as that: the normal (and
+ * byte) tokens are the BPE vocabulary, control and user-defined tokens the
+ * added tokens (matched in the raw text, no strip flags), unused ones
+ * ([PAD] rows past the vocabulary) left out; the pre-tokenizer's name
+ * stands for NFC, its Split regex (the one in llama.cpp's table for that
+ * name, as written in the tokenizer.json) and ByteLevel without a prefix
+ * space.  Known names: "qwen2" (Qwen2/Qwen3), "qwen35" (Qwen3.5).
+ */
+enum {
+    CLEF_TOKEN_NORMAL = 1,
+    CLEF_TOKEN_UNKNOWN = 2,
+    CLEF_TOKEN_CONTROL = 3,
+    CLEF_TOKEN_USER_DEFINED = 4,
+    CLEF_TOKEN_UNUSED = 5,
+    CLEF_TOKEN_BYTE = 6
+};
+
+typedef struct {
+    const char          *pre;
+    size_t               n_tokens;
+    const char *const   *tokens;
+    const size_t        *token_len;
+    const int32_t       *types;         /* NULL: all normal */
+    size_t               n_merges;
+    const char *const   *merges;
+    const size_t        *merge_len;
+} clef_tokenizer_vocab;
+
+/* what names the source in messages. */
+clef_tokenizer *clef_tokenizer_from_vocab(const clef_tokenizer_vocab *v,
+    const char *what, clef_error *err);
 void clef_tokenizer_free(clef_tokenizer *tk);
 
 /* Appends the ids of text[0..len) to out.  Returns 0, -1 on allocation failure. */

@@ -2,6 +2,7 @@
  * Internals of the byte-level BPE tokenizer (tokenizer.h), shared by its
  * files:
  *   tokenizer.c          loading tokenizer.json, the encode pipeline
+ *   tokenizer_vocab.c    the tokenizer.json a GGUF vocabulary stands for
  *   tokenizer_map.c      hashing and the string -> id map
  *   tokenizer_added.c    added tokens: leftmost-longest matching + flags
  *   tokenizer_unicode.c  UTF-8 checks, White_Space / word characters, NFC
@@ -37,6 +38,11 @@ int tk_fail(clef_error *err, const char *type, const char *what,
 
 /* The 500 "out_of_memory" error for a failed allocation. */
 int tk_oom(clef_error *err);
+
+/* A tokenizer from a parsed tokenizer.json (root is not kept); what names
+ * its source in messages.  tokenizer_vocab.c builds one for GGUF's
+ * vocabularies. */
+clef_tokenizer *tk_from_json(json_t *root, const char *what, clef_error *err);
 
 
 /* ---- tokenizer_map.c ------------------------------------------------- */

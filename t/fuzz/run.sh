@@ -7,11 +7,15 @@
 #   t/fuzz/run.sh [SECONDS [HARNESS...]]      from the repository root
 #   t/fuzz/run.sh build                       only build
 #
-# HARNESS is json, tokenizer, request, base64, png, jpeg or webp (default:
-# all).  base64 reads "images" items as the worker does; png, jpeg and webp
-# run a decoder entry point, EXIF and preprocessing (fuzz_image.h), seeded
-# with t/fixtures/images/corpus.  Crashes,
-# leaks, timeouts (more than FUZZ_TIMEOUT seconds, default 1, on one input)
+# HARNESS is json, tokenizer, request, base64, png, jpeg, webp, gguf or
+# video (default: all).  base64 reads "images" items as the worker does;
+# png, jpeg and webp run a decoder entry point, EXIF and preprocessing
+# (fuzz_image.h), seeded with t/fixtures/images/corpus; gguf runs the GGUF
+# reader and every dequantizer on what it accepts, seeded with small GGUF
+# files that seed-corpus.py writes; video runs the in-memory demuxer, the
+# decoders, the colour conversion and the processor (fuzz_video.c), seeded
+# with the small clips of t/fixtures/video/clips.  Crashes, leaks, timeouts
+# (more than FUZZ_TIMEOUT seconds, default 1, on one input)
 # are written to build/fuzz/artifacts/.  FUZZ_FLAGS adds libFuzzer flags
 # (e.g. FUZZ_FLAGS=-len_control=0 to try long inputs from the start).
 # The Qwen3 tokenizer is the repository's (t/fixtures/tokenizer/qwen3).
@@ -23,10 +27,11 @@ OUT=build/fuzz
 CORPUS=build/fuzz-corpus
 SECONDS_EACH=${1:-180}
 [ $# -gt 0 ] && shift
-HARNESSES=${*:-json tokenizer request base64 png jpeg webp}
+HARNESSES=${*:-json tokenizer request base64 png jpeg webp gguf video}
 TIMEOUT=${FUZZ_TIMEOUT:-1}
 
-PKGS="libpcre2-8 libutf8proc jansson libpng libjpeg libwebp libwebpdemux"
+PKGS="libpcre2-8 libutf8proc jansson libpng libjpeg libwebp libwebpdemux
+      libavformat libavcodec libavfilter libswscale libavutil"
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -march=x86-64-v3
         -Wall -Wextra -Werror -Wno-unused-parameter -Iengine
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -40,7 +45,9 @@ SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
      text/tokenizer_unicode text/bpe text/bpe_cache media/base64
      media/image_input media/image_probe media/image_decode media/decode_png
      media/decode_jpeg media/decode_webp media/exif media/resize
-     media/processor"
+     media/processor media/image_size model/gguf model/quant
+     model/quant_legacy model/quant_k model/tensor media/video_decode
+     media/video_sample media/video_process"
 
 mkdir -p $OUT/obj $OUT/artifacts
 objs=
@@ -53,14 +60,14 @@ for s in $SRC; do
     fi
     objs="$objs $o"
 done
-for h in json tokenizer request base64 png jpeg webp; do
+for h in json tokenizer request base64 png jpeg webp gguf video; do
     echo "cc t/fuzz/fuzz_$h.c"
     $CC $CFLAGS -fsanitize=fuzzer -It/fuzz -o $OUT/fuzz_$h t/fuzz/fuzz_$h.c $objs $LIBS
 done
 
 python3 t/fuzz/seed-corpus.py $CORPUS
 # the decoders start from the image corpus, base64 from its smallest files
-for f in png jpeg webp base64; do
+for f in png jpeg webp base64 video; do
     mkdir -p $CORPUS/$f
 done
 for p in t/fixtures/images/corpus/*; do
@@ -74,6 +81,13 @@ for p in t/fixtures/images/corpus/*; do
     fi
 done
 
+# the video harness starts from the clips under 64 KiB (its -max_len)
+for p in t/fixtures/video/clips/*; do
+    if [ "$(stat -c %s "$p")" -lt 65536 ]; then
+        cp -n "$p" $CORPUS/video/
+    fi
+done
+
 [ "$SECONDS_EACH" = build ] && exit 0
 
 status=0
@@ -83,7 +97,10 @@ for h in $HARNESSES; do
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     dict=
     case $h in json|request) dict=-dict=t/fuzz/request.dict ;; esac
-    $OUT/fuzz_$h $dict -max_len=65536 -rss_limit_mb=2048 -timeout="$TIMEOUT" \
+    # a video input may rightly take its 2 s decoding budget
+    t=$TIMEOUT
+    [ $h = video ] && t=${FUZZ_TIMEOUT:-5}
+    $OUT/fuzz_$h $dict -max_len=65536 -rss_limit_mb=2048 -timeout="$t" \
         -max_total_time="$SECONDS_EACH" -workers=1 -print_final_stats=1 \
         -artifact_prefix=$OUT/artifacts/$h- ${FUZZ_FLAGS:-} \
         $CORPUS/$h || status=1

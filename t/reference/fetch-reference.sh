@@ -7,8 +7,25 @@
 #                                 Cloudflare's reference, as vendored (byte-identical
 #                                 to upstream) in the unsloth wheel; imported by path.
 # Nothing from here is committed.  Idempotent.
+#
+# `fetch-reference.sh video` sets up build/refenv-video instead: the same
+# packages plus torchcodec, which transformers decodes videos with (on the
+# system's FFmpeg: auto/deps installs it), kept apart because with
+# torchcodec present transformers would also load images through it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${1:-}" = video ]; then
+    REFENV=${REFENV:-build/refenv-video}
+    if [ ! -x "$REFENV/bin/python" ]; then
+        python3 -m venv "$REFENV"
+        "$REFENV/bin/pip" install -q --upgrade pip
+    fi
+    "$REFENV/bin/python" -c 'import torch, torchvision, torchcodec, transformers, numpy' 2>/dev/null \
+        || "$REFENV/bin/pip" install -q torch torchvision torchcodec transformers numpy pillow
+    command -v ffmpeg >/dev/null || { echo "ffmpeg missing: run auto/deps" >&2; exit 1; }
+    echo "reference ready: $REFENV"
+    exit 0
+fi
 REFENV=${REFENV:-build/refenv}
 REF=build/reference/unsloth/_vendor/clef/joint_schema_model.py
 SHA=0e304cf7c6500e8bb59bef7e2afd2c6373f82596dfb3b57d1aa93c175e2dc3a3

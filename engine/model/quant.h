@@ -1,0 +1,106 @@
+/*
+ * GGML's tensor types: the layout of one block of a GGUF tensor and its
+ * conversion to and from f32.
+ *
+ * A row of a GGUF tensor is a run of blocks; a block holds `block` values
+ * in `bytes` bytes.  The types ngx_clef computes with are those llama.cpp's
+ * converter and llama-quantize write for Clef (F32, F16, BF16, Q8_0, and
+ * the Q4_K_M, Q5_K_M and Q6_K mixes with their fallbacks for rows that are
+ * not a multiple of 256: Q4_0, Q4_1, Q5_0, Q5_1).
+ *
+ * Dequantization is bit-identical to gguf-py's (gguf/quants.py): the same
+ * f32 operations in the same order, each rounded on its own (no fused
+ * multiply-add: Q4_1 is d * q, rounded, plus m, rounded), fp16 scales
+ * widened exactly.  t/unit/test_quant.c checks every type against fixtures
+ * made by gguf-py (t/reference/gen_quant_fixtures.py).
+ *
+ * The quantizers are ngx_clef's own (round to nearest, per-block min/max;
+ * for the K types min/max per 32 or 16 values and 6- or 8-bit sub-scales):
+ * any valid encoding reads back with every reader, and they are what the
+ * GGUF writer uses for files of a given type.  They are not llama-quantize's
+ * (which searches for smaller errors and uses an importance matrix).
+ */
+#ifndef CLEF_QUANT_H
+#define CLEF_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* GGML's type ids, as a GGUF tensor info stores them. */
+typedef enum {
+    CLEF_GGML_F32  = 0,
+    CLEF_GGML_F16  = 1,
+    CLEF_GGML_Q4_0 = 2,
+    CLEF_GGML_Q4_1 = 3,
+    CLEF_GGML_Q5_0 = 6,
+    CLEF_GGML_Q5_1 = 7,
+    CLEF_GGML_Q8_0 = 8,
+    CLEF_GGML_Q4_K = 12,
+    CLEF_GGML_Q5_K = 13,
+    CLEF_GGML_Q6_K = 14,
+    CLEF_GGML_BF16 = 30
+} clef_ggml_type;
+
+#define CLEF_QK_K  256      /* values per block of the K types */
+
+/* n values (a multiple of the type's block) from blocks into dst. */
+typedef void (*clef_q_to_f32_fn)(const void *blocks, float *dst, int64_t n);
+/* n values (a multiple of the block) from src into blocks. */
+typedef void (*clef_q_from_f32_fn)(const float *src, void *blocks, int64_t n);
+
+typedef struct {
+    clef_ggml_type      type;
+    const char         *name;       /* "Q4_K": gguf-py's spelling */
+    int                 block;      /* values per block */
+    int                 bytes;      /* bytes per block */
+    clef_q_to_f32_fn    to_f32;
+    clef_q_from_f32_fn  from_f32;
+} clef_ggml_traits;
+
+/* The traits of a type ngx_clef computes with; NULL for any other id. */
+const clef_ggml_traits *clef_ggml_traits_of(uint32_t type);
+
+/* Every type ngx_clef computes with, in id order; *n set to their number. */
+const clef_ggml_traits *clef_ggml_traits_all(size_t *n);
+
+/* The layout of any type GGML defines (Q2_K, IQ2_XXS, MXFP4, ...), so that
+ * a file holding one can be checked and the type named: 0 and its name,
+ * values and bytes per block; -1 for an id GGML does not define. */
+int clef_ggml_type_layout(uint32_t type, const char **name, int *block,
+    int *bytes);
+
+/* Bytes of one row of n values of a type: -1 when n is not a multiple of
+ * its block, the id is unknown or the size would not fit an int64. */
+int64_t clef_ggml_row_bytes(uint32_t type, int64_t n);
+
+/* f32 -> f16, rounded to nearest even; overflow to infinity, NaN kept
+ * quiet. */
+uint16_t clef_f32_to_f16(float f);
+
+/* The dequantizers, one per type (n: values). */
+void clef_f32_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_f16_blocks_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_bf16_blocks_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q4_0_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q4_1_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q5_0_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q5_1_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q8_0_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q4_k_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q5_k_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q6_k_to_f32(const void *blocks, float *dst, int64_t n);
+
+/* The quantizers, one per type. */
+void clef_f32_from_f32(const float *src, void *blocks, int64_t n);
+void clef_f16_from_f32(const float *src, void *blocks, int64_t n);
+void clef_bf16_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q4_0_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q4_1_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q5_0_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q5_1_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q8_0_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q4_k_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q5_k_from_f32(const float *src, void *blocks, int64_t n);
+void clef_q6_k_from_f32(const float *src, void *blocks, int64_t n);
+
+#endif

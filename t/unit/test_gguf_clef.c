@@ -1,0 +1,604 @@
+/*
+ * Clef GGUF files made by llama.cpp's converter and llama-quantize
+ * (t/fixtures/gguf, t/reference/gen_gguf_fixtures.py) against the
+ * checkpoint they were made from (`clef mkmodel` makes it again here):
+ *   - every tensor of every file: its bytes and our dequantization against
+ *     the hashes gguf-py gave (t/fixtures/gguf/manifest.json);
+ *   - F32, F16 and BF16 files: the configuration equal to the release's,
+ *     and every tensor of the release (backbone, head, vision tower from
+ *     the mmproj file) read back through the mapping equal to the
+ *     release's values as the converter stores them, bit for bit (A_log's
+ *     -exp within an ulp: torch's exp is not the C library's);
+ *   - the quantized files: the same tensors within their types' error;
+ *   - the tokenizer from tokenizer.ggml.*: ids and spans identical to the
+ *     tokenizer.json path on every encoder fixture and tokenizer text;
+ *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a
+ *     missing tensor, a wrong shape.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "check.h"
+#include "shell.h"
+#include "model/gguf.h"
+#include "model/gguf_clef.h"
+#include "model/gguf_write.h"
+#include "model/model.h"
+#include "model/quant.h"
+#include "protocol/encode.h"
+#include "protocol/request.h"
+#include "text/tokenizer.h"
+
+static char  dir[256];
+static char  fix[512];
+
+static uint64_t
+fnv(const void *p, size_t n)
+{
+    const uint8_t  *s = p;
+    uint64_t        h = 0xcbf29ce484222325ull;
+    size_t          i;
+
+    for (i = 0; i < n; i++) {
+        h = (h ^ s[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static const char *
+gguf_path(const char *name)
+{
+    static char  path[4][600];
+    static int   k;
+
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof(path[k]), "%s/gg1.%s.gguf", fix, name);
+    return path[k];
+}
+
+/* ---- every tensor's bytes and dequantization vs gguf-py ------------- */
+
+static void
+test_manifest(json_t *man)
+{
+    const clef_gguf_tensor  *t;
+    const char              *file;
+    json_t                  *ts, *e;
+    clef_gguf               *g;
+    clef_error               err;
+    float                   *f;
+    char                     path[700], h[20];
+    size_t                   i, n_bad, n_vals;
+    int                      j, ok;
+
+    json_object_foreach(man, file, ts) {
+        snprintf(path, sizeof(path), "%s/%s", fix, file);
+        g = clef_gguf_open(path, 0, &err);
+        if (g == NULL) {
+            CHECK(0, "%s opens: %s", file, err.message);
+            continue;
+        }
+        n_bad = n_vals = 0;
+        json_array_foreach(ts, i, e) {
+            t = clef_gguf_tensor_find(g, json_string_value(json_object_get(e, "name")));
+            ok = t != NULL && strcmp(t->traits->name, json_string_value(
+                                         json_object_get(e, "type"))) == 0
+                 && (size_t) t->ndim == json_array_size(json_object_get(e, "ne"));
+            for (j = 0; ok && j < t->ndim; j++) {
+                ok = t->ne[j] == json_integer_value(json_array_get(
+                                     json_object_get(e, "ne"), (size_t) j));
+            }
+            if (ok) {
+                snprintf(h, sizeof(h), "%016llx",
+                         (unsigned long long) fnv(t->data, t->nbytes));
+                ok = strcmp(h, json_string_value(json_object_get(e, "raw_fnv"))) == 0;
+            }
+            if (ok) {
+                f = malloc((size_t) t->numel * sizeof(float) + 4);
+                t->traits->to_f32(t->data, f, t->numel);
+                snprintf(h, sizeof(h), "%016llx", (unsigned long long)
+                         fnv(f, (size_t) t->numel * sizeof(float)));
+                ok = strcmp(h, json_string_value(json_object_get(e, "f32_fnv"))) == 0;
+                n_vals += (size_t) t->numel;
+                free(f);
+            }
+            if (!ok) {
+                printf("#   %s: %s differs\n", file,
+                       json_string_value(json_object_get(e, "name")));
+                n_bad++;
+            }
+        }
+        CHECK(n_bad == 0 && clef_gguf_tensor_count(g) == json_array_size(ts),
+              "%s: all %zu tensors' bytes and %zu dequantized values as gguf-py's",
+              file, json_array_size(ts), n_vals);
+        clef_gguf_close(g);
+    }
+}
+
+/* ---- configuration --------------------------------------------------- */
+
+static int
+same_text(const clef_text_config *a, const clef_text_config *b)
+{
+    int  l, ok;
+
+    ok = a->vocab_size == b->vocab_size && a->hidden_size == b->hidden_size
+         && a->intermediate_size == b->intermediate_size
+         && a->num_hidden_layers == b->num_hidden_layers
+         && a->num_attention_heads == b->num_attention_heads
+         && a->num_key_value_heads == b->num_key_value_heads
+         && a->head_dim == b->head_dim
+         && a->linear_num_key_heads == b->linear_num_key_heads
+         && a->linear_num_value_heads == b->linear_num_value_heads
+         && a->linear_key_head_dim == b->linear_key_head_dim
+         && a->linear_value_head_dim == b->linear_value_head_dim
+         && a->linear_conv_kernel_dim == b->linear_conv_kernel_dim
+         && a->attn_output_gate == b->attn_output_gate
+         && (float) a->rms_norm_eps == (float) b->rms_norm_eps
+         && a->rope_theta == b->rope_theta
+         && a->partial_rotary_factor == b->partial_rotary_factor
+         && memcmp(a->mrope_section, b->mrope_section, sizeof(a->mrope_section)) == 0
+         && a->mrope_interleaved == b->mrope_interleaved
+         && a->tie_word_embeddings == b->tie_word_embeddings;
+    for (l = 0; ok && l < a->num_hidden_layers; l++) {
+        ok = a->layer_full[l] == b->layer_full[l]
+             && a->layer[l].mixer == b->layer[l].mixer
+             && strcmp(a->layer[l].prefix, b->layer[l].prefix) == 0;
+    }
+    return ok;
+}
+
+static int
+same_vision(const clef_vision_config *a, const clef_vision_config *b)
+{
+    int  i, ok;
+
+    ok = a != NULL && b != NULL && a->depth == b->depth
+         && a->hidden_size == b->hidden_size
+         && a->intermediate_size == b->intermediate_size
+         && a->num_heads == b->num_heads && a->in_channels == b->in_channels
+         && a->patch_size == b->patch_size
+         && a->temporal_patch_size == b->temporal_patch_size
+         && a->spatial_merge_size == b->spatial_merge_size
+         && a->num_position_embeddings == b->num_position_embeddings
+         && a->out_hidden_size == b->out_hidden_size
+         && a->rope_theta == b->rope_theta
+         && a->image_token_id == b->image_token_id
+         && a->vision_start_token_id == b->vision_start_token_id
+         && a->vision_end_token_id == b->vision_end_token_id
+         && a->processor.min_pixels == b->processor.min_pixels
+         && a->processor.max_pixels == b->processor.max_pixels;
+    for (i = 0; ok && i < 3; i++) {
+        ok = (float) a->processor.mean[i] == (float) b->processor.mean[i]
+             && (float) a->processor.std[i] == (float) b->processor.std[i];
+    }
+    return ok;
+}
+
+/* ---- tensors --------------------------------------------------------- */
+
+/* What the converter stores for a release value r (in f32). */
+static float
+stored(clef_ggx x, float r)
+{
+    switch (x) {
+    case CLEF_GGX_PLUS_ONE:
+        return 1.0f + r;
+    case CLEF_GGX_NEG_EXP:
+        return -expf(r);
+    case CLEF_GGX_SCALE_EXP:
+        return (float) exp(fmin((double) r, log(100.0)));
+    case CLEF_GGX_SIGMOID:
+        return (float) (1.0 / (1.0 + exp(-(double) r)));
+    default:
+        return r;
+    }
+}
+
+/* ... and in the file's type (F32, F16, BF16). */
+static float
+in_type(uint32_t type, float v)
+{
+    uint16_t  h;
+
+    if (type == CLEF_GGML_F16) {
+        h = clef_f32_to_f16(v);
+        return clef_f16_to_f32(h);
+    }
+    if (type == CLEF_GGML_BF16) {
+        h = clef_f32_to_bf16(v);
+        return clef_bf16_to_f32(h);
+    }
+    return v;
+}
+
+static int32_t
+ulps(float a, float b)
+{
+    int32_t  x, y;
+
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x > y ? x - y : y - x;
+}
+
+/*
+ * Every tensor of the release through the mapping.  tol < 0: exact (A_log
+ * within 1 ulp); else the largest |got - want| over the tensor's largest
+ * magnitude.
+ */
+static void
+test_tensors(const clef_model *rel, const char *name, double tol)
+{
+    const clef_gguf_clef_tensor  *t;
+    const clef_tensor            *rt;
+    clef_gguf_clef               *m;
+    clef_error                    err;
+    float                        *got, *want, amax, e, worst = 0;
+    int64_t                       n, i;
+    size_t                        k, n_rel = 0, n_bad = 0, n_vals = 0, n_ulp = 0;
+    int                           j, exact = tol < 0;
+
+    m = clef_gguf_clef_open(gguf_path(name), gguf_path("mmproj"), 0, &err);
+    if (m == NULL) {
+        CHECK(0, "gg1.%s.gguf opens as a Clef model: %s", name, err.message);
+        return;
+    }
+    CHECK(same_text(clef_gguf_clef_text_config(m), clef_model_text_config(rel))
+          && memcmp(clef_gguf_clef_head_config(m), clef_model_head_config(rel),
+                    sizeof(clef_head_config)) == 0
+          && same_vision(clef_gguf_clef_vision_config(m),
+                         clef_model_vision_config(rel)),
+          "gg1.%s.gguf: the text, head and vision configurations are the"
+          " release's", name);
+
+    for (k = 0; k < clef_gguf_clef_count(m); k++) {
+        t = clef_gguf_clef_at(m, k);
+        rt = t->head ? clef_model_head_tensor(rel, t->name)
+                     : clef_model_tensor(rel, t->name);
+        if (rt == NULL || !clef_tensor_has_shape(rt, t->ndim, t->shape)) {
+            printf("#   %s: not in the release, or another shape\n", t->name);
+            n_bad++;
+            continue;
+        }
+        n_rel++;
+        n = rt->numel;
+        got = malloc((size_t) n * sizeof(float) + 4);
+        want = malloc((size_t) n * sizeof(float) + 4);
+        if (clef_gguf_clef_read_f32(t, got, &err) != 0) {
+            printf("#   %s: %s\n", t->name, err.message);
+            n_bad++;
+        } else {
+            clef_tensor_to_f32(rt, want);
+            amax = 0;
+            for (i = 0; i < n; i++) {
+                want[i] = stored(t->xform, want[i]);
+                if (exact) {
+                    want[i] = in_type(t->part[0]->type, want[i]);
+                }
+                amax = fabsf(want[i]) > amax ? fabsf(want[i]) : amax;
+            }
+            for (i = 0, j = 0; i < n; i++) {
+                if (exact && t->xform == CLEF_GGX_NEG_EXP) {
+                    n_ulp += got[i] != want[i];
+                    j += ulps(got[i], want[i]) > 1;
+                } else if (exact) {
+                    j += memcmp(&got[i], &want[i], 4) != 0;
+                } else {
+                    e = fabsf(got[i] - want[i]) / (amax > 0 ? amax : 1);
+                    worst = e > worst ? e : worst;
+                    j += !(e <= tol);
+                }
+            }
+            if (j != 0) {
+                printf("#   %s: %d of %lld values differ\n", t->name, j,
+                       (long long) n);
+                n_bad++;
+            }
+            n_vals += (size_t) n;
+        }
+        free(got);
+        free(want);
+    }
+    if (exact) {
+        CHECK(n_bad == 0 && n_rel > 100, "gg1.%s.gguf + mmproj: all %zu tensors"
+              " of the release (%zu values) as the converter stores them, bit"
+              " for bit (%zu A = -exp(A_log) values 1 ulp off torch's)", name,
+              n_rel, n_vals, n_ulp);
+    } else {
+        CHECK(n_bad == 0 && n_rel > 100, "gg1.%s.gguf + mmproj: all %zu tensors"
+              " of the release (%zu values) within %.3g of their largest value"
+              " (worst %.3g)", name, n_rel, n_vals, tol, (double) worst);
+    }
+    clef_gguf_clef_close(m);
+}
+
+/* ---- the tokenizer --------------------------------------------------- */
+
+static int
+same_record(const clef_record *a, const clef_record *b)
+{
+    int  q;
+
+    if (a->ids.n != b->ids.n || memcmp(a->ids.v, b->ids.v,
+                                       a->ids.n * sizeof(int32_t)) != 0
+        || a->n_questions != b->n_questions || a->n_options != b->n_options
+        || a->state_tokens != b->state_tokens || a->state_kept != b->state_kept)
+    {
+        return 0;
+    }
+    for (q = 0; q < a->n_questions; q++) {
+        if (memcmp(&a->question_spans[q], &b->question_spans[q],
+                   sizeof(clef_span)) != 0)
+        {
+            return 0;
+        }
+    }
+    for (q = 0; q < a->n_options; q++) {
+        if (memcmp(&a->option_spans[q], &b->option_spans[q],
+                   sizeof(clef_span)) != 0)
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void
+test_tokenizer(void)
+{
+    clef_tokenizer   *tj, *tg;
+    clef_gguf_clef   *m;
+    clef_error        err, e1, e2;
+    clef_encode_opts  opts;
+    clef_request      req;
+    clef_record       r1, r2;
+    clef_ids          i1 = { 0 }, i2 = { 0 };
+    json_t           *c;
+    json_error_t      jerr;
+    FILE             *f;
+    char              path[600], *line = NULL;
+    size_t            cap = 0, n_cases = 0, n_bad = 0, n_ids = 0;
+    ssize_t           len;
+    const char       *body, *text;
+    int               rc1, rc2, pass;
+
+    snprintf(path, sizeof(path), "%s/tokenizer/qwen3-trim", check_fixtures());
+    tj = clef_tokenizer_load(path, &err);
+    m = clef_gguf_clef_open(gguf_path("bf16"), NULL, CLEF_GGUF_HEADERS_ONLY, &err);
+    tg = m != NULL ? clef_gguf_clef_tokenizer(m, &err) : NULL;
+    CHECK(tj != NULL && tg != NULL, "the tokenizer from the GGUF's"
+          " tokenizer.ggml.* (headers only) loads: %s", tg ? "" : err.message);
+    if (tj == NULL || tg == NULL) {
+        goto done;
+    }
+    CHECK_INT(clef_tokenizer_vocab_size(tg), clef_tokenizer_vocab_size(tj),
+              "its vocabulary size is the tokenizer.json's");
+
+    /* every encoder fixture, both ways */
+    snprintf(path, sizeof(path), "%s/encode/cases.jsonl", check_fixtures());
+    f = fopen(path, "r");
+    while (f != NULL && (len = getline(&line, &cap, f)) > 0) {
+        c = json_loadb(line, (size_t) len, 0, &jerr);
+        body = json_string_value(json_object_get(c, "body"));
+        if (body == NULL
+            || clef_request_parse(&req, body, strlen(body), NULL, &err) != 0)
+        {
+            json_decref(c);
+            continue;
+        }
+        clef_encode_opts_default(&opts);
+        opts.max_length = (int) json_integer_value(json_object_get(c, "max_length"));
+        opts.truncate = strcmp(json_string_value(json_object_get(c, "truncate")),
+                               "state") == 0 ? CLEF_TRUNCATE_STATE
+                                             : CLEF_TRUNCATE_REJECT;
+        clef_error_clear(&e1);
+        clef_error_clear(&e2);
+        rc1 = clef_encode(tj, &req, &opts, &r1, &e1);
+        rc2 = clef_encode(tg, &req, &opts, &r2, &e2);
+        n_cases++;
+        if (rc1 != rc2 || (rc1 == 0 && !same_record(&r1, &r2))
+            || (rc1 != 0 && strcmp(e1.message, e2.message) != 0))
+        {
+            printf("#   %s differs\n",
+                   json_string_value(json_object_get(c, "name")));
+            n_bad++;
+        }
+        if (rc1 == 0) {
+            n_ids += r1.ids.n;
+            clef_record_free(&r1);
+        }
+        if (rc2 == 0) {
+            clef_record_free(&r2);
+        }
+        clef_request_free(&req);
+        json_decref(c);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    CHECK(n_bad == 0 && n_cases > 100, "all %zu encoder fixtures: ids and spans"
+          " (%zu ids) identical through the GGUF's tokenizer and the"
+          " tokenizer.json's", n_cases, n_ids);
+
+    /* every tokenizer fixture text */
+    n_cases = n_bad = 0;
+    for (pass = 0; pass < 2; pass++) {
+        snprintf(path, sizeof(path), "%s/tokenizer/%s/cases.jsonl",
+                 check_fixtures(), pass == 0 ? "qwen3" : "edge");
+        f = fopen(path, "r");
+        while (f != NULL && (len = getline(&line, &cap, f)) > 0) {
+            c = json_loadb(line, (size_t) len, JSON_ALLOW_NUL, &jerr);
+            text = json_string_value(json_object_get(c, "text"));
+            if (text != NULL) {
+                i1.n = i2.n = 0;
+                clef_tokenizer_encode(tj, text, json_string_length(
+                                          json_object_get(c, "text")), &i1);
+                clef_tokenizer_encode(tg, text, json_string_length(
+                                          json_object_get(c, "text")), &i2);
+                n_cases++;
+                n_bad += i1.n != i2.n
+                         || (i1.n > 0 && memcmp(i1.v, i2.v,
+                                                i1.n * sizeof(int32_t)) != 0);
+            }
+            json_decref(c);
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    CHECK(n_bad == 0 && n_cases > 100, "all %zu tokenizer fixture texts: the"
+          " same ids (%zu differ)", n_cases, n_bad);
+
+done:
+    free(line);
+    clef_ids_free(&i1);
+    clef_ids_free(&i2);
+    clef_tokenizer_free(tj);
+    clef_tokenizer_free(tg);
+    clef_gguf_clef_close(m);
+}
+
+/* ---- refusals -------------------------------------------------------- */
+
+/* A copy of the bf16 fixture with general.architecture arch (NULL: kept),
+ * without tensor drop, with tensor swap's two dims swapped. */
+static int
+copy_fixture(const char *out, const char *arch, const char *drop,
+    const char *swap, clef_error *err)
+{
+    const clef_gguf_tensor  *t;
+    const clef_gguf_value   *v;
+    clef_gguf_writer        *w = clef_gguf_writer_new();
+    clef_gguf               *g = clef_gguf_open(gguf_path("bf16"), 0, err);
+    int64_t                  ne[4];
+    size_t                   i;
+    int                      rc = g == NULL;
+
+    for (i = 0; rc == 0 && i < clef_gguf_kv_count(g); i++) {
+        v = clef_gguf_kv_at(g, i);
+        if (arch != NULL && strcmp(v->key, "general.architecture") == 0) {
+            rc = clef_gguf_put_str(w, v->key, arch, strlen(arch), err);
+        } else {
+            rc = clef_gguf_put_value(w, v->key, v, err);
+        }
+    }
+    for (i = 0; rc == 0 && i < clef_gguf_tensor_count(g); i++) {
+        t = clef_gguf_tensor_at(g, i);
+        if (drop != NULL && strcmp(t->name, drop) == 0) {
+            continue;
+        }
+        memcpy(ne, t->ne, sizeof(ne));
+        if (swap != NULL && strcmp(t->name, swap) == 0) {
+            ne[0] = t->ne[1];
+            ne[1] = t->ne[0];
+        }
+        rc = clef_gguf_add_tensor(w, t->name, t->type, t->ndim, ne, t->data, err);
+    }
+    if (rc == 0) {
+        rc = clef_gguf_writer_write(w, out, err);
+    }
+    clef_gguf_writer_free(w);
+    clef_gguf_close(g);
+    return rc;
+}
+
+static void
+test_refusals(void)
+{
+    clef_gguf_clef  *m;
+    clef_error       err;
+    char             path[300];
+
+    snprintf(path, sizeof(path), "%s/bad.gguf", dir);
+    copy_fixture(path, "qwen35", NULL, NULL, &err);
+    m = clef_gguf_clef_open(path, NULL, CLEF_GGUF_HEADERS_ONLY, &err);
+    CHECK(m == NULL && strcmp(err.type, "not_a_decision_model") == 0
+          && err.status == 501 && err.code == CLEF_E_MODEL
+          && strstr(err.message, "is a plain Qwen3.5 GGUF") != NULL
+          && strstr(err.message, "convert the Clef release") != NULL,
+          "a plain qwen35 GGUF is refused as not a decision model, saying what"
+          " to do: %s", err.message);
+    clef_gguf_clef_close(m);
+
+    m = clef_gguf_clef_open(gguf_path("mmproj"), NULL, 0, &err);
+    CHECK(m == NULL && strcmp(err.type, "not_a_decision_model") == 0
+          && strstr(err.message, "is a vision projector (mmproj) file") != NULL,
+          "an mmproj file given as the model: %s", err.message);
+    clef_gguf_clef_close(m);
+
+    m = clef_gguf_clef_open(gguf_path("bf16"), gguf_path("bf16"), 0, &err);
+    CHECK(m == NULL && strstr(err.message, "is not a vision projector") != NULL,
+          "a model given as the mmproj: %s", err.message);
+    clef_gguf_clef_close(m);
+
+    copy_fixture(path, NULL, "blk.0.ffn_up.weight", NULL, &err);
+    m = clef_gguf_clef_open(path, NULL, 0, &err);
+    CHECK(m == NULL && strstr(err.message, "has no tensor 'blk.0.ffn_up.weight'"
+                              " (the release's model.language_model.layers.0"
+                              ".mlp.up_proj.weight)") != NULL,
+          "a missing tensor is named: %s", err.message);
+    clef_gguf_clef_close(m);
+
+    copy_fixture(path, NULL, NULL, "dec.blk.1.ffn_down.weight", &err);
+    m = clef_gguf_clef_open(path, NULL, 0, &err);
+    CHECK(m == NULL && strstr(err.message, "tensor 'dec.blk.1.ffn_down.weight'"
+                              " is [64, 32], the configuration implies [32, 64]"
+                              " (the release's layers.0.linear2.weight)") != NULL,
+          "a tensor of the wrong shape is named: %s", err.message);
+    clef_gguf_clef_close(m);
+    unlink(path);
+
+    m = clef_gguf_clef_open(gguf_path("q4_k_m"), NULL, CLEF_GGUF_HEADERS_ONLY,
+                            &err);
+    CHECK(m != NULL && clef_gguf_clef_vision_config(m) == NULL
+          && clef_gguf_clef_read_f32(clef_gguf_clef_at(m, 0), NULL, &err) != 0,
+          "headers only and without an mmproj: no tower, no data");
+    clef_gguf_clef_close(m);
+}
+
+int
+main(void)
+{
+    clef_model  *rel;
+    clef_error   err;
+    json_t      *man;
+    json_error_t jerr;
+    char         path[700];
+
+    snprintf(fix, sizeof(fix), "%s/gguf", check_fixtures());
+    snprintf(dir, sizeof(dir), "/tmp/clef-test-gguf-clef-%ld", (long) getpid());
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
+                 " '%s/tokenizer/qwen3-trim' --seed 20 --out '%s' >/dev/null",
+                 check_fixtures(), check_fixtures(), dir), 0,
+              "mkmodel makes the checkpoint the fixtures were converted from");
+    rel = clef_model_open(dir, 0, &err);
+    CHECK(rel != NULL, "it opens: %s", rel ? "" : err.message);
+
+    snprintf(path, sizeof(path), "%s/manifest.json", fix);
+    man = json_load_file(path, 0, &jerr);
+    CHECK(man != NULL, "the manifest loads");
+    if (man != NULL) {
+        test_manifest(man);
+        json_decref(man);
+    }
+    if (rel != NULL) {
+        test_tensors(rel, "f32", -1);
+        test_tensors(rel, "f16", -1);
+        test_tensors(rel, "bf16", -1);
+        test_tensors(rel, "q8_0", 0.01);
+        test_tensors(rel, "q6_k", 0.03);
+        test_tensors(rel, "q5_k_m", 0.07);
+        test_tensors(rel, "q4_k_m", 0.15);
+        clef_model_close(rel);
+    }
+    test_tokenizer();
+    test_refusals();
+    sh("rm -rf '%s'", dir);
+    return check_done();
+}
