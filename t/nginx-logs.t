@@ -50,7 +50,9 @@ sub fd { readlink "/proc/$_[0]/fd/$_[1]" // '?' }
 # stdin, stdout, stderr of the keeper and the engine
 sub stdio {
     my $m = ready();
-    my $log = qr/^\Q$Test::Nginx::Util::ErrLogFile\E(?: \(deleted\))?$/;
+    # an error log of this nginx (under TEST_NGINX_USE_HUP, the one of an
+    # earlier block until the next line follows the new one)
+    my $log = qr{^\Q$Test::Nginx::Util::ServRoot/logs/\E(?:error|moved)\.log(?: \(deleted\))?$};
     for my $who (qw(keeper engine)) {
         my $pid = $m->{"clef_${who}_pid"};
         is fd($pid, 0), '/dev/null', "the ${who}'s stdin is /dev/null";
