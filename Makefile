@@ -58,7 +58,7 @@ CLIENT_SRC := $(wildcard engine/base/*.c engine/text/*.c engine/model/*.c) \
               $(addprefix engine/,backend/registry.c \
                 protocol/request.c protocol/plan.c protocol/answer.c \
                 media/base64.c media/image_input.c media/image_probe.c \
-                media/image_size.c \
+                media/image_size.c media/kinds.c \
                 serve/client.c serve/queue.c serve/wake.c serve/stats.c \
                 serve/keeper.c serve/engine_log.c serve/engine_library.c)
 CLIENT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_SRC))

@@ -26,9 +26,10 @@
 #include "base/error.h"
 #include "commands.h"
 #include "model/model.h"
+#include "model/model_media.h"
 #include "protocol/answer.h"
 #include "protocol/encode.h"
-#include "protocol/encode_images.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "text/render.h"
 
@@ -244,19 +245,19 @@ answer_batch(decider *d, item *items, int n, clef_buf *out)
 static void
 prepare(decider *d, item *it, const char *line, size_t len)
 {
+    clef_media_conf  mc;
+
     memset(it, 0, sizeof(*it));
     if (clef_request_parse(&it->req, line, len, NULL, &it->err) != 0) {
         return;
     }
     it->parsed = 1;
-    /* images as a server with this model takes them (the worker's checks,
+    /* media as a server with this model takes them (the worker's checks,
      * then the engine's decoding) */
-    if (clef_request_check_media(&it->req,
-                                 clef_model_vision_config(d->model) != NULL,
-                                 &it->err) != 0
-        || clef_encode_with_images(clef_model_tokenizer(d->model),
-                                   clef_model_vision_config(d->model), &it->req,
-                                   &d->enc, &it->rec, &it->err) != 0)
+    clef_model_media_conf(d->model, &mc);
+    if (clef_request_check_media(&it->req, mc.accepts, &it->err) != 0
+        || clef_encode_with_media(d->model, &it->req, &d->enc, &it->rec,
+                                  &it->err) != 0)
     {
         return;
     }

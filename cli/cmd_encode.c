@@ -180,7 +180,11 @@ clef_cmd_encode(int argc, char **argv)
         if (clef_request_parse(&req, line, (size_t) len, NULL, &err) != 0) {
             rc = put_error(&out, &err);
         } else {
-            if (clef_encode(tk, &req, &opts, &rec, &err) != 0) {
+            /* a tokenizer alone takes no media: refused as by a server
+             * whose model takes none, never encoded without them */
+            if (clef_request_check_media(&req, 0, &err) != 0
+                || clef_encode(tk, &req, &opts, &rec, &err) != 0)
+            {
                 rc = put_error(&out, &err);
             } else {
                 rc = put_record(&out, &req, &rec);

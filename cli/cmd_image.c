@@ -22,9 +22,8 @@
 #include "commands.h"
 #include "cpu/model/vision.h"
 #include "cpu/parallel/pool.h"
-#include "media/image_decode.h"
 #include "media/image_input.h"
-#include "media/processor.h"
+#include "media/prepare.h"
 #include "model/model.h"
 #include "text/render.h"
 
@@ -32,7 +31,7 @@ typedef struct {
     char               *path;
     uint8_t            *bytes;
     size_t              len;
-    clef_image_input    in;
+    clef_media_input    in;
 } image_file;
 
 
@@ -63,6 +62,8 @@ load(image_file *f, clef_error *err)
         return clef_error_set(err, 400, "io", "", "cannot read %s", f->path);
     }
     fclose(fp);
+    f->in.kind = CLEF_MEDIA_IMAGE;
+    f->in.frames = 1;
     f->in.data = f->bytes;
     f->in.len = f->len;
     f->in.format = clef_image_sniff(f->bytes, f->len);
@@ -75,31 +76,26 @@ load(image_file *f, clef_error *err)
 }
 
 
+/* The engine's own preparation of an image (media/prepare.h): decoding,
+ * EXIF, smart_resize, the resize and the normalisation constants. */
 static int
-prepare(const image_file *f, const clef_processor_config *pc, clef_image *im,
+prepare(const image_file *f, const clef_media_conf *mc, clef_media_item *im,
     clef_error *err)
 {
-    clef_rgb_image  rgb;
-    int             rc;
-
-    if (clef_image_decode(&f->in, 0, CLEF_IMAGE_MAX_PIXELS, &rgb, err) != 0) {
-        return -1;
-    }
-    rc = clef_image_preprocess(&rgb, 0, pc, im, err);
-    clef_rgb_image_free(&rgb);
-    return rc;
+    return clef_media_prep_of(CLEF_MEDIA_IMAGE)->prepare(&f->in, 0, mc, im,
+                                                         err);
 }
 
 
 /* FNV-1a of the resized bytes: enough to tell two runs apart */
 static uint64_t
-digest(const clef_image *im)
+digest(const clef_media_item *im)
 {
     uint64_t  h = 1469598103934665603ULL;
     size_t    i, n = (size_t) im->grid_h * im->grid_w * im->patch * im->patch * 3;
 
     for (i = 0; i < n; i++) {
-        h = (h ^ im->rgb[i]) * 1099511628211ULL;
+        h = (h ^ im->bytes[i]) * 1099511628211ULL;
     }
     return h;
 }
@@ -117,17 +113,17 @@ clef_cmd_image(int argc, char **argv)
     };
     const char             *model_dir = NULL;
     double                  seconds = 0, t0, dt;
-    clef_processor_config   pc;
+    clef_media_conf         mc;
     clef_model             *m = NULL;
     clef_cpu_pool          *pool = NULL;
     clef_cpu_vision        *v = NULL;
     image_file             *files;
-    clef_image              im;
+    clef_media_item         im;
     clef_error              err;
     clef_buf                out = { NULL, 0, 0 };
     int64_t                 done, patches;
     float                  *feat;
-    const clef_image       *one[1];
+    const clef_media_item  *one[1];
     int                     c, i, n, threads = 0, rc = 0;
 
     optind = 1;
@@ -145,7 +141,7 @@ clef_cmd_image(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    clef_processor_config_default(&pc);
+    clef_media_conf_default(&mc);
     if (model_dir != NULL) {
         m = clef_model_open(model_dir, 0, &err);
         if (m == NULL || clef_model_vision_config(m) == NULL) {
@@ -154,7 +150,7 @@ clef_cmd_image(int argc, char **argv)
             clef_model_close(m);
             return 1;
         }
-        pc = clef_model_vision_config(m)->processor;
+        mc.processor = clef_model_vision_config(m)->processor;
         pool = clef_cpu_pool_create(threads, &err);
         if (pool == NULL || clef_cpu_vision_open(m, pool, &v, &err) != 0) {
             fprintf(stderr, "clef image: %s\n", err.message);
@@ -170,14 +166,15 @@ clef_cmd_image(int argc, char **argv)
         out.len = 0;
         clef_buf_printf(&out, "{\"file\":");
         clef_render_string(&out, files[i].path, strlen(files[i].path));
-        if (load(&files[i], &err) == 0 && prepare(&files[i], &pc, &im, &err) == 0) {
+        if (load(&files[i], &err) == 0 && prepare(&files[i], &mc, &im, &err) == 0) {
             clef_buf_printf(&out, ",\"format\":\"%s\",\"width\":%d,\"height\":%d,"
-                            "\"grid\":[1,%d,%d],\"tokens\":%lld,\"digest\":\"%016llx\"}",
+                            "\"grid\":[%d,%d,%d],\"tokens\":%lld,\"digest\":\"%016llx\"}",
                             clef_image_format_name(files[i].in.format),
                             (int) files[i].in.width, (int) files[i].in.height,
-                            im.grid_h, im.grid_w, (long long) clef_image_tokens(&im),
+                            im.grid_t, im.grid_h, im.grid_w,
+                            (long long) im.tokens,
                             (unsigned long long) digest(&im));
-            clef_image_free(&im);
+            clef_media_item_free(&im);
         } else {
             files[i].in.format = CLEF_IMAGE_NONE;
             clef_buf_printf(&out, ",\"error\":{\"status\":%d,\"type\":", err.status);
@@ -196,9 +193,9 @@ clef_cmd_image(int argc, char **argv)
         do {
             for (i = 0; i < n; i++) {
                 if (files[i].in.format != CLEF_IMAGE_NONE
-                    && prepare(&files[i], &pc, &im, &err) == 0)
+                    && prepare(&files[i], &mc, &im, &err) == 0)
                 {
-                    clef_image_free(&im);
+                    clef_media_item_free(&im);
                     done++;
                 }
             }
@@ -213,11 +210,11 @@ clef_cmd_image(int argc, char **argv)
             do {
                 for (i = 0; i < n; i++) {
                     if (files[i].in.format == CLEF_IMAGE_NONE
-                        || prepare(&files[i], &pc, &im, &err) != 0)
+                        || prepare(&files[i], &mc, &im, &err) != 0)
                     {
                         continue;
                     }
-                    feat = malloc(sizeof(float) * (size_t) clef_image_tokens(&im)
+                    feat = malloc(sizeof(float) * (size_t) im.tokens
                                   * (size_t) clef_model_text_config(m)->hidden_size);
                     one[0] = &im;
                     dt = clef_clock_seconds();
@@ -227,7 +224,7 @@ clef_cmd_image(int argc, char **argv)
                         patches += (int64_t) im.grid_h * im.grid_w;
                     }
                     free(feat);
-                    clef_image_free(&im);
+                    clef_media_item_free(&im);
                 }
                 dt = clef_clock_seconds() - t0;
             } while (dt < seconds);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "media/kinds.h"
 #include "vision.h"
 
 static int
@@ -570,6 +571,40 @@ capture(clef_backend *b, const cuda_plan *p, cuda_graph *g, clef_error *err)
     return 0;
 }
 
+/* ---- media --------------------------------------------------------------- */
+
+/* The media kinds this backend has an encoder for: images, on the vision
+ * tower (vision.c, whose prepare, embed and rope hooks run every forward).
+ * A batch holding another kind is refused before anything is launched. */
+static const clef_media_kind  cuda_encoders[] = { CLEF_MEDIA_IMAGE };
+
+static int
+media_check(const clef_batch *batch, clef_error *err)
+{
+    const clef_media_kind_info  *info;
+    const clef_media_item       *it;
+    size_t                       e;
+    int                          m;
+
+    for (m = 0; m < batch->n_items; m++) {
+        it = clef_batch_item(batch, m);
+        for (e = 0; e < sizeof(cuda_encoders) / sizeof(cuda_encoders[0]); e++) {
+            if (it->kind == cuda_encoders[e]) {
+                break;
+            }
+        }
+        if (e == sizeof(cuda_encoders) / sizeof(cuda_encoders[0])) {
+            info = clef_media_kind_of(it->kind);
+            return clef_error_set(err, 400, info != NULL ? info->unsupported
+                                                         : "media_unsupported",
+                                  NULL, "The cuda backend has no encoder for "
+                                  "%s.", info != NULL ? info->many
+                                                      : "this media");
+        }
+    }
+    return 0;
+}
+
 static int
 prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
 {
@@ -583,7 +618,8 @@ prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
         return clef_error_set(err, 500, "media_unsupported", NULL,
                               "the cuda backend runs images at tp=1 only");
     }
-    if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
+    if (media_check(batch, err) != 0
+        || cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
         || cuda_plan_build(b, batch, p, err) != 0)
     {
         return -1;

@@ -69,7 +69,7 @@ int  clef_cuda_profile_read(clef_backend *b, double ms[CLEF_CUDA_PROF_COUNT],
 void clef_cuda_profile_reset(clef_backend *b);
 
 /* The vision tower alone over the batch's images (clef_batch_set_media'd):
- * features [sum of clef_image_tokens()][out_hidden_size], the merged rows
+ * features [sum of the images' tokens][out_hidden_size], the merged rows
  * of image 0, then 1, ..., as clef_cpu_vision_forward() gives them (bf16
  * GEMM outputs plus the fp32 last bias).  For the tests. */
 int  clef_cuda_vision_features(clef_backend *b, const clef_batch *batch,

@@ -198,13 +198,13 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     float             *inorm = (float *) (s + p->o_inorm);
     int32_t           *img = (int32_t *) (s + p->o_img);
     int32_t           *src = (int32_t *) (s + p->o_src);
-    const clef_image  *im;
-    const char        *why = NULL;
-    int64_t           *cu, g = 0, lp, n, i, rgb = 0, staged = 0, bytes;
-    float             *row;
-    int                m, c;
+    const clef_media_item  *im;
+    const char             *why = NULL;
+    int64_t                *cu, g = 0, lp, n, i, rgb = 0, staged = 0, bytes;
+    float                  *row;
+    int                     m, c;
 
-    cu = malloc(sizeof(int64_t) * ((size_t) batch->n_media + 1));
+    cu = malloc(sizeof(int64_t) * ((size_t) batch->n_items + 1));
     row = malloc(sizeof(float) * (size_t) v->row);
     if (cu == NULL || row == NULL) {
         free(cu);
@@ -212,8 +212,8 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     cu[0] = 0;
-    for (m = 0; m < batch->n_media; m++) {
-        im = clef_batch_image(batch, m);
+    for (m = 0; m < batch->n_items; m++) {
+        im = clef_batch_item(batch, m);
         n = (int64_t) im->grid_h * im->grid_w;
         /* RGB bytes go up as they are (a quarter of the bf16 rows) and
          * become patch rows on the device; pixel values given as floats
@@ -225,14 +225,14 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
             inorm[6 * m + c] = im->mean[c];
             inorm[6 * m + 3 + c] = im->std[c];
         }
-        if (im->pixel_values == NULL) {
-            memcpy(s + p->o_rgb + rgb, im->rgb, (size_t) bytes);
+        if (im->values == NULL) {
+            memcpy(s + p->o_rgb + rgb, im->bytes, (size_t) bytes);
             rgb += bytes;
         }
         for (lp = 0; lp < n; lp++, g++) {
             img[g] = m;
             src[g] = -1;
-            if (im->pixel_values != NULL) {
+            if (im->values != NULL) {
                 clef_image_patch_row(im, lp, row);
                 for (i = 0; i < v->row; i++) {
                     rows[staged * v->row + i] = clef_f32_to_bf16(row[i]);
@@ -247,7 +247,7 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     }
     clef_vision_rotary_table(v->hd, v->theta, p->n_pos,
                              (float *) (s + p->o_cos), (float *) (s + p->o_sin));
-    clef_vision_attn_tiles(cu, batch->n_media, CLEF_K_ATTN_TILE,
+    clef_vision_attn_tiles(cu, batch->n_items, CLEF_K_ATTN_TILE,
                            (int32_t *) (s + p->o_tiles));
     free(cu);
     free(row);
@@ -261,19 +261,19 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
 int
 cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
 {
-    cuda_vision       *v = b->vision;
-    cuda_vplan        *p;
-    const clef_image  *im;
-    int64_t            P = 0, side = 1, P1 = 0, rgb = 0, n;
-    int                r, m, any = 0;
+    cuda_vision            *v = b->vision;
+    cuda_vplan             *p;
+    const clef_media_item  *im;
+    int64_t                 P = 0, side = 1, P1 = 0, rgb = 0, n;
+    int                     r, m, any = 0;
 
     if (v != NULL) {
         v->active = 0;
     }
     for (r = 0; r < batch->n_records; r++) {
-        any |= batch->records[r]->n_images > 0;
+        any |= batch->records[r]->n_media > 0;
     }
-    if (!any && batch->n_media == 0 && batch->positions == NULL) {
+    if (!any && batch->n_spans == 0 && batch->positions == NULL) {
         return 0;                       /* text: the path of old, untouched */
     }
     if (v == NULL) {
@@ -284,20 +284,21 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
         return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with images "
                                "needs its media (clef_batch_set_media)");
     }
-    for (m = 0; m < batch->n_media; m++) {
-        im = clef_batch_image(batch, m);
-        if (im == NULL || clef_image_row_size(im) != v->row
+    for (m = 0; m < batch->n_items; m++) {
+        im = clef_batch_item(batch, m);
+        if (im == NULL || im->kind != CLEF_MEDIA_IMAGE
+            || clef_image_row_size(im) != v->row
             || im->patch != v->ps || im->temporal != v->temporal
             || im->merge != v->merge || im->grid_h < v->merge || im->grid_w < v->merge
             || im->grid_h % v->merge != 0 || im->grid_w % v->merge != 0
-            || (im->rgb == NULL && im->pixel_values == NULL))
+            || (im->bytes == NULL && im->values == NULL))
         {
             return clef_error_fail(err, CLEF_E_INTERNAL,
                 "image %d was prepared for another tower", m);
         }
         n = (int64_t) im->grid_h * im->grid_w;
         P += n;
-        if (im->pixel_values != NULL) {
+        if (im->values != NULL) {
             P1 += n;
         } else {
             rgb += n * im->patch * im->patch * 3;
@@ -321,12 +322,12 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     p->P = P;
     p->P1 = P1;
     p->rgb_bytes = rgb;
-    p->n_img = batch->n_media;
+    p->n_img = batch->n_items;
     p->R = P / v->unit;
     p->T = clef_batch_tokens(batch);
     p->n_pos = (int) side;
-    for (m = 0; m < batch->n_media; m++) {
-        im = clef_batch_image(batch, m);
+    for (m = 0; m < batch->n_items; m++) {
+        im = clef_batch_item(batch, m);
         p->n_tiles += ((int64_t) im->grid_h * im->grid_w + CLEF_K_ATTN_TILE - 1)
                       / CLEF_K_ATTN_TILE;
     }

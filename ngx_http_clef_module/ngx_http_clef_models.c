@@ -44,7 +44,7 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
          && clef_render_string(&b, (char *) m->release_date.data,
                                m->release_date.len) == 0
          /* an extension the SDKs ignore: what a request may carry */
-         && (m->images
+         && (ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
              ? clef_buf_printf(&b, ",\"capabilities\":[\"systemone\","
                                "\"images\"],\"max_images\":%d",
                                (int) llcf->max_images) == 0

@@ -604,10 +604,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     /* images need the vision tower; the CUDA backend runs it on rank 0
      * only, so at tp=1 (cuda/README.md, "Images") */
-    m->images = info.vision
-                && (ngx_strcmp(m->backend.data, "cpu") == 0 || m->tp == 1);
-    if (m->images) {
-        m->processor = info.processor;
+    m->media = info.media;
+    if (ngx_strcmp(m->backend.data, "cpu") != 0 && m->tp > 1) {
+        m->media.accepts &= ~CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE);
     }
 
     m->description.data = ngx_pnalloc(cf->pool, 256);
@@ -618,8 +617,8 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                      "Clef decision model %V: %d layers, hidden size %d, "
                      "%V backend%s", &m->name, info.layers,
                      info.hidden_size, &m->backend,
-                     m->images ? "; text and images (PNG, JPEG, WebP)"
-                               : "; text only");
+                     ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
+                     ? "; text and images (PNG, JPEG, WebP)" : "; text only");
     m->description.len = p - m->description.data;
 
     /* checking the release read its tokenizer: give that memory back

@@ -53,14 +53,18 @@ typedef struct {
     ngx_str_t                  release_date;  /* YYYY-MM-DD */
     ngx_str_t                  fingerprint;   /* what an engine restart
                                                  depends on */
-    ngx_flag_t                 images;        /* a vision tower the backend
-                                                 runs: requests may carry
-                                                 "images" */
     size_t                     max_token_bytes;  /* of its tokenizer: the
                                                  worker's cheap bound */
-    clef_processor_config      processor;     /* images: their token count
-                                                 from their headers */
+    clef_media_conf            media;         /* the media kinds the model
+                                                 and its backend run (a
+                                                 vision tower: "images"),
+                                                 and their processors: the
+                                                 items' tokens from their
+                                                 headers */
 } ngx_http_clef_model_t;
+
+#define ngx_http_clef_takes(m, kind)                                        \
+    (((m)->media.accepts & CLEF_MEDIA_BIT(kind)) != 0)
 
 typedef struct {
     ngx_http_clef_model_t     *model;         /* NULL: no clef_model */

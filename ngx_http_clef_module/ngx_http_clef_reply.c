@@ -309,6 +309,26 @@ ngx_http_clef_render_input(clef_buf *out, const clef_error *err,
 }
 
 
+/* The errors of a media item or a media field, answered with their loc:
+ * image_*, images_too_large, video*, audio* and media_kwargs_*
+ * ("images_unsupported" keeps the plain typed form it always had). */
+static ngx_int_t
+ngx_http_clef_media_typed(const char *type)
+{
+    static const char *const  prefixes[] = {
+        "image_", "images_too_large", "video", "audio", "media_kwargs"
+    };
+    ngx_uint_t                i;
+
+    for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        if (ngx_strncmp(type, prefixes[i], ngx_strlen(prefixes[i])) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
 ngx_int_t
 ngx_http_clef_send_error(ngx_http_request_t *r, const clef_error *err,
     const u_char *body, size_t len)
@@ -333,12 +353,11 @@ ngx_http_clef_send_error(ngx_http_request_t *r, const clef_error *err,
         return ngx_http_clef_send_buf(r, status, &b, ok);
     }
 
-    /* an image refused says which one: the typed form with its loc */
+    /* an image refused says which one, a media field not served says
+     * which: the typed form with its loc */
     if ((status == NGX_HTTP_BAD_REQUEST
          || status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE)
-        && (ngx_strncmp(err->type, "image_", 6) == 0
-            || ngx_strcmp(err->type, "images_too_large") == 0)
-        && err->loc[0])
+        && ngx_http_clef_media_typed(err->type) && err->loc[0])
     {
         ok = clef_buf_append(&b, "{\"detail\":{\"error_type\":", 24) == 0
              && clef_render_string(&b, err->type, strlen(err->type)) == 0

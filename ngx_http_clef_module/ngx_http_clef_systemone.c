@@ -353,16 +353,16 @@ ngx_http_clef_make_plan(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
     min_all = clef_plan_min_ids(&plan, mcf->model->max_token_bytes, 0);
     min_schema = min_all - clef_plan_min_ids(&plan,
                                              mcf->model->max_token_bytes, 1);
-    /* images count with the schema (the reference never cuts them); too
+    /* media count with the schema (the reference never cuts them); too
      * many of their tokens is a 413, as Workers AI answers it, before the
      * engine decodes a pixel */
-    media = mcf->model->images
-            ? clef_plan_image_ids(&plan, &mcf->model->processor) : 0;
+    media = clef_plan_media_ids(&plan, &mcf->model->media);
     if (media > 0 && min_schema + (size_t) media > (size_t) max_length) {
         clef_error_set(err, 413, "max_tokens_exceeded", "",
-            "Request needs more than %zu tokens (its %d images alone are "
+            "Request needs more than %zu tokens (its %d %s alone are "
             "%lld); the limit is %d.", min_schema + (size_t) media,
-            plan.n_images, (long long) media, (int) max_length);
+            plan.n_media, clef_plan_media_noun(&plan), (long long) media,
+            (int) max_length);
         rc = NGX_DECLINED;
     } else if (min_schema > (size_t) max_length
         || (mcf->model->truncate == CLEF_TRUNCATE_REJECT
@@ -477,7 +477,7 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
      * the engine anything */
     clef_limits_default(&lim);
     lim.max_questions = (int) llcf->max_questions;
-    lim.max_images = (int) llcf->max_images;
+    lim.media[CLEF_MEDIA_IMAGE].max_items = (int) llcf->max_images;
     clef_error_clear(&err);
     if (clef_request_parse(&ctx->req, (const char *) body, len, &lim, &err)
         != 0)
@@ -488,9 +488,9 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     }
     ctx->parsed = 1;
 
-    /* images: wire form, limits, base64 and headers, here in the worker;
+    /* media: wire form, limits, base64 and headers, here in the worker;
      * their pixels are decoded by the engine's preparing thread */
-    if (clef_request_check_media(&ctx->req, (int) mcf->model->images, &err)
+    if (clef_request_check_media(&ctx->req, mcf->model->media.accepts, &err)
         != 0)
     {
         ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, body,

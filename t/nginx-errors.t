@@ -4,8 +4,9 @@
 # "message"}}, 422 as {"detail": [{"type","loc","msg","input"}]}, 405, 413
 # (also nginx's own, from client_max_body_size), 415 (multipart too), and
 # the media this server cannot take (images, assets, image parts of a
-# state: 400 *_unsupported, typed).  Every response is
-# JSON and carries x-typesafe-request-id.  The SDK's headers are accepted.
+# state: 400 *_unsupported, typed; videos, audio and media_kwargs, which
+# no model is served with yet, with their loc: the TEST 5m* blocks).
+# Every response is JSON and carries x-typesafe-request-id.  The SDK's headers are accepted.
 # (429, 503 and 504 need a stopped engine: t/nginx-overload.t and
 # t/nginx-lifecycle.t.)
 use strict;
@@ -161,6 +162,53 @@ POST /v1/systemone
 --- request
 POST /v1/systemone
 {"model":"m","state":"s","images":[],"assets":null,"questions":{"q":{"type":"noul"}}}
+--- error_code: 200
+--- decide
+
+=== TEST 5m1: media not served yet (issues 21, 22): videos, refused by name
+--- request
+POST /v1/systemone
+{"model":"m","state":"s","videos":["data:video/mp4;base64,AAAA",{"content_type":"video/webm","base64":"AAAA"}],"questions":{"q":{"type":"noul"}}}
+--- error_code: 400
+--- response_body canon_json
+{"detail":{"error_type":"videos_unsupported","message":"This server does not take videos yet (2 given): remove \"videos\"; text and JSON states are supported.","loc":["body","videos"]}}
+
+=== TEST 5m2: media not served yet: audio
+--- request
+POST /v1/systemone
+{"model":"m","state":"s","audio":["data:audio/wav;base64,AAAA"],"questions":{"q":{"type":"noul"}}}
+--- error_code: 400
+--- response_body canon_json
+{"detail":{"error_type":"audio_unsupported","message":"This server does not take audio clips yet (1 given): remove \"audio\"; text and JSON states are supported.","loc":["body","audio"]}}
+
+=== TEST 5m3: media not served yet: a media_kwargs key, named
+--- request
+POST /v1/systemone
+{"model":"m","state":"s","media_kwargs":{"max_pixels":1000000},"questions":{"q":{"type":"noul"}}}
+--- error_code: 400
+--- response_body canon_json
+{"detail":{"error_type":"media_kwargs_unsupported","message":"The media_kwargs key \"max_pixels\" is not supported: this server passes no arguments to its media processors; remove it.","loc":["body","media_kwargs","max_pixels"]}}
+
+=== TEST 5m4: media not served yet: an input_audio part in the state
+--- request
+POST /v1/systemone
+{"model":"m","state":[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}],"questions":{"q":{"type":"noul"}}}
+--- error_code: 400
+--- response_body canon_json
+{"detail":{"error_type":"audio_unsupported","message":"Audio parts in the state (state[0] has type \"input_audio\") are not supported; this server reads the state as text or JSON.","loc":["body","state",0]}}
+
+=== TEST 5m5: media not served yet: videos that are not a list (422)
+--- request
+POST /v1/systemone
+{"model":"m","state":"s","videos":"clip.mp4","questions":{"q":{"type":"noul"}}}
+--- error_code: 422
+--- response_body canon_json
+{"detail":[{"type":"list_type","loc":["body","videos"],"msg":"Input should be a valid list","input":"clip.mp4"}]}
+
+=== TEST 5m6: media not served yet: empty or null fields are fine
+--- request
+POST /v1/systemone
+{"model":"m","state":"s","videos":[],"audio":null,"media_kwargs":{},"questions":{"q":{"type":"noul"}}}
 --- error_code: 200
 --- decide
 

@@ -235,3 +235,19 @@ main::ask('[' . CORE::join(',', map { '"data:image/png;base64,iVBORw0KGgoAAAANSU
 main::ask(qq{["data:image/png;base64,$main::png"]})
 --- error_code: 200
 --- response_body_like: ^\{"model":"clef-tiny","answers":\{"q":\{"type":"noul","noul":
+
+=== TEST 23: media not served yet beside images the model takes (issues 21, 22): a video, refused by name
+--- request eval
+"POST /v1/systemone\n" . '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},"images":'
+. qq{["data:image/png;base64,$main::png"],"videos":["data:video/mp4;base64,AAAA"]\}}
+--- error_code: 400
+--- response_body chomp
+{"detail":{"error_type":"videos_unsupported","message":"This server does not take videos yet (1 given): remove \"videos\"; text, JSON states and images are supported.","loc":["body","videos"]}}
+
+=== TEST 24: media not served yet beside images: media_kwargs, refused by name
+--- request eval
+"POST /v1/systemone\n" . '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},"images":'
+. qq{["data:image/png;base64,$main::png"],"media_kwargs":\{"min_pixels":1024\}\}}
+--- error_code: 400
+--- response_body chomp
+{"detail":{"error_type":"media_kwargs_unsupported","message":"The media_kwargs key \"min_pixels\" is not supported: this server passes no arguments to its media processors; remove it.","loc":["body","media_kwargs","min_pixels"]}}

@@ -28,8 +28,9 @@ clef_batch_init(clef_batch *b, const clef_record * const *records, int n_records
     b->records = records;
     b->cu_seqlens = cu_seqlens;
     b->positions = NULL;
-    b->media = NULL;
-    b->n_media = 0;
+    b->spans = NULL;
+    b->n_spans = 0;
+    b->n_items = 0;
     cu_seqlens[0] = 0;
     for (r = 0; r < n_records; r++) {
         cu_seqlens[r + 1] = cu_seqlens[r] + (int32_t) records[r]->ids.n;
@@ -43,21 +44,23 @@ clef_batch_set_media(clef_batch *b, clef_error *err)
     clef_media_span    *spans;
     int32_t            *pos;
     int64_t             T = clef_batch_tokens(b), t, n;
-    int                 r, k, m = 0, a;
+    int                 r, k, items = 0, m = 0, a;
 
     for (r = 0; r < b->n_records; r++) {
-        m += b->records[r]->n_images;
+        items += b->records[r]->n_media;
+        m += b->records[r]->n_spans;
     }
-    if (m == 0) {
+    if (items == 0) {
         return 0;
     }
-    spans = calloc((size_t) m, sizeof(*spans));
+    spans = calloc((size_t) m + 1, sizeof(*spans));
     pos = malloc(sizeof(int32_t) * 3 * (size_t) T);
     if (spans == NULL || pos == NULL) {
         free(spans);
         free(pos);
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
+    items = 0;
     m = 0;
     for (r = 0; r < b->n_records; r++) {
         rec = b->records[r];
@@ -68,16 +71,17 @@ clef_batch_set_media(clef_batch *b, clef_error *err)
                     ? rec->positions[a * n + t] : (int32_t) t;
             }
         }
-        for (k = 0; k < rec->n_images; k++, m++) {
-            spans[m].start = b->cu_seqlens[r] + rec->image_start[k];
-            spans[m].len = (int32_t) clef_image_tokens(&rec->images[k]);
-            spans[m].media = m;
-            spans[m].row = 0;
+        for (k = 0; k < rec->n_spans; k++, m++) {
+            spans[m] = rec->spans[k];
+            spans[m].start += b->cu_seqlens[r];
+            spans[m].item += items;
         }
+        items += rec->n_media;
     }
     b->positions = pos;
-    b->media = spans;
-    b->n_media = m;
+    b->spans = spans;
+    b->n_spans = m;
+    b->n_items = items;
     return 0;
 }
 
@@ -86,23 +90,24 @@ void
 clef_batch_free_media(clef_batch *b)
 {
     free((void *) b->positions);
-    free((void *) b->media);
+    free((void *) b->spans);
     b->positions = NULL;
-    b->media = NULL;
-    b->n_media = 0;
+    b->spans = NULL;
+    b->n_spans = 0;
+    b->n_items = 0;
 }
 
 
-const clef_image *
-clef_batch_image(const clef_batch *b, int m)
+const clef_media_item *
+clef_batch_item(const clef_batch *b, int m)
 {
     int  r;
 
     for (r = 0; r < b->n_records; r++) {
-        if (m < b->records[r]->n_images) {
-            return &b->records[r]->images[m];
+        if (m < b->records[r]->n_media) {
+            return &b->records[r]->media[m];
         }
-        m -= b->records[r]->n_images;
+        m -= b->records[r]->n_media;
     }
     return NULL;
 }
@@ -115,11 +120,11 @@ clef_batch_has_media(const clef_batch *b, const char *backend,
     int  r;
 
     for (r = 0; r < b->n_records; r++) {
-        if (b->records[r]->n_images > 0) {
+        if (b->records[r]->n_media > 0) {
             break;
         }
     }
-    if (b->positions == NULL && b->n_media == 0 && r == b->n_records) {
+    if (b->positions == NULL && b->n_spans == 0 && r == b->n_records) {
         return 0;
     }
     clef_error_set(err, 500, "media_unsupported", NULL,

@@ -12,10 +12,14 @@
  * running it alone (the README's "Determinism").
  *
  * What later features add without changing this interface:
- *   - media (images, video, audio): a batch may carry 3-axis M-RoPE
- *     positions per token and spans of tokens whose embeddings come from a
- *     media encoder; text-only batches leave both NULL and pay nothing.  A
- *     backend that cannot run them refuses the batch (500 with a message).
+ *   - media (images; video and audio next): a batch may carry 3-axis
+ *     M-RoPE positions per token, its records' media items and spans of
+ *     tokens whose embeddings come from the encoder of an item's kind;
+ *     text-only batches leave all of it NULL and pay nothing.  Each backend
+ *     has one encoder per kind it runs (CPU: engine/cpu/backend_cpu.c's
+ *     table, the image kind on engine/cpu/model/vision.c; CUDA:
+ *     cuda/backend.c's table, cuda/vision.c) and refuses a batch holding a
+ *     kind it has none for (400 <field>_unsupported, media/kinds.h).
  *   - tensor parallelism and replicas: the engine opens one backend per
  *     replica with the replica's devices and tensor-parallel size, and runs
  *     one executor thread per replica.
@@ -34,16 +38,6 @@
 #include "model/model.h"
 #include "protocol/encode.h"
 
-/* Tokens [start, start + len) of the packed batch take their embeddings
- * from row `row` onwards of a media encoder's output instead of the
- * embedding table (issue: images). */
-typedef struct {
-    int32_t  start;
-    int32_t  len;
-    int32_t  media;      /* which media item of the batch */
-    int32_t  row;
-} clef_media_span;
-
 typedef struct {
     int                          n_records;
     const clef_record * const   *records;     /* spans are record-relative */
@@ -51,8 +45,13 @@ typedef struct {
     /* NULL for text: each record's tokens are at positions 0, 1, 2, ... on
      * every axis.  Else [3][T]: temporal, height, width (M-RoPE). */
     const int32_t               *positions;
-    const clef_media_span       *media;       /* NULL when n_media is 0 */
-    int                          n_media;
+    /* Tokens [start, start + len) of the packed batch take their
+     * embeddings from row `row` onwards of media item `item`'s encoder
+     * output instead of the embedding table (media/media.h); NULL when
+     * n_spans is 0 */
+    const clef_media_span       *spans;
+    int                          n_spans;
+    int                          n_items;     /* the records' media items */
 } clef_batch;
 
 /* Builds cu_seqlens for records (caller's array of n_records + 1). */
@@ -60,20 +59,22 @@ void    clef_batch_init(clef_batch *b, const clef_record * const *records,
     int n_records, int32_t *cu_seqlens);
 
 /*
- * The media of a batch from its records' images (encode.h): media item m is
- * the m-th image counting the records' images in record order; span m
- * covers its <|image_pad|> tokens (start in the packed batch, row 0 of item
- * m's merged features); positions are every token's M-RoPE positions
- * (record-relative; a text-only record counts 0, 1, 2, ... on every axis).
- * A batch without images is left as it is, with nothing allocated.
- * clef_batch_free_media() releases what this allocated.  -1 (500) when out
- * of memory.
+ * The media of a batch from its records' items (encode.h), whatever their
+ * kind: media item m is the m-th item counting the records' items in
+ * record order; the spans are the records' spans, their starts in the
+ * packed batch and their items in that numbering; positions are every
+ * token's M-RoPE positions (record-relative; a text-only record counts 0,
+ * 1, 2, ... on every axis).  A batch without media is left as it is, with
+ * nothing allocated.  clef_batch_free_media() releases what this
+ * allocated.  -1 (500) when out of memory.
  */
 int     clef_batch_set_media(clef_batch *b, clef_error *err);
 void    clef_batch_free_media(clef_batch *b);
 
-/* The image of media item m (clef_batch_set_media's numbering). */
-const clef_image *clef_batch_image(const clef_batch *b, int m);
+/* Media item m (clef_batch_set_media's numbering); NULL past the last.
+ * Each backend runs the items of a kind through its encoder for that kind
+ * and refuses a batch holding a kind it has none for. */
+const clef_media_item *clef_batch_item(const clef_batch *b, int m);
 int64_t clef_batch_tokens(const clef_batch *b);
 int     clef_batch_options(const clef_batch *b);
 

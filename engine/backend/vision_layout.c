@@ -11,7 +11,8 @@
 
 
 void
-clef_vision_patch_rc(const clef_image *im, int64_t p, int32_t *r, int32_t *c)
+clef_vision_patch_rc(const clef_media_item *im, int64_t p, int32_t *r,
+    int32_t *c)
 {
     int64_t  m = im->merge, bw = im->grid_w / m, block = p / (m * m);
     int64_t  in = p % (m * m);
@@ -118,23 +119,22 @@ clef_vision_scatter_rows(const clef_batch *b, int32_t *dst, int64_t rows,
     for (i = 0; i < rows; i++) {
         dst[i] = -1;
     }
-    for (k = 0; k < b->n_media; k++) {
-        s = &b->media[k];
-        if (s->media < 0 || s->media >= b->n_media || s->start < 0 || s->len < 0
+    for (k = 0; k < b->n_spans; k++) {
+        s = &b->spans[k];
+        if (s->item < 0 || s->item >= b->n_items || s->start < 0 || s->len < 0
             || s->row < 0 || (int64_t) s->start + s->len > T)
         {
             *why = "a media span is outside the batch";
             return -1;
         }
         first = 0;
-        for (m = 0; m < s->media; m++) {
-            first += clef_image_tokens(clef_batch_image(b, m));
+        for (m = 0; m < s->item; m++) {
+            first += clef_batch_item(b, m)->tokens;
         }
-        if ((int64_t) s->row + s->len
-            > clef_image_tokens(clef_batch_image(b, s->media))
+        if ((int64_t) s->row + s->len > clef_batch_item(b, s->item)->tokens
             || first + s->row + s->len > rows)
         {
-            *why = "a media span reads past its image's merged tokens";
+            *why = "a media span reads past its item's merged tokens";
             return -1;
         }
         for (i = 0; i < s->len; i++) {

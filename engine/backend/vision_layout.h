@@ -18,10 +18,11 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "media/processor.h"
+#include "media/media.h"
 
-/* (row, col) of local patch p of im, its rows in merge-block order. */
-void    clef_vision_patch_rc(const clef_image *im, int64_t p, int32_t *r,
+/* (row, col) of local patch p of im (an item with pixels), its rows in
+ * merge-block order. */
+void    clef_vision_patch_rc(const clef_media_item *im, int64_t p, int32_t *r,
     int32_t *c);
 
 /* The resampled position embedding of patch (r, c) of a gh x gw grid from
@@ -47,10 +48,10 @@ int64_t clef_vision_attn_tiles(const int64_t *cu, int n, int tile,
     int32_t *out);
 
 /* dst[row] for every merged row of the tower's output over the batch's
- * images (image m's rows after those of images 0..m-1): the packed token
+ * items (item m's rows after those of items 0..m-1): the packed token
  * whose embedding the row replaces, -1 where no span does.  rows: the sum
- * of clef_image_tokens() over clef_batch_image(b, 0..n_media-1).  -1 with
- * *why when a span leaves the batch or its image. */
+ * of the tokens of clef_batch_item(b, 0..n_items-1).  -1 with *why when a
+ * span leaves the batch or its item. */
 int     clef_vision_scatter_rows(const clef_batch *b, int32_t *dst,
     int64_t rows, const char **why);
 

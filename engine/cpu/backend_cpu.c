@@ -13,6 +13,7 @@
 #include "cpu/parallel/comm_cpu.h"
 #include "cpu/parallel/pool.h"
 #include "cpu/parallel/ranks.h"
+#include "media/kinds.h"
 #include "model/shard.h"
 
 struct clef_backend {
@@ -247,65 +248,112 @@ cpu_backbone(clef_backend *b, const int32_t *ids, const int32_t *cu_seqlens,
     return 0;
 }
 
-/* The vision tower over every image of the batch at once, then the
- * spans' rows of its output in place of their tokens' embeddings. */
-static int
-cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
-    float *hidden, clef_error *err)
-{
-    const clef_image  **images;
-    clef_media_span    *spans;
-    clef_cpu_media      media;
-    int64_t            *first, rows = 0;
-    float              *features;
-    int                 m, rc = -1;
+/* The encoder of a media kind on the CPU: items (all of the kind) to their
+ * merged rows at the text stack's width, one item after the other. */
+typedef int (*cpu_encoder)(clef_backend *b,
+    const clef_media_item *const *items, int n, float *features,
+    clef_error *err);
 
+/* The image kind: the vision tower over every image of the batch at once
+ * (cpu/model/vision.c). */
+static int
+cpu_encode_images(clef_backend *b, const clef_media_item *const *items, int n,
+    float *features, clef_error *err)
+{
     if (b->vision == NULL) {
         return clef_error_set(err, 400, "images_unsupported", NULL,
                               "This model does not accept images.");
     }
+    return clef_cpu_vision_forward(b->vision, items, n, features, err);
+}
+
+static const cpu_encoder  cpu_encoders[CLEF_MEDIA_KINDS] = {
+    [CLEF_MEDIA_IMAGE] = cpu_encode_images,
+};
+
+/* The batch's items through their kinds' encoders, each kind's items
+ * together (in kind order, then batch order), then the spans' rows of
+ * their output in place of their tokens' embeddings. */
+static int
+cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
+    float *hidden, clef_error *err)
+{
+    const clef_media_kind_info  *info;
+    const clef_media_item      **items;
+    const clef_media_item       *it;
+    clef_media_span             *spans;
+    clef_cpu_media               media;
+    int64_t                     *first, rows = 0, krow[CLEF_MEDIA_KINDS];
+    float                       *features = NULL;
+    int                          m, k, n, at[CLEF_MEDIA_KINDS], rc = -1;
+
     if (batch->positions == NULL) {
-        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with images "
+        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with media "
                                "needs its media (clef_batch_set_media)");
     }
-    images = calloc((size_t) batch->n_media + 1, sizeof(*images));
-    first = calloc((size_t) batch->n_media + 1, sizeof(*first));
-    spans = calloc((size_t) batch->n_media + 1, sizeof(*spans));
-    if (images == NULL || first == NULL || spans == NULL) {
+    items = calloc((size_t) batch->n_items + 1, sizeof(*items));
+    first = calloc((size_t) batch->n_items + 1, sizeof(*first));
+    spans = calloc((size_t) batch->n_spans + 1, sizeof(*spans));
+    if (items == NULL || first == NULL || spans == NULL) {
         clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         goto done;
     }
-    for (m = 0; m < batch->n_media; m++) {
-        images[m] = clef_batch_image(batch, m);
-        first[m] = rows;
-        rows += clef_image_tokens(images[m]);
+    /* items[] by kind; first[m]: item m's first row of features */
+    for (k = 1, n = 0; k < CLEF_MEDIA_KINDS; k++) {
+        at[k] = n;
+        krow[k] = rows;
+        for (m = 0; m < batch->n_items; m++) {
+            it = clef_batch_item(batch, m);
+            if (it->kind != (clef_media_kind) k) {
+                continue;
+            }
+            if (cpu_encoders[k] == NULL) {
+                info = clef_media_kind_of(k);
+                clef_error_set(err, 400, info->unsupported, NULL,
+                               "The cpu backend has no encoder for %s.",
+                               info->many);
+                goto done;
+            }
+            items[n++] = it;
+            first[m] = rows;
+            rows += it->tokens;
+        }
+    }
+    if (n != batch->n_items) {
+        clef_error_fail(err, CLEF_E_INTERNAL, "a media item of no kind");
+        goto done;
     }
     features = malloc(sizeof(float) * (size_t) (rows > 0 ? rows : 1)
                       * (size_t) b->hidden_size);
     if (features == NULL) {
         clef_error_fail(err, CLEF_E_NO_MEMORY,
-            "out of memory for %lld image tokens", (long long) rows);
+            "out of memory for %lld media tokens", (long long) rows);
         goto done;
     }
-    if (clef_cpu_vision_forward(b->vision, images, batch->n_media, features,
-                                err) == 0)
-    {
-        for (m = 0; m < batch->n_media; m++) {
-            spans[m] = batch->media[m];
-            spans[m].row = (int32_t) (first[batch->media[m].media]
-                                      + batch->media[m].row);
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        n = (k + 1 < CLEF_MEDIA_KINDS ? at[k + 1] : batch->n_items) - at[k];
+        if (n > 0
+            && cpu_encoders[k](b, items + at[k], n,
+                               features + krow[k] * b->hidden_size, err) != 0)
+        {
+            goto done;
         }
-        media.positions = batch->positions;
-        media.spans = spans;
-        media.n_spans = batch->n_media;
-        media.features = features;
-        rc = cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, &media,
-                          hidden, err);
     }
-    free(features);
+    for (m = 0; m < batch->n_spans; m++) {
+        spans[m] = batch->spans[m];
+        spans[m].row = (int32_t) (first[batch->spans[m].item]
+                                  + batch->spans[m].row);
+    }
+    media.positions = batch->positions;
+    media.spans = spans;
+    media.n_spans = batch->n_spans;
+    media.features = features;
+    rc = cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, &media,
+                      hidden, err);
 
 done:
-    free(images);
+    free(features);
+    free(items);
     free(first);
     free(spans);
     return rc;
@@ -320,7 +368,7 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
     double    t0 = clef_clock_seconds();
 
     for (r = 0; r < batch->n_records; r++) {
-        any |= batch->records[r]->n_images > 0;
+        any |= batch->records[r]->n_media > 0;
     }
     if (T == 0) {
         b->backbone_s = 0;
@@ -334,7 +382,7 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
         memcpy(ids + batch->cu_seqlens[r], batch->records[r]->ids.v,
                sizeof(int32_t) * (batch->cu_seqlens[r + 1] - batch->cu_seqlens[r]));
     }
-    rc = any || batch->n_media > 0
+    rc = any || batch->n_spans > 0
          ? cpu_media(b, batch, ids, hidden, err)
          : cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, NULL,
                         hidden, err);

@@ -20,7 +20,7 @@ clef_rgb_image_free(clef_rgb_image *im)
 
 
 int
-clef_image_decode(const clef_image_input *in, int index, int64_t max_pixels,
+clef_image_decode(const clef_media_input *in, int index, int64_t max_pixels,
     clef_rgb_image *out, clef_error *err)
 {
     char    msg[256], loc[64];
@@ -31,7 +31,7 @@ clef_image_decode(const clef_image_input *in, int index, int64_t max_pixels,
     snprintf(loc, sizeof(loc), "[\"body\",\"images\",%d]", index);
     msg[0] = '\0';
 
-    if (clef_image_sniff(in->data, in->len) != in->format) {
+    if ((int) clef_image_sniff(in->data, in->len) != in->format) {
         return clef_error_set(err, 400, "image_type_mismatch", loc,
             "Image %d is not the %s file it was declared as.", index,
             clef_image_format_name(in->format));

@@ -55,7 +55,7 @@ void clef_rgb_image_free(clef_rgb_image *im);
  * index names the image in errors: 400 image_invalid, loc
  * ["body","images",index], the decoder's reason in the message.
  */
-int clef_image_decode(const clef_image_input *in, int index,
+int clef_image_decode(const clef_media_input *in, int index,
     int64_t max_pixels, clef_rgb_image *out, clef_error *err);
 
 /* ---- the parts, one file each ------------------------------------------ */

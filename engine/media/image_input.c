@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "media/base64.h"
+#include "media/kinds.h"
 
 typedef struct {
     const char         *name;      /* as a content type, lower case */
@@ -34,15 +35,6 @@ static const image_type  image_types[] = {
     { "image/jpeg", CLEF_IMAGE_JPEG },
     { "image/webp", CLEF_IMAGE_WEBP },
 };
-
-
-void
-clef_image_limits_default(clef_image_limits *lim)
-{
-    lim->max_base64 = CLEF_IMAGE_MAX_BASE64;
-    lim->max_bytes = CLEF_IMAGE_MAX_BYTES;
-    lim->max_pixels = CLEF_IMAGE_MAX_PIXELS;
-}
 
 
 const char *
@@ -227,7 +219,7 @@ parse_object(const clef_json *v, size_t i, const char *loc,
 
 static int
 read_one(clef_arena *a, const clef_json *v, size_t i,
-    const clef_image_limits *lim, size_t *total, clef_image_input *in,
+    const clef_media_limits *lim, size_t *total, clef_media_input *in,
     clef_error *err)
 {
     clef_image_format   declared = CLEF_IMAGE_NONE, actual;
@@ -296,9 +288,12 @@ read_one(clef_arena *a, const clef_json *v, size_t i,
             : actual == CLEF_IMAGE_JPEG ? "JPEG" : "WebP");
     }
 
+    in->kind = CLEF_MEDIA_IMAGE;
     in->format = actual;
     in->data = bytes;
     in->len = (size_t) n;
+    in->frames = 1;
+    in->duration_us = 0;
     if (clef_image_probe(actual, bytes, (size_t) n, &in->width, &in->height,
                          &why) != 0)
     {
@@ -326,10 +321,10 @@ read_one(clef_arena *a, const clef_json *v, size_t i,
 
 int
 clef_image_inputs_read(clef_arena *a, const clef_json *images,
-    const clef_image_limits *lim, clef_image_input **out, clef_error *err)
+    const clef_media_limits *lim, clef_media_input **out, clef_error *err)
 {
-    clef_image_limits   defaults;
-    clef_image_input   *in;
+    clef_media_limits   defaults;
+    clef_media_input   *in;
     size_t              i, total = 0;
 
     *out = NULL;
@@ -337,7 +332,7 @@ clef_image_inputs_read(clef_arena *a, const clef_json *images,
         return 0;
     }
     if (lim == NULL) {
-        clef_image_limits_default(&defaults);
+        clef_media_limits_default(CLEF_MEDIA_IMAGE, &defaults);
         lim = &defaults;
     }
     in = clef_arena_calloc(a, sizeof(*in) * images->len);

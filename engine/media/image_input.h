@@ -21,6 +21,7 @@
 
 #include "base/arena.h"
 #include "base/error.h"
+#include "media/media.h"
 #include "text/json.h"
 
 typedef enum {
@@ -36,21 +37,7 @@ typedef enum {
                                                    the processor's max) */
 #define CLEF_IMAGE_MAX_ASPECT   200             /* the processor refuses more */
 
-typedef struct {
-    size_t   max_base64;         /* CLEF_IMAGE_MAX_BASE64 */
-    size_t   max_bytes;          /* CLEF_IMAGE_MAX_BYTES */
-    int64_t  max_pixels;         /* CLEF_IMAGE_MAX_PIXELS */
-} clef_image_limits;
-
-void clef_image_limits_default(clef_image_limits *lim);
-
-typedef struct {
-    clef_image_format  format;
-    const uint8_t     *data;     /* the file's bytes */
-    size_t             len;
-    int32_t            width;    /* as stored, before any EXIF orientation */
-    int32_t            height;
-} clef_image_input;
+#define CLEF_IMAGE_MAX_ITEMS    4               /* per request */
 
 /* "png", "jpeg", "webp" */
 const char *clef_image_format_name(clef_image_format f);
@@ -67,11 +54,13 @@ int clef_image_probe(clef_image_format f, const uint8_t *p, size_t len,
     int32_t *width, int32_t *height, const char **why);
 
 /*
- * Reads images (a JSON array) into n clef_image_input, allocated with their
- * decoded bytes in a.  Returns 0, or -1 with err filled for the first
+ * Reads images (a JSON array) into n media inputs of the image kind
+ * (media.h: format, bytes, width and height from the header, one frame),
+ * allocated with their decoded bytes in a; lim NULL: the image kind's
+ * defaults (kinds.h).  Returns 0, or -1 with err filled for the first
  * image refused.
  */
 int clef_image_inputs_read(clef_arena *a, const clef_json *images,
-    const clef_image_limits *lim, clef_image_input **out, clef_error *err);
+    const clef_media_limits *lim, clef_media_input **out, clef_error *err);
 
 #endif

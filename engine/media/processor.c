@@ -11,24 +11,8 @@
 #include "media/resize.h"
 
 
-void
-clef_image_free(clef_image *im)
-{
-    free(im->rgb);
-    free(im->pixel_values);
-    memset(im, 0, sizeof(*im));
-}
-
-
-int64_t
-clef_image_tokens(const clef_image *im)
-{
-    return (int64_t) im->grid_h * im->grid_w / (im->merge * im->merge);
-}
-
-
 int
-clef_image_row_size(const clef_image *im)
+clef_image_row_size(const clef_media_item *im)
 {
     return 3 * im->temporal * im->patch * im->patch;
 }
@@ -36,7 +20,7 @@ clef_image_row_size(const clef_image *im)
 
 int
 clef_image_preprocess(const clef_rgb_image *in, int index,
-    const clef_processor_config *pc, clef_image *out, clef_error *err)
+    const clef_processor_config *pc, clef_media_item *out, clef_error *err)
 {
     const char  *why;
     char         loc[64];
@@ -55,20 +39,25 @@ clef_image_preprocess(const clef_rgb_image *in, int index,
             (int) in->width, (int) in->height, why);
     }
 
-    out->rgb = malloc((size_t) (oh * ow * 3));
-    if (out->rgb == NULL
-        || clef_resize_bicubic_aa(in->rgb, in->width, in->height, out->rgb,
+    out->bytes = malloc((size_t) (oh * ow * 3));
+    if (out->bytes == NULL
+        || clef_resize_bicubic_aa(in->rgb, in->width, in->height, out->bytes,
                                   (int) ow, (int) oh) != 0)
     {
-        clef_image_free(out);
+        clef_media_item_free(out);
         return clef_error_set(err, 500, "internal_error", loc,
                               "Out of memory for image %d.", index);
     }
+    out->kind = CLEF_MEDIA_IMAGE;
+    out->frames = 1;
+    out->grid_t = 1;
     out->grid_h = (int32_t) (oh / pc->patch_size);
     out->grid_w = (int32_t) (ow / pc->patch_size);
     out->patch = pc->patch_size;
     out->temporal = pc->temporal_patch_size;
     out->merge = pc->merge_size;
+    out->tokens = (int64_t) out->grid_h * out->grid_w
+                  / (out->merge * out->merge);
 
     /* torch.tensor(mean) * (1.0 / rescale_factor): a float32 tensor times
      * a Python float, which torch rounds to float32 first */
@@ -82,7 +71,7 @@ clef_image_preprocess(const clef_rgb_image *in, int index,
 
 
 void
-clef_image_patch_row(const clef_image *im, int64_t p, float *row)
+clef_image_patch_row(const clef_media_item *im, int64_t p, float *row)
 {
     int64_t         bw = im->grid_w / im->merge, block, in, r, col, y, x;
     int64_t         W = (int64_t) im->grid_w * im->patch, ps = im->patch;
@@ -91,8 +80,8 @@ clef_image_patch_row(const clef_image *im, int64_t p, float *row)
     int             c, t;
     float           v;
 
-    if (im->pixel_values != NULL) {
-        memcpy(row, im->pixel_values + p * n, sizeof(float) * (size_t) n);
+    if (im->values != NULL) {
+        memcpy(row, im->values + p * n, sizeof(float) * (size_t) n);
         return;
     }
 
@@ -104,7 +93,7 @@ clef_image_patch_row(const clef_image *im, int64_t p, float *row)
 
     for (c = 0; c < 3; c++) {
         for (y = 0; y < ps; y++) {
-            px = im->rgb + ((r * ps + y) * W + col * ps) * 3 + c;
+            px = im->bytes + ((r * ps + y) * W + col * ps) * 3 + c;
             for (x = 0; x < ps; x++) {
                 v = ((float) px[3 * x] - im->mean[c]) / im->std[c];
                 for (t = 0; t < im->temporal; t++) {

@@ -15,9 +15,10 @@
  *      (channel, temporal, y, x), the frame repeated in both temporal
  *      slots, rows in merge-block order (grid_h / 2, grid_w / 2, 2, 2).
  *
- * An image is kept as its resized uint8 pixels (3 bytes a pixel instead of
- * 4 x 2 floats) and a row is made when the vision tower reads it.  Tests
- * may give the reference's own pixel values instead.
+ * An image becomes a media item of the image kind (media.h), kept as its
+ * resized uint8 pixels (3 bytes a pixel instead of 4 x 2 floats), and a row
+ * is made when the vision tower reads it.  Tests may give the reference's
+ * own pixel values instead.
  */
 #ifndef CLEF_PROCESSOR_H
 #define CLEF_PROCESSOR_H
@@ -27,6 +28,7 @@
 
 #include "base/error.h"
 #include "media/image_decode.h"
+#include "media/media.h"
 
 typedef struct {
     int      patch_size;            /* 16 */
@@ -40,21 +42,9 @@ typedef struct {
 
 void clef_processor_config_default(clef_processor_config *pc);
 
-typedef struct {
-    int32_t   grid_h, grid_w;       /* patches; grid_t is 1 */
-    uint8_t  *rgb;                  /* [grid_h patch][grid_w patch][3], or */
-    float    *pixel_values;         /* [grid_h grid_w][row] as given */
-    float     mean[3], std[3];      /* the fused fp32 constants */
-    int       patch, temporal, merge;
-} clef_image;
-
-void clef_image_free(clef_image *im);
-
-/* Merged tokens (image pads) of an image: grid_h grid_w / merge^2. */
-int64_t clef_image_tokens(const clef_image *im);
-
-/* Floats of one patch row: 3 x temporal x patch^2. */
-int     clef_image_row_size(const clef_image *im);
+/* Floats of one patch row of an item with pixels: 3 x temporal x
+ * patch^2. */
+int     clef_image_row_size(const clef_media_item *im);
 
 /* smart_resize of the reference; -1 with *why for an aspect ratio over
  * 200 or a size it cannot make. */
@@ -67,12 +57,14 @@ int clef_smart_resize(int64_t h, int64_t w, int factor, int64_t min_pixels,
 int64_t clef_image_pad_tokens(int64_t h, int64_t w,
     const clef_processor_config *pc);
 
-/* Steps 1-3 (the normalisation constants): in to out.  400 image_invalid
- * naming image index when smart_resize refuses it. */
+/* Steps 1-3 (the normalisation constants): in to out, an item of the
+ * image kind: grid 1 x grid_h x grid_w, its pads grid_h grid_w / merge^2,
+ * its RGB bytes.  400 image_invalid naming image index when smart_resize
+ * refuses it. */
 int clef_image_preprocess(const clef_rgb_image *in, int index,
-    const clef_processor_config *pc, clef_image *out, clef_error *err);
+    const clef_processor_config *pc, clef_media_item *out, clef_error *err);
 
-/* Step 4 for patch row p (merge-block order) into row. */
-void clef_image_patch_row(const clef_image *im, int64_t p, float *row);
+/* Step 4 for patch row p (merge-block order) of an image into row. */
+void clef_image_patch_row(const clef_media_item *im, int64_t p, float *row);
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/model_media.h"
 #include "model/shard.h"
 #include "text/tokenizer.h"
 
@@ -13,7 +14,6 @@ clef_model_inspect(const char *path, int tp, clef_model_info *info,
 {
     clef_model                *m;
     const clef_text_config    *tc;
-    const clef_vision_config  *vc;
 
     memset(info, 0, sizeof(*info));
     m = clef_model_open(path, CLEF_MODEL_HEADERS_ONLY, err);
@@ -29,11 +29,7 @@ clef_model_inspect(const char *path, int tp, clef_model_info *info,
     info->hidden_size = tc->hidden_size;
     info->max_token_bytes =
         clef_tokenizer_max_token_bytes(clef_model_tokenizer(m));
-    vc = clef_model_vision_config(m);
-    if (vc != NULL) {
-        info->vision = 1;
-        info->processor = vc->processor;
-    }
+    clef_model_media_conf(m, &info->media);
     clef_model_close(m);
     return 0;
 }

@@ -10,15 +10,15 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "media/processor.h"
+#include "media/kinds.h"
 
 typedef struct {
     int                    layers;
     int                    hidden_size;
     size_t                 max_token_bytes;   /* the tokenizer's longest
                                                  entry (plan.h's bound) */
-    int                    vision;            /* 1: it has a vision tower */
-    clef_processor_config  processor;         /* when vision */
+    clef_media_conf        media;             /* the media kinds it takes
+                                                 (model_media.h) */
 } clef_model_info;
 
 /* What clef_model_inspect() refused. */

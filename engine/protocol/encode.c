@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "media/kinds.h"
+#include "media/prepare.h"
 #include "protocol/plan.h"
 
 #define PREFIX                                                              \
@@ -233,66 +235,71 @@ alloc_record(const clef_plan *plan, clef_record *rec, int *max_options)
 }
 
 
-/* The processor's expansion of the media text: per image <|vision_start|>,
- * its pads, <|vision_end|>, then "\n" tokenized on its own (special
- * tokens split the text, so nothing merges across them).  starts[k]: image
- * k's first pad, counted from the media's first token. */
+/* The processor's expansion of the media text: each item as its kind
+ * makes it (media/prepare.h; an image: <|vision_start|>, its pads,
+ * <|vision_end|>), then "\n" tokenized on its own (special tokens split the
+ * text, so nothing merges across them).  The spans' starts count from the
+ * media's first token. */
 static int
 media_ids(const clef_tokenizer *tk, const clef_encode_opts *opts,
-    clef_ids *media, int32_t **starts)
+    clef_ids *media, clef_media_span **spans, int *n_spans)
 {
-    int64_t  k, i, n;
+    const clef_media_item  *it;
+    const clef_media_prep  *prep;
+    size_t                  room = 0;
+    int                     k, n;
 
-    *starts = malloc(sizeof(int32_t) * (size_t) opts->n_images);
-    if (*starts == NULL) {
+    for (k = 0; k < opts->n_media; k++) {
+        room += opts->media[k].grid_t > 1 ? (size_t) opts->media[k].grid_t : 1;
+    }
+    *spans = malloc(sizeof(clef_media_span) * room);
+    if (*spans == NULL) {
         return -1;
     }
-    for (k = 0; k < opts->n_images; k++) {
-        n = clef_image_tokens(&opts->images[k]);
-        if (clef_ids_push(media, opts->vision_start_token_id) != 0
-            || clef_ids_reserve(media, (size_t) n + 1) != 0)
-        {
+    for (k = 0; k < opts->n_media; k++) {
+        it = &opts->media[k];
+        prep = clef_media_prep_of(it->kind);
+        n = prep != NULL ? prep->expand(it, k, &opts->tokens[it->kind], tk,
+                                        media, *spans + *n_spans)
+                         : -1;
+        if (n < 0) {
             return -1;
         }
-        (*starts)[k] = (int32_t) media->n;
-        for (i = 0; i < n; i++) {
-            media->v[media->n++] = opts->image_token_id;
-        }
-        if (clef_ids_push(media, opts->vision_end_token_id) != 0) {
-            return -1;
-        }
+        *n_spans += n;
     }
     return clef_tokenizer_encode(tk, "\n", 1, media);
 }
 
 
-/* The record takes the images: their pixels, token spans and positions. */
+/* The record takes the media items: their data, spans and positions. */
 static int
-attach_images(const clef_encode_opts *opts, size_t at, int32_t *starts,
-    clef_record *rec)
+attach_media(const clef_encode_opts *opts, size_t at, clef_media_span *spans,
+    int n_spans, clef_record *rec)
 {
-    int  k;
+    clef_media_item  *it;
+    int               k;
 
-    rec->images = calloc((size_t) opts->n_images, sizeof(clef_image));
-    rec->image_start = malloc(sizeof(int32_t) * (size_t) opts->n_images);
+    rec->media = calloc((size_t) opts->n_media, sizeof(clef_media_item));
     rec->positions = malloc(sizeof(int32_t) * 3 * rec->ids.n);
-    if (rec->images == NULL || rec->image_start == NULL
-        || rec->positions == NULL)
-    {
+    if (rec->media == NULL || rec->positions == NULL) {
         return -1;
     }
-    for (k = 0; k < opts->n_images; k++) {
-        rec->image_start[k] = (int32_t) at + starts[k];
+    for (k = 0; k < n_spans; k++) {
+        spans[k].start += (int32_t) at;
     }
-    clef_mrope_positions((int64_t) rec->ids.n, opts->images, rec->image_start,
-                         opts->n_images, rec->positions);
+    clef_mrope_positions((int64_t) rec->ids.n, opts->media, spans, n_spans,
+                         rec->positions);
     /* moved last: nothing can fail after it */
-    for (k = 0; k < opts->n_images; k++) {
-        rec->images[k] = opts->images[k];
-        opts->images[k].rgb = NULL;
-        opts->images[k].pixel_values = NULL;
+    rec->spans = spans;
+    rec->n_spans = n_spans;
+    for (k = 0; k < opts->n_media; k++) {
+        it = &opts->media[k];
+        rec->media[k] = *it;
+        it->bytes = NULL;
+        it->values = NULL;
+        it->timestamps = NULL;
     }
-    rec->n_images = opts->n_images;
+    rec->n_media = opts->n_media;
     return 0;
 }
 
@@ -301,14 +308,17 @@ int
 clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     const clef_encode_opts *opts, clef_record *rec, clef_error *err)
 {
-    clef_encode_opts  defaults;
-    encoder           e;
-    clef_ids          prefix = { 0 }, suffix = { 0 }, state = { 0 },
-                      schema = { 0 }, media = { 0 };
-    int32_t          *starts = NULL;
-    size_t            fixed, total, kept, shift, max_length, n_media;
-    clef_tk_limit     lim;
-    int               i, max_options, rc, stop;
+    const clef_media_kind_info  *kind;
+    clef_encode_opts             defaults;
+    encoder                      e;
+    clef_ids                     prefix = { 0 }, suffix = { 0 },
+                                 state = { 0 }, schema = { 0 },
+                                 media = { 0 };
+    clef_media_span             *spans = NULL;
+    size_t                       fixed, total, kept, shift, max_length;
+    size_t                       n_media;
+    clef_tk_limit                lim;
+    int                          i, max_options, rc, stop, n_spans = 0;
 
     if (opts == NULL) {
         clef_encode_opts_default(&defaults);
@@ -323,19 +333,20 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     e.tk = tk;
     rc = -1;
 
-    if (plan->n_images > 0 && opts->media_ids == NULL
-        && (opts->images == NULL || opts->n_images != plan->n_images))
+    if (plan->n_media > 0 && opts->media_ids == NULL
+        && (opts->media == NULL || opts->n_media != plan->n_media))
     {
-        clef_error_set(err, 400, "images_unsupported", "",
-            "This model does not accept images.");
+        kind = clef_media_kind_of(plan->media[0].kind);
+        clef_error_set(err, 400, kind->unsupported, "",
+            "This model does not accept %s.", kind->many);
         goto done;
     }
     if (opts->media_ids != NULL) {
         if (clef_ids_append(&media, opts->media_ids, opts->n_media_ids) != 0) {
             goto nomem;
         }
-    } else if (opts->images != NULL && opts->n_images > 0) {
-        if (media_ids(tk, opts, &media, &starts) != 0) {
+    } else if (opts->media != NULL && opts->n_media > 0) {
+        if (media_ids(tk, opts, &media, &spans, &n_spans) != 0) {
             goto nomem;
         }
     }
@@ -427,9 +438,12 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     }
     rec->state_tokens = state.n;
     rec->state_kept = kept;
-    if (starts != NULL && attach_images(opts, prefix.n, starts, rec) != 0) {
+    if (spans != NULL && attach_media(opts, prefix.n, spans, n_spans, rec)
+                         != 0)
+    {
         goto nomem;
     }
+    spans = NULL;
     rc = 0;
     goto done;
 
@@ -447,7 +461,7 @@ done:
     clef_ids_free(&state);
     clef_ids_free(&schema);
     clef_ids_free(&media);
-    free(starts);
+    free(spans);
     return rc;
 }
 
@@ -479,11 +493,11 @@ clef_record_free(clef_record *rec)
 {
     int  k;
 
-    for (k = 0; k < rec->n_images; k++) {
-        clef_image_free(&rec->images[k]);
+    for (k = 0; k < rec->n_media; k++) {
+        clef_media_item_free(&rec->media[k]);
     }
-    free(rec->images);
-    free(rec->image_start);
+    free(rec->media);
+    free(rec->spans);
     free(rec->positions);
     clef_ids_free(&rec->ids);
     free(rec->question_spans);

@@ -13,7 +13,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "media/processor.h"
+#include "media/media.h"
 #include "protocol/plan.h"
 #include "protocol/request.h"
 #include "text/tokenizer.h"
@@ -23,18 +23,19 @@ typedef struct {
     clef_truncate  truncate;
     const int32_t *media_ids;    /* processor-expanded media tokens, or NULL */
     size_t         n_media_ids;
-    /* or the images themselves (processor.h), as many as the plan has:
-     * each becomes <|vision_start|>, one <|image_pad|> per merged patch,
-     * <|vision_end|>, all of them followed by one "\n", after the prefix
-     * (spec/clef-encoder-and-head.md §3.6); the record then carries their
-     * token spans and M-RoPE positions.  On success the record owns the
-     * images' pixels (the caller's clef_image structs are left without
-     * them); on failure they stay the caller's. */
-    clef_image    *images;
-    int            n_images;
-    int32_t        image_token_id;       /* config.json's */
-    int32_t        vision_start_token_id;
-    int32_t        vision_end_token_id;
+    /* or the media items themselves (media/media.h, prepared by their
+     * kind's processor: protocol/encode_media.h), as many as the plan has,
+     * in its order: each becomes the ids its kind makes of it
+     * (media/prepare.h; an image: <|vision_start|>, one <|image_pad|> per
+     * merged patch, <|vision_end|>), all of them followed by one "\n",
+     * after the prefix (spec/clef-encoder-and-head.md §3.6); the record
+     * then carries their spans and M-RoPE positions.  On success the
+     * record owns the items' data (the caller's items are left without
+     * it); on failure it stays the caller's. */
+    clef_media_item   *media;
+    int                n_media;
+    clef_media_tokens  tokens[CLEF_MEDIA_KINDS];   /* each kind's, from
+                                                      config.json */
 } clef_encode_opts;
 
 void clef_encode_opts_default(clef_encode_opts *o);
@@ -56,10 +57,12 @@ typedef struct {
     size_t      state_tokens;    /* state tokens before truncation (counted
                                     up to 4 x max_length + 65536) */
     size_t      state_kept;      /* state tokens kept */
-    int         n_images;
-    clef_image *images;          /* [n_images], owned */
-    int32_t    *image_start;     /* [n_images]: first <|image_pad|> token */
-    int32_t    *positions;       /* NULL for text, else [3][ids.n]: the
+    int              n_media;
+    clef_media_item *media;      /* [n_media], owned */
+    int              n_spans;
+    clef_media_span *spans;      /* [n_spans]: the items' pad tokens, in
+                                    token order (an image: one span) */
+    int32_t         *positions;  /* NULL for text, else [3][ids.n]: the
                                     temporal, height and width M-RoPE
                                     positions (clef_mrope_positions) */
 } clef_record;
@@ -67,12 +70,14 @@ typedef struct {
 /*
  * The reference's get_rope_index for one record (spec/qwen35-backbone.md
  * §5.3): a run of text counts on from the last position on all three axes;
- * an image whose merged grid is h x w, starting at position p, puts its
- * token (i, j) at (p, p + i, p + j) and the text after it at
+ * a span of an item whose merged grid is h x w, starting at position p,
+ * puts its token (s, i, j) (s counting the span's h x w groups) at
+ * (p + s, p + i, p + j) and the text after it at p + max(groups, h, w).
+ * An image is one span of one group: (p, p + i, p + j), then
  * p + max(h, w).  pos: [3][n].
  */
-void clef_mrope_positions(int64_t n, const clef_image *images,
-    const int32_t *image_start, int n_images, int32_t *pos);
+void clef_mrope_positions(int64_t n, const clef_media_item *items,
+    const clef_media_span *spans, int n_spans, int32_t *pos);
 
 /* Tokenizes a plan (plan.h) into a record.  The work is bounded by the
  * limit: the schema and the state are tokenized only until they are known

@@ -1,37 +1,43 @@
 /*
- * M-RoPE positions of a record with images (see encode.h): the reference's
- * get_rope_index with one temporal slot per image.
+ * M-RoPE positions of a record with media (see encode.h): the reference's
+ * get_rope_index over the record's spans.
  */
 #include "protocol/encode.h"
 
 
 void
-clef_mrope_positions(int64_t n, const clef_image *images,
-    const int32_t *image_start, int n_images, int32_t *pos)
+clef_mrope_positions(int64_t n, const clef_media_item *items,
+    const clef_media_span *spans, int n_spans, int32_t *pos)
 {
-    int32_t  *T = pos, *H = pos + n, *W = pos + 2 * n;
-    int64_t   t = 0, i, j, gh, gw, end;
-    int32_t   cur = 0;
-    int       k;
+    const clef_media_item  *it;
+    int32_t                *T = pos, *H = pos + n, *W = pos + 2 * n;
+    int64_t                 t = 0, i, j, s, gh, gw, groups, end, most;
+    int32_t                 cur = 0;
+    int                     k;
 
-    for (k = 0; k <= n_images; k++) {
-        /* the text before image k (or after the last one) */
-        end = k < n_images ? image_start[k] : n;
+    for (k = 0; k <= n_spans; k++) {
+        /* the text before span k (or after the last one) */
+        end = k < n_spans ? spans[k].start : n;
         for (; t < end; t++, cur++) {
             T[t] = H[t] = W[t] = cur;
         }
-        if (k == n_images) {
+        if (k == n_spans) {
             break;
         }
-        gh = images[k].grid_h / images[k].merge;
-        gw = images[k].grid_w / images[k].merge;
-        for (i = 0; i < gh; i++) {
-            for (j = 0; j < gw; j++, t++) {
-                T[t] = cur;
-                H[t] = cur + (int32_t) i;
-                W[t] = cur + (int32_t) j;
+        it = &items[spans[k].item];
+        gh = it->grid_h / it->merge;
+        gw = it->grid_w / it->merge;
+        groups = gh * gw > 0 ? spans[k].len / (gh * gw) : 0;
+        for (s = 0; s < groups; s++) {
+            for (i = 0; i < gh; i++) {
+                for (j = 0; j < gw; j++, t++) {
+                    T[t] = cur + (int32_t) s;
+                    H[t] = cur + (int32_t) i;
+                    W[t] = cur + (int32_t) j;
+                }
             }
         }
-        cur += (int32_t) (gh > gw ? gh : gw);
+        most = gh > gw ? gh : gw;
+        cur += (int32_t) (groups > most ? groups : most);
     }
 }

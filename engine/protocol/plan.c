@@ -10,7 +10,10 @@
 #include "base/mem.h"
 #include "text/render.h"
 
-#define PLAN_MAGIC  0x32504c43u      /* "CLP2" */
+#define PLAN_MAGIC     0x33504c43u   /* "CLP3" */
+#define PLAN_MAGIC_V2  0x32504c43u   /* "CLP2": images without a kind */
+/* the bytes of a media item without its file */
+#define MEDIA_HEAD     (2 + 3 * 4 + 8 + 4)
 
 static const char *const  qtype_names[] = { "noul", "choice", "score" };
 
@@ -19,6 +22,34 @@ static int
 put_u32(clef_buf *out, uint32_t v)
 {
     return clef_buf_append(out, &v, sizeof(v));
+}
+
+
+/* A media item: its kind and header, then its file (none when the worker
+ * never read it: in NULL). */
+static int
+put_media(clef_buf *out, clef_media_kind kind, const clef_media_input *in)
+{
+    uint8_t   head[2] = { (uint8_t) kind, 0 };
+    uint64_t  duration = 0;
+
+    if (in != NULL && (in->len > UINT32_MAX || in->format <= 0
+                       || in->format > UINT8_MAX))
+    {
+        return -1;
+    }
+    if (in != NULL) {
+        head[1] = (uint8_t) in->format;
+        duration = (uint64_t) in->duration_us;
+    }
+    return clef_buf_append(out, head, sizeof(head)) != 0
+           || put_u32(out, in != NULL ? (uint32_t) in->width : 0) != 0
+           || put_u32(out, in != NULL ? (uint32_t) in->height : 0) != 0
+           || put_u32(out, in != NULL ? (uint32_t) in->frames : 0) != 0
+           || clef_buf_append(out, &duration, sizeof(duration)) != 0
+           || put_u32(out, in != NULL ? (uint32_t) in->len : 0) != 0
+           || (in != NULL && clef_buf_append(out, in->data, in->len) != 0)
+           ? -1 : 0;
 }
 
 
@@ -122,19 +153,17 @@ build_question(const clef_question *q, int index, clef_buf *out)
 int
 clef_plan_build(const clef_request *req, clef_buf *out, clef_error *err)
 {
-    const clef_image_input  *im;
+    const clef_media_input  *in;
     size_t                   at;
-    int                      i, n_options = 0, n_files;
+    int                      i, k, n_options = 0;
 
     for (i = 0; i < req->n_questions; i++) {
         n_options += req->questions[i].n_options;
     }
-    n_files = req->image_inputs != NULL ? req->n_images : 0;
     if (put_u32(out, PLAN_MAGIC) != 0
         || put_u32(out, (uint32_t) req->n_questions) != 0
         || put_u32(out, (uint32_t) n_options) != 0
-        || put_u32(out, (uint32_t) req->n_images) != 0
-        || put_u32(out, (uint32_t) n_files) != 0)
+        || put_u32(out, (uint32_t) clef_request_media_count(req)) != 0)
     {
         goto nomem;
     }
@@ -155,16 +184,13 @@ clef_plan_build(const clef_request *req, clef_buf *out, clef_error *err)
             goto nomem;
         }
     }
-    for (i = 0; i < n_files; i++) {
-        im = &req->image_inputs[i];
-        if (im->len > UINT32_MAX
-            || put_u32(out, (uint32_t) im->format) != 0
-            || put_u32(out, (uint32_t) im->width) != 0
-            || put_u32(out, (uint32_t) im->height) != 0
-            || put_u32(out, (uint32_t) im->len) != 0
-            || clef_buf_append(out, im->data, im->len) != 0)
-        {
-            goto nomem;
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        for (i = 0; i < req->media[k].n; i++) {
+            in = req->media[k].inputs != NULL ? &req->media[k].inputs[i]
+                                              : NULL;
+            if (put_media(out, (clef_media_kind) k, in) != 0) {
+                goto nomem;
+            }
         }
     }
     return 0;
@@ -199,6 +225,30 @@ get_u32(reader *r)
 }
 
 
+static uint8_t
+get_u8(reader *r)
+{
+    uint8_t  v = 0;
+
+    if (r->left < 1) {
+        r->bad = 1;
+        return 0;
+    }
+    v = *r->p++;
+    r->left--;
+    return v;
+}
+
+
+static uint64_t
+get_u64(reader *r)
+{
+    uint64_t  lo = get_u32(r), hi = get_u32(r);
+
+    return lo | hi << 32;
+}
+
+
 static clef_text
 get_text(reader *r)
 {
@@ -220,24 +270,31 @@ get_text(reader *r)
 int
 clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
 {
-    reader     r = { blob, len, 0 };
-    clef_text  t;
-    uint32_t   type, n;
-    int        i, k, off;
+    reader             r = { blob, len, 0 };
+    clef_media_input  *in;
+    clef_text          t;
+    uint32_t           type, n, magic;
+    uint8_t            kind;
+    int                i, k, off;
 
     memset(p, 0, sizeof(*p));
-    if (get_u32(&r) != PLAN_MAGIC) {
+    magic = get_u32(&r);
+    if (magic == PLAN_MAGIC_V2) {
+        return clef_error_set(err, 500, "plan_invalid", "",
+            "The record handed to the engine is a plan of version CLP2; this "
+            "engine reads CLP3 (a worker and an engine of different "
+            "builds).");
+    }
+    if (magic != PLAN_MAGIC) {
         goto bad;
     }
     p->n_questions = (int) get_u32(&r);
     p->n_options = (int) get_u32(&r);
-    p->n_images = (int) get_u32(&r);
-    p->n_image_files = (int) get_u32(&r);
+    p->n_media = (int) get_u32(&r);
     /* each count needs bytes of its own further on: bounded by len */
-    if (r.bad || p->n_questions < 0 || p->n_options < 0 || p->n_images < 0
+    if (r.bad || p->n_questions < 0 || p->n_options < 0 || p->n_media < 0
         || (size_t) p->n_questions > len / 8 || (size_t) p->n_options > len / 4
-        || p->n_image_files < 0 || (size_t) p->n_image_files > len / 16
-        || (p->n_image_files != 0 && p->n_image_files != p->n_images))
+        || (size_t) p->n_media > len / MEDIA_HEAD)
     {
         goto bad;
     }
@@ -246,9 +303,8 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
                                    * sizeof(*p->questions));
     p->options = clef_mem_calloc(((size_t) p->n_options + 1)
                                  * sizeof(*p->options));
-    p->images = clef_mem_calloc(((size_t) p->n_image_files + 1)
-                                * sizeof(*p->images));
-    if (p->questions == NULL || p->options == NULL || p->images == NULL) {
+    p->media = clef_mem_calloc(((size_t) p->n_media + 1) * sizeof(*p->media));
+    if (p->questions == NULL || p->options == NULL || p->media == NULL) {
         clef_plan_free(p);
         return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
     }
@@ -279,13 +335,25 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
             p->questions[i].options[k] = get_text(&r);
         }
     }
-    for (i = 0; i < p->n_image_files; i++) {
-        p->images[i].format = (int) get_u32(&r);
-        p->images[i].width = (int32_t) get_u32(&r);
-        p->images[i].height = (int32_t) get_u32(&r);
+    for (i = 0; i < p->n_media; i++) {
+        in = &p->media[i];
+        kind = get_u8(&r);
+        in->format = get_u8(&r);
+        in->width = (int32_t) get_u32(&r);
+        in->height = (int32_t) get_u32(&r);
+        in->frames = (int32_t) get_u32(&r);
+        in->duration_us = (int64_t) get_u64(&r);
         t = get_text(&r);
-        p->images[i].data = (const uint8_t *) t.s;
-        p->images[i].len = t.len;
+        in->data = (const uint8_t *) t.s;
+        in->len = t.len;
+        /* kinds in their order; an item never read has no bytes */
+        if (clef_media_kind_of(kind) == NULL
+            || (i > 0 && kind < (uint8_t) p->media[i - 1].kind)
+            || (in->format == 0 && t.len != 0))
+        {
+            goto bad;
+        }
+        in->kind = (clef_media_kind) kind;
     }
     if (r.bad || r.left != 0) {
         goto bad;
@@ -304,10 +372,10 @@ clef_plan_free(clef_plan *p)
 {
     clef_mem_free(p->questions);
     clef_mem_free(p->options);
-    clef_mem_free(p->images);
+    clef_mem_free(p->media);
     p->questions = NULL;
     p->options = NULL;
-    p->images = NULL;
+    p->media = NULL;
 }
 
 
@@ -356,17 +424,39 @@ clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes, int state_only)
 
 
 int64_t
-clef_plan_image_ids(const clef_plan *p, const clef_processor_config *pc)
+clef_plan_media_ids(const clef_plan *p, const clef_media_conf *mc)
 {
-    int64_t  ids = 0, n;
-    int      k;
+    const clef_media_kind_info  *kind;
+    int64_t                      ids = 0, n;
+    int                          k;
 
-    for (k = 0; k < p->n_image_files; k++) {
-        n = clef_image_pad_tokens(p->images[k].height, p->images[k].width, pc);
+    for (k = 0; k < p->n_media; k++) {
+        kind = clef_media_kind_of(p->media[k].kind);
+        if (p->media[k].format == 0 || kind == NULL
+            || kind->header_ids == NULL)
+        {
+            continue;
+        }
+        n = kind->header_ids(&p->media[k], mc);
         if (n < 0) {
             return -1;
         }
-        ids += n + 2;
+        ids += n;
     }
     return ids;
+}
+
+
+const char *
+clef_plan_media_noun(const clef_plan *p)
+{
+    int  k;
+
+    for (k = 1; k < p->n_media; k++) {
+        if (p->media[k].kind != p->media[0].kind) {
+            return "media items";
+        }
+    }
+    return p->n_media > 0 ? clef_media_kind_of(p->media[0].kind)->many
+                          : "media items";
 }

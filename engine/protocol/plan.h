@@ -12,15 +12,19 @@
  * clef_encode() runs both for callers that hold a parsed request (the CLI,
  * the tests).
  *
- * The blob, little-endian u32 fields, no padding, read with memcpy:
- *   "CLP2", n_questions, n_options, n_images, n_image_files,
+ * The blob, little-endian u32 fields unless said, no padding, read with
+ * memcpy:
+ *   "CLP3", n_questions, n_options, n_media,
  *   n_questions x { type, n_options },
  *   then the texts, each as { length, bytes }: the state, then for every
  *   question its header and its instruction, then its options' texts,
- *   then n_image_files x { format, width, height, { length, bytes } }: the
- *   files of the request's images, as the worker read them (image_input.h;
- *   0 when they were never read).  The engine decodes them (it never parses
- *   JSON or base64).
+ *   then n_media x { kind (u8), format (u8), width, height, frames,
+ *   duration_us (u64), { length, bytes } }: the request's media items in
+ *   kind order (media/kinds.h), as the worker read them (media/media.h;
+ *   format 0 and no bytes for an item it never read).  The engine decodes
+ *   them (it never parses JSON or base64).
+ * A blob of another version (CLP2: images without a kind) is refused, with
+ * a message that names both versions.
  */
 #ifndef CLEF_PLAN_H
 #define CLEF_PLAN_H
@@ -30,7 +34,8 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "media/processor.h"
+#include "media/kinds.h"
+#include "media/media.h"
 #include "protocol/request.h"
 
 /* How long a record may be and what becomes of a longer one: the worker's
@@ -58,21 +63,14 @@ typedef struct {
 } clef_plan_question;
 
 typedef struct {
-    int                  format;      /* clef_image_format */
-    int32_t              width, height;   /* from the header */
-    const uint8_t       *data;
-    size_t               len;
-} clef_plan_image;
-
-typedef struct {
     clef_text            state;
     int                  n_questions;
     int                  n_options;
-    int                  n_images;
     clef_plan_question  *questions;   /* owned by the view */
     clef_text           *options;     /* owned by the view */
-    int                  n_image_files;   /* n_images, or 0 */
-    clef_plan_image     *images;      /* owned by the view */
+    int                  n_media;
+    clef_media_input    *media;       /* owned by the view, bytes in the
+                                         blob; format 0: never read */
 } clef_plan;
 
 /* Renders req into a blob appended to out.  Returns 0, or -1 (500) on
@@ -98,13 +96,18 @@ size_t clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes,
     int state_only);
 
 /*
- * The ids the plan's images add, from their headers' sizes: each image's
- * pads and its <|vision_start|> and <|vision_end|> (the one "\n" after them
- * is left out: a lower bound).  Exact for the pads, so a worker can refuse
- * a record whose images alone cannot fit before the engine decodes a
- * pixel.  0 without images; -1 when the processor refuses a size (the
- * engine then says which image).
+ * The ids the plan's media items add, from their headers alone (kinds.h's
+ * header_ids: an image's pads and its <|vision_start|> and <|vision_end|>;
+ * the one "\n" after all of them is left out: a lower bound).  Exact for
+ * the pads, so a worker can refuse a record whose media alone cannot fit
+ * before the engine decodes a pixel.  0 without media, or for items never
+ * read; -1 when a processor refuses a size (the engine then says which
+ * item).
  */
-int64_t clef_plan_image_ids(const clef_plan *p, const clef_processor_config *pc);
+int64_t clef_plan_media_ids(const clef_plan *p, const clef_media_conf *mc);
+
+/* "images" when every item is an image (likewise for each kind), else
+ * "media items": for messages about all of them. */
+const char *clef_plan_media_noun(const clef_plan *p);
 
 #endif

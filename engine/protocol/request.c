@@ -17,6 +17,8 @@
  *  422    missing               ["body","questions"]                Field required
  *  422    dict_type             ["body","questions"]                Input should be a valid dictionary
  *  422    list_type             ["body","images"]                   Input should be a valid list
+ *  422    list_type             ["body","videos"], ["body","audio"] Input should be a valid list
+ *  422    dict_type             ["body","media_kwargs"]             Input should be a valid dictionary
  *  422    dict_type             ["body","questions",ID]             Input should be a valid dictionary
  *  422    union_tag_not_found   ["body","questions",ID]             Unable to extract tag using discriminator 'type'
  *  422    union_tag_invalid     ["body","questions",ID]             Input tag 'T' found using 'type' does not match
@@ -34,6 +36,8 @@
  *  400    too_few_score_levels  ""   Too few score levels. Must have at least 1 level.
  *  400    too_many_score_levels ""   Too many score levels. Must have at most 10 levels.
  *  400    too_many_images       ""   Too many images. Must have at most 4 images.
+ *                                    (each media kind this server reads:
+ *                                    media/kinds.c)
  * (the numbers come from clef_limits; "question"/"choice"/"level"/"image"
  * take an "s" unless the number is 1)
  *
@@ -74,14 +78,17 @@ static const clef_json  noul_false_default = {
 void
 clef_limits_default(clef_limits *lim)
 {
+    int  k;
+
     lim->max_questions = 64;
     lim->max_choices = 255;
     lim->min_choices = 2;
     lim->max_score_levels = 10;
     lim->min_score_levels = 1;
-    lim->max_images = 4;
     lim->max_id_len = 100;
-    clef_image_limits_default(&lim->image);
+    for (k = 0; k < CLEF_MEDIA_KINDS; k++) {
+        clef_media_limits_default((clef_media_kind) k, &lim->media[k]);
+    }
 }
 
 
@@ -282,7 +289,10 @@ static int
 check_shape(const clef_json *root, clef_error *err)
 {
     const clef_json  *v, *questions;
+    const char       *field;
+    char              loc[64];
     size_t            i;
+    int               k;
 
     if (root->type != CLEF_JSON_OBJECT) {
         return clef_error_set(err, 422, "dict_type", "[\"body\"]", MSG_DICT);
@@ -313,10 +323,22 @@ check_shape(const clef_json *root, clef_error *err)
             MSG_DICT);
     }
 
-    v = clef_json_get(root, "images");
-    if (v != NULL && v->type != CLEF_JSON_NULL && v->type != CLEF_JSON_ARRAY) {
-        return clef_error_set(err, 422, "list_type", "[\"body\",\"images\"]",
-            MSG_LIST);
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        field = clef_media_kind_of(k)->field;
+        v = clef_json_get(root, field);
+        if (v != NULL && v->type != CLEF_JSON_NULL
+            && v->type != CLEF_JSON_ARRAY)
+        {
+            snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", field);
+            return clef_error_set(err, 422, "list_type", loc, MSG_LIST);
+        }
+    }
+
+    /* the reference passes it to its processor as keyword arguments */
+    v = clef_json_get(root, "media_kwargs");
+    if (v != NULL && v->type != CLEF_JSON_NULL && v->type != CLEF_JSON_OBJECT) {
+        return clef_error_set(err, 422, "dict_type",
+            "[\"body\",\"media_kwargs\"]", MSG_DICT);
     }
 
     for (i = 0; i < questions->len; i++) {
@@ -357,10 +379,12 @@ id_valid(const clef_str *id, int max_len)
 static int
 check_limits(const clef_json *root, const clef_limits *lim, clef_error *err)
 {
-    const clef_json  *questions, *q, *criteria, *images;
-    const clef_str   *id;
-    char              echoed[ECHO_MAX + 8];
-    size_t            i, n;
+    const clef_media_kind_info  *kind;
+    const clef_json             *questions, *q, *criteria, *items;
+    const clef_str              *id;
+    char                         echoed[ECHO_MAX + 8];
+    size_t                       i, n;
+    int                          k, max;
 
     questions = clef_json_get(root, "questions");
 
@@ -418,13 +442,19 @@ check_limits(const clef_json *root, const clef_limits *lim, clef_error *err)
         }
     }
 
-    images = clef_json_get(root, "images");
-    if (images != NULL && images->type == CLEF_JSON_ARRAY
-        && images->len > (size_t) lim->max_images)
-    {
-        return clef_error_set(err, 400, "too_many_images", "",
-            "Too many images. Must have at most %d image%s.",
-            lim->max_images, plural(lim->max_images));
+    /* a kind this server does not read yet is refused as such, whatever
+     * its count (clef_request_check_media) */
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        kind = clef_media_kind_of(k);
+        items = clef_json_get(root, kind->field);
+        max = lim->media[k].max_items;
+        if (kind->read != NULL && items != NULL
+            && items->type == CLEF_JSON_ARRAY && items->len > (size_t) max)
+        {
+            return clef_error_set(err, 400, kind->too_many, "",
+                "Too many %s. Must have at most %d %s.", kind->many, max,
+                max == 1 ? kind->one : kind->many);
+        }
     }
 
     return 0;
@@ -541,6 +571,7 @@ clef_request_parse(clef_request *req, const char *body, size_t len,
     clef_limits       defaults;
     const clef_json  *questions, *v;
     size_t            i;
+    int               k;
 
     if (lim == NULL) {
         clef_limits_default(&defaults);
@@ -559,15 +590,17 @@ clef_request_parse(clef_request *req, const char *body, size_t len,
         goto failed;
     }
 
-    req->image_limits = lim->image;
     v = clef_json_get(req->root, "model");
     req->model = (clef_str) { v->str, v->len };
     req->state = clef_json_get(req->root, "state");
 
-    v = clef_json_get(req->root, "images");
-    if (v != NULL && v->type == CLEF_JSON_ARRAY) {
-        req->images = v;
-        req->n_images = (int) v->len;
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        req->media[k].limits = lim->media[k];
+        v = clef_json_get(req->root, clef_media_kind_of(k)->field);
+        if (v != NULL && v->type == CLEF_JSON_ARRAY) {
+            req->media[k].items = v;
+            req->media[k].n = (int) v->len;
+        }
     }
 
     questions = clef_json_get(req->root, "questions");
@@ -597,12 +630,114 @@ failed:
 }
 
 
-int
-clef_request_check_media(clef_request *req, int images_ok, clef_error *err)
+/*
+ * An array of a kind the model does not take, or that this server does
+ * not read yet (videos, audio), and the processor arguments of
+ * "media_kwargs": refused by name, never answered as if they were not
+ * there.
+ */
+static int
+check_unserved(const clef_request *req, unsigned accepts, clef_error *err)
 {
-    const clef_json  *assets, *part, *type;
-    char              loc[64];
-    size_t            i;
+    const clef_media_kind_info  *kind;
+    const clef_json             *v;
+    char                         loc[ECHO_MAX + 64], key[ECHO_MAX + 8];
+    char                         words[128];
+    size_t                       n;
+    int                          k;
+
+    clef_media_accepted_words(accepts, words, sizeof(words));
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        kind = clef_media_kind_of(k);
+        if (req->media[k].n == 0
+            || (kind->read != NULL && (accepts & CLEF_MEDIA_BIT(k))))
+        {
+            continue;
+        }
+        snprintf(loc, sizeof(loc), "[\"body\",\"%s\"]", kind->field);
+        if (kind->read == NULL) {
+            return clef_error_set(err, 400, kind->unsupported, loc,
+                "This server does not take %s yet (%d given): remove "
+                "\"%s\"; %s are supported.", kind->many, req->media[k].n,
+                kind->field, words);
+        }
+        return clef_error_set(err, 400, kind->unsupported, loc,
+            "This model does not accept %s (%d given): remove \"%s\"; %s "
+            "are supported.", kind->many, req->media[k].n, kind->field,
+            words);
+    }
+
+    v = clef_json_get(req->root, "media_kwargs");
+    if (v != NULL && v->type == CLEF_JSON_OBJECT && v->len > 0) {
+        n = (size_t) snprintf(loc, sizeof(loc),
+                              "[\"body\",\"media_kwargs\",\"");
+        n += echo(loc + n, sizeof(loc) - n, v->keys[0].s, v->keys[0].len, 1,
+                  ECHO_MAX);
+        snprintf(loc + n, sizeof(loc) - n, "\"]");
+        echo(key, sizeof(key), v->keys[0].s, v->keys[0].len, 0, ECHO_MAX);
+        return clef_error_set(err, 400, "media_kwargs_unsupported", loc,
+            "The media_kwargs key \"%s\" is not supported: this server "
+            "passes no arguments to its media processors; remove it.", key);
+    }
+    return 0;
+}
+
+
+/* OpenRouter's and OpenAI's media parts in a state array (kinds.h): the
+ * state is read as text or JSON, so they would reach the model as their
+ * base64 */
+static int
+check_state_parts(const clef_request *req, unsigned accepts, clef_error *err)
+{
+    const clef_media_kind_info  *kind;
+    const clef_json             *part, *type;
+    const char                  *name;
+    char                         loc[64], hint[96];
+    size_t                       i, j;
+    int                          k;
+
+    if (req->state == NULL || req->state->type != CLEF_JSON_ARRAY) {
+        return 0;
+    }
+    for (i = 0; i < req->state->len; i++) {
+        part = req->state->items[i];
+        type = part->type == CLEF_JSON_OBJECT ? clef_json_get(part, "type")
+                                              : NULL;
+        if (type == NULL || type->type != CLEF_JSON_STRING) {
+            continue;
+        }
+        for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+            kind = clef_media_kind_of(k);
+            for (j = 0; (name = kind->parts[j]) != NULL; j++) {
+                if (type->len != strlen(name)
+                    || memcmp(type->str, name, type->len) != 0)
+                {
+                    continue;
+                }
+                hint[0] = '\0';
+                if (kind->read != NULL && (accepts & CLEF_MEDIA_BIT(k))) {
+                    snprintf(hint, sizeof(hint), ": send %s in a top-level "
+                             "\"%s\" array", kind->many, kind->field);
+                }
+                snprintf(loc, sizeof(loc), "[\"body\",\"state\",%zu]", i);
+                return clef_error_set(err, 400, kind->unsupported, loc,
+                    "%s parts in the state (state[%zu] has type \"%s\") are "
+                    "not supported%s; this server reads the state as text "
+                    "or JSON.", kind->noun, i, type->str, hint);
+            }
+        }
+    }
+    return 0;
+}
+
+
+int
+clef_request_check_media(clef_request *req, unsigned accepts,
+    clef_error *err)
+{
+    const clef_media_kind_info  *kind;
+    const clef_json             *assets;
+    int                          k;
 
     assets = clef_json_get(req->root, "assets");
     if (assets != NULL && assets->type != CLEF_JSON_NULL
@@ -613,43 +748,40 @@ clef_request_check_media(clef_request *req, int images_ok, clef_error *err)
             "\"assets\" (images uploaded as multipart parts and referenced "
             "from the request) are not supported by this server; send "
             "application/json with a text or JSON state%s.",
-            images_ok ? " and images in a top-level \"images\" array of "
-                        "data URLs" : "");
+            accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
+            ? " and images in a top-level \"images\" array of data URLs"
+            : "");
     }
 
-    if (req->n_images > 0 && !images_ok) {
-        return clef_error_set(err, 400, "images_unsupported",
-            "[\"body\",\"images\"]",
-            "This model does not accept images (%d given): remove "
-            "\"images\"; text and JSON states are supported.", req->n_images);
+    if (check_unserved(req, accepts, err) != 0
+        || check_state_parts(req, accepts, err) != 0)
+    {
+        return -1;
     }
 
-    if (req->state != NULL && req->state->type == CLEF_JSON_ARRAY) {
-        for (i = 0; i < req->state->len; i++) {
-            part = req->state->items[i];
-            type = part->type == CLEF_JSON_OBJECT
-                   ? clef_json_get(part, "type") : NULL;
-            if (type != NULL && type->type == CLEF_JSON_STRING
-                && ((type->len == 9 && memcmp(type->str, "image_url", 9) == 0)
-                    || (type->len == 11
-                        && memcmp(type->str, "input_image", 11) == 0)))
-            {
-                snprintf(loc, sizeof(loc), "[\"body\",\"state\",%zu]", i);
-                return clef_error_set(err, 400, "images_unsupported", loc,
-                    "Image parts in the state (state[%zu] has type \"%s\") "
-                    "are not supported%s; this server reads the state as "
-                    "text or JSON.", i, type->str, images_ok
-                    ? ": send images in a top-level \"images\" array" : "");
-            }
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        kind = clef_media_kind_of(k);
+        if (req->media[k].n > 0 && req->media[k].inputs == NULL
+            && kind->read(&req->arena, req->media[k].items,
+                          &req->media[k].limits, &req->media[k].inputs, err)
+               != 0)
+        {
+            return -1;
         }
     }
-
-    if (req->n_images > 0 && req->image_inputs == NULL) {
-        return clef_image_inputs_read(&req->arena, req->images,
-                                      &req->image_limits, &req->image_inputs,
-                                      err);
-    }
     return 0;
+}
+
+
+int
+clef_request_media_count(const clef_request *req)
+{
+    int  k, n = 0;
+
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        n += req->media[k].n;
+    }
+    return n;
 }
 
 

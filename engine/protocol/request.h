@@ -9,8 +9,10 @@
  *   422 <type>_type         a field has the wrong JSON type (pydantic-style
  *                           "string_type", "dict_type", "list_type", ...)
  *   422 union_tag_invalid   a question type other than noul/choice/score
+ *   422 list_type           "images", "videos" or "audio" not a list;
+ *       dict_type           "media_kwargs" not an object
  *   400 (string detail)     limits: question count, id syntax, choice and
- *                           score sizes, image count, with the protocol's
+ *                           score sizes, media counts, with the protocol's
  *                           exact messages where one exists, e.g.
  *                           "Too many choices. Must have at most 255 choices."
  */
@@ -21,7 +23,8 @@
 
 #include "base/arena.h"
 #include "base/error.h"
-#include "media/image_input.h"
+#include "media/kinds.h"
+#include "media/media.h"
 #include "text/json.h"
 
 typedef enum {
@@ -36,10 +39,11 @@ typedef struct {
     int  min_choices;        /* default 2 */
     int  max_score_levels;   /* default 10 */
     int  min_score_levels;   /* default 1 */
-    int  max_images;         /* default 4 */
     int  max_id_len;         /* default 100 */
-    clef_image_limits  image;  /* 4 MiB of base64 each, 8 MiB decoded in
-                                  all, 16 Mi pixels each (image_input.h) */
+    /* per media kind, its row's defaults (media/kinds.c): images 4 a
+     * request, 4 MiB of base64 each, 8 MiB decoded in all, 16 Mi pixels
+     * each (image_input.h) */
+    clef_media_limits  media[CLEF_MEDIA_KINDS];
 } clef_limits;
 
 void clef_limits_default(clef_limits *lim);
@@ -66,12 +70,19 @@ typedef struct {
     const clef_json  *state;
     clef_question    *questions;     /* request (insertion) order */
     int               n_questions;
-    const clef_json  *images;        /* the "images" array, or NULL */
-    int               n_images;
-    clef_image_limits image_limits;  /* from the clef_limits parsed with */
-    clef_image_input *image_inputs;  /* [n_images] once read by
-                                        clef_request_check_media(), else NULL */
+    /* per media kind (media/kinds.h): the request's array ("images"), or
+     * NULL, and its length; the limits from the clef_limits parsed with;
+     * [n] inputs once read by clef_request_check_media(), else NULL */
+    struct {
+        const clef_json    *items;
+        int                 n;
+        clef_media_limits   limits;
+        clef_media_input   *inputs;
+    }                 media[CLEF_MEDIA_KINDS];
 } clef_request;
+
+/* Items of every kind. */
+int  clef_request_media_count(const clef_request *req);
 
 /* Parses and validates body.  On success returns 0 and req owns its arena;
  * on refusal returns -1 with err filled (req is freed already).  lim may be
@@ -80,19 +91,29 @@ int  clef_request_parse(clef_request *req, const char *body, size_t len,
     const clef_limits *lim, clef_error *err);
 void clef_request_free(clef_request *req);
 
-/* Refuses, with a precise 400, media the serving model cannot take:
- *   images_unsupported  a non-empty "images" array (Cloudflare's form),
- *                       unless images_ok; loc ["body","images"]
- *   (images_ok)         every image read by clef_image_inputs_read(): wire
- *                       form, limits, base64, format and header; its
- *                       refusals name the image (image_input.c), and
- *                       req->image_inputs holds the decoded bytes
- *   images_unsupported  OpenRouter-style {"type": "image_url"} parts in a
- *                       state array; loc ["body","state",I]
+/* Refuses, with a precise 400, media the serving model cannot take;
+ * accepts: the kinds it takes (CLEF_MEDIA_BIT, clef_media_conf.accepts;
+ * 1 is images):
  *   assets_unsupported  an "assets" map (TypeSafe's experimental
  *                       multipart images); loc ["body","assets"]
+ *   images_unsupported  a non-empty array of a kind ("images", "videos",
+ *   videos_unsupported  "audio") the model does not take, or that this
+ *   audio_unsupported   server does not read yet (videos, audio); loc
+ *                       ["body",FIELD]
+ *   media_kwargs_unsupported
+ *                       a non-empty "media_kwargs" object (the reference's
+ *                       processor arguments), naming its first key; loc
+ *                       ["body","media_kwargs",KEY]
+ *   images_unsupported  OpenRouter-style {"type": "image_url"} parts in a
+ *   videos_unsupported  state array ("input_image" too; "video_url",
+ *   audio_unsupported   "input_audio"); loc ["body","state",I]
+ *   (accepted)          every item read by its kind's reader (kinds.h;
+ *                       images: clef_image_inputs_read(), wire form,
+ *                       limits, base64, format and header); its refusals
+ *                       name the item, and req->media[kind].inputs holds
+ *                       the decoded bytes
  * so that no request is answered as if its media were not there. */
-int  clef_request_check_media(clef_request *req, int images_ok,
+int  clef_request_check_media(clef_request *req, unsigned accepts,
     clef_error *err);
 
 /* Encoder-order option index of the request-order criteria entry i. */

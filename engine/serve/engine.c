@@ -17,8 +17,9 @@
 #include "backend/backend.h"
 #include "base/pid.h"
 #include "model/model.h"
+#include "model/model_media.h"
 #include "protocol/encode.h"
-#include "protocol/encode_images.h"
+#include "protocol/encode_media.h"
 #include "protocol/plan.h"
 #include "serve/scheduler.h"
 
@@ -117,6 +118,7 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
 {
     engine            *e = ctx;
     clef_slot         *s = clef_queue_slot_w(e->q, slot);
+    clef_media_conf    mc;
     clef_encode_opts   opts;
     clef_error         err;
     clef_plan          plan;
@@ -141,11 +143,11 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     clef_encode_opts_default(&opts);
     opts.max_length = s->max_length > 0 ? s->max_length : e->conf->max_length;
     opts.truncate = (clef_truncate) s->truncate;
-    /* images are decoded and resized here, in the preparing thread,
+    /* media are decoded and processed here, in the preparing thread,
      * never in an nginx worker */
-    if (plan.n_images > 0
-        && clef_encode_images_prepare(clef_model_vision_config(e->model),
-                                      &plan, &opts, &err) != 0)
+    clef_model_media_conf(e->model, &mc);
+    if (plan.n_media > 0
+        && clef_encode_media_prepare(&mc, &plan, &opts, &err) != 0)
     {
         clef_plan_free(&plan);
         free(rec);
@@ -155,9 +157,8 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     }
     rc = clef_encode_plan(e->tk, &plan, &opts, rec, &err);
     clef_plan_free(&plan);
-    /* the record took the images' pixels, after a failure they are freed
-     * here */
-    clef_encode_images_release(&opts);
+    /* the record took the items' data, after a failure it is freed here */
+    clef_encode_media_release(&opts);
     if (rc != 0) {
         free(rec);
         atomic_fetch_add(&e->q->h->stats.encode_errors, 1);

@@ -41,7 +41,8 @@
 #include "serve/stats.h"
 #include "serve/wake.h"
 
-#define CLEF_QUEUE_VERSION   4   /* 4: clef_error has a code */
+#define CLEF_QUEUE_VERSION   5   /* 4: clef_error has a code; 5: the
+                                    records' plans are CLP3 (plan.h) */
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
 
 enum {

@@ -386,17 +386,21 @@ make_image_record(clef_record *r, const clef_vision_config *vc, int n, int gh,
     if (make_record(r, len, vocab) != 0) {
         return -1;
     }
-    r->images = calloc((size_t) n, sizeof(clef_image));
-    r->image_start = calloc((size_t) n, sizeof(int32_t));
+    r->media = calloc((size_t) n, sizeof(clef_media_item));
+    r->spans = calloc((size_t) n, sizeof(clef_media_span));
     r->positions = malloc(sizeof(int32_t) * 3 * (size_t) len);
-    if (r->images == NULL || r->image_start == NULL || r->positions == NULL) {
+    if (r->media == NULL || r->spans == NULL || r->positions == NULL) {
         return -1;
     }
-    r->n_images = n;
+    r->n_media = n;
+    r->n_spans = n;
     p = 10;
     for (k = 0; k < n; k++) {
-        clef_image  *im = &r->images[k];
+        clef_media_item  *im = &r->media[k];
 
+        im->kind = CLEF_MEDIA_IMAGE;
+        im->grid_t = 1;
+        im->tokens = tok;
         im->grid_h = gh;
         im->grid_w = gw;
         im->patch = vc->patch_size;
@@ -406,20 +410,22 @@ make_image_record(clef_record *r, const clef_vision_config *vc, int n, int gh,
             im->mean[c] = 127.5f;
             im->std[c] = 127.5f;
         }
-        im->rgb = malloc(bytes);
-        if (im->rgb == NULL) {
+        im->bytes = malloc(bytes);
+        if (im->bytes == NULL) {
             return -1;
         }
         for (i = 0; i < bytes; i++) {
-            im->rgb[i] = (uint8_t) (rnd() >> 56);
+            im->bytes[i] = (uint8_t) (rnd() >> 56);
         }
-        r->image_start[k] = p + 1;
+        r->spans[k].start = p + 1;
+        r->spans[k].len = (int32_t) tok;
+        r->spans[k].item = k;
         for (i = 0; i < (size_t) tok; i++) {
             r->ids.v[p + 1 + i] = pad;
         }
         p += (int) tok + 2;
     }
-    clef_mrope_positions(len, r->images, r->image_start, n, r->positions);
+    clef_mrope_positions(len, r->media, r->spans, n, r->positions);
     return 0;
 }
 

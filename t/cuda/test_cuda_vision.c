@@ -52,7 +52,7 @@
 #include "cuda_test.h"
 #include "kernels.h"
 #include "model/model.h"
-#include "protocol/encode_images.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "vision_cases.h"
 
@@ -119,7 +119,7 @@ static void
 test_vpatchify(void)
 {
     const int          ps = 16, tp = 2, row = 3 * tp * ps * ps;
-    clef_image         im[2];
+    clef_media_item    im[2];
     clef_k_patch_args  a;
     int64_t            imeta[4], P, np[2], n;
     float              inorm[12], *want, *got, *f;
@@ -131,6 +131,8 @@ test_vpatchify(void)
 
     memset(im, 0, sizeof(im));
     for (k = 0; k < 2; k++) {
+        im[k].kind = CLEF_MEDIA_IMAGE;
+        im[k].grid_t = 1;
         im[k].grid_h = k == 0 ? 6 : 4;
         im[k].grid_w = 4;
         im[k].patch = ps;
@@ -143,14 +145,14 @@ test_vpatchify(void)
         np[k] = (int64_t) im[k].grid_h * im[k].grid_w;
     }
     n = np[0] * ps * ps * 3;
-    im[0].rgb = malloc((size_t) n);
+    im[0].bytes = malloc((size_t) n);
     for (i = 0; i < n; i++) {
-        im[0].rgb[i] = (uint8_t) (rnd_u64() >> 56);
+        im[0].bytes[i] = (uint8_t) (rnd_u64() >> 56);
     }
-    im[1].pixel_values = fvec((size_t) np[1] * row);
-    fill_bf(im[1].pixel_values, (size_t) np[1] * row, 2.0f);
+    im[1].values = fvec((size_t) np[1] * row);
+    fill_bf(im[1].values, (size_t) np[1] * row, 2.0f);
     /* a value bf16 cannot hold exactly, to see the rounding */
-    im[1].pixel_values[5] = 0.1f;
+    im[1].values[5] = 0.1f;
 
     P = np[0] + np[1];
     want = fvec((size_t) P * row);
@@ -180,7 +182,7 @@ test_vpatchify(void)
         }
     }
     die_cuda(cudaMalloc(&rgb_d, (size_t) n), "cudaMalloc");
-    die_cuda(cudaMemcpy(rgb_d, im[0].rgb, (size_t) n, cudaMemcpyHostToDevice), "rgb");
+    die_cuda(cudaMemcpy(rgb_d, im[0].bytes, (size_t) n, cudaMemcpyHostToDevice), "rgb");
     die_cuda(cudaMalloc(&im_d, sizeof(imeta)), "cudaMalloc");
     die_cuda(cudaMemcpy(im_d, imeta, sizeof(imeta), cudaMemcpyHostToDevice), "imeta");
     in_d = up_f32(inorm, 12);
@@ -207,8 +209,8 @@ test_vpatchify(void)
     ok = memcmp(got, want, sizeof(float) * (size_t) P * row) == 0;
     CHECK(ok, "patch rows of an RGB image (6 x 4 patches) and of pixel values "
           "(4 x 4): clef_image_patch_row's, rounded to bf16, bit for bit");
-    free(im[0].rgb);
-    free(im[1].pixel_values);
+    free(im[0].bytes);
+    free(im[1].values);
     free(want);
     free(f);
     free(got);
@@ -583,26 +585,27 @@ static double
 features_error(clef_cpu_vision *cv, clef_backend *gb, const clef_record *rec,
     int out, int *ok)
 {
-    const clef_record  *r1[1] = { rec };
-    const clef_image  **ims = calloc((size_t) rec->n_images + 1, sizeof(*ims));
-    clef_batch          batch;
-    clef_error          err;
-    int32_t             cu[2];
-    int64_t             rows = 0;
-    float              *fc, *fg;
-    double              e = INFINITY;
-    int                 k;
+    const clef_record       *r1[1] = { rec };
+    const clef_media_item  **ims = calloc((size_t) rec->n_media + 1,
+                                          sizeof(*ims));
+    clef_batch               batch;
+    clef_error               err;
+    int32_t                  cu[2];
+    int64_t                  rows = 0;
+    float                   *fc, *fg;
+    double                   e = INFINITY;
+    int                      k;
 
-    for (k = 0; k < rec->n_images; k++) {
-        ims[k] = &rec->images[k];
-        rows += clef_image_tokens(&rec->images[k]);
+    for (k = 0; k < rec->n_media; k++) {
+        ims[k] = &rec->media[k];
+        rows += rec->media[k].tokens;
     }
     fc = fvec((size_t) rows * out);
     fg = fvec((size_t) rows * out);
     memset(&err, 0, sizeof(err));
     clef_batch_init(&batch, r1, 1, cu);
     *ok = clef_batch_set_media(&batch, &err) == 0
-          && clef_cpu_vision_forward(cv, ims, rec->n_images, fc, &err) == 0
+          && clef_cpu_vision_forward(cv, ims, rec->n_media, fc, &err) == 0
           && clef_cuda_vision_features(gb, &batch, fg, &err) == 0;
     clef_batch_free_media(&batch);
     if (*ok) {
@@ -698,7 +701,7 @@ test_model(const char *name, const char *config, int seed, int max_cases)
         e = features_error(cv, gb, rec, out, &ok);
         worst_f = e > worst_f ? e : worst_f;
         CHECK(ok && e <= FEAT_TOL, "%s %s (%d images): merged features within %g "
-              "of the CPU tower's (%.3g)", name, cname, rec->n_images, FEAT_TOL, e);
+              "of the CPU tower's (%.3g)", name, cname, rec->n_media, FEAT_TOL, e);
 
         ok = rec->n_options <= 256
              && forward(cpu, cb, (const clef_record *const []) { rec }, 1, lc) == 0
@@ -776,6 +779,34 @@ test_model(const char *name, const char *config, int seed, int max_cases)
          && memcmp(tl2, tl[0], sizeof(float) * (size_t) text[0].n_options) == 0;
     CHECK(ok, "%s: a text-only record after batches with images: its first bits",
           name);
+    /* an item of a kind this backend has no encoder for (the video kind,
+     * which nothing prepares yet: an image relabelled): refused before
+     * anything is launched, and the next forward as before */
+    if (n > 0) {
+        clef_batch  batch;
+        clef_error  err;
+        int32_t     cu[2];
+
+        memset(&err, 0, sizeof(err));
+        recs[0].media[0].kind = CLEF_MEDIA_VIDEO;
+        clef_batch_init(&batch, (const clef_record *const []) { &recs[0] }, 1,
+                        cu);
+        ok = clef_batch_set_media(&batch, &err) == 0
+             && clef_cuda_backend_ops.forward(gb, &batch, again, &err) == -1
+             && err.status == 400
+             && strcmp(err.type, "videos_unsupported") == 0
+             && strcmp(err.message, "The cuda backend has no encoder for "
+                       "videos.") == 0;
+        clef_batch_free_media(&batch);
+        recs[0].media[0].kind = CLEF_MEDIA_IMAGE;
+        CHECK(ok, "%s: a video item: 400 videos_unsupported (%s)", name,
+              err.message);
+        ok = forward(&clef_cuda_backend_ops, gb,
+                     (const clef_record *const []) { &recs[0] }, 1, again) == 0
+             && memcmp(again, alone[0],
+                       sizeof(float) * (size_t) recs[0].n_options) == 0;
+        CHECK(ok, "%s: the image record after the refusal: its bits", name);
+    }
     {
         long  fallbacks, heur;
 

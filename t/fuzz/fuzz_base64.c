@@ -11,6 +11,7 @@
 #include "fuzz_common.h"
 #include "media/base64.h"
 #include "media/image_input.h"
+#include "media/kinds.h"
 
 static const char  alpha[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -63,10 +64,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     clef_arena          a;
     clef_error          err;
-    clef_image_input   *in;
+    clef_media_input   *in;
     clef_buf            b = { 0 };
     clef_json          *images;
-    clef_image_limits   lim;
+    clef_media_limits   lim;
     int                 rc, object = size > 0 && (data[0] & 1);
 
     check_decode(data, size);
@@ -79,7 +80,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     clef_arena_init(&a, 4096);
     images = clef_json_parse(&a, b.data, b.len, &err);
     if (images != NULL) {
-        clef_image_limits_default(&lim);
+        clef_media_limits_default(CLEF_MEDIA_IMAGE, &lim);
         rc = clef_image_inputs_read(&a, images, &lim, &in, &err);
         if (rc != 0) {
             if (err.status < 400 || err.type[0] == '\0' || err.message[0] == '\0'

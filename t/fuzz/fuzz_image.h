@@ -21,9 +21,9 @@
 static int
 fuzz_image(clef_image_format fmt, const uint8_t *data, size_t size)
 {
-    clef_image_input       in;
+    clef_media_input       in;
     clef_rgb_image         rgb;
-    clef_image             im;
+    clef_media_item        im;
     clef_processor_config  pc;
     clef_error             err;
     const char            *why;
@@ -34,6 +34,8 @@ fuzz_image(clef_image_format fmt, const uint8_t *data, size_t size)
     {
         fuzz_fail("probe accepted %dx%d", w, h);
     }
+    memset(&in, 0, sizeof(in));
+    in.kind = CLEF_MEDIA_IMAGE;
     in.format = fmt;
     in.data = data;
     in.len = size;
@@ -54,12 +56,12 @@ fuzz_image(clef_image_format fmt, const uint8_t *data, size_t size)
     pc.max_pixels = 1 << 18;            /* keep the resize cheap */
     pc.min_pixels = 1 << 12;
     if (clef_image_preprocess(&rgb, 0, &pc, &im, &err) == 0) {
-        if (im.rgb == NULL || im.grid_h < 2 || im.grid_w < 2
+        if (im.bytes == NULL || im.grid_h < 2 || im.grid_w < 2
             || im.grid_h % 2 || im.grid_w % 2)
         {
             fuzz_fail("preprocessed to %dx%d", im.grid_h, im.grid_w);
         }
-        clef_image_free(&im);
+        clef_media_item_free(&im);
     }
     clef_rgb_image_free(&rgb);
     return 0;

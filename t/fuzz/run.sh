@@ -45,9 +45,9 @@ SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
      text/tokenizer_unicode text/bpe text/bpe_cache media/base64
      media/image_input media/image_probe media/image_decode media/decode_png
      media/decode_jpeg media/decode_webp media/exif media/resize
-     media/processor media/image_size model/gguf model/quant
-     model/quant_legacy model/quant_k model/tensor media/video_decode
-     media/video_sample media/video_process"
+     media/processor media/image_size media/media media/kinds media/prepare
+     model/gguf model/quant model/quant_legacy model/quant_k model/tensor
+     media/video_decode media/video_sample media/video_process"
 
 mkdir -p $OUT/obj $OUT/artifacts
 objs=

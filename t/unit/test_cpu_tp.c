@@ -26,7 +26,7 @@
 #include "cpu/backend_cpu.h"
 #include "model/model.h"
 #include "protocol/answer.h"
-#include "protocol/encode_images.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
@@ -67,9 +67,7 @@ encode(const clef_model *m, const char *body, item *it)
     }
     rc = clef_request_check_media(&it->req, 1, &err);
     if (rc == 0) {
-        rc = clef_encode_with_images(clef_model_tokenizer(m),
-                                     clef_model_vision_config(m), &it->req, &eo,
-                                     &it->rec, &err);
+        rc = clef_encode_with_media(m, &it->req, &eo, &it->rec, &err);
     }
     if (rc != 0) {
         printf("#   %s: %s\n", it->name, err.message);

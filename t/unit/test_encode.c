@@ -313,7 +313,7 @@ test_media_and_defaults(const clef_tokenizer *tk)
                 &rec, &err) == 0)
         {
             opts = (clef_encode_opts) { .max_length = 65536 };
-            req.n_images = 0;
+            req.media[CLEF_MEDIA_IMAGE].n = 0;
             if (clef_encode(tk, &req, &opts, &plain, &err) == 0) {
                 pre = prefix_tokens(tk);
                 ok = rec.ids.n == plain.ids.n + 5
@@ -333,7 +333,7 @@ test_media_and_defaults(const clef_tokenizer *tk)
                 opts.max_length = (int) plain.ids.n + 4;
                 opts.media_ids = media;
                 opts.n_media_ids = 5;
-                req.n_images = 1;
+                req.media[CLEF_MEDIA_IMAGE].n = 1;
                 CHECK_INT(clef_encode(tk, &req, &opts, &rec, &err), -1,
                           "media ids count towards the limit");
                 snprintf(want, sizeof(want), "Request needs %zu tokens (state 1, "

@@ -60,9 +60,9 @@ run_case(const json_t *c, double *sum_diff, long long *pixels, int *worst)
     clef_arena         arena;
     clef_error         err;
     clef_json         *images;
-    clef_image_input  *in;
+    clef_media_input  *in;
     clef_rgb_image     rgb, want;
-    clef_image         im;
+    clef_media_item    im;
     clef_processor_config  pc;
     int                orient, rc, d, maxd = 0;
     long long          i, n;
@@ -123,7 +123,7 @@ run_case(const json_t *c, double *sum_diff, long long *pixels, int *worst)
     if (rc == 0 && want.width == im.grid_w * 16 && want.height == im.grid_h * 16) {
         n = (long long) want.width * want.height * 3;
         for (i = 0; i < n; i++) {
-            d = abs((int) want.rgb[i] - (int) im.rgb[i]);
+            d = abs((int) want.rgb[i] - (int) im.bytes[i]);
             maxd = d > maxd ? d : maxd;
             sum += d;
         }
@@ -134,7 +134,7 @@ run_case(const json_t *c, double *sum_diff, long long *pixels, int *worst)
         *worst = maxd > *worst ? maxd : *worst;
         clef_rgb_image_free(&want);
     }
-    clef_image_free(&im);
+    clef_media_item_free(&im);
 
 done:
     clef_arena_free(&arena);

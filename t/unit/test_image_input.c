@@ -189,11 +189,12 @@ test_refusals(void)
 static void
 test_plan(void)
 {
-    clef_request  req;
-    clef_error    err;
-    clef_buf      body = { NULL, 0, 0 }, blob = { NULL, 0, 0 };
-    clef_plan     plan;
-    int           ok;
+    clef_request       req;
+    clef_error         err;
+    clef_buf           body = { NULL, 0, 0 }, blob = { NULL, 0, 0 };
+    clef_plan          plan;
+    clef_media_input  *in;
+    int                ok;
 
     clef_buf_printf(&body, Q "\"images\":[\"data:image/png;base64,%s\","
                     "{\"content_type\":\"IMAGE/PNG\",\"base64\":\"%s\"}]}",
@@ -205,25 +206,26 @@ test_plan(void)
         clef_buf_free(&body);
         return;
     }
-    CHECK(req.image_inputs[0].format == CLEF_IMAGE_PNG
-          && req.image_inputs[0].width == 1 && req.image_inputs[0].height == 1
-          && req.image_inputs[1].len == req.image_inputs[0].len,
+    in = req.media[CLEF_MEDIA_IMAGE].inputs;
+    CHECK(in[0].format == CLEF_IMAGE_PNG
+          && in[0].width == 1 && in[0].height == 1
+          && in[1].len == in[0].len,
           "PNG 1x1, the object form with a type in capitals too");
     ok = clef_plan_build(&req, &blob, &err) == 0
          && clef_plan_view(&plan, blob.data, blob.len, &err) == 0;
     CHECK(ok, "plan with images");
     if (ok) {
-        clef_processor_config  pc;
+        clef_media_conf  mc;
 
-        clef_processor_config_default(&pc);
+        clef_media_conf_default(&mc);
         /* 1 x 1 grows to 256 x 256: 8 x 8 merged tokens, + 2 each */
-        CHECK_INT(clef_plan_image_ids(&plan, &pc), 2 * (64 + 2),
+        CHECK_INT(clef_plan_media_ids(&plan, &mc), 2 * (64 + 2),
                   "plan: the images' ids from their headers");
-        CHECK(plan.n_images == 2 && plan.n_image_files == 2
-              && plan.images[1].format == CLEF_IMAGE_PNG
-              && plan.images[1].len == req.image_inputs[1].len
-              && memcmp(plan.images[1].data, req.image_inputs[1].data,
-                        plan.images[1].len) == 0,
+        CHECK(plan.n_media == 2 && plan.media[1].kind == CLEF_MEDIA_IMAGE
+              && plan.media[1].format == CLEF_IMAGE_PNG
+              && plan.media[1].len == in[1].len
+              && memcmp(plan.media[1].data, in[1].data,
+                        plan.media[1].len) == 0,
               "plan: the files byte for byte");
         clef_plan_free(&plan);
         /* a blob cut inside an image is refused, not read past */
@@ -279,9 +281,10 @@ test_exif(void)
 static void
 test_mrope(void)
 {
-    clef_image  im[2];
-    int32_t     start[2] = { 6, 24 }, pos[3 * 40];
-    int         t, ok = 1;
+    clef_media_item  im[2];
+    clef_media_span  spans[2] = { { 6, 16, 0, 0 }, { 24, 12, 1, 0 } };
+    int32_t          pos[3 * 40];
+    int              t, ok = 1;
 
     memset(im, 0, sizeof(im));
     im[0].grid_h = 8;
@@ -290,7 +293,7 @@ test_mrope(void)
     im[1].grid_h = 4;
     im[1].grid_w = 12;
     im[1].merge = 2;
-    clef_mrope_positions(40, im, start, 2, pos);
+    clef_mrope_positions(40, im, spans, 2, pos);
     for (t = 0; t < 6; t++) {
         ok &= pos[t] == t && pos[40 + t] == t && pos[80 + t] == t;
     }
@@ -308,6 +311,27 @@ test_mrope(void)
           && pos[35] == 12 && pos[75] == 13 && pos[115] == 17
           && pos[36] == 18 && pos[76] == 18 && pos[39] == 21,
           "M-RoPE: a 2 x 6 image moves the text on by 6");
+
+    /* spans of several groups (a kind with a temporal axis), 25 tokens:
+     * (p + s, p + i, p + j), then p + max(groups, h, w) */
+    im[0].grid_h = 4;                   /* merged 2 x 2: 8 tokens, 2 groups */
+    im[0].grid_w = 4;
+    im[1].grid_h = 2;                   /* merged 1 x 2: 12 tokens, 6 groups */
+    im[1].grid_w = 4;
+    spans[0] = (clef_media_span) { 2, 8, 0, 0 };
+    spans[1] = (clef_media_span) { 11, 12, 1, 0 };
+    clef_mrope_positions(25, im, spans, 2, pos);
+    /* span 0 at 2, group 1, row 1, col 0: token 8 */
+    CHECK(pos[1] == 1 && pos[2] == 2 && pos[27] == 2 && pos[52] == 2
+          && pos[8] == 3 && pos[33] == 3 && pos[58] == 2
+          && pos[9] == 3 && pos[34] == 3 && pos[59] == 3,
+          "M-RoPE: a 2-group span at (p + s, p + i, p + j)");
+    /* then 2 + max(2, 2, 2) = 4; span 1 at 5, six groups of 1 x 2: its
+     * last token (5 + 5, 5, 5 + 1), the text after it at 5 + 6 */
+    CHECK(pos[10] == 4 && pos[35] == 4 && pos[11] == 5 && pos[36] == 5
+          && pos[61] == 5 && pos[22] == 10 && pos[47] == 5 && pos[72] == 6
+          && pos[23] == 11 && pos[48] == 11 && pos[73] == 11 && pos[24] == 12,
+          "M-RoPE: six groups of 1 x 2 move the text on by 6");
 }
 
 

@@ -396,7 +396,7 @@ test_limit_errors(void)
     clef_limits_default(&lim);
     lim.min_score_levels = 2;
     lim.max_choices = 4;
-    lim.max_images = 1;
+    lim.media[CLEF_MEDIA_IMAGE].max_items = 1;
     lim.max_id_len = 3;
     score_body(&b, 1);
     expect_error("limit 2 levels", b.data, b.len, &lim, 400,
@@ -497,13 +497,14 @@ test_accepted(void)
 
     b.len = 0;
     clef_buf_printf(&b, "{\"model\":\"jev-latest\",\"state\":null,\"extra\":[1],"
-        "\"videos\":7,\"images\":null,\"questions\":{\"q\":{\"type\":\"noul\","
+        "\"vendor\":7,\"images\":null,\"questions\":{\"q\":{\"type\":\"noul\","
         "\"unknown\":{\"x\":1},\"instructions\":null}}}");
     if (parse_ok("null state, unknown fields", b.data, b.len, &req) == 0) {
         CHECK(str_is(req.model, "jev-latest"), "model kept");
         CHECK(req.state != NULL && req.state->type == CLEF_JSON_NULL,
               "null state is a state");
-        CHECK(req.images == NULL && req.n_images == 0, "images null: none");
+        CHECK(req.media[CLEF_MEDIA_IMAGE].items == NULL
+              && req.media[CLEF_MEDIA_IMAGE].n == 0, "images null: none");
         CHECK(req.questions[0].instructions == NULL, "instructions null: NULL");
         clef_request_free(&req);
     }
@@ -511,8 +512,9 @@ test_accepted(void)
     b.len = 0;
     clef_buf_printf(&b, Q1 "{\"q\":{\"type\":\"noul\"}},\"images\":[\"a\",{},3,4]}");
     if (parse_ok("4 images", b.data, b.len, &req) == 0) {
-        CHECK_INT(req.n_images, 4, "4 images: counted");
-        CHECK(req.images != NULL && req.images->type == CLEF_JSON_ARRAY,
+        CHECK_INT(req.media[CLEF_MEDIA_IMAGE].n, 4, "4 images: counted");
+        CHECK(req.media[CLEF_MEDIA_IMAGE].items != NULL
+              && req.media[CLEF_MEDIA_IMAGE].items->type == CLEF_JSON_ARRAY,
               "4 images: the array");
         clef_request_free(&req);
     }
@@ -612,6 +614,117 @@ test_options(void)
 }
 
 
+/* clef_request_check_media() on the media fields this server does not read
+ * yet: each refused by name, with where it is (issue 21, issue 22);
+ * status 0: accepted. */
+static void
+media_check(const char *name, const char *tail, unsigned accepts, int status,
+    const char *type, const char *loc, const char *message)
+{
+    clef_request  req;
+    clef_error    err;
+    clef_buf      b = { NULL, 0, 0 };
+    int           rc;
+
+    clef_error_clear(&err);
+    clef_buf_printf(&b, "{\"model\":\"m\",\"questions\":{\"q\":{\"type\":"
+                    "\"noul\"}}%s%s}", strstr(tail, "\"state\"") != NULL
+                    ? "" : ",\"state\":\"s\"", tail);
+    rc = clef_request_parse(&req, b.data, b.len, NULL, &err);
+    if (rc == 0) {
+        rc = clef_request_check_media(&req, accepts, &err);
+        clef_request_free(&req);
+    }
+    clef_buf_free(&b);
+    if (status == 0) {
+        CHECK_INT(rc, 0, "%s: accepted", name);
+        return;
+    }
+    CHECK_INT(rc, -1, "%s: refused", name);
+    CHECK_INT(err.status, status, "%s: status", name);
+    CHECK_STR(err.type, type, "%s: type", name);
+    CHECK_STR(err.loc, loc, "%s: loc", name);
+    if (message != NULL) {
+        CHECK_STR(err.message, message, "%s: message", name);
+    }
+}
+
+
+static void
+test_media_fields(void)
+{
+    media_check("two videos", ",\"videos\":[\"data:video/mp4;base64,AAAA\","
+                "{\"content_type\":\"video/webm\",\"base64\":\"AAAA\"}]", 0,
+                400, "videos_unsupported", "[\"body\",\"videos\"]",
+                "This server does not take videos yet (2 given): remove "
+                "\"videos\"; text and JSON states are supported.");
+    media_check("a video beside images a model takes",
+                ",\"videos\":[\"x\"]", 1, 400, "videos_unsupported",
+                "[\"body\",\"videos\"]",
+                "This server does not take videos yet (1 given): remove "
+                "\"videos\"; text, JSON states and images are supported.");
+    media_check("audio", ",\"audio\":[\"data:audio/wav;base64,AAAA\"]", 0,
+                400, "audio_unsupported", "[\"body\",\"audio\"]",
+                "This server does not take audio clips yet (1 given): "
+                "remove \"audio\"; text and JSON states are supported.");
+    media_check("media_kwargs", ",\"media_kwargs\":{\"fps\":1,\"x\":2}", 1,
+                400, "media_kwargs_unsupported",
+                "[\"body\",\"media_kwargs\",\"fps\"]",
+                "The media_kwargs key \"fps\" is not supported: this "
+                "server passes no arguments to its media processors; "
+                "remove it.");
+    media_check("a media_kwargs key with a quote and a newline",
+                ",\"media_kwargs\":{\"a\\\"b\\nc\":null}", 0, 400,
+                "media_kwargs_unsupported",
+                "[\"body\",\"media_kwargs\",\"a\\\"b\\u000ac\"]",
+                "The media_kwargs key \"a\"b\\u000ac\" is not supported: "
+                "this server passes no arguments to its media "
+                "processors; remove it.");
+    media_check("videos before media_kwargs",
+                ",\"media_kwargs\":{\"fps\":1},\"videos\":[1]", 0, 400,
+                "videos_unsupported", "[\"body\",\"videos\"]", NULL);
+    media_check("OpenRouter's video part in a state",
+                ",\"state\":[\"see\",{\"type\":\"video_url\",\"video_url\":"
+                "{\"url\":\"data:video/mp4;base64,AAAA\"}}]", 1, 400,
+                "videos_unsupported", "[\"body\",\"state\",1]",
+                "Video parts in the state (state[1] has type \"video_url\") "
+                "are not supported; this server reads the state as text or "
+                "JSON.");
+    media_check("an input_audio part in a state",
+                ",\"state\":[{\"type\":\"input_audio\",\"input_audio\":"
+                "{\"data\":\"AAAA\",\"format\":\"wav\"}}]", 0, 400,
+                "audio_unsupported", "[\"body\",\"state\",0]",
+                "Audio parts in the state (state[0] has type "
+                "\"input_audio\") are not supported; this server reads the "
+                "state as text or JSON.");
+    media_check("an image part in a state, images taken",
+                ",\"state\":[{\"type\":\"input_image\"}]", 1, 400,
+                "images_unsupported", "[\"body\",\"state\",0]",
+                "Image parts in the state (state[0] has type "
+                "\"input_image\") are not supported: send images in a "
+                "top-level \"images\" array; this server reads the state as "
+                "text or JSON.");
+
+    /* the shapes the reference's request model gives them (422) */
+    ERR("videos not a list", Q1 "{\"q\":{\"type\":\"noul\"}},\"videos\":7}",
+        422, "list_type", "[\"body\",\"videos\"]", "Input should be a valid list");
+    ERR("audio not a list", Q1 "{\"q\":{\"type\":\"noul\"}},\"audio\":\"x\"}",
+        422, "list_type", "[\"body\",\"audio\"]", "Input should be a valid list");
+    ERR("media_kwargs not an object",
+        Q1 "{\"q\":{\"type\":\"noul\"}},\"media_kwargs\":[]}", 422,
+        "dict_type", "[\"body\",\"media_kwargs\"]",
+        "Input should be a valid dictionary");
+
+    /* empty or null: nothing is there to ignore */
+    media_check("empty videos and audio, null media_kwargs",
+                ",\"videos\":[],\"audio\":null,\"media_kwargs\":null", 0, 0,
+                NULL, NULL, NULL);
+    media_check("empty media_kwargs, null videos",
+                ",\"media_kwargs\":{},\"videos\":null,\"audio\":[]", 0, 0,
+                NULL, NULL, NULL);
+}
+
+
 int
 main(void)
 {
@@ -621,5 +734,6 @@ main(void)
     test_limit_errors();
     test_accepted();
     test_options();
+    test_media_fields();
     return check_done();
 }

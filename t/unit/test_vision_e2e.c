@@ -20,7 +20,7 @@
 #include "backend/backend.h"
 #include "check.h"
 #include "model/model.h"
-#include "protocol/encode_images.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
@@ -39,7 +39,7 @@ static double  worst_pix, worst_bytes;
 
 /* The reference's resized image k of case c, as the record's pixels. */
 static int
-reference_pixels(json_t *c, int k, clef_image *im)
+reference_pixels(json_t *c, int k, clef_media_item *im)
 {
     const char      *name = json_string_value(json_array_get(
                           json_object_get(json_object_get(c, "body"), "images"),
@@ -60,8 +60,8 @@ reference_pixels(json_t *c, int k, clef_image *im)
     if (rc != 0 || rgb.width != im->grid_w * 16 || rgb.height != im->grid_h * 16) {
         return -1;
     }
-    free(im->rgb);
-    im->rgb = rgb.rgb;
+    free(im->bytes);
+    im->bytes = rgb.rgb;
     return 0;
 }
 
@@ -149,17 +149,19 @@ check_encoding(json_t *c, const clef_record *rec, const char *name)
         }
     }
     CHECK(ok, "%s: question and option spans identical", name);
-    ok = (int) json_array_size(starts) == rec->n_images;
-    for (i = 0; ok && i < (size_t) rec->n_images; i++) {
-        ok = json_integer_value(json_array_get(starts, i)) == rec->image_start[i]
+    ok = (int) json_array_size(starts) == rec->n_media
+         && rec->n_spans == rec->n_media;
+    for (i = 0; ok && i < (size_t) rec->n_media; i++) {
+        ok = json_integer_value(json_array_get(starts, i)) == rec->spans[i].start
+             && rec->spans[i].item == (int32_t) i
              && json_integer_value(json_array_get(json_array_get(
                     json_object_get(c, "image_grid_thw"), i), 1))
-                == rec->images[i].grid_h
+                == rec->media[i].grid_h
              && json_integer_value(json_array_get(json_array_get(
                     json_object_get(c, "image_grid_thw"), i), 2))
-                == rec->images[i].grid_w;
+                == rec->media[i].grid_w;
     }
-    CHECK(ok, "%s: %d images: pad spans and grids identical", name, rec->n_images);
+    CHECK(ok, "%s: %d images: pad spans and grids identical", name, rec->n_media);
 }
 
 
@@ -236,8 +238,8 @@ main(void)
         memcpy(alone[n], lg, sizeof(float) * (size_t) rec->n_options);
 
         /* fed the reference's own pixels */
-        for (k = 0, ok = 1; k < rec->n_images; k++) {
-            ok &= reference_pixels(c, k, &rec->images[k]) == 0;
+        for (k = 0, ok = 1; k < rec->n_media; k++) {
+            ok &= reference_pixels(c, k, &rec->media[k]) == 0;
         }
         CHECK(ok, "%s: the reference's resized images read", name);
         ok = ok && forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
@@ -259,9 +261,7 @@ main(void)
         eo.max_length = 300;
         ok = clef_request_parse(&req, body, strlen(body), NULL, &err) == 0
              && clef_request_check_media(&req, 1, &err) == 0;
-        CHECK(ok && clef_encode_with_images(clef_model_tokenizer(m),
-                                            clef_model_vision_config(m), &req,
-                                            &eo, &r, &err) == -1
+        CHECK(ok && clef_encode_with_media(m, &req, &eo, &r, &err) == -1
               && err.status == 413
               && strcmp(err.type, "max_tokens_exceeded") == 0
               && strcmp(err.message, "The 4 images need 452 tokens; the limit "
@@ -307,6 +307,29 @@ main(void)
               "logit bit-identical to the record alone", n);
         clef_record_free(&text[0]);
         clef_record_free(&text[1]);
+    }
+
+    /* an item of a kind the CPU backend has no encoder for (the video
+     * kind, which nothing prepares yet: the first image relabelled) is
+     * refused by the backend's table, before any encoder runs */
+    if (n > 0) {
+        clef_batch  batch;
+        int32_t     cu[2];
+        float       lg[256];
+
+        recs[0].media[0].kind = CLEF_MEDIA_VIDEO;
+        clef_batch_init(&batch, (const clef_record *const []) { &recs[0] }, 1,
+                        cu);
+        ok = clef_batch_set_media(&batch, &err) == 0
+             && ops->forward(b, &batch, lg, &err) == -1;
+        clef_batch_free_media(&batch);
+        recs[0].media[0].kind = CLEF_MEDIA_IMAGE;
+        CHECK(ok && err.status == 400
+              && strcmp(err.type, "videos_unsupported") == 0
+              && strcmp(err.message, "The cpu backend has no encoder for "
+                        "videos.") == 0,
+              "a video item on the CPU backend: 400 videos_unsupported (%s)",
+              err.message);
     }
 
     printf("# vision e2e: max |p - reference| %.3g from the reference's pixel "

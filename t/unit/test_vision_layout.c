@@ -31,7 +31,7 @@ test_patch_rc(void)
 {
     static const int  grids[][2] = { { 2, 2 }, { 4, 6 }, { 6, 4 }, { 2, 18 },
                                      { 10, 14 } };
-    clef_image        im;
+    clef_media_item   im;
     int32_t           r, c, r0, c0;
     int               g, p, ok, seen[10 * 18];
 
@@ -187,16 +187,22 @@ fake_record(clef_record *r, int n, int n_images, const int (*grids)[2],
     memset(r, 0, sizeof(*r));
     r->ids.v = calloc((size_t) n, sizeof(int32_t));
     r->ids.n = (size_t) n;
-    r->n_images = n_images;
-    r->images = calloc((size_t) n_images + 1, sizeof(clef_image));
-    r->image_start = calloc((size_t) n_images + 1, sizeof(int32_t));
+    r->n_media = n_images;
+    r->n_spans = n_images;
+    r->media = calloc((size_t) n_images + 1, sizeof(clef_media_item));
+    r->spans = calloc((size_t) n_images + 1, sizeof(clef_media_span));
     for (k = 0; k < n_images; k++) {
-        r->images[k].grid_h = grids[k][0];
-        r->images[k].grid_w = grids[k][1];
-        r->images[k].merge = 2;
-        r->images[k].patch = 16;
-        r->images[k].temporal = 2;
-        r->image_start[k] = starts[k];
+        r->media[k].kind = CLEF_MEDIA_IMAGE;
+        r->media[k].grid_t = 1;
+        r->media[k].grid_h = grids[k][0];
+        r->media[k].grid_w = grids[k][1];
+        r->media[k].merge = 2;
+        r->media[k].patch = 16;
+        r->media[k].temporal = 2;
+        r->media[k].tokens = grids[k][0] * grids[k][1] / 4;
+        r->spans[k].start = starts[k];
+        r->spans[k].len = (int32_t) r->media[k].tokens;
+        r->spans[k].item = k;
     }
 }
 
@@ -205,8 +211,8 @@ static void
 free_record(clef_record *r)
 {
     free(r->ids.v);
-    free(r->images);
-    free(r->image_start);
+    free(r->media);
+    free(r->spans);
 }
 
 
@@ -228,7 +234,7 @@ test_scatter(void)
     fake_record(&rec[1], 16, 2, g1, s1);              /* tokens 5..20 */
     fake_record(&rec[2], 9, 1, g2, s2);               /* tokens 21..29 */
     clef_batch_init(&b, ptr, 3, cu);
-    CHECK(clef_batch_set_media(&b, &err) == 0 && b.n_media == 3,
+    CHECK(clef_batch_set_media(&b, &err) == 0 && b.n_spans == 3,
           "a batch of a text record and records with 2 and 1 images");
     /* image 0: 4 rows at 5 + 3; image 1: 3 rows at 5 + 10; image 2: 6 at 21 + 1 */
     for (i = 0; i < 4; i++) {
@@ -247,7 +253,7 @@ test_scatter(void)
     CHECK(ok, "each merged row lands on its image's pad token in the batch");
 
     /* the batch's spans are const to backends; this test owns them */
-    spans = (clef_media_span *) b.media;
+    spans = (clef_media_span *) b.spans;
     saved = spans[1];
     spans[1].len = 4;
     ok = clef_vision_scatter_rows(&b, dst, 13, &why) == -1 && why != NULL;

@@ -14,7 +14,7 @@
 #include "backend/backend.h"
 #include "base/buf.h"
 #include "model/model.h"
-#include "protocol/encode_images.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "slurp.h"
 
@@ -88,9 +88,7 @@ encode_case(const clef_model *m, json_t *c, clef_record *rec)
     if (rc == 0) {
         rc = clef_request_check_media(&req, 1, &err);
         if (rc == 0) {
-            rc = clef_encode_with_images(clef_model_tokenizer(m),
-                                         clef_model_vision_config(m), &req, &eo,
-                                         rec, &err);
+            rc = clef_encode_with_media(m, &req, &eo, rec, &err);
         }
         clef_request_free(&req);
     }

@@ -62,7 +62,7 @@ void clef_cpu_backbone_set_progress(clef_cpu_backbone *b,
 int  clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
     const int32_t *cu_seqlens, int n_records, float *hidden, clef_error *err);
 
-/* Images (backend.h): the rows of features (hidden_size floats each)
+/* Media (backend.h): the rows of features (hidden_size floats each)
  * replace the embeddings of the spans' tokens, and positions ([3][T],
  * NULL: text) are the M-RoPE positions of every token, record-relative. */
 typedef struct {

@@ -239,14 +239,14 @@ failed:
 /* ---- forward -------------------------------------------------------------- */
 
 typedef struct {
-    const clef_cpu_vision   *v;
-    const clef_image *const *images;
-    const int64_t           *cu;         /* patch offsets of the images */
-    int                      n_images;
-    int64_t                  p0;         /* first patch of the tile */
-    float                   *rows;       /* [tile][row] */
-    float                   *x;          /* [P][H] */
-    float                   *cos, *sin;  /* [P][hd / 2] */
+    const clef_cpu_vision         *v;
+    const clef_media_item *const  *images;
+    const int64_t                 *cu;         /* patch offsets of the images */
+    int                            n_images;
+    int64_t                        p0;         /* first patch of the tile */
+    float                         *rows;       /* [tile][row] */
+    float                         *x;          /* [P][H] */
+    float                         *cos, *sin;  /* [P][hd / 2] */
 } patch_job;
 
 
@@ -284,7 +284,7 @@ pos_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const patch_job        *j = ctx;
     const clef_cpu_vision  *v = j->v;
-    const clef_image       *im;
+    const clef_media_item  *im;
     int64_t                 p, H = v->cfg.hidden_size, q;
     int32_t                 r, c, tap[4];
     int                     k, i, quarter = v->hd / 4;
@@ -353,8 +353,9 @@ add_rows(clef_cpu_pool *pool, float *x, const float *y, int64_t ld,
 
 
 int
-clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
-    int n_images, float *features, clef_error *err)
+clef_cpu_vision_forward(clef_cpu_vision *v,
+    const clef_media_item *const *images, int n_images, float *features,
+    clef_error *err)
 {
     const clef_vision_config  *c = &v->cfg;
     clef_cpu_pool             *pool = v->pool;
@@ -378,7 +379,8 @@ clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
     blocks = cu + n_images + 1;
     cu[0] = 0;
     for (k = 0; k < n_images; k++) {
-        if (images[k]->patch != c->patch_size
+        if (images[k]->kind != CLEF_MEDIA_IMAGE
+            || images[k]->patch != c->patch_size
             || images[k]->temporal != c->temporal_patch_size
             || images[k]->merge != c->spatial_merge_size
             || clef_image_row_size(images[k]) != v->row)

@@ -32,9 +32,12 @@ void clef_cpu_vision_close(clef_cpu_vision *v);
 void clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
     void *ctx);
 
-/* features: [sum of clef_image_tokens()][out_hidden_size], the images'
- * merged tokens one image after the other. */
-int  clef_cpu_vision_forward(clef_cpu_vision *v, const clef_image *const *images,
-    int n_images, float *features, clef_error *err);
+/* The CPU backend's encoder of the image kind: images are media items of
+ * that kind (media/processor.h); features: [sum of their tokens]
+ * [out_hidden_size], the images' merged tokens one image after the
+ * other. */
+int  clef_cpu_vision_forward(clef_cpu_vision *v,
+    const clef_media_item *const *images, int n_images, float *features,
+    clef_error *err);
 
 #endif

@@ -1,0 +1,77 @@
+/*
+ * The media kinds as a request carries them (spec/systemone-protocol.md §2,
+ * spec/clef-encoder-and-head.md §2): one row per kind, which the request's
+ * validation (protocol/request.c), the plan (protocol/plan.c), the engine
+ * and the backends read for everything a kind changes in them: the
+ * request's field, the words of its refusals, its limits, the reader of its
+ * wire form and headers, and the ids an item adds from its header alone.
+ *
+ * This is a worker's half: no reader decodes a pixel or links a codec.
+ * The engine's half, a decoder and a processor per kind, is prepare.h.
+ *
+ * A kind is served when its row has a reader and the model has an encoder
+ * for it (clef_media_conf).  "videos" and "audio" have rows without a
+ * reader yet: their fields are known, so a request that has them is
+ * refused by name (400 videos_unsupported), never answered as if they were
+ * absent.
+ */
+#ifndef CLEF_MEDIA_KINDS_H
+#define CLEF_MEDIA_KINDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "base/error.h"
+#include "media/media.h"
+#include "media/processor.h"
+#include "text/json.h"
+
+/* What the serving model takes: the kinds it has an encoder for, their
+ * tokens (config.json) and their processors' settings. */
+typedef struct {
+    unsigned               accepts;     /* CLEF_MEDIA_BIT() of each kind */
+    clef_media_tokens      tokens[CLEF_MEDIA_KINDS];
+    clef_processor_config  processor;   /* kinds with pixels
+                                           (preprocessor_config.json) */
+} clef_media_conf;
+
+/* Accepts nothing; the processor's defaults. */
+void clef_media_conf_default(clef_media_conf *mc);
+
+typedef struct {
+    clef_media_kind     kind;
+    const char         *field;          /* the request's array: "images" */
+    const char         *one;            /* "image" */
+    const char         *many;           /* "images" */
+    const char         *noun;           /* "Image", at a sentence's start */
+    const char         *unsupported;    /* "images_unsupported" */
+    const char         *too_many;       /* "too_many_images" */
+    const char         *parts[3];       /* its part types in a state array
+                                           (OpenRouter's, OpenAI's), NULL
+                                           after the last */
+    clef_media_limits   limits;         /* the defaults */
+    /* Reads the field's array (wire form, limits, base64, header) into n
+     * inputs allocated in a, refusals naming the item; NULL: this server
+     * does not read the kind yet. */
+    int               (*read)(clef_arena *a, const clef_json *items,
+                              const clef_media_limits *lim,
+                              clef_media_input **out, clef_error *err);
+    /* The ids an item adds to a record, from its header alone: exact for
+     * its pads, a lower bound for what surrounds them; -1 when its
+     * processor refuses the header's size (the engine then says why). */
+    int64_t           (*header_ids)(const clef_media_input *in,
+                                    const clef_media_conf *mc);
+} clef_media_kind_info;
+
+/* The row of kind; NULL for a value that is no kind (a plan that says so
+ * is refused). */
+const clef_media_kind_info *clef_media_kind_of(int kind);
+
+void clef_media_limits_default(clef_media_kind kind, clef_media_limits *lim);
+
+/* "text and JSON states", "text, JSON states and images", ...: what a
+ * model that accepts these kinds takes, for refusals. */
+void clef_media_accepted_words(unsigned accepts, char *out, size_t cap);
+
+#endif

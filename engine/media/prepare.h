@@ -1,0 +1,42 @@
+/*
+ * The media kinds in the engine: for each, the decoder and processor that
+ * turn a file a worker read (kinds.h) into a media item for the kind's
+ * encoder (media.h), and the ids an item becomes in a record.  This runs in
+ * the engine's preparing thread, never in an nginx worker; a kind without a
+ * row here is refused (this engine cannot prepare it).
+ *
+ *   image   image_decode.h (PNG, JPEG, WebP, EXIF), then processor.h
+ *           (smart_resize, the antialiased bicubic, the normalisation);
+ *           <|vision_start|>, its pads, <|vision_end|>
+ */
+#ifndef CLEF_MEDIA_PREPARE_H
+#define CLEF_MEDIA_PREPARE_H
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "media/kinds.h"
+#include "media/media.h"
+#include "text/tokenizer.h"
+
+typedef struct {
+    clef_media_kind  kind;
+    /* Decodes and processes in into out; a refusal names the item by its
+     * index among the request's items of its kind. */
+    int            (*prepare)(const clef_media_input *in, int index,
+                              const clef_media_conf *mc, clef_media_item *out,
+                              clef_error *err);
+    /* Appends the item's ids in the record's media text to ids (its kind's
+     * start, pad and end tokens, and any text of its own, tokenized with
+     * tk) and its spans to spans (starts counted in ids, item: the item's
+     * index in the record), which has room for grid_t of them.  Returns
+     * how many spans it made, -1 when out of memory. */
+    int            (*expand)(const clef_media_item *it, int item,
+                             const clef_media_tokens *tok,
+                             const clef_tokenizer *tk, clef_ids *ids,
+                             clef_media_span *spans);
+} clef_media_prep;
+
+/* The row of kind, NULL when this engine cannot prepare it. */
+const clef_media_prep *clef_media_prep_of(int kind);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * Records with media (see encode_media.h).
+ */
+#include "protocol/encode_media.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "media/prepare.h"
+#include "model/model_media.h"
+
+
+void
+clef_encode_media_release(clef_encode_opts *opts)
+{
+    int  k;
+
+    for (k = 0; opts->media != NULL && k < opts->n_media; k++) {
+        clef_media_item_free(&opts->media[k]);
+    }
+    free(opts->media);
+    opts->media = NULL;
+    opts->n_media = 0;
+}
+
+
+int
+clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
+    clef_encode_opts *opts, clef_error *err)
+{
+    const clef_media_kind_info  *kind;
+    const clef_media_prep       *prep;
+    const clef_media_input      *in;
+    int64_t                      ids;
+    int                          k, index, max_length;
+
+    opts->media = NULL;
+    opts->n_media = 0;
+    for (k = 0; k < plan->n_media; k++) {
+        in = &plan->media[k];
+        kind = clef_media_kind_of(in->kind);
+        if (!(mc->accepts & CLEF_MEDIA_BIT(in->kind)) || in->format == 0
+            || clef_media_prep_of(in->kind) == NULL)
+        {
+            return clef_error_set(err, 400, kind->unsupported, "",
+                                  "This model does not accept %s.",
+                                  kind->many);
+        }
+    }
+    /* items that cannot fit are refused before a pixel is decoded */
+    ids = clef_plan_media_ids(plan, mc);
+    max_length = opts->max_length > 0 ? opts->max_length
+                                      : CLEF_DEFAULT_MAX_LENGTH;
+    if (ids > max_length) {
+        return clef_error_set(err, 413, "max_tokens_exceeded", "",
+            "The %d %s need %lld tokens; the limit is %d.", plan->n_media,
+            clef_plan_media_noun(plan), (long long) ids, max_length);
+    }
+    opts->media = calloc((size_t) plan->n_media + 1, sizeof(clef_media_item));
+    if (opts->media == NULL) {
+        return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
+    }
+    opts->n_media = plan->n_media;
+    memcpy(opts->tokens, mc->tokens, sizeof(opts->tokens));
+
+    /* one item at a time: at most one decoded frame is held; a refusal
+     * names the item by its index among its kind's */
+    for (k = 0, index = 0; k < plan->n_media; k++, index++) {
+        in = &plan->media[k];
+        if (k > 0 && in->kind != plan->media[k - 1].kind) {
+            index = 0;
+        }
+        prep = clef_media_prep_of(in->kind);
+        if (prep->prepare(in, index, mc, &opts->media[k], err) != 0) {
+            clef_encode_media_release(opts);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+int
+clef_encode_with_media(const clef_model *m, const clef_request *req,
+    const clef_encode_opts *opts, clef_record *rec, clef_error *err)
+{
+    clef_media_conf   mc;
+    clef_encode_opts  o;
+    clef_buf          blob = { NULL, 0, 0 };
+    clef_plan         plan;
+    int               rc = -1;
+
+    memset(rec, 0, sizeof(*rec));
+    if (opts != NULL) {
+        o = *opts;
+    } else {
+        clef_encode_opts_default(&o);
+    }
+    o.media = NULL;
+    o.n_media = 0;
+    clef_model_media_conf(m, &mc);
+    if (clef_plan_build(req, &blob, err) != 0
+        || clef_plan_view(&plan, blob.data, blob.len, err) != 0)
+    {
+        clef_buf_free(&blob);
+        return -1;
+    }
+    if (plan.n_media == 0
+        || clef_encode_media_prepare(&mc, &plan, &o, err) == 0)
+    {
+        rc = clef_encode_plan(clef_model_tokenizer(m), &plan, &o, rec, err);
+        clef_encode_media_release(&o);
+    }
+    clef_plan_free(&plan);
+    clef_buf_free(&blob);
+    return rc;
+}
