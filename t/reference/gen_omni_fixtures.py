@@ -17,8 +17,8 @@ Cloudflare's Omni code runs it (transformers 5.10.2):
   answer    systemone()
 
 and each request becomes one JSON line of t/fixtures/e2e/omni1.jsonl in the
-format of gen_model_fixtures.py (the hidden rows are the thinker's text
-model's final-norm output).  t/fixtures/e2e/manifest-omni.json lists it.
+format of gen_model_fixtures.py (the hidden rows are the thinker's
+final-norm output as the head receives it).  t/fixtures/e2e/manifest-omni.json lists it.
 
     build/refenv-omni/bin/python t/reference/gen_omni_fixtures.py
 
@@ -26,6 +26,7 @@ The reference is imported by path from build/reference (fetch-reference.sh
 omni).
 """
 
+import base64
 import json
 import pathlib
 import random
@@ -41,6 +42,41 @@ MODELS = ROOT / "t/fixtures/models"
 OUT = ROOT / "t/fixtures/e2e"
 CHECKPOINTS = {"omni1": {"seed": 21, "shards": 2}}
 OMNI_MAX_LENGTH = 64000     # the reference's DEFAULT_MAX_LENGTH
+CORPUS = ROOT / "t/fixtures/images/corpus"
+TYPES = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp"}
+
+
+def data_url(name):
+    data = (CORPUS / name).read_bytes()
+    return (f"data:{TYPES[name.rsplit('.', 1)[1]]};base64,"
+            + base64.b64encode(data).decode())
+
+
+def image_requests():
+    """Images as Clef Omni's reference takes them: PIL-decoded (no EXIF
+    turn), sized within its IMAGE_SIZE, each placeholder with its "\n"."""
+    q1 = {"animal": {"type": "choice", "instructions": "Which animal?",
+                     "criteria": {"cat": None, "dog": "a dog", "none": "no animal"}}}
+    q2 = {"bright": {"type": "noul", "instructions": "Is the picture bright?"},
+          "count": {"type": "score", "instructions": "How many objects?",
+                    "criteria": ["none", "one", "several"]}}
+    out = []
+
+    def add(name, images, questions, state="What does the picture show?"):
+        out.append((name, {"model": "clef-omni", "state": state,
+                           "images": [data_url(i) for i in images],
+                           "questions": questions}, OMNI_MAX_LENGTH, "reject"))
+
+    add("image-png-upscaled", ["png_rgb_64x48.png"], q1)
+    add("image-jpeg-exif-not-turned", ["jpg_exif6_120x80.jpg"], q2)
+    add("image-webp-and-palette", ["webp_lossy_180x120.webp",
+                                   "png_palette_trns_50x50.png"], q1)
+    add("image-jpeg-downscaled", ["jpg_3000x5000.jpg"], q2,
+        state={"ticket": "photo of the damaged parcel attached"})
+    add("image-three", ["png_rgba_100x80.png", "jpg_q90_444_200x150.jpg",
+                        "webp_lossless_96x96.webp"], q1)
+    add("image-gray-alpha", ["png_gray_alpha_60x90.png"], q2)
+    return out
 
 
 def mkmodel(name, seed, shards, out):
@@ -60,10 +96,21 @@ def run_case(mod, model, processor, name, text, max_length, truncate):
     if truncate == "reject":
         assert len(record.input_ids) < max_length, name
     batch = mod.collate_records([record], tokenizer.pad_token_id, torch.device("cpu"))
-    hidden = model.thinker.model(input_ids=batch["input_ids"],
-                                 attention_mask=batch["attention_mask"],
-                                 use_cache=False, return_dict=True).last_hidden_state[0]
-    logits = model(batch)[0]
+    # the thinker's final-norm output as the head receives it (its lm_head
+    # is the identity), media and DeepStack included
+    seen = {}
+    head_forward = model.head.forward
+
+    def keep(hidden_states, *args, **kwargs):
+        seen["hidden"] = hidden_states
+        return head_forward(hidden_states, *args, **kwargs)
+
+    model.head.forward = keep
+    try:
+        logits = model(batch)[0]
+    finally:
+        model.head.forward = head_forward
+    hidden = seen["hidden"][0]
     answer = mod.systemone(model, processor, request, max_length=max_length)
 
     positions = hidden_positions(record)
@@ -95,7 +142,7 @@ def main():
     mod = load_omni_joint_schema_model()
     torch.manual_seed(0)
     rng = random.Random(SEED)
-    cases = requests(rng)
+    cases = requests(rng) + image_requests()
     OUT.mkdir(parents=True, exist_ok=True)
     import transformers
     manifest = {"generator": "t/reference/gen_omni_fixtures.py",

@@ -43,6 +43,7 @@
 #include "model/model.h"
 #include "protocol/answer.h"
 #include "protocol/encode.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "shell.h"
 
@@ -389,13 +390,20 @@ check_inprocess(const char *model, json_t *cases, json_t *responses)
             CHECK(0, "%s: parse (%s)", cname, err.message);
             continue;
         }
-        if (clef_encode(clef_model_tokenizer(m), &req, &eo, &rec, &err) != 0) {
+        /* the media read and processed as the engine does (Clef Omni's
+         * images) */
+        if (clef_request_check_media(&req, 1, &err) != 0
+            || clef_encode_with_media(m, &req, &eo, &rec, &err) != 0)
+        {
             CHECK(0, "%s: encode (%s)", cname, err.message);
             clef_request_free(&req);
             continue;
         }
         one[0] = &rec;
         clef_batch_init(&batch, one, 1, cu);
+        if (clef_batch_set_media(&batch, &err) != 0) {
+            CHECK(0, "%s: the batch's media (%s)", cname, err.message);
+        }
         hs = malloc(rec.ids.n * (size_t) H * sizeof(float));
         lg = malloc((size_t) rec.n_options * sizeof(float));
 
@@ -435,6 +443,7 @@ check_inprocess(const char *model, json_t *cases, json_t *responses)
 
         free(hs);
         free(lg);
+        clef_batch_free_media(&batch);
         clef_record_free(&rec);
         clef_request_free(&req);
     }

@@ -570,6 +570,29 @@ clef_cpu_media_apply(const clef_cpu_backbone *b, const clef_cpu_media *m,
     return 0;
 }
 
+/* DeepStack: x += level d's rows at the visual spans' tokens, in the
+ * reference's order (hidden + visual embeds) */
+static void
+deepstack_add(const clef_cpu_backbone *b, const clef_cpu_media *m, int d,
+    acts *a)
+{
+    const float  *src;
+    float        *x;
+    int64_t       H = b->w.cfg.hidden_size, t, h;
+    int           i;
+
+    for (i = 0; i < m->n_visual; i++) {
+        for (t = 0; t < m->visual[i].len; t++) {
+            x = a->x + (int64_t) (m->visual[i].start + t) * H;
+            src = m->deepstack + d * m->level_stride
+                  + (int64_t) (m->visual[i].row + t) * H;
+            for (h = 0; h < H; h++) {
+                x[h] = x[h] + src[h];
+            }
+        }
+    }
+}
+
 int
 clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
     const int32_t *cu_seqlens, int n_records, float *hidden, clef_error *err)
@@ -660,6 +683,9 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
         rc = mlp_layer(b, &l->mlp, &a, T, err);
         if (rc != 0) {
             goto done;
+        }
+        if (media != NULL && i < media->n_deepstack) {
+            deepstack_add(b, media, i, &a);
         }
         if (b->progress != NULL) {
             b->progress(b->progress_ctx);
