@@ -263,24 +263,27 @@ vscatter_kernel(const bf16 *f, const float *b, const int32_t *dst, bf16 *hid,
     }
 }
 
+static cudaError_t
+vscatter(const clef_bf16 *f, const float *b, const int32_t *dst,
+    clef_bf16 *hid, int rows, int n, int add, cudaStream_t s)
+{
+    if (rows > 0) {
+        vscatter_kernel<<<rows, 256, 0, s>>>((const bf16 *) f, b, dst,
+                                             (bf16 *) hid, n, add);
+    }
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t
 clef_k_vscatter(const clef_bf16 *f, const float *b, const int32_t *dst,
     clef_bf16 *hid, int rows, int n, cudaStream_t s)
 {
-    if (rows > 0) {
-        vscatter_kernel<<<rows, 256, 0, s>>>((const bf16 *) f, b, dst,
-                                             (bf16 *) hid, n, 0);
-    }
-    return cudaGetLastError();
+    return vscatter(f, b, dst, hid, rows, n, 0, s);
 }
 
 extern "C" cudaError_t
 clef_k_vscatter_add(const clef_bf16 *f, const float *b, const int32_t *dst,
     clef_bf16 *hid, int rows, int n, cudaStream_t s)
 {
-    if (rows > 0) {
-        vscatter_kernel<<<rows, 256, 0, s>>>((const bf16 *) f, b, dst,
-                                             (bf16 *) hid, n, 1);
-    }
-    return cudaGetLastError();
+    return vscatter(f, b, dst, hid, rows, n, 1, s);
 }

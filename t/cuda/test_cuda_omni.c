@@ -40,8 +40,9 @@
 #include "model/model.h"
 #include "protocol/encode_media.h"
 #include "protocol/request.h"
+#include "vision_cases.h"
 
-#define MAX_CASES  48
+#define MAX_CASES  48        /* vision_cases.h forward(): at most 63 */
 
 static clef_cpu_pool  *pool;
 
@@ -303,55 +304,20 @@ test_moe_gemm(void)
 
 /* ---- the tiny Omni checkpoint -------------------------------------------- */
 
+/* A request of omni1.jsonl with the record limit and truncation it was
+ * computed with. */
 static int
-encode_case(const clef_model *m, json_t *c, clef_record *rec)
+encode_fixture(const clef_model *m, json_t *c, clef_record *rec)
 {
     const char        *body = json_string_value(json_object_get(c, "body"));
     const char        *tr = json_string_value(json_object_get(c, "truncate"));
-    clef_request       req;
-    clef_error         err;
     clef_encode_opts   eo;
-    int                rc;
 
     clef_encode_opts_default(&eo);
     eo.max_length = (int) json_integer_value(json_object_get(c, "max_length"));
     eo.truncate = tr != NULL && strcmp(tr, "state") == 0 ? CLEF_TRUNCATE_STATE
                                                          : CLEF_TRUNCATE_REJECT;
-    memset(&err, 0, sizeof(err));
-    rc = clef_request_parse(&req, body, strlen(body), NULL, &err);
-    if (rc == 0) {
-        rc = clef_request_check_media(&req, 1, &err);
-        if (rc == 0) {
-            rc = clef_encode_with_media(m, &req, &eo, rec, &err);
-        }
-        clef_request_free(&req);
-    }
-    if (rc != 0) {
-        printf("#   %s\n", err.message);
-    }
-    return rc;
-}
-
-static int
-forward(const clef_backend_ops *ops, clef_backend *b,
-    const clef_record *const *recs, int n, float *lg)
-{
-    clef_batch  batch;
-    clef_error  err;
-    int32_t     cu[MAX_CASES + 1];
-    int         rc;
-
-    memset(&err, 0, sizeof(err));
-    clef_batch_init(&batch, recs, n, cu);
-    rc = clef_batch_set_media(&batch, &err);
-    if (rc == 0) {
-        rc = ops->forward(b, &batch, lg, &err);
-        clef_batch_free_media(&batch);
-    }
-    if (rc != 0) {
-        printf("#   %s forward: %s\n", ops->name, err.message);
-    }
-    return rc;
+    return encode_body(m, body, &eo, rec);
 }
 
 static void
@@ -412,7 +378,7 @@ test_omni_e2e(void)
         if (n >= MAX_CASES) {
             break;
         }
-        if (encode_case(m, c, &recs[n]) != 0) {
+        if (encode_fixture(m, c, &recs[n]) != 0) {
             CHECK(0, "%s: encoded", cname);
             continue;
         }
@@ -512,24 +478,5 @@ static const cuda_subtest  subtests[] = {
 int
 main(int argc, char **argv)
 {
-    clef_error  err;
-    int         rc, want[N_SUBTESTS];
-
-    if ((rc = cuda_test_start(argc, argv, subtests, N_SUBTESTS, want)) >= 0) {
-        return rc;
-    }
-    if (access("build/clef", X_OK) != 0) {
-        printf("1..0 # SKIP build/clef is not built\n");
-        return 0;
-    }
-    die_cuda(clef_k_setup(), "kernel setup");
-    memset(&err, 0, sizeof(err));
-    pool = clef_cpu_pool_create(0, &err);
-    if (pool == NULL) {
-        printf("Bail out! %s\n", err.message);
-        return 1;
-    }
-    cuda_test_run(subtests, N_SUBTESTS, want);
-    clef_cpu_pool_destroy(pool);
-    return check_done();
+    return cuda_test_main(argc, argv, subtests, N_SUBTESTS, &pool);
 }

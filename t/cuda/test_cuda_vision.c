@@ -877,24 +877,5 @@ static const cuda_subtest  subtests[] = {
 int
 main(int argc, char **argv)
 {
-    clef_error  err;
-    int         rc, want[N_SUBTESTS];
-
-    if ((rc = cuda_test_start(argc, argv, subtests, N_SUBTESTS, want)) >= 0) {
-        return rc;
-    }
-    if (access("build/clef", X_OK) != 0) {
-        printf("1..0 # SKIP build/clef is not built\n");
-        return 0;
-    }
-    die_cuda(clef_k_setup(), "kernel setup");
-    memset(&err, 0, sizeof(err));
-    pool = clef_cpu_pool_create(0, &err);
-    if (pool == NULL) {
-        printf("Bail out! %s\n", err.message);
-        return 1;
-    }
-    cuda_test_run(subtests, N_SUBTESTS, want);
-    clef_cpu_pool_destroy(pool);
-    return check_done();
+    return cuda_test_main(argc, argv, subtests, N_SUBTESTS, &pool);
 }
