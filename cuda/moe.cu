@@ -226,8 +226,8 @@ clef_k_moe_max_tiles(int T, int k, int E)
 
 /*
  * D[r][0..N) = X[src(r)] . W_e^T for the grouped rows r of each expert e
- * (W_e = W + e N K, [N][K] row-major): block (x, y) takes columns
- * x BN .. and row tile y of the batch's tiles (tile_off: expert e's tiles
+ * (W_e = W + e N K, [N][K] row-major): block (x, y) takes row tile x of
+ * the batch's tiles and columns y BN .. (tile_off: expert e's tiles
  * are [tile_off[e], tile_off[e + 1])), 64 x 64 outputs with four warps of
  * 16 rows each, K in steps of 32 in order.  src(r) = row_token[r] when
  * gathering (the router's input rows), else r.
@@ -241,7 +241,7 @@ grouped_gemm_kernel(clef_k_moe_gemm_args a)
     wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major>  fa;
     wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major>  fb;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float>               fc[4];
-    int          tile = blockIdx.y, lo = 0, hi = a.E, e, r0, rows, c0;
+    int          tile = blockIdx.x, lo = 0, hi = a.E, e, r0, rows, c0;
     int          warp = threadIdx.x >> 5, j, k0;
     const bf16  *W;
 
@@ -261,7 +261,7 @@ grouped_gemm_kernel(clef_k_moe_gemm_args a)
     e = lo;
     r0 = a.offset[e] + (tile - a.tile_off[e]) * MOE_BM;
     rows = min(MOE_BM, a.offset[e + 1] - r0);
-    c0 = blockIdx.x * MOE_BN;
+    c0 = blockIdx.y * MOE_BN;
     W = (const bf16 *) a.W + (int64_t) e * a.N * a.K;
 
     for (j = 0; j < 4; j++) {
@@ -323,10 +323,12 @@ clef_k_moe_gemm(const clef_k_moe_gemm_args *a, cudaStream_t s)
 {
     dim3  grid;
 
-    if (a->K % 8 || a->ldx % 8 || a->max_tiles <= 0) {
+    if (a->K % 8 || a->ldx % 8 || a->max_tiles <= 0
+        || cdiv(a->N, MOE_BN) > 65535)
+    {
         return a->max_tiles == 0 ? cudaSuccess : cudaErrorInvalidValue;
     }
-    grid = dim3(cdiv(a->N, MOE_BN), (unsigned) a->max_tiles);
+    grid = dim3((unsigned) a->max_tiles, cdiv(a->N, MOE_BN));
     grouped_gemm_kernel<<<grid, 128, 0, s>>>(*a);
     return cudaGetLastError();
 }
