@@ -21,7 +21,17 @@ CC         ?= cc
 JOBS       ?= $(shell nproc)
 # FFmpeg decodes videos (engine/media/video_*): never in the client part
 # the module links; for now only in libclef.a (see libclef_engine.so)
+#
+# make FFMPEG=no builds without FFmpeg, for machines without its headers
+# (the GPU machine of t/cuda/device-check.sh): FFMPEG_SRC, every source that
+# includes an FFmpeg header, is left out and engine/media/no_ffmpeg.c fails
+# their entry points with media_unsupported.  Never the default.
+FFMPEG     ?= yes
+FFMPEG_SRC := engine/media/video_decode.c
 FFMPEG_PKGS := libavformat libavcodec libavfilter libswscale libavutil
+ifeq ($(FFMPEG),no)
+FFMPEG_PKGS :=
+endif
 PKGS       := libpcre2-8 libutf8proc jansson openblas libpng libjpeg libwebp \
               libwebpdemux $(FFMPEG_PKGS)
 # what the client part of libclef (below) links: the nginx module's
@@ -45,6 +55,11 @@ SAN_FLAGS  := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
 
 ENGINE_SRC := $(wildcard engine/*.c engine/*/*.c engine/*/*/*.c)
+ifeq ($(FFMPEG),no)
+ENGINE_SRC := $(filter-out $(FFMPEG_SRC),$(ENGINE_SRC))
+else
+ENGINE_SRC := $(filter-out engine/media/no_ffmpeg.c,$(ENGINE_SRC))
+endif
 CLI_SRC    := $(wildcard cli/*.c)
 UNIT_SRC   := $(wildcard t/unit/test_*.c)
 UNIT_NAMES := $(patsubst t/unit/%.c,%,$(UNIT_SRC))
