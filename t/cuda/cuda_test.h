@@ -19,6 +19,7 @@
 #include "backend/backend.h"
 #include "base/splitmix64.h"
 #include "check.h"
+#include "clef_cuda.h"
 #include "cpu/parallel/pool.h"
 #include "kernels.h"
 #include "model/model.h"
@@ -336,6 +337,25 @@ cuda_test_remove_dir(const char *dir)
     if (sh("rm -rf %s", dir) != 0) {
         printf("# could not remove %s\n", dir);
     }
+}
+
+/* The end of a sub-test that ran a checkpoint on the CPU backend (cb, of
+ * cpu) and the CUDA backend (gb): each closed when open, the model
+ * closed, its directory removed. */
+static __attribute__((unused)) void
+cuda_test_close(const clef_backend_ops *cpu, clef_backend *cb,
+    clef_backend *gb, clef_model *m, const char *dir)
+{
+    if (gb != NULL) {
+        clef_cuda_backend_ops.close(gb);
+    }
+    if (cb != NULL) {
+        cpu->close(cb);
+    }
+    if (m != NULL) {
+        clef_model_close(m);
+    }
+    cuda_test_remove_dir(dir);
 }
 
 /* Tests split into sub-tests, each runnable alone (the device check runs

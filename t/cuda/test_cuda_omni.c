@@ -454,17 +454,8 @@ test_omni_e2e(void)
     }
 
 done:
-    if (gb != NULL) {
-        clef_cuda_backend_ops.close(gb);
-    }
-    if (cb != NULL) {
-        cpu->close(cb);
-    }
-    if (m != NULL) {
-        clef_model_close(m);
-    }
     json_decref(cases);
-    cuda_test_remove_dir(dir);
+    cuda_test_close(cpu, cb, gb, m, dir);
 }
 
 static const cuda_subtest  subtests[] = {

@@ -826,20 +826,8 @@ done:
     if (cv != NULL) {
         clef_cpu_vision_close(cv);
     }
-    if (gb != NULL) {
-        clef_cuda_backend_ops.close(gb);
-    }
-    if (cb != NULL) {
-        cpu->close(cb);
-    }
-    if (m != NULL) {
-        clef_model_close(m);
-    }
     json_decref(cases);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0) {
-        printf("# could not remove %s\n", dir);
-    }
+    cuda_test_close(cpu, cb, gb, m, dir);
 }
 
 static void
