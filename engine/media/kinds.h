@@ -34,6 +34,9 @@ typedef struct {
     clef_media_tokens      tokens[CLEF_MEDIA_KINDS];
     clef_processor_config  processor;   /* kinds with pixels
                                            (preprocessor_config.json) */
+    int                    newline_each;   /* each item's text ends in a
+                                              newline of its own (Clef
+                                              Omni), else one after all */
 } clef_media_conf;
 
 /* Accepts nothing; the processor's defaults. */

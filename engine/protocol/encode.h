@@ -36,6 +36,8 @@ typedef struct {
     int                n_media;
     clef_media_tokens  tokens[CLEF_MEDIA_KINDS];   /* each kind's, from
                                                       config.json */
+    int                newline_each;   /* Clef Omni: a "\n" after each
+                                          item instead of one after all */
 } clef_encode_opts;
 
 void clef_encode_opts_default(clef_encode_opts *o);

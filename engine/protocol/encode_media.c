@@ -62,6 +62,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     }
     opts->n_media = plan->n_media;
     memcpy(opts->tokens, mc->tokens, sizeof(opts->tokens));
+    opts->newline_each = mc->newline_each;
 
     /* one item at a time: at most one decoded frame is held; a refusal
      * names the item by its index among its kind's */

@@ -21,7 +21,9 @@
 #   tests.log        test_cuda_open, test_cuda_kernels NAME for each
 #                    sub-test, test_cuda_vision NAME for each sub-test (the
 #                    vision tower: kernels, then images end to end against
-#                    the CPU backend), test_cuda_forward, test_cuda_tp (TAP)
+#                    the CPU backend), test_cuda_forward, test_cuda_omni
+#                    (Clef Omni's routed experts and DeepStack), test_cuda_tp
+#                    (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
 #                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)
@@ -393,6 +395,12 @@ grep -E '^# (v1|vision72): ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM"
 
 run_test "test_cuda_forward" "$(budget 120 "$R_FORWARD")" build/t/cuda/test_cuda_forward
 
+# Clef Omni (cuda/moe.cu, DeepStack): the routing and grouped GEMM
+# kernels, then the tiny Omni checkpoint's fixture requests against the
+# CPU backend and the reference; one process, kept short.
+run_test "test_cuda_omni" "$(budget 60 "$R_MKMODEL")" build/t/cuda/test_cuda_omni
+grep -E '^# probabilities: ' "$TLOG" | sed 's/^# /    omni /' | tee -a "$SUM"
+
 # Tensor parallelism: tp=1 over both communicators, tp=2 and 4 as logical
 # ranks of this GPU, NCCL across GPUs where several exist (test_cuda_tp.c).
 run_test "test_cuda_tp" "$(budget 90 "$R_MKMODEL")" build/t/cuda/test_cuda_tp
@@ -445,8 +453,9 @@ if [ -z "$SAN" ]; then
     note "memcheck" "not run" "no compute-sanitizer"
 else
     # the delta rule and attention first: shared-memory tiles and tile edges
-    # (vision:NAME: a sub-test of test_cuda_vision)
-    for s in gdn gdn_slow_decay attention vision:vattention vision:vrotary \
+    # (vision:NAME, omni:NAME: a sub-test of test_cuda_vision, _omni)
+    for s in gdn gdn_slow_decay attention omni:moe_route omni:moe_gemm \
+             vision:vattention vision:vrotary \
              vision:vpatchify vision:vpos vision:vlayernorm vision:velementwise \
              conv rmsnorm \
              gated_norm embed swiglu group_attention span_mean fields_scores \
@@ -459,6 +468,7 @@ else
         tmp=$(mktemp)
         case $s in
         vision:*) bin=build/t/cuda/test_cuda_vision; sub=${s#vision:} ;;
+        omni:*)   bin=build/t/cuda/test_cuda_omni; sub=${s#omni:} ;;
         *)        bin=build/t/cuda/test_cuda_kernels; sub=$s ;;
         esac
         timeout -k 5 "$limit" "$SAN" --tool memcheck --error-exitcode 9 --print-limit 10 \
