@@ -50,7 +50,8 @@ usage(FILE *f)
     fprintf(f,
         "usage: clef bench MODEL_DIR --tokens N --records R [-t THREADS]\n"
         "                  [--backend cpu|cuda] [--repeat K] [--max-scaling N]\n"
-        "                  [--profile] [--seed S] [--precision fp32|bf16] [--tp N]\n"
+        "                  [--profile] [--seed S] [--precision fp32|bf16|q8]\n"
+        "                  [--tp N]\n"
         "  --tokens N        tokens in the timed batch (default 2048)\n"
         "  --records R       records it is split into (default 4)\n"
         "  -t, --threads T   CPU worker threads, 0 = one per core (default 0)\n"
@@ -58,7 +59,7 @@ usage(FILE *f)
         "  --max-scaling N   longest record of the scaling table (default 16384,\n"
         "                    0 = no table)\n"
         "  --profile         the CPU backbone's time per op\n"
-        "  --precision P     fp32 or bf16 (default: the backend's own)\n"
+        "  --precision P     fp32, bf16 or q8 (default: the backend's own)\n"
         "  --tp N            tensor-parallel ranks (default 1); the CPU splits\n"
         "                    the threads between them and reports the share of\n"
         "                    time its ranks spend in the all-reduce\n");
@@ -177,7 +178,7 @@ parse_args(int argc, char **argv, bench_args *a)
             i++;
         } else if (strcmp(s, "--precision") == 0) {
             if (clef_precision_parse(v, strlen(v), &a->precision) != 0) {
-                fprintf(stderr, "clef bench: --precision is fp32 or bf16\n");
+                fprintf(stderr, "clef bench: --precision is fp32, bf16 or q8\n");
                 return -1;
             }
             i++;

@@ -42,7 +42,7 @@ decide_usage(FILE *f)
     fprintf(f,
         "usage: clef decide MODEL_DIR [-t THREADS] [--raw] [--backend cpu|cuda]\n"
         "                   [--device N] [--max-length N] [--truncate-state]\n"
-        "                   [--batch N] [--precision fp32|bf16] [--tp N]\n"
+        "                   [--batch N] [--precision fp32|bf16|q8] [--tp N]\n"
         "\n"
         "Reads one System One request (JSON) per line on stdin and writes one\n"
         "response per line: {\"model\":...,\"answers\":{...},\"usage\":{...}}, or\n"
@@ -59,8 +59,9 @@ decide_usage(FILE *f)
         "                     instead of refusing with max_tokens_exceeded\n"
         "  --batch N          pack up to N requests already waiting on stdin into\n"
         "                     one forward (default 1, at most %d)\n"
-        "  --precision P      fp32 (the CPU's default: exact) or bf16 (bf16\n"
-        "                     activations into the linear layers)\n"
+        "  --precision P      fp32 (the CPU's default: exact), bf16 (bf16\n"
+        "                     activations into the linear layers) or q8 (int8\n"
+        "                     activations times quantized GGUF weights)\n"
         "  --tp N             tensor-parallel ranks (default 1): N rank threads\n"
         "                     on the CPU, each holding 1/N of the backbone\n"
         "  --help             this text\n", CLEF_DEFAULT_MAX_LENGTH, BATCH_MAX);

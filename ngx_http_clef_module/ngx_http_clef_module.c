@@ -3,7 +3,7 @@
  * hooks.
  *
  *   http:     clef_model NAME PATH [backend=cpu|cuda] [threads=N]
- *                        [precision=fp32|bf16] [devices=LIST] [tp=N]
+ *                        [precision=fp32|bf16|q8] [devices=LIST] [tp=N]
  *                        [max_length=N] [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
  *                         [max_queue=N] [timeout=TIME]
@@ -400,12 +400,14 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
     }
     /* the CUDA backend computes in bf16 only: refuse here rather than fail
      * the engine's start */
-    if (m->precision == CLEF_PRECISION_FP32 && m->backend.len == 4
-        && ngx_strncmp(m->backend.data, "cuda", 4) == 0)
+    if ((m->precision == CLEF_PRECISION_FP32
+         || m->precision == CLEF_PRECISION_Q8)
+        && m->backend.len == 4 && ngx_strncmp(m->backend.data, "cuda", 4) == 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": "
-                           "precision=fp32 is for backend=cpu; the CUDA "
-                           "backend computes in bf16", &m->name);
+                           "precision=%s is for backend=cpu; the CUDA "
+                           "backend computes in bf16", &m->name,
+                           clef_precision_name(m->precision));
         return NGX_ERROR;
     }
     if (be != NULL && be->uses_devices && m->tp > 1 && m->n_devices == 0) {
@@ -502,7 +504,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 != 0)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"%V\": precision is fp32 or bf16",
+                                   "invalid \"%V\": precision is fp32, bf16 or q8",
                                    &value[i]);
                 return NGX_CONF_ERROR;
             }

@@ -123,7 +123,7 @@ unknown backend "tpu" (known: cpu, cuda)
 --- http
 clef_model tiny MODEL precision=fp16;
 --- error
-invalid "precision=fp16": precision is fp32 or bf16
+invalid "precision=fp16": precision is fp32, bf16 or q8
 
 === TEST 4c: fp32 on the CUDA backend, which computes in bf16
 --- http
