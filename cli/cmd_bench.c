@@ -1,5 +1,5 @@
 /*
- * clef bench MODEL_DIR --tokens N --records R [-t THREADS] [--backend NAME]
+ * clef bench MODEL --tokens N --records R [-t THREADS] [--backend NAME]
  *            [--repeat K] [--max-scaling N] [--profile] [--seed S]
  *
  * Times a backend on synthetic records: R records of random token ids from
@@ -48,10 +48,11 @@ static void
 usage(FILE *f)
 {
     fprintf(f,
-        "usage: clef bench MODEL_DIR --tokens N --records R [-t THREADS]\n"
+        "usage: clef bench MODEL --tokens N --records R [-t THREADS]\n"
         "                  [--backend cpu|cuda] [--repeat K] [--max-scaling N]\n"
         "                  [--profile] [--seed S] [--precision fp32|bf16|q8]\n"
         "                  [--tp N]\n"
+        "  MODEL             a Clef release directory or a Clef GGUF file\n"
         "  --tokens N        tokens in the timed batch (default 2048)\n"
         "  --records R       records it is split into (default 4)\n"
         "  -t, --threads T   CPU worker threads, 0 = one per core (default 0)\n"
@@ -197,7 +198,7 @@ parse_args(int argc, char **argv, bench_args *a)
         } else if (a->dir == NULL) {
             a->dir = s;
         } else {
-            fprintf(stderr, "clef bench: one model directory, not '%s' too\n", s);
+            fprintf(stderr, "clef bench: one model, not '%s' too\n", s);
             return -1;
         }
     }

@@ -102,9 +102,18 @@ release_close(void *c)
 }
 
 static void *
-release_open(const char *path, int flags, clef_error *err)
+release_open(const char *path, const char *mmproj, int flags,
+    clef_error *err)
 {
-    release  *r = calloc(1, sizeof(*r));
+    release  *r;
+
+    if (mmproj != NULL) {
+        clef_error_fail(err, CLEF_E_MODEL, "%s: mmproj= names the vision"
+                        " tower of a GGUF model; a release directory has its"
+                        " tower in it", path);
+        return NULL;
+    }
+    r = calloc(1, sizeof(*r));
 
     if (r == NULL || (r->dir = strdup(path)) == NULL
         || (r->head_path = clef_path_join(path, "joint_head.safetensors"))
@@ -459,5 +468,6 @@ const clef_container_kind  clef_container_release = {
     release_tensors,
     release_where,
     release_tokenizer,
+    NULL,                       /* weights: the matrices' one type */
     release_close,
 };

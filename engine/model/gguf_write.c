@@ -19,7 +19,7 @@
 typedef struct {
     char               *name;
     uint32_t            type;
-    const clef_ggml_traits   *q;
+    const clef_dtype_traits  *q;
     int                 ndim;
     int64_t             ne[CLEF_GGUF_MAX_DIMS];
     int64_t             rows;
@@ -342,10 +342,11 @@ static int
 add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
     const int64_t *ne, wtensor **out, clef_error *err)
 {
-    wtensor  *t;
-    int64_t   numel = 1;
-    size_t    i;
-    int       j;
+    wtensor     *t;
+    int64_t      numel = 1;
+    size_t       i;
+    int          j;
+    clef_dtype   dt;
 
     if (name == NULL || name[0] == '\0'
         || strlen(name) >= CLEF_GGUF_MAX_NAME)
@@ -358,7 +359,9 @@ add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
             return bad(err, name, "tensor given twice");
         }
     }
-    if (clef_ggml_traits_of(type) == NULL) {
+    if (clef_dtype_from_ggml((int) type, &dt) != 0
+        || !clef_dtype_is_float(dt))
+    {
         return bad(err, name, "not a type ngx_clef writes");
     }
     if (ndim < 1 || ndim > CLEF_GGUF_MAX_DIMS) {
@@ -391,7 +394,7 @@ add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
         return oom(err);
     }
     t->type = type;
-    t->q = clef_ggml_traits_of(type);
+    t->q = clef_dtype_traits_of(dt);
     t->ndim = ndim;
     w->n_t++;
     *out = t;
