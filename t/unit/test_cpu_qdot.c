@@ -70,15 +70,25 @@ scale(void)
     return rnd() & 1 ? -v : v;
 }
 
+/* The dtype table's row of a GGUF type. */
+static const clef_dtype_traits *
+gtraits(uint32_t type)
+{
+    clef_dtype  dt = CLEF_DTYPE_COUNT;
+
+    (void) clef_dtype_from_ggml((int) type, &dt);
+    return clef_dtype_traits_of(dt);
+}
+
 /* n blocks of type t of random bytes, their fp16 fields finite */
 static void
 random_blocks(uint32_t type, uint8_t *b, int64_t n)
 {
-    const clef_ggml_traits  *tr = clef_ggml_traits_of(type);
+    const clef_dtype_traits  *tr = gtraits(type);
     int64_t                  i, j;
 
-    for (i = 0; i < n; i++, b += tr->bytes) {
-        for (j = 0; j < tr->bytes; j++) {
+    for (i = 0; i < n; i++, b += tr->block_bytes) {
+        for (j = 0; j < (int64_t) tr->block_bytes; j++) {
             b[j] = (uint8_t) rnd();
         }
         switch (type) {
@@ -205,14 +215,14 @@ static float
 model_dot(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
     float y)
 {
-    const clef_ggml_traits  *tr = clef_ggml_traits_of(type);
+    const clef_dtype_traits  *tr = gtraits(type);
     const uint8_t           *b;
     int64_t                  j;
     int                      v, sc, mn, off, i, i0, i1;
     float                    ws, wm, t;
 
     for (j = 0; j < k / 32; j++) {
-        b = w + (j * 32 / tr->block) * tr->bytes;
+        b = w + (j * 32 / tr->block) * (int64_t) tr->block_bytes;
         v = (int) (j * 32 % tr->block);          /* first value in the block */
         i = 0;
         for (off = 0; off < 32; off++) {
@@ -331,9 +341,9 @@ one_case(env *e, const uint32_t *t, const int64_t *r, int ng, int64_t k,
         rb[g] = (size_t) clef_ggml_row_bytes(t[g], k);
         blocks[g] = malloc(rb[g] * (size_t) r[g]);
         random_blocks(t[g], blocks[g], (int64_t) (rb[g] / (size_t)
-                      clef_ggml_traits_of(t[g])->bytes) * r[g]);
+                      gtraits(t[g])->block_bytes) * r[g]);
         len += snprintf(what + len, sizeof(what) - (size_t) len, " %s x %lld",
-                        clef_ggml_traits_of(t[g])->name, (long long) r[g]);
+                        gtraits(t[g])->name, (long long) r[g]);
     }
     if (clef_qdot_mat_init(&q, k, t, r, ng) != 0) {
         CHECK(0, "%s: the matrix is set up", what);
@@ -412,7 +422,7 @@ check_quantizer(void)
     x[K + 5] = -INFINITY;
     x[2 * K + 70] = NAN;
     x[3 * K + 33] = 1e-40f;
-    clef_qdot_quantize_rows(x, K, M, K, 0, AB, aq, am, AB);
+    clef_qdot_quantize_rows(x, K, M, K, NULL, 0, AB, aq, am, AB);
     for (i = 0; i < AB; i++) {
         for (b = 0; b < K / 32; b++) {
             const int8_t           *q = aq + (b * AB + i) * 32;

@@ -81,7 +81,8 @@ quantize_block(const float *x, int8_t *q, clef_qdot_ameta *meta)
 
 void
 clef_qdot_quantize_rows(const float *x, int64_t ldx, int64_t m, int64_t k,
-    int64_t r0, int64_t r1, int8_t *aq, clef_qdot_ameta *am, int64_t ab)
+    const int32_t *amap, int64_t r0, int64_t r1, int8_t *aq,
+    clef_qdot_ameta *am, int64_t ab)
 {
     int64_t  r, b, nb = k / CLEF_QDOT_QK;
 
@@ -92,7 +93,8 @@ clef_qdot_quantize_rows(const float *x, int64_t ldx, int64_t m, int64_t k,
                 memset(&am[b * ab + r], 0, sizeof(am[0]));
                 continue;
             }
-            quantize_block(x + r * ldx + b * CLEF_QDOT_QK,
+            quantize_block(x + r * ldx
+                           + (amap != NULL ? amap[b] : b) * CLEF_QDOT_QK,
                            aq + (b * ab + r) * CLEF_QDOT_QK, &am[b * ab + r]);
         }
     }

@@ -110,7 +110,8 @@ quantize_task(void *ctx, int64_t begin, int64_t end, int worker)
     const qd_job  *j = ctx;
 
     clef_qdot_quantize_rows(j->x + j->row0 * j->ldx, j->ldx, j->rows,
-                            j->q->cols, begin, end, j->aq, j->am, j->ab);
+                            j->q->cols, j->q->amap, begin, end, j->aq, j->am,
+                            j->ab);
 }
 
 /* Rows [i, i + mr) of the run times weight rows [c, c + nr) of group g,

@@ -53,21 +53,31 @@
 
 #define CLEF_QDOT_PANEL       16    /* weight rows per panel */
 #define CLEF_QDOT_QK          32    /* activation values per block */
-#define CLEF_QDOT_GROUPS_MAX  8     /* types in one matrix */
+#define CLEF_QDOT_GROUPS_MAX  16    /* runs of one type in one matrix */
 
 /* A run of rows of one block type. */
 typedef struct {
     uint32_t   type;          /* its GGUF type (model/quant.h) */
     int64_t    row0, rows;    /* rows [row0, row0 + rows) of W */
     size_t     panel_bytes;   /* of one panel, all its columns */
-    uint8_t   *data;          /* (rows + PANEL - 1) / PANEL panels */
+    uint8_t   *data;          /* (rows + PANEL - 1) / PANEL panels, 64-byte
+                                 aligned, the group's own allocation */
 } clef_qdot_group;
 
+/*
+ * The groups may come in any order of rows (a fused matrix's parts are
+ * added as the loader reaches them).  amap, when not NULL, says that the
+ * weights' columns are stored in another order than x's, in runs of whole
+ * activation blocks (a GGUF file's reordered value heads): the product's
+ * activation block b is x's block amap[b], so the stored blocks are
+ * multiplied as they are, and each quantized block holds the same 32
+ * values, hence the same bits, as in x's own order.
+ */
 typedef struct {
     int64_t          rows, cols;
     int              ngroups;
     clef_qdot_group  groups[CLEF_QDOT_GROUPS_MAX];
-    void            *mem;     /* every group's panels, 64-byte aligned */
+    const int32_t   *amap;    /* cols / QK entries, or NULL */
     size_t           bytes;
 } clef_qdot_mat;
 
@@ -85,10 +95,18 @@ size_t clef_qdot_group_bytes(uint32_t type, int64_t rows, int64_t cols);
  * CLEF_QDOT_GROUPS_MAX, the rows do not add up, or memory runs out. */
 int    clef_qdot_mat_init(clef_qdot_mat *q, int64_t cols, const uint32_t *types,
     const int64_t *rows, int n);
+
+/* One more group of q (q->cols set, zeroed at first): `rows` rows of
+ * `type` from row0, allocated with its padding rows zeroed; -1 when the
+ * type is not multiplied here, q holds CLEF_QDOT_GROUPS_MAX groups, or
+ * memory runs out.  q->rows is left to the caller. */
+int    clef_qdot_mat_add(clef_qdot_mat *q, uint32_t type, int64_t row0,
+    int64_t rows);
 void   clef_qdot_mat_free(clef_qdot_mat *q);
 
 /* Rows [row, row + n) of W from GGUF blocks: row r's blocks at src + r *
- * row_bytes.  The rows lie in one group, whose type the blocks have.
+ * row_bytes.  The rows lie in one group, whose type the blocks have, and
+ * are stored in the order amap says (or x's).
  * Rows may be packed from several threads at once, apart. */
 void   clef_qdot_pack_rows(clef_qdot_mat *q, int64_t row, int64_t n,
     const void *src, size_t row_bytes);

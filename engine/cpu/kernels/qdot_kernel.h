@@ -149,9 +149,11 @@ extern const int  qd_block_values[QT_COUNT];
 extern const int  qd_block_bytes[QT_COUNT];
 
 /* Quantizes rows [r0, r1) of x (k columns, row stride ldx) into rows
- * [r0, r1) of an activation run of ab rows at aq / am; rows of x past m
+ * [r0, r1) of an activation run of ab rows at aq / am, block b from x's
+ * block amap[b] (or b when amap is NULL: qdot.h); rows of x past m
  * (r >= m) are zeros. */
 void clef_qdot_quantize_rows(const float *x, int64_t ldx, int64_t m, int64_t k,
-    int64_t r0, int64_t r1, int8_t *aq, clef_qdot_ameta *am, int64_t ab);
+    const int32_t *amap, int64_t r0, int64_t r1, int8_t *aq,
+    clef_qdot_ameta *am, int64_t ab);
 
 #endif

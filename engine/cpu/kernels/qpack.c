@@ -72,50 +72,64 @@ clef_qdot_group_bytes(uint32_t type, int64_t rows, int64_t cols)
 }
 
 int
+clef_qdot_mat_add(clef_qdot_mat *q, uint32_t type, int64_t row0, int64_t rows)
+{
+    clef_qdot_group  *g;
+    size_t            bytes, alloc;
+
+    if (!clef_qdot_type_ok(type, q->cols) || rows <= 0
+        || q->ngroups == CLEF_QDOT_GROUPS_MAX)
+    {
+        return -1;
+    }
+    bytes = clef_qdot_group_bytes(type, rows, q->cols);
+    alloc = (bytes + 63) / 64 * 64;
+    g = &q->groups[q->ngroups];
+    g->data = aligned_alloc(64, alloc);
+    if (g->data == NULL) {
+        return -1;
+    }
+    memset(g->data, 0, alloc);
+    g->type = type;
+    g->row0 = row0;
+    g->rows = rows;
+    g->panel_bytes = bytes / (size_t) ((rows + PANEL - 1) / PANEL);
+    q->ngroups++;
+    q->bytes += alloc;
+    return 0;
+}
+
+int
 clef_qdot_mat_init(clef_qdot_mat *q, int64_t cols, const uint32_t *types,
     const int64_t *rows, int n)
 {
-    size_t   at = 0, bytes;
     int64_t  row = 0;
     int      i;
 
     memset(q, 0, sizeof(*q));
+    q->cols = cols;
     if (n < 1 || n > CLEF_QDOT_GROUPS_MAX) {
         return -1;
     }
     for (i = 0; i < n; i++) {
-        if (!clef_qdot_type_ok(types[i], cols) || rows[i] <= 0) {
+        if (clef_qdot_mat_add(q, types[i], row, rows[i]) != 0) {
+            clef_qdot_mat_free(q);
             return -1;
         }
-        bytes = clef_qdot_group_bytes(types[i], rows[i], cols);
-        q->groups[i].type = types[i];
-        q->groups[i].row0 = row;
-        q->groups[i].rows = rows[i];
-        q->groups[i].panel_bytes = bytes / (size_t) ((rows[i] + PANEL - 1)
-                                                     / PANEL);
-        q->groups[i].data = (uint8_t *) at;    /* an offset until allocated */
-        at += (bytes + 63) / 64 * 64;
         row += rows[i];
     }
-    q->mem = aligned_alloc(64, at);
-    if (q->mem == NULL) {
-        return -1;
-    }
-    memset(q->mem, 0, at);
-    for (i = 0; i < n; i++) {
-        q->groups[i].data = (uint8_t *) q->mem + (size_t) q->groups[i].data;
-    }
     q->rows = row;
-    q->cols = cols;
-    q->ngroups = n;
-    q->bytes = at;
     return 0;
 }
 
 void
 clef_qdot_mat_free(clef_qdot_mat *q)
 {
-    free(q->mem);
+    int  i;
+
+    for (i = 0; i < q->ngroups; i++) {
+        free(q->groups[i].data);
+    }
     memset(q, 0, sizeof(*q));
 }
 
@@ -257,7 +271,9 @@ clef_qdot_pack_rows(clef_qdot_mat *q, int64_t row, int64_t n, const void *src,
     int64_t                 r, k, nb, in;
     int                     t, l;
 
-    while (g < q->groups + q->ngroups - 1 && row >= g->row0 + g->rows) {
+    while (g < q->groups + q->ngroups - 1
+           && (row < g->row0 || row >= g->row0 + g->rows))
+    {
         g++;
     }
     t = qd_type_of(g->type);

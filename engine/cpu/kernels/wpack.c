@@ -6,6 +6,7 @@
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/gemm_bf16.h"
 #include "cpu/kernels/wblocks.h"
+#include "cpu/kernels/wqdot.h"
 
 #define NR  CLEF_GEMM_NR
 
@@ -158,6 +159,12 @@ static const clef_cpu_wtraits  formats[CLEF_CPU_WFORMAT_COUNT] = {
         .linear = clef_cpu_filled_linear, .view = clef_cpu_wblocks_add,
         .fill = clef_cpu_wblocks_fill, .held = clef_cpu_wblocks_held
     },
+    [CLEF_CPU_WQDOT] = {
+        .name = "stored blocks repacked for int8 products",
+        .bytes = clef_cpu_wqdot_bytes, .raw = CLEF_DTYPE_COUNT,
+        .linear = clef_cpu_wqdot_linear, .view = clef_cpu_wqdot_add,
+        .held = clef_cpu_wqdot_held, .release = clef_cpu_wqdot_release
+    },
 };
 
 const clef_cpu_wtraits *
@@ -172,6 +179,14 @@ clef_cpu_wformat_for(const clef_dtype *stored, int n, clef_precision prec,
 {
     int  i;
 
+    for (i = 0; i < n && prec == CLEF_PRECISION_Q8; i++) {
+        if (!clef_cpu_wqdot_takes(stored[i])) {
+            break;
+        }
+    }
+    if (n > 0 && i == n) {
+        return CLEF_CPU_WQDOT;
+    }
     for (i = 0; i < n; i++) {
         if (clef_dtype_is_block(stored[i])
             || (stored[i] == CLEF_DTYPE_F16 && prec != CLEF_PRECISION_BF16))
@@ -231,6 +246,9 @@ clef_cpu_wpack_alloc_bf16(clef_cpu_wpack *w, int64_t rows, int64_t cols)
 void
 clef_cpu_wpack_free(clef_cpu_wpack *w)
 {
+    if (w->traits != NULL && w->traits->release != NULL && w->data != NULL) {
+        w->traits->release(w);
+    }
     free(w->data);
     w->data = NULL;
     w->native = NULL;

@@ -11,9 +11,9 @@
  *
  * GGUF's block types (Q8_0, Q4_K, ...) and F16 are kept as they are
  * stored, in the mapped file (CLEF_CPU_WBLOCKS, wblocks.h: a view, which
- * fills the fp32 panels of each product as the kernel needs them); a
- * format of integer products for a fast precision joins as one more row
- * and its rule in clef_cpu_wformat_for().  The loaders (cpu/model/
+ * fills the fp32 panels of each product as the kernel needs them); at the
+ * fast precision (q8) the block types are repacked, bits unchanged, for
+ * integer products (CLEF_CPU_WQDOT, wqdot.h).  The loaders (cpu/model/
  * weights*.c) need nothing else: they pack whatever a tensor holds through
  * clef_cpu_wpack_from_tensor().
  */
@@ -40,6 +40,9 @@ typedef enum {
                                 (block types, F16), viewed in place and
                                 dequantized into fp32 panels as each
                                 product needs them (wblocks.h) */
+    CLEF_CPU_WQDOT,          /* the model's block types repacked, bits
+                                unchanged, for int8 products at the fast
+                                precision (wqdot.h, qdot.h) */
     CLEF_CPU_WFORMAT_COUNT
 } clef_cpu_wformat;
 
@@ -77,6 +80,8 @@ typedef struct {
     /* bytes of memory W stands for when they are not `bytes`' (a view:
      * the file's); NULL otherwise */
     size_t     (*held)(const clef_cpu_wpack *w);
+    /* frees what W holds beside its data (NULL: nothing) */
+    void       (*release)(clef_cpu_wpack *w);
 } clef_cpu_wtraits;
 
 struct clef_cpu_wpack {
@@ -93,12 +98,13 @@ const clef_cpu_wtraits *clef_cpu_wformat_traits(clef_cpu_wformat f);
 
 /* The format a weight is kept in when it is filled from tensors stored in
  * the n types stored[] (a fused matrix has several) for products at prec:
- * the block view when a part is in a block type, or in F16 at fp32
- * precision (exact, and never a copy); else, native not NULL when bf16
- * products run on a native library, its rows; else bf16 panels when every
- * part is bf16 or the products are bf16 (which round the activations, not
- * the weights: a weight stored in f32 is rounded once), else fp32 panels
- * (exact). */
+ * at q8, the integer products' panels when every part is in a block type
+ * they multiply; else the block view when a part is in a block type, or
+ * in F16 at fp32 or q8 precision (exact, and never a copy); else, native
+ * not NULL when bf16 products run on a native library, its rows; else
+ * bf16 panels when every part is bf16 or the products are bf16 (which
+ * round the activations, not the weights: a weight stored in f32 is
+ * rounded once), else fp32 panels (exact). */
 clef_cpu_wformat clef_cpu_wformat_for(const clef_dtype *stored, int n,
     clef_precision prec, const struct clef_cpu_bf16_native *native);
 

@@ -142,7 +142,12 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         clef_shard_of(c, 1, 0, &w->shard);
     }
     sh = &w->shard;
-    w->segs = clef_shard_segments(c, sh->size);
+    /* fixed segments make the row-parallel products' sums the same on any
+     * number of ranks; the fast precision's products are not bit-exact
+     * against fp32 anyway, and a segment need not hold whole blocks of a
+     * K type (256 values): one per rank */
+    w->segs = prec == CLEF_PRECISION_Q8 ? sh->size
+                                        : clef_shard_segments(c, sh->size);
     w->nseg = w->segs / sh->size;
     w->seg0 = sh->rank * w->nseg;
 
