@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels/qdot.h"
 #include "cpu/model/weights_parts.h"
 
 static int
@@ -213,6 +214,11 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             snprintf(w->gemm, sizeof(w->gemm), "%s; no native bf16 path: %s",
                      clef_cpu_gemm_describe_prec(prec), why);
         }
+    } else if (prec == CLEF_PRECISION_Q8) {
+        /* block-quantized weights take the integer products, the others
+         * the fp32 GEMM */
+        snprintf(w->gemm, sizeof(w->gemm), "%s; other weights: %s",
+                 clef_qdot_describe(), clef_cpu_gemm_describe_prec(prec));
     } else {
         snprintf(w->gemm, sizeof(w->gemm), "%s",
                  clef_cpu_gemm_describe_prec(prec));
