@@ -18,6 +18,7 @@
  * converter and llama-quantize would have made it from that release
  * (cli/mkmodel_gguf.c), the tower into the --mmproj file when given.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -574,7 +575,7 @@ write_gguf(const mk_args *a, json_t *config, const clef_text_config *tc,
     const clef_head_config *hc, const clef_vision_config *vc)
 {
     mkmodel_gguf_args   g;
-    json_t             *ctx;
+    json_t             *ctx, *every;
     const char         *base = a->shape;
     char                name[128];
     size_t              n;
@@ -583,9 +584,13 @@ write_gguf(const mk_args *a, json_t *config, const clef_text_config *tc,
         base = strrchr(a->config, '/') ? strrchr(a->config, '/') + 1 : a->config;
     }
     n = strcspn(base, ".");
+    /* the converter's name: the directory's, its first letter upper */
     snprintf(name, sizeof(name), "%.*s", (int) (n < 100 ? n : 100), base);
+    name[0] = (char) toupper((unsigned char) name[0]);
     ctx = json_object_get(json_object_get(config, "text_config"),
                           "max_position_embeddings");
+    every = json_object_get(json_object_get(config, "text_config"),
+                            "full_attention_interval");
     memset(&g, 0, sizeof(g));
     g.type = a->gguf;
     g.out = a->out;
@@ -593,6 +598,8 @@ write_gguf(const mk_args *a, json_t *config, const clef_text_config *tc,
     g.tokenizer_dir = a->tokenizer;
     g.name = name;
     g.context_length = json_integer_value(ctx);
+    /* transformers' default when the config has none */
+    g.full_attention_interval = every ? json_integer_value(every) : 4;
     g.seed = a->seed;
     g.sparse = a->sparse;
     return mkmodel_write_gguf(&g, tc, hc, vc);

@@ -57,6 +57,10 @@ typedef struct {
     const char  *tokenizer_dir; /* tokenizer.json, tokenizer_config.json */
     const char  *name;          /* general.name */
     int64_t      context_length;
+    int64_t      full_attention_interval;   /* the config's (written as
+                                               the converter does; the
+                                               layers are in
+                                               recurrent_layers) */
     uint64_t     seed;
     int          sparse;        /* the matrices' data left as holes */
 } mkmodel_gguf_args;

@@ -516,24 +516,6 @@ put_s(clef_gguf_writer *w, const char *key, const char *s, clef_error *err)
     return clef_gguf_put_str(w, key, s, strlen(s), err);
 }
 
-/* The interval of full attention layers when the layers follow one
- * (every k-th), else 0. */
-static int
-full_interval(const clef_text_config *c)
-{
-    int  l, k = 0;
-
-    for (l = 0; l < c->num_hidden_layers && k == 0; l++) {
-        k = c->layer_full[l] ? l + 1 : 0;
-    }
-    for (l = 0; k > 0 && l < c->num_hidden_layers; l++) {
-        if (c->layer_full[l] != ((l + 1) % k == 0)) {
-            return 0;
-        }
-    }
-    return k;
-}
-
 static int
 text_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
     clef_error *err)
@@ -542,7 +524,7 @@ text_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
     const clef_head_config  *h = g->hc;
     int32_t                  sec[4];
     uint8_t                  rec[CLEF_MAX_LAYERS];
-    int                      l, every = full_interval(c);
+    int                      l;
     int                      rope = (int) (c->partial_rotary_factor
                                            * c->head_dim + 0.5);
 
@@ -582,8 +564,8 @@ text_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
         || clef_gguf_put_arr(w, "clef.attention.recurrent_layers",
                              CLEF_GGUF_BOOL, rec,
                              (uint64_t) c->num_hidden_layers, err)
-        || (every > 0
-            && put_u32(w, "clef.full_attention_interval", every, err))
+        || put_u32(w, "clef.full_attention_interval",
+                   g->a->full_attention_interval, err)
         || put_u32(w, "clef.rope.dimension_count", rope, err)
         || put_s(w, "clef.decision.type", "clef", err)
         || put_u32(w, "clef.decision.routing_block_count", h->routing_layers,
