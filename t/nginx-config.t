@@ -18,7 +18,36 @@ open my $fh, '>', "$notmodel/config.json";
 print $fh "{}\n";
 close $fh;
 
-plan tests => 2 * blocks() + 5;
+# GGUF files: llama.cpp's, a plain Qwen3.5 one (converted before llama.cpp
+# had Clef support: only its headers matter to nginx -t) and one holding a
+# tensor type ngx_clef does not read, written here
+my $gguf = "$ClefNginx::ROOT/t/fixtures/gguf";
+my $qwen35 = ClefNginx->new->prefix . '/qwen35.gguf';
+my $iq2 = ClefNginx->new->prefix . '/iq2.gguf';
+
+sub gguf_str { my $s = shift; return pack('Q<', length $s) . $s }
+
+sub write_gguf {
+    my ($path, $arch, @tensors) = @_;
+    my $b = 'GGUF' . pack('L<Q<Q<', 3, scalar @tensors, 1)
+          . gguf_str('general.architecture') . pack('L<', 8) . gguf_str($arch);
+    my $data = '';
+    for my $t (@tensors) {
+        my ($name, $type, $bytes, @ne) = @$t;
+        $b .= gguf_str($name) . pack('L<', scalar @ne) . pack('Q<*', @ne)
+            . pack('L<Q<', $type, length $data);
+        $data .= "\0" x $bytes;
+    }
+    $b .= "\0" x ((32 - length($b) % 32) % 32);
+    open my $fh, '>:raw', $path or die "$path: $!";
+    print $fh $b . $data;
+    close $fh;
+}
+write_gguf($qwen35, 'qwen35');
+# IQ2_XXS (GGML type 16): 66 bytes per block of 256
+write_gguf($iq2, 'clef', [ 'blk.0.ffn_down.weight', 16, 132, 256, 2 ]);
+
+plan tests => 2 * blocks() + 7;
 
 # the module alone loads into the packaged binary
 {
@@ -78,12 +107,26 @@ plan tests => 2 * blocks() + 5;
     is $rc, 0, 'conf/edge.conf passes nginx -t' or diag $out;
 }
 
+# a Clef GGUF made by llama.cpp's tools, with its mmproj: -t reads their
+# headers and succeeds
+for my $conf ("clef_model tiny $gguf/gg1.q4_k_m.gguf;",
+              "clef_model tiny $gguf/gg1.f16.gguf mmproj=$gguf/gg1.mmproj.gguf;")
+{
+    my $srv = ClefNginx->new(http_config => $conf);
+    $srv->write_config;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, "nginx -t accepts $conf" or diag $out;
+}
+
 run {
     my $b = shift;
     my $http = $b->http // '';
     my $server = $b->server // '';
     $http =~ s/NOTMODEL/$notmodel/g;
     $http =~ s/\bMODEL\b/$model/g;
+    $http =~ s/QWEN35/$qwen35/g;
+    $http =~ s/IQ2/$iq2/g;
+    $http =~ s/GGUF/$gguf/g;
     my $srv = ClefNginx->new(http_config => $http, server_config => $server);
     $srv->write_config;
     my ($rc, $out) = $srv->run_nginx('-t');
@@ -112,6 +155,24 @@ clef_model "tiny" in "NOTMODEL":
 clef_model tiny /etc/hostname;
 --- error
 is not a directory
+
+=== TEST 3a: a plain Qwen3.5 GGUF: no joint head, and what to do
+--- http
+clef_model tiny QWEN35;
+--- error
+(general.architecture "qwen35", converted before llama.cpp had Clef support): it has no joint schema head.  Use a Clef GGUF (general.architecture "clef", e.g. ggml-org's Clef-Flash-GGUF), or convert the Clef release with a current llama.cpp's convert_hf_to_gguf.py
+
+=== TEST 3b: a GGUF tensor of a type ngx_clef does not read: named with its tensor
+--- http
+clef_model tiny IQ2;
+--- error
+tensor 'blk.0.ffn_down.weight' is of type IQ2_XXS, which ngx_clef does not read
+
+=== TEST 3c: an mmproj file given as the model
+--- http
+clef_model tiny GGUF/gg1.mmproj.gguf;
+--- error
+is a vision projector (mmproj) file, not the model: give the model's GGUF, and this file as its mmproj
 
 === TEST 4: unknown backend
 --- http

@@ -627,6 +627,12 @@ test_refusals(void)
           "a plain qwen35 GGUF is refused as not a decision model, saying what"
           " to do: %s", err.message);
     clef_gguf_clef_close(m);
+    CHECK(sh("build/clef decide '%s' </dev/null >/dev/null 2>'%s/why'", path,
+             dir) != 0
+          && sh("grep -q 'is a plain Qwen3.5 GGUF.*no joint schema head.*"
+                "convert the Clef release with a current llama.cpp' '%s/why'",
+                dir) == 0,
+          "clef decide refuses it with the same message");
 
     m = clef_gguf_clef_open(gguf_path("mmproj"), NULL, 0, &err);
     CHECK(m == NULL && strcmp(err.type, "not_a_decision_model") == 0
