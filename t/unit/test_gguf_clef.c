@@ -128,6 +128,56 @@ test_manifest(json_t *man)
 
 /* ---- clef mkmodel --gguf ---------------------------------------------- */
 
+/* --sparse: the same file, but every matrix all zero bytes (a hole), the
+ * tensors a reader computes from written as without it. */
+static void
+test_mkmodel_sparse(void)
+{
+    const clef_gguf_tensor  *t, *u;
+    clef_gguf               *g, *full;
+    clef_error               err;
+    char                     out[600], ref[600];
+    size_t                   i, zero = 0, same = 0, j;
+    int                      ok = 1;
+
+    snprintf(out, sizeof(out), "%s/sparse.gguf", dir);
+    snprintf(ref, sizeof(ref), "%s/mk.q4_k_m.gguf", dir);
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
+                 " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q4_k_m --sparse"
+                 " --out '%s' >/dev/null", check_fixtures(), check_fixtures(),
+                 out), 0, "mkmodel --gguf q4_k_m --sparse");
+    g = clef_gguf_open(out, 0, &err);
+    full = clef_gguf_open(ref, 0, &err);
+    if (g == NULL || full == NULL) {
+        CHECK(0, "the sparse file and the full one open");
+        clef_gguf_close(g);
+        clef_gguf_close(full);
+        return;
+    }
+    for (i = 0; i < clef_gguf_tensor_count(g); i++) {
+        t = clef_gguf_tensor_at(g, i);
+        u = clef_gguf_tensor_find(full, t->name);
+        ok &= u != NULL && u->dtype == t->dtype && u->nbytes == t->nbytes;
+        if (!ok) {
+            break;
+        }
+        if (memcmp(t->data, u->data, t->nbytes) == 0) {
+            same++;
+            continue;
+        }
+        for (j = 0; j < t->nbytes && ((const uint8_t *) t->data)[j] == 0; j++) {
+        }
+        zero += j == t->nbytes;
+        ok &= j == t->nbytes;
+    }
+    CHECK(ok && zero > 0 && zero + same == clef_gguf_tensor_count(g)
+          && clef_gguf_tensor_count(g) == clef_gguf_tensor_count(full),
+          "--sparse: %zu matrices all zero, the other %zu tensors as without"
+          " it", zero, same);
+    clef_gguf_close(g);
+    clef_gguf_close(full);
+}
+
 static void
 test_mkmodel_gguf(json_t *man)
 {
@@ -207,6 +257,7 @@ test_mkmodel_gguf(json_t *man)
               types[k], m ? "" : err.message);
         clef_gguf_clef_close(m);
     }
+    test_mkmodel_sparse();
     CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
                  " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q3_k --out"
                  " '%s/x.gguf' 2>/dev/null", check_fixtures(), check_fixtures(),
