@@ -223,6 +223,18 @@ if [ -n "${FORCE_CARRIED_DEPS:-}" ] \
     deps_note="$deps_note, carried libraries"
 fi
 
+# FFmpeg (the video decoder) only where the system's headers and libraries
+# are found and the build uses the system's other libraries too: the
+# carried set has none (FFmpeg with its codecs is far over the carry
+# limit), and the CUDA tests decode no video.  FFMPEG=no leaves its
+# sources out (Makefile).
+if [ "$DEBS_UNPACKED" = 1 ] \
+   || ! pkg-config --exists libavformat libavcodec libavfilter libswscale \
+                            libavutil 2> /dev/null; then
+    MAKEVARS+=("FFMPEG=no")
+    deps_note="$deps_note, no FFmpeg (FFMPEG=no)"
+fi
+
 # cuBLASLt from a wheel when the toolkit has no development copy.
 if [ ! -f "$CUDA_HOME/include/cublasLt.h" ] || ! ls "$CUDA_HOME"/lib64/libcublasLt.so > /dev/null 2>&1; then
     if cb=$(wheel_dir cublas) && [ -f "$cb/include/cublasLt.h" ]; then
