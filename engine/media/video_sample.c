@@ -6,6 +6,22 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "media/video_decode.h"
+
+
+/* The decoder's bounds live with the arithmetic, which links no codec:
+ * the engine hands them to its decode process (decoder.h). */
+void
+clef_video_limits_default(clef_video_limits *lim)
+{
+    lim->max_seconds = CLEF_VIDEO_MAX_SECONDS;
+    lim->max_frames = CLEF_VIDEO_MAX_FRAMES;
+    lim->max_pixels = CLEF_VIDEO_MAX_PIXELS;
+    lim->max_decode_pixels = CLEF_VIDEO_MAX_DECODE_PIXELS;
+    lim->max_decode_seconds = CLEF_VIDEO_DECODE_SECONDS;
+    lim->threads = CLEF_VIDEO_THREADS;
+}
+
 
 void
 clef_video_config_default(clef_video_config *vc)

@@ -105,8 +105,17 @@ static void *
 release_open(const char *path, const char *mmproj, int flags,
     clef_error *err)
 {
-    release  *r;
+    release      *r;
+    struct stat   st;
 
+    /* the path names a file that is not a GGUF (its magic): say so
+     * rather than fail on "FILE/config.json" */
+    if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        clef_error_fail(err, CLEF_E_MODEL, "%s is not a directory (a Clef"
+                        " release) nor a GGUF file (it does not begin with"
+                        " \"GGUF\")", path);
+        return NULL;
+    }
     if (mmproj != NULL) {
         clef_error_fail(err, CLEF_E_MODEL, "%s: mmproj= names the vision"
                         " tower of a GGUF model; a release directory has its"

@@ -31,6 +31,7 @@ typedef struct {
     clef_gguf_rows_fn   fn;
     void               *ctx;
     int                 fn_f32;
+    int                 zero;       /* all bytes 0: a hole in the file */
 } wtensor;
 
 struct clef_gguf_writer {
@@ -443,6 +444,19 @@ clef_gguf_add_tensor_rows(clef_gguf_writer *w, const char *name, uint32_t type,
     return 0;
 }
 
+int
+clef_gguf_add_tensor_zero(clef_gguf_writer *w, const char *name,
+    uint32_t type, int ndim, const int64_t *ne, clef_error *err)
+{
+    wtensor  *t;
+
+    if (add(w, name, type, ndim, ne, &t, err) != 0) {
+        return -1;
+    }
+    t->zero = 1;
+    return 0;
+}
+
 /* ---- the file -------------------------------------------------------- */
 
 typedef struct {
@@ -493,6 +507,15 @@ write_data(out *o, const wtensor *t, uint8_t *raw, float *vals,
 {
     int64_t  row, n;
 
+    if (t->zero) {
+        /* skipped: the file system reads the hole back as zeros */
+        if (fseeko(o->f, (off_t) t->nbytes, SEEK_CUR) != 0) {
+            o->failed = 1;
+            return clef_error_fail(o->err, CLEF_E_INTERNAL, "cannot seek in"
+                                   " '%s': %s", o->path, strerror(errno));
+        }
+        return 0;
+    }
     for (row = 0; row < t->rows; row += n) {
         n = t->rows - row < chunk_rows ? t->rows - row : chunk_rows;
         if (t->data != NULL) {
@@ -589,6 +612,16 @@ write_all(clef_gguf_writer *w, out *o)
             goto done;
         }
         pos = align_up(pos, w->alignment);
+    }
+    /* a hole at the end is made by the file's length */
+    if (fflush(o->f) != 0
+        || ftruncate(fileno(o->f), (off_t) (align_up(hdr.len, w->alignment)
+                                            + pos)) != 0)
+    {
+        o->failed = 1;
+        clef_error_fail(o->err, CLEF_E_INTERNAL, "cannot write '%s': %s",
+                        o->path, strerror(errno));
+        goto done;
     }
     rc = 0;
 

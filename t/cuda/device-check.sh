@@ -21,7 +21,9 @@
 #   tests.log        test_cuda_open, test_cuda_kernels NAME for each
 #                    sub-test, test_cuda_vision NAME for each sub-test (the
 #                    vision tower: kernels, then images end to end against
-#                    the CPU backend), test_cuda_forward, test_cuda_tp (TAP)
+#                    the CPU backend), test_cuda_forward (tiny releases and
+#                    the GGUF fixtures Q4_K_M/Q8_0/F16/BF16 against the CPU
+#                    backend), test_cuda_tp (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
 #                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)
@@ -219,6 +221,18 @@ if [ -n "${FORCE_CARRIED_DEPS:-}" ] \
                "PKG_LIBS=-L$L -L$L/openblas-pthread -lpcre2-8 -lutf8proc -ljansson -lopenblas -lpng16 -lz -ljpeg -lwebpdemux -lwebp")
     export LD_LIBRARY_PATH=$L:$L/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     deps_note="$deps_note, carried libraries"
+fi
+
+# FFmpeg (the video decoder) only where the system's headers and libraries
+# are found and the build uses the system's other libraries too: the
+# carried set has none (FFmpeg with its codecs is far over the carry
+# limit), and the CUDA tests decode no video.  FFMPEG=no leaves its
+# sources out (Makefile).
+if [ "$DEBS_UNPACKED" = 1 ] \
+   || ! pkg-config --exists libavformat libavcodec libavfilter libswscale \
+                            libavutil 2> /dev/null; then
+    MAKEVARS+=("FFMPEG=no")
+    deps_note="$deps_note, no FFmpeg (FFMPEG=no)"
 fi
 
 # cuBLASLt from a wheel when the toolkit has no development copy.

@@ -13,7 +13,13 @@
  *   - the tokenizer from tokenizer.ggml.*: ids and spans identical to the
  *     tokenizer.json path on every encoder fixture and tokenizer text;
  *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a
- *     missing tensor, a wrong shape.
+ *     missing tensor, a wrong shape;
+ *   - `clef mkmodel --gguf TYPE` from the same seed against the manifest
+ *     (gguf-py's dump of llama.cpp's files): the F32, F16 and BF16 files
+ *     and the mmproj byte for byte as the converter wrote them; the
+ *     quantized ones with every tensor of llama-quantize's type and shape
+ *     (their blocks are our quantizers', not its), the tensors it keeps in
+ *     F32 byte for byte; each file opens as a Clef model.
  */
 #include <math.h>
 #include <stdio.h>
@@ -118,6 +124,144 @@ test_manifest(json_t *man)
               file, json_array_size(ts), n_vals);
         clef_gguf_close(g);
     }
+}
+
+/* ---- clef mkmodel --gguf ---------------------------------------------- */
+
+/* --sparse: the same file, but every matrix all zero bytes (a hole), the
+ * tensors a reader computes from written as without it. */
+static void
+test_mkmodel_sparse(void)
+{
+    const clef_gguf_tensor  *t, *u;
+    clef_gguf               *g, *full;
+    clef_error               err;
+    char                     out[600], ref[600];
+    size_t                   i, zero = 0, same = 0, j;
+    int                      ok = 1;
+
+    snprintf(out, sizeof(out), "%s/sparse.gguf", dir);
+    snprintf(ref, sizeof(ref), "%s/mk.q4_k_m.gguf", dir);
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
+                 " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q4_k_m --sparse"
+                 " --out '%s' >/dev/null", check_fixtures(), check_fixtures(),
+                 out), 0, "mkmodel --gguf q4_k_m --sparse");
+    g = clef_gguf_open(out, 0, &err);
+    full = clef_gguf_open(ref, 0, &err);
+    if (g == NULL || full == NULL) {
+        CHECK(0, "the sparse file and the full one open");
+        clef_gguf_close(g);
+        clef_gguf_close(full);
+        return;
+    }
+    for (i = 0; i < clef_gguf_tensor_count(g); i++) {
+        t = clef_gguf_tensor_at(g, i);
+        u = clef_gguf_tensor_find(full, t->name);
+        ok &= u != NULL && u->dtype == t->dtype && u->nbytes == t->nbytes;
+        if (!ok) {
+            break;
+        }
+        if (memcmp(t->data, u->data, t->nbytes) == 0) {
+            same++;
+            continue;
+        }
+        for (j = 0; j < t->nbytes && ((const uint8_t *) t->data)[j] == 0; j++) {
+        }
+        zero += j == t->nbytes;
+        ok &= j == t->nbytes;
+    }
+    CHECK(ok && zero > 0 && zero + same == clef_gguf_tensor_count(g)
+          && clef_gguf_tensor_count(g) == clef_gguf_tensor_count(full),
+          "--sparse: %zu matrices all zero, the other %zu tensors as without"
+          " it", zero, same);
+    clef_gguf_close(g);
+    clef_gguf_close(full);
+}
+
+static void
+test_mkmodel_gguf(json_t *man)
+{
+    static const char *const  types[] = {
+        "f32", "f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"
+    };
+    const clef_gguf_tensor   *t;
+    clef_gguf_clef           *m;
+    clef_gguf                *g;
+    clef_error                err;
+    json_t                   *ts, *e;
+    const char               *name, *file;
+    char                      out[600], mm[600], h[20];
+    size_t                    i, k, n_bad, n_same;
+    int                       j, ok, floats, pass;
+
+    snprintf(mm, sizeof(mm), "%s/mk.mmproj.gguf", dir);
+    for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        snprintf(out, sizeof(out), "%s/mk.%s.gguf", dir, types[k]);
+        floats = types[k][0] == 'f' || types[k][0] == 'b';
+        CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json'"
+                     " --tokenizer '%s/tokenizer/qwen3-trim' --seed 20 --gguf"
+                     " %s --out '%s' %s%s%s >/dev/null", check_fixtures(),
+                     check_fixtures(), types[k], out,
+                     k == 1 ? "--mmproj '" : "", k == 1 ? mm : "",
+                     k == 1 ? "'" : ""), 0,
+                  "mkmodel --gguf %s", types[k]);
+        for (pass = 0; pass < (k == 1 ? 2 : 1); pass++) {
+            file = pass ? mm : out;
+            snprintf(h, sizeof(h), "gg1.%s.gguf", pass ? "mmproj" : types[k]);
+            ts = json_object_get(man, h);
+            g = clef_gguf_open(file, 0, &err);
+            if (g == NULL || ts == NULL) {
+                CHECK(0, "%s opens: %s", file, g ? "" : err.message);
+                clef_gguf_close(g);
+                continue;
+            }
+            n_bad = n_same = 0;
+            json_array_foreach(ts, i, e) {
+                name = json_string_value(json_object_get(e, "name"));
+                t = clef_gguf_tensor_find(g, name);
+                ok = t != NULL
+                     && strcmp(clef_dtype_name(t->dtype), json_string_value(
+                                   json_object_get(e, "type"))) == 0
+                     && (size_t) t->ndim
+                        == json_array_size(json_object_get(e, "ne"));
+                for (j = 0; ok && j < t->ndim; j++) {
+                    ok = t->ne[j] == json_integer_value(json_array_get(
+                                         json_object_get(e, "ne"), (size_t) j));
+                }
+                if (ok) {
+                    snprintf(h, sizeof(h), "%016llx",
+                             (unsigned long long) fnv(t->data, t->nbytes));
+                    if (strcmp(h, json_string_value(json_object_get(e,
+                                      "raw_fnv"))) == 0)
+                    {
+                        n_same++;
+                    } else if (floats || t->dtype == CLEF_DTYPE_F32) {
+                        ok = 0;
+                    }
+                }
+                if (!ok) {
+                    printf("#   mkmodel --gguf %s: %s differs\n", types[k],
+                           name);
+                    n_bad++;
+                }
+            }
+            CHECK(n_bad == 0
+                  && clef_gguf_tensor_count(g) == json_array_size(ts),
+                  "mkmodel --gguf %s%s: the %zu tensors of llama.cpp's file,"
+                  " types and shapes; %zu of them byte for byte", types[k],
+                  pass ? " (mmproj)" : "", json_array_size(ts), n_same);
+            clef_gguf_close(g);
+        }
+        m = clef_gguf_clef_open(out, k == 1 ? mm : NULL, 0, &err);
+        CHECK(m != NULL, "mkmodel --gguf %s opens as a Clef model: %s",
+              types[k], m ? "" : err.message);
+        clef_gguf_clef_close(m);
+    }
+    test_mkmodel_sparse();
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
+                 " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q3_k --out"
+                 " '%s/x.gguf' 2>/dev/null", check_fixtures(), check_fixtures(),
+                 dir), 2, "mkmodel --gguf with an unknown type: usage error");
 }
 
 /* ---- configuration --------------------------------------------------- */
@@ -534,6 +678,12 @@ test_refusals(void)
           "a plain qwen35 GGUF is refused as not a decision model, saying what"
           " to do: %s", err.message);
     clef_gguf_clef_close(m);
+    CHECK(sh("build/clef decide '%s' </dev/null >/dev/null 2>'%s/why'", path,
+             dir) != 0
+          && sh("grep -q 'is a plain Qwen3.5 GGUF.*no joint schema head.*"
+                "convert the Clef release with a current llama.cpp' '%s/why'",
+                dir) == 0,
+          "clef decide refuses it with the same message");
 
     m = clef_gguf_clef_open(gguf_path("mmproj"), NULL, 0, &err);
     CHECK(m == NULL && strcmp(err.type, "not_a_decision_model") == 0
@@ -594,6 +744,7 @@ main(void)
     CHECK(man != NULL, "the manifest loads");
     if (man != NULL) {
         test_manifest(man);
+        test_mkmodel_gguf(man);
         json_decref(man);
     }
     if (rel != NULL) {
