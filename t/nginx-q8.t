@@ -35,14 +35,14 @@ run_tests();
 
 __DATA__
 
-=== TEST 1: noul
+=== TEST 1: noul with criteria
 --- request
 POST /v1/systemone
-{"model": "jev-latest", "state": "Help! My payouts have been failing for 3 days.", "questions": {"urgent": {"type": "noul", "instructions": "Does this convey urgency?"}}}
+{"model": "jev-latest", "state": "My card was declined at checkout although my balance is fine, and the order is due today.", "questions": {"urgent": {"type": "noul", "instructions": "Does this need an answer today?", "criteria": {"true": "A deadline or an outage", "false": null}}}}
 --- decide
 
-=== TEST 2: choice and score together
+=== TEST 2: three questions on a state object
 --- request
 POST /v1/systemone
-{"model":"m","state":"The invoice was charged twice and support never answered.","questions":{"dept":{"type":"choice","instructions":"Which team?","criteria":{"billing":null,"technical":"Bugs, outages","sales":null}},"sev":{"type":"score","instructions":"How severe?","criteria":[{"what":"Cosmetic"},{"what":"Workaround exists"},{"what":"Blocking"}]}}}
+{"model":"m","state":{"subject":"Refund","body":"I was charged twice for the same plan.","tier":"pro"},"questions":{"dept":{"type":"choice","instructions":"Which team?","criteria":{"billing":null,"technical":"Bugs, outages"}},"angry":{"type":"noul","instructions":"Is the customer angry?"},"sev":{"type":"score","instructions":"How severe?","criteria":[{"what":"Cosmetic"},{"what":"Blocking"}]}}}
 --- decide

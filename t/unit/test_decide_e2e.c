@@ -37,6 +37,7 @@
 
 #include "backend/backend.h"
 #include "check.h"
+#include "jsonl.h"
 #include "cpu/kernels/gemm.h"
 #include "model/model.h"
 #include "protocol/answer.h"
@@ -61,27 +62,6 @@
 static char    root[1024];
 static char    tmp[1024];
 static double  max_logit, max_prob, max_hidden;
-
-static json_t *
-read_jsonl(const char *path)
-{
-    FILE          *f = fopen(path, "r");
-    json_t        *arr = json_array(), *v;
-    char          *line = NULL;
-    size_t         cap = 0;
-    json_error_t   jerr;
-
-    if (f == NULL) {
-        return arr;
-    }
-    while (getline(&line, &cap, f) > 0) {
-        v = json_loads(line, JSON_DECODE_ANY, &jerr);
-        json_array_append_new(arr, v ? v : json_null());
-    }
-    free(line);
-    fclose(f);
-    return arr;
-}
 
 static double
 num(json_t *v)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "jsonl.h"
 #include "shell.h"
 
 #define Q8_TOL  5e-2
@@ -32,27 +33,6 @@ static const char  *types[] = { "q8_0", "q4_k_m" };
 
 static char  root[1024];
 static char  tmp[1024];
-
-static json_t *
-read_jsonl(const char *path)
-{
-    FILE          *f = fopen(path, "r");
-    json_t        *arr = json_array(), *v;
-    char          *line = NULL;
-    size_t         cap = 0;
-    json_error_t   jerr;
-
-    if (f == NULL) {
-        return arr;
-    }
-    while (getline(&line, &cap, f) > 0) {
-        v = json_loads(line, JSON_DECODE_ANY, &jerr);
-        json_array_append_new(arr, v ? v : json_null());
-    }
-    free(line);
-    fclose(f);
-    return arr;
-}
 
 static char *
 slurp(const char *path)
