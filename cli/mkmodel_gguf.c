@@ -704,6 +704,10 @@ mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_text_config *tc,
         goto done;
     }
     n_model = g.n;
+    if (a->mmproj != NULL && !vc->present) {
+        fail("--mmproj: the model has no vision tower");
+        goto done;
+    }
     if (a->mmproj != NULL && vc->present
         && clef_vision_tensors(vc, on_spec, &g) != 0)
     {

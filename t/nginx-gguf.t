@@ -1,48 +1,59 @@
 # GGUF models behind nginx (README "GGUF"): llama.cpp's Q4_K_M file of the
-# gg1 checkpoint served as `clef_model NAME FILE.gguf`, its F16 file with
-# the mmproj; the answers are clef decide's on the same file, and
-# /v1/models says how the weights are stored and the precision they are
-# multiplied in.
+# gg1 checkpoint served as `clef_model NAME FILE.gguf` answers as clef
+# decide does on the same file, its F16 file with the mmproj takes images,
+# and /v1/models says how the weights are stored and the precision they
+# are multiplied in.
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Test::More;
-use ClefNginx;
+use ClefTest;
+use Test::Nginx::Socket 'no_plan';
 
-my $gguf = "$FindBin::Bin/../t/fixtures/gguf";
-my $body = {
-    model => 'm', state => 'Help! My payouts have been failing for 3 days.',
-    questions => {
-        is_urgent => { type => 'noul', instructions => 'Does this convey urgency?' },
-        about_money => { type => 'noul', instructions => 'Is this about money?' },
-    },
-};
+master_on();
+repeat_each(2);
 
-for my $c ([ 'q4_k_m', 'Q4_K_M', '' ],
-           [ 'f16', 'F16', " mmproj=$gguf/gg1.mmproj.gguf" ])
-{
-    my ($type, $weights, $mmproj) = @$c;
-    my $srv = ClefNginx->new(model => "$gguf/gg1.$type.gguf",
-                             model_opts => "threads=1$mmproj");
-    $srv->start_ready;
-    my $r = $srv->post_json($body, undef, 60);
-    is $r->{status}, 200, "$type: 200" or diag $r->{content};
-    if ($mmproj eq '') {
-        is_deeply $r->{json}, $srv->decide($body),
-                  "$type: the answer of clef decide on the same file";
-    } else {
-        ok defined $r->{json}{answers}{about_money}{noul},
-           "$type with its mmproj: answers";
-    }
-    my $m = $srv->request('GET', '/v1/models')->{json}{models}[0];
-    is $m->{weights}, $weights, "$type: /v1/models weights $weights";
-    is $m->{precision}, 'fp32', "$type: /v1/models precision fp32 (the CPU's)";
-    is_deeply $m->{capabilities},
-              $mmproj eq '' ? [ 'systemone' ] : [ 'systemone', 'images' ],
-              "$type: capabilities" . ($mmproj eq '' ? '' : ': images, with'
-                                                   . ' the mmproj');
-    $srv->stop;
-}
+$ENV{TEST_NGINX_CLEF_GGUF} = "$FindBin::Bin/fixtures/gguf";
+clef_defaults(model => "$ENV{TEST_NGINX_CLEF_GGUF}/gg1.q4_k_m.gguf");
 
-done_testing;
+run_tests();
+
+__DATA__
+
+=== TEST 1: a Q4_K_M file answers as clef decide on it
+--- request
+POST /v1/systemone
+{"model":"m","state":"Help! My payouts have been failing for 3 days.","questions":{"is_urgent":{"type":"noul","instructions":"Does this convey urgency?"},"about_money":{"type":"noul","instructions":"Is this about money?"}}}
+--- more_headers
+Content-Type: application/json
+--- decide
+
+=== TEST 2: /v1/models: the file's type, the CPU's precision, no images without an mmproj
+--- request
+GET /v1/models
+--- error_code: 200
+--- response_body_like chomp
+"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone"\]
+
+=== TEST 3: an F16 file with its mmproj: /v1/models says it takes images
+--- http_config
+    clef_model clef-tiny $TEST_NGINX_CLEF_GGUF/gg1.f16.gguf mmproj=$TEST_NGINX_CLEF_GGUF/gg1.mmproj.gguf threads=1;
+    clef_engine zone=clef:32m timeout=10s;
+--- request
+GET /v1/models
+--- error_code: 200
+--- response_body_like chomp
+"weights":"F16","precision":"fp32","capabilities":\["systemone","images"\]
+
+=== TEST 4: the F16 file with its mmproj answers a request
+--- http_config
+    clef_model clef-tiny $TEST_NGINX_CLEF_GGUF/gg1.f16.gguf mmproj=$TEST_NGINX_CLEF_GGUF/gg1.mmproj.gguf threads=1;
+    clef_engine zone=clef:32m timeout=10s;
+--- request
+POST /v1/systemone
+{"model":"m","state":"Help!","questions":{"q":{"type":"noul"}}}
+--- more_headers
+Content-Type: application/json
+--- error_code: 200
+--- response_body_like chomp
+^\{"model":"clef-tiny","answers":\{"q":\{"type":"noul","noul":0\.\d+\}\},"usage":\{"input_tokens":\d+,"output_tokens":0\}\}$

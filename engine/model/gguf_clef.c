@@ -230,7 +230,9 @@ text_config(const clef_gguf *g, clef_text_config *c, clef_error *err)
     }
     for (l = 0; sec != NULL && l < 3 && (uint64_t) l < sec->v.arr.n; l++) {
         clef_gguf_arr_int(sec, (uint64_t) l, &s);
-        if (s < 0 || s > rope_dims / 2) {
+        /* as the release's mrope_section: never checked against the
+         * pair count (pairs past its reach stay on T, model_config.c) */
+        if (s < 0 || s > 4096) {
             return fail(g, err, "clef.rope.dimension_sections[%d] is %lld", l,
                         (long long) s);
         }

@@ -128,6 +128,47 @@ test_manifest(json_t *man)
 
 /* ---- clef mkmodel --gguf ---------------------------------------------- */
 
+/* Another shape (tiny: the whole Qwen3 vocabulary, head_dim 32, mrope
+ * sections past its rotary pairs, as its release has them): its F32 GGUF
+ * holds the release's bf16 values exactly, so clef decide's raw logits on
+ * it are the release's, bit for bit; BF16 too. */
+static void
+test_mkmodel_decide(void)
+{
+    static const char  *req = "{\"model\": \"m\", \"state\": \"Help! My"
+        " payouts have been failing for 3 days.\", \"questions\":"
+        " {\"is_urgent\": {\"type\": \"noul\"}, \"tone\": {\"type\":"
+        " \"noul\", \"instructions\": \"Is the tone calm?\"}}}";
+    FILE               *f;
+    char                path[600];
+    const char         *types[] = { "f32", "bf16" };
+    int                 k;
+
+    snprintf(path, sizeof(path), "%s/req.json", dir);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        CHECK(0, "write %s", path);
+        return;
+    }
+    fprintf(f, "%s\n", req);
+    fclose(f);
+    CHECK_INT(sh("build/clef mkmodel --shape tiny --tokenizer '%s' --seed 3"
+                 " --out '%s/tiny' >/dev/null && build/clef decide '%s/tiny'"
+                 " --raw <'%s' >'%s/tiny.out'", check_qwen3_tokenizer(), dir,
+                 dir, path, dir), 0, "the tiny release answers");
+    for (k = 0; k < 2; k++) {
+        CHECK_INT(sh("build/clef mkmodel --shape tiny --tokenizer '%s' --seed 3"
+                     " --gguf %s --out '%s/tiny.gguf' >/dev/null"
+                     " && build/clef decide '%s/tiny.gguf' --raw <'%s'"
+                     " >'%s/gguf.out' && cmp -s '%s/tiny.out' '%s/gguf.out'"
+                     " && grep -q '\"logits\"' '%s/gguf.out'",
+                     check_qwen3_tokenizer(), types[k], dir, dir, path, dir,
+                     dir, dir, dir), 0,
+                  "mkmodel --shape tiny --gguf %s: clef decide's raw logits"
+                  " those of the release, bit for bit", types[k]);
+    }
+}
+
 /* --sparse: the same file, but every matrix all zero bytes (a hole), the
  * tensors a reader computes from written as without it. */
 static void
@@ -258,6 +299,7 @@ test_mkmodel_gguf(json_t *man)
         clef_gguf_clef_close(m);
     }
     test_mkmodel_sparse();
+    test_mkmodel_decide();
     CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
                  " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q3_k --out"
                  " '%s/x.gguf' 2>/dev/null", check_fixtures(), check_fixtures(),
