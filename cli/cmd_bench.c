@@ -1,5 +1,5 @@
 /*
- * clef bench MODEL_DIR --tokens N --records R [-t THREADS] [--backend NAME]
+ * clef bench MODEL --tokens N --records R [-t THREADS] [--backend NAME]
  *            [--repeat K] [--max-scaling N] [--profile] [--seed S]
  *
  * Times a backend on synthetic records: R records of random token ids from
@@ -48,9 +48,11 @@ static void
 usage(FILE *f)
 {
     fprintf(f,
-        "usage: clef bench MODEL_DIR --tokens N --records R [-t THREADS]\n"
+        "usage: clef bench MODEL --tokens N --records R [-t THREADS]\n"
         "                  [--backend cpu|cuda] [--repeat K] [--max-scaling N]\n"
-        "                  [--profile] [--seed S] [--precision fp32|bf16] [--tp N]\n"
+        "                  [--profile] [--seed S] [--precision fp32|bf16|q8]\n"
+        "                  [--tp N]\n"
+        "  MODEL             a Clef release directory or a Clef GGUF file\n"
         "  --tokens N        tokens in the timed batch (default 2048)\n"
         "  --records R       records it is split into (default 4)\n"
         "  -t, --threads T   CPU worker threads, 0 = one per core (default 0)\n"
@@ -58,7 +60,7 @@ usage(FILE *f)
         "  --max-scaling N   longest record of the scaling table (default 16384,\n"
         "                    0 = no table)\n"
         "  --profile         the CPU backbone's time per op\n"
-        "  --precision P     fp32 or bf16 (default: the backend's own)\n"
+        "  --precision P     fp32, bf16 or q8 (default: the backend's own)\n"
         "  --tp N            tensor-parallel ranks (default 1); the CPU splits\n"
         "                    the threads between them and reports the share of\n"
         "                    time its ranks spend in the all-reduce\n");
@@ -177,7 +179,7 @@ parse_args(int argc, char **argv, bench_args *a)
             i++;
         } else if (strcmp(s, "--precision") == 0) {
             if (clef_precision_parse(v, strlen(v), &a->precision) != 0) {
-                fprintf(stderr, "clef bench: --precision is fp32 or bf16\n");
+                fprintf(stderr, "clef bench: --precision is fp32, bf16 or q8\n");
                 return -1;
             }
             i++;
@@ -196,7 +198,7 @@ parse_args(int argc, char **argv, bench_args *a)
         } else if (a->dir == NULL) {
             a->dir = s;
         } else {
-            fprintf(stderr, "clef bench: one model directory, not '%s' too\n", s);
+            fprintf(stderr, "clef bench: one model, not '%s' too\n", s);
             return -1;
         }
     }

@@ -1,5 +1,5 @@
 /*
- * clef decide MODEL_DIR: one System One request per stdin line, one response
+ * clef decide MODEL: one System One request per stdin line, one response
  * per stdout line, in order.  A request the parser or the encoder refuses
  * gives
  *   {"error": {"status": ..., "type": ..., "message": ..., "loc": [...]}}
@@ -40,15 +40,19 @@ static void
 decide_usage(FILE *f)
 {
     fprintf(f,
-        "usage: clef decide MODEL_DIR [-t THREADS] [--raw] [--backend cpu|cuda]\n"
-        "                   [--device N] [--max-length N] [--truncate-state]\n"
-        "                   [--batch N] [--precision fp32|bf16] [--tp N]\n"
+        "usage: clef decide MODEL [--mmproj FILE] [-t THREADS] [--raw]\n"
+        "                   [--backend cpu|cuda] [--device N] [--max-length N]\n"
+        "                   [--truncate-state] [--batch N]\n"
+        "                   [--precision fp32|bf16|q8] [--tp N]\n"
+        "\n"
+        "MODEL is a Clef release directory or a Clef GGUF file.\n"
         "\n"
         "Reads one System One request (JSON) per line on stdin and writes one\n"
         "response per line: {\"model\":...,\"answers\":{...},\"usage\":{...}}, or\n"
         "{\"error\": {\"status\": ..., \"type\": ..., \"message\": ..., \"loc\": [...]}}\n"
         "for a request that is refused.\n"
         "\n"
+        "  --mmproj FILE      a GGUF model's vision tower (llama.cpp's mmproj)\n"
         "  -t THREADS         CPU threads (default: one per core)\n"
         "  --raw              add per question \"raw\": options in encoder order,\n"
         "                     unrounded logits and probabilities\n"
@@ -60,8 +64,9 @@ decide_usage(FILE *f)
         "                     instead of refusing with max_tokens_exceeded\n"
         "  --batch N          pack up to N requests already waiting on stdin into\n"
         "                     one forward (default 1, at most %d)\n"
-        "  --precision P      fp32 (the CPU's default: exact) or bf16 (bf16\n"
-        "                     activations into the linear layers)\n"
+        "  --precision P      fp32 (the CPU's default: exact), bf16 (bf16\n"
+        "                     activations into the linear layers) or q8 (int8\n"
+        "                     activations times quantized GGUF weights)\n"
         "  --tp N             tensor-parallel ranks (default 1): N rank threads\n"
         "                     on the CPU, each holding 1/N of the backbone\n"
         "  --help             this text\n", CLEF_DEFAULT_MAX_LENGTH,
@@ -344,7 +349,7 @@ int
 clef_cmd_decide(int argc, char **argv)
 {
     int                 i, rc;
-    const char         *dir = NULL, *backend = "cpu";
+    const char         *dir = NULL, *backend = "cpu", *mmproj = NULL;
     clef_backend_opts   bo = { .threads = 0 };
     clef_model         *m;
     clef_error          err;
@@ -388,6 +393,8 @@ clef_cmd_decide(int argc, char **argv)
             }
         } else if (strcmp(a, "--backend") == 0 && has) {
             backend = argv[++i];
+        } else if (strcmp(a, "--mmproj") == 0 && has) {
+            mmproj = argv[++i];
         } else if (strcmp(a, "--precision") == 0 && has) {
             i++;
             if (clef_precision_parse(argv[i], strlen(argv[i]), &bo.precision)
@@ -410,7 +417,7 @@ clef_cmd_decide(int argc, char **argv)
         return 2;
     }
     if (dir == NULL) {
-        fprintf(stderr, "clef decide: MODEL_DIR is required\n");
+        fprintf(stderr, "clef decide: MODEL is required\n");
         decide_usage(stderr);
         return 2;
     }
@@ -420,7 +427,7 @@ clef_cmd_decide(int argc, char **argv)
         fprintf(stderr, "clef decide: backend %s: %s\n", backend, err.message);
         return 1;
     }
-    m = clef_model_open(dir, 0, &err);
+    m = clef_model_open_files(dir, mmproj, 0, &err);
     if (m == NULL) {
         fprintf(stderr, "clef decide: %s\n", err.message);
         return 1;

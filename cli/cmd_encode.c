@@ -1,5 +1,5 @@
 /*
- * clef encode MODEL_DIR [--max-length N] [--truncate-state]
+ * clef encode MODEL [--max-length N] [--truncate-state]
  *
  * One System One request per stdin line, one JSON line per request on
  * stdout:
@@ -18,20 +18,23 @@
 #include <string.h>
 
 #include "commands.h"
+#include "model/container.h"
+#include "model/model.h"
 #include "protocol/encode.h"
 #include "protocol/request.h"
 #include "text/render.h"
 #include "text/tokenizer.h"
 
 static const char  usage_text[] =
-    "usage: clef encode MODEL_DIR [--max-length N] [--truncate-state]\n"
+    "usage: clef encode MODEL [--max-length N] [--truncate-state]\n"
     "\n"
     "Reads one System One request per line on stdin and writes, per line,\n"
     "its input_ids with every question's instructions span and every\n"
     "option's span, or {\"error\": {...}}.\n"
     "\n"
-    "  MODEL_DIR          a directory holding tokenizer.json (a model or a\n"
-    "                     tokenizer directory), or the tokenizer.json itself\n"
+    "  MODEL              a directory holding tokenizer.json (a model or a\n"
+    "                     tokenizer directory), the tokenizer.json itself, or\n"
+    "                     a Clef GGUF file (its tokenizer.ggml.*)\n"
     "  --max-length N     token limit of a record (default 65536)\n"
     "  --truncate-state   cut the state to fit, as the reference does,\n"
     "                     instead of refusing with max_tokens_exceeded\n";
@@ -144,7 +147,9 @@ int
 clef_cmd_encode(int argc, char **argv)
 {
     clef_encode_opts   opts;
-    clef_tokenizer    *tk;
+    const clef_tokenizer *tk;
+    clef_tokenizer    *own = NULL;
+    clef_model        *m = NULL;
     clef_request       req;
     clef_record        rec;
     clef_error         err;
@@ -165,7 +170,13 @@ clef_cmd_encode(int argc, char **argv)
         return 0;
     }
 
-    tk = clef_tokenizer_load(dir, &err);
+    /* a GGUF holds its tokenizer in its header: read that alone */
+    if (clef_container_find(dir) == &clef_container_gguf) {
+        m = clef_model_open(dir, CLEF_MODEL_HEADERS_ONLY, &err);
+        tk = m != NULL ? clef_model_tokenizer(m) : NULL;
+    } else {
+        tk = own = clef_tokenizer_load(dir, &err);
+    }
     if (tk == NULL) {
         fprintf(stderr, "clef encode: %s: %s\n", dir, err.message);
         return 1;
@@ -204,6 +215,7 @@ clef_cmd_encode(int argc, char **argv)
     }
     free(line);
     clef_buf_free(&out);
-    clef_tokenizer_free(tk);
+    clef_tokenizer_free(own);
+    clef_model_close(m);
     return rc;
 }

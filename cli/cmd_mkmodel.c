@@ -1,6 +1,8 @@
 /*
  * clef mkmodel --config FILE|--shape NAME --tokenizer DIR --seed N --out DIR
  *              [--shards N] [--sparse] [--text-only]
+ * clef mkmodel --config FILE|--shape NAME --tokenizer DIR --seed N
+ *              --gguf TYPE --out FILE.gguf [--mmproj FILE] [--sparse]
  *
  * Writes a complete Clef release directory with deterministic random
  * weights: config.json (Qwen3_5ForConditionalGeneration with its vision
@@ -11,7 +13,12 @@
  * DIR.  --text-only leaves the tower's tensors and the processor config
  * out: a checkpoint that takes no images.  The --config format is in
  * t/fixtures/models/README.md.
+ *
+ * --gguf TYPE writes the same model as one GGUF file instead, as llama.cpp's
+ * converter and llama-quantize would have made it from that release
+ * (cli/mkmodel_gguf.c), the tower into the --mmproj file when given.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -35,6 +42,8 @@ typedef struct {
     int          shards;
     int          sparse;
     int          text_only;
+    const char  *gguf;
+    const char  *mmproj;
 } mk_args;
 
 static void
@@ -43,6 +52,10 @@ usage(FILE *f)
     fprintf(f, "usage: clef mkmodel (--config FILE | --shape NAME) --tokenizer DIR "
                "--seed N --out DIR\n"
                "                    [--shards N] [--sparse] [--text-only]\n"
+               "       clef mkmodel (--config FILE | --shape NAME) --tokenizer DIR "
+               "--seed N\n"
+               "                    --gguf TYPE --out FILE.gguf [--mmproj FILE] "
+               "[--sparse]\n"
                "  --config FILE  text_config keys plus a \"head\" object "
                "(t/fixtures/models/README.md)\n"
                "  --shape NAME   one of: ");
@@ -51,7 +64,11 @@ usage(FILE *f)
                "  --seed N       weights are a function of N only\n"
                "  --shards N     number of model-*.safetensors files\n"
                "  --sparse       leave the weight data as holes (for loader tests)\n"
-               "  --text-only    no vision tower tensors (a model without images)\n");
+               "  --text-only    no vision tower tensors (a model without images)\n"
+               "  --gguf TYPE    one GGUF file as llama.cpp makes it: f32, f16, bf16,"
+               " q8_0,\n"
+               "                 q4_0, q4_1, q5_0, q5_1, q6_k, q4_k_m, q5_k_m\n"
+               "  --mmproj FILE  with --gguf: the vision tower into FILE\n");
 }
 
 static int
@@ -451,14 +468,20 @@ collect(const clef_tensor_spec *s, void *ctx)
     {
         return -1;
     }
-    /* The release stores A_log and the gated norm F32, all else bf16. */
-    p->dtype = s->dtype == CLEF_WANT_F32_OR_BF16 ? CLEF_DTYPE_F32 : CLEF_DTYPE_BF16;
+    p->dtype = mkmodel_release_dtype(s);
     p->nbytes = clef_dtype_size(p->dtype);
     for (k = 0; k < s->ndim; k++) {
         p->nbytes *= (uint64_t) s->shape[k];
     }
     p->shard = 0;
     return 0;
+}
+
+clef_dtype
+mkmodel_release_dtype(const clef_tensor_spec *s)
+{
+    /* The release stores A_log and the gated norm F32, all else bf16. */
+    return s->dtype == CLEF_WANT_F32_OR_BF16 ? CLEF_DTYPE_F32 : CLEF_DTYPE_BF16;
 }
 
 /* Contiguous runs of tensors of about total/n bytes each, none empty. */
@@ -607,6 +630,41 @@ done:
 /* ---- command ------------------------------------------------------------- */
 
 static int
+write_gguf(const mk_args *a, json_t *config, const clef_text_config *tc,
+    const clef_head_config *hc, const clef_vision_config *vc)
+{
+    mkmodel_gguf_args   g;
+    json_t             *ctx, *every;
+    const char         *base = a->shape;
+    char                name[128];
+    size_t              n;
+
+    if (base == NULL) {
+        base = strrchr(a->config, '/') ? strrchr(a->config, '/') + 1 : a->config;
+    }
+    n = strcspn(base, ".");
+    /* the converter's name: the directory's, its first letter upper */
+    snprintf(name, sizeof(name), "%.*s", (int) (n < 100 ? n : 100), base);
+    name[0] = (char) toupper((unsigned char) name[0]);
+    ctx = json_object_get(json_object_get(config, "text_config"),
+                          "max_position_embeddings");
+    every = json_object_get(json_object_get(config, "text_config"),
+                            "full_attention_interval");
+    memset(&g, 0, sizeof(g));
+    g.type = a->gguf;
+    g.out = a->out;
+    g.mmproj = a->mmproj;
+    g.tokenizer_dir = a->tokenizer;
+    g.name = name;
+    g.context_length = json_integer_value(ctx);
+    /* transformers' default when the config has none */
+    g.full_attention_interval = every ? json_integer_value(every) : 4;
+    g.seed = a->seed;
+    g.sparse = a->sparse;
+    return mkmodel_write_gguf(&g, tc, hc, vc);
+}
+
+static int
 parse_args(int argc, char **argv, mk_args *a)
 {
     static const struct option  opts[] = {
@@ -618,6 +676,8 @@ parse_args(int argc, char **argv, mk_args *a)
         { "shards", required_argument, NULL, 'n' },
         { "sparse", no_argument, NULL, 'p' },
         { "text-only", no_argument, NULL, 'T' },
+        { "gguf", required_argument, NULL, 'g' },
+        { "mmproj", required_argument, NULL, 'm' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -635,6 +695,8 @@ parse_args(int argc, char **argv, mk_args *a)
         case 'o': a->out = optarg; break;
         case 'p': a->sparse = 1; break;
         case 'T': a->text_only = 1; break;
+        case 'g': a->gguf = optarg; break;
+        case 'm': a->mmproj = optarg; break;
         case 's':
             errno = 0;
             a->seed = strtoull(optarg, &end, 0);
@@ -659,7 +721,9 @@ parse_args(int argc, char **argv, mk_args *a)
         }
     }
     if (optind != argc || (a->config == NULL) == (a->shape == NULL)
-        || a->tokenizer == NULL || a->out == NULL || !a->have_seed)
+        || a->tokenizer == NULL || a->out == NULL || !a->have_seed
+        || (a->mmproj != NULL && a->gguf == NULL)
+        || (a->gguf != NULL && (a->shards != 0 || a->text_only)))
     {
         usage(stderr);
         return 2;
@@ -712,6 +776,10 @@ clef_cmd_mkmodel(int argc, char **argv)
         : build_configs(in, &tk, &config, &head, &cfg.text, &cfg.head,
                         &cfg.vision) != 0)
     {
+        goto done;
+    }
+    if (a.gguf != NULL) {
+        rc = write_gguf(&a, config, &tc, &hc, &vc);
         goto done;
     }
     if (make_dirs(a.out) != 0) {

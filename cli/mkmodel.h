@@ -57,4 +57,40 @@ int mkmodel_omni_name(char *name, size_t size);
  * extractor's keys, and the image processor's when it has a tower. */
 json_t *mkmodel_omni_preprocessor(const clef_vision_config *vc);
 
+/* Values [first, first + n) of tensor s (row-major; kind: its role's in
+ * the model's config, clef_role_kind_in()) as a release stored in dt (F32,
+ * or BF16: rounded) holds them, in fp32: the same numbers
+ * mkmodel_write_safetensors() writes, had at any offset. */
+void mkmodel_values(const clef_tensor_spec *s, clef_role_kind kind,
+    clef_dtype dt, uint64_t seed, int64_t first, int64_t n, float *dst);
+
+/* The dtype a release stores tensor s in: F32 for A_log and the gated
+ * norm, bf16 for the rest. */
+clef_dtype mkmodel_release_dtype(const clef_tensor_spec *s);
+
+/* `clef mkmodel --gguf TYPE` (cli/mkmodel_gguf.c). */
+typedef struct {
+    const char  *type;          /* f32, f16, bf16, q8_0, ..., q4_k_m */
+    const char  *out;           /* the model's GGUF file */
+    const char  *mmproj;        /* the tower's file, or NULL: none */
+    const char  *tokenizer_dir; /* tokenizer.json, tokenizer_config.json */
+    const char  *name;          /* general.name */
+    int64_t      context_length;
+    int64_t      full_attention_interval;   /* the config's (written as
+                                               the converter does; the
+                                               layers are in
+                                               recurrent_layers) */
+    uint64_t     seed;
+    int          sparse;        /* the matrices' data left as holes */
+} mkmodel_gguf_args;
+
+/* The model as llama.cpp's converter (and llama-quantize, for a block type
+ * or a K mix) would have written the release of the same seed, into the
+ * GGUF file a->out, the vision tower (when vc->present and a->mmproj) into
+ * the mmproj file; tensors made a slice of rows at a time.  0, or 1 with
+ * a message on stderr; 2 for an unknown TYPE. */
+int mkmodel_write_gguf(const mkmodel_gguf_args *a,
+    const clef_text_config *tc, const clef_head_config *hc,
+    const clef_vision_config *vc);
+
 #endif

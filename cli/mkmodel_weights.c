@@ -109,13 +109,30 @@ init_rule(const clef_tensor_spec *s, clef_role_kind kind, float *center,
     }
 }
 
+void
+mkmodel_values(const clef_tensor_spec *s, clef_role_kind kind, clef_dtype dt,
+    uint64_t seed, int64_t first, int64_t n, float *dst)
+{
+    /* splitmix64 adds a constant to its state per draw: draw `first` of
+     * the tensor's stream is had by starting that many steps on */
+    uint64_t  state = stream_seed(seed, s->name)
+                      + (uint64_t) first * 0x9e3779b97f4a7c15ull;
+    float     center, amp, v;
+    double    u;
+    int64_t   i;
+
+    init_rule(s, kind, &center, &amp);
+    for (i = 0; i < n; i++) {
+        u = (double) (clef_splitmix64(&state) >> 40) * 0x1p-24;
+        v = (float) ((double) center + (double) amp * (2.0 * u - 1.0));
+        dst[i] = dt == CLEF_DTYPE_F32 ? v : clef_bf16_to_f32(clef_f32_to_bf16(v));
+    }
+}
+
 static int
 write_data(FILE *f, const mkmodel_tensor *t, uint64_t seed, void *buf)
 {
-    uint64_t   state = stream_seed(seed, t->spec.name);
     int64_t    numel = 1, done, n, i;
-    float      center, amp, v;
-    double     u;
     float     *f32 = buf;
     uint16_t  *b16 = buf;
     size_t     es = clef_dtype_size(t->dtype);
@@ -124,17 +141,12 @@ write_data(FILE *f, const mkmodel_tensor *t, uint64_t seed, void *buf)
     for (k = 0; k < t->spec.ndim; k++) {
         numel *= t->spec.shape[k];
     }
-    init_rule(&t->spec, t->kind, &center, &amp);
-
     for (done = 0; done < numel; done += n) {
         n = numel - done < CHUNK ? numel - done : CHUNK;
-        for (i = 0; i < n; i++) {
-            u = (double) (clef_splitmix64(&state) >> 40) * 0x1p-24;
-            v = (float) ((double) center + (double) amp * (2.0 * u - 1.0));
-            if (t->dtype == CLEF_DTYPE_F32) {
-                f32[i] = v;
-            } else {
-                b16[i] = clef_f32_to_bf16(v);
+        mkmodel_values(&t->spec, t->kind, t->dtype, seed, done, n, f32);
+        if (t->dtype != CLEF_DTYPE_F32) {
+            for (i = 0; i < n; i++) {
+                b16[i] = clef_f32_to_bf16(f32[i]);
             }
         }
         if (fwrite(buf, es, (size_t) n, f) != (size_t) n) {

@@ -462,10 +462,14 @@ open_replica(const clef_model *m, const clef_backend_opts *o, const char *comm,
     int                    devs[CUDA_TP_MAX], tp, r, i, len;
 
     *out = NULL;
-    /* the CUDA backend computes in bf16 (tensor cores) and has no fp32 path */
-    if (o != NULL && o->precision == CLEF_PRECISION_FP32) {
+    /* the CUDA backend computes in bf16 (tensor cores): no fp32 path, no
+     * int8 one */
+    if (o != NULL && (o->precision == CLEF_PRECISION_FP32
+                      || o->precision == CLEF_PRECISION_Q8))
+    {
         return clef_error_fail(err, CLEF_E_MODEL,
-            "the CUDA backend computes in bf16: precision=fp32 is for the CPU");
+            "the CUDA backend computes in bf16: precision=%s is for the CPU",
+            clef_precision_name(o->precision));
     }
     if (cuda_tp_devices(o, devs, &tp, err) != 0) {
         return -1;

@@ -125,30 +125,51 @@ copy_up(void *dst, const void *src, size_t bytes, clef_error *err)
     return 0;
 }
 
-/* t as bf16 into device memory at dst. */
+/* Rows converted to bf16 per upload: bounds the host memory of a tensor
+ * stored in another type (a GGUF block type, whose blocks are dequantized
+ * here: the bf16 GEMMs read the model as a release's). */
+#define PUT_CHUNK  (1 << 22)
+
+/* t as bf16 into device memory at dst: its bytes when they are a bf16
+ * tensor's as the release lays it out, else converted a slice of rows at
+ * a time (a view with runs or spans, a GGUF's value heads, is read through
+ * model/tensor.h). */
 static int
 put_bf16(void *dst, const clef_tensor *t, clef_error *err)
 {
     uint16_t  *h;
     float     *f;
-    int64_t    i;
-    int        rc;
+    int64_t    rows, cols, row, n, i, step;
+    int        rc = 0;
 
-    if (t->dtype == CLEF_DTYPE_BF16) {
+    if (t->dtype == CLEF_DTYPE_BF16 && clef_tensor_is_plain(t)) {
         return copy_up(dst, t->data, (size_t) t->numel * 2, err);
     }
-    f = malloc((size_t) t->numel * sizeof(float));
-    h = malloc((size_t) t->numel * sizeof(uint16_t));
+    rows = t->ndim >= 1 ? t->shape[0] : 1;
+    cols = t->ndim >= 1 ? t->numel / (rows ? rows : 1) : 1;
+    step = PUT_CHUNK / (cols ? cols : 1);
+    step = step > 0 ? step : 1;
+    step = step < rows ? step : rows;
+    f = malloc((size_t) (step * cols + 1) * sizeof(float));
+    h = malloc((size_t) (step * cols + 1) * sizeof(uint16_t));
     if (f == NULL || h == NULL) {
         free(f);
         free(h);
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
-    clef_tensor_to_f32(t, f);
-    for (i = 0; i < t->numel; i++) {
-        h[i] = clef_f32_to_bf16(f[i]);
+    for (row = 0; rc == 0 && row < rows; row += n) {
+        n = rows - row < step ? rows - row : step;
+        if (t->ndim == 0) {
+            clef_tensor_to_f32(t, f);
+        } else {
+            clef_tensor_rows_to_f32(t, row, n, f);
+        }
+        for (i = 0; i < n * cols; i++) {
+            h[i] = clef_f32_to_bf16(f[i]);
+        }
+        rc = copy_up((uint16_t *) dst + row * cols, h,
+                     (size_t) (n * cols) * sizeof(uint16_t), err);
     }
-    rc = copy_up(dst, h, (size_t) t->numel * 2, err);
     free(f);
     free(h);
     return rc;
@@ -202,7 +223,7 @@ put_slice(void *dst, const clef_tensor *t, int64_t rows, int64_t cols,
     if (h == NULL) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
-    if (t->dtype == CLEF_DTYPE_BF16) {
+    if (t->dtype == CLEF_DTYPE_BF16 && clef_tensor_is_plain(t)) {
         if (cols_split) {
             cuda_slice_cols(t->data, rows, cols, 2, r, n, h);
         } else {

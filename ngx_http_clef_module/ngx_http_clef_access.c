@@ -5,8 +5,9 @@
  * start nginx, and leave the engine failing to load for ever while
  * requests get 503.  So at configuration time (nginx -t, a start, a
  * reload) a child process takes that user's identity, as the keeper will,
- * and opens every file of the model directory; the first one it cannot
- * open fails the configuration with the file, the user and the fix.
+ * and opens every file of the model directory (or the GGUF file and its
+ * mmproj file); the first one it cannot open fails the configuration with
+ * the file, the user and the fix.
  *
  * A model that becomes unreadable later (its files replaced, a mount
  * gone) is the engine's to report: it retries, and /status says why.
@@ -65,6 +66,25 @@ ngx_http_clef_access_walk(const char *dir, int out)
 }
 
 
+/* In the child: a file (a GGUF model, its mmproj) as the walk reports
+ * one; 0 when it opens. */
+static int
+ngx_http_clef_access_file(const char *path, int out)
+{
+    char  report[NGX_HTTP_CLEF_ACCESS_REPORT];
+    int   fd, n;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        n = snprintf(report, sizeof(report), "%d %s", errno, path);
+        (void) !write(out, report, n);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+
 ngx_int_t
 ngx_http_clef_model_readable(ngx_cycle_t *cycle,
     ngx_http_clef_main_conf_t *mcf)
@@ -78,6 +98,7 @@ ngx_http_clef_model_readable(ngx_cycle_t *cycle,
     ssize_t                 n, got = 0;
     int                     fds[2], err;
     uid_t                   uid;
+    struct stat             st;
 
     ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
 
@@ -118,7 +139,18 @@ ngx_http_clef_model_readable(ngx_cycle_t *cycle,
             (void) !write(fds[1], report, n);
             _exit(1);
         }
-        ngx_http_clef_access_walk((const char *) m->path.data, fds[1]);
+        if (stat((const char *) m->path.data, &st) == 0
+            && !S_ISDIR(st.st_mode))
+        {
+            if (ngx_http_clef_access_file((const char *) m->path.data, fds[1])
+                == 0 && m->mmproj.len > 0)
+            {
+                (void) ngx_http_clef_access_file((const char *) m->mmproj.data,
+                                                 fds[1]);
+            }
+        } else {
+            ngx_http_clef_access_walk((const char *) m->path.data, fds[1]);
+        }
         _exit(0);
     }
 

@@ -327,6 +327,7 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
 
     ngx_memzero(&ec, sizeof(ec));
     ec.model_path = (const char *) m->path.data;
+    ec.model_mmproj = m->mmproj.len ? (const char *) m->mmproj.data : NULL;
     ec.backend = (const char *) m->backend.data;
     ec.threads = (int) m->threads;
     ec.precision = m->precision;

@@ -1,8 +1,26 @@
 /*
  * GET /v1/models: {"models":[{"name","description","release_date"}]}
- * (spec/systemone-protocol.md §6; the Python SDK wants all three strings).
+ * (spec/systemone-protocol.md §6; the Python SDK wants all three strings),
+ * with extensions the SDKs ignore: what a request may carry, how the
+ * weights are stored and the precision the backend multiplies them in.
  */
 #include "ngx_http_clef_module.h"
+
+
+/* The precision the model's linear layers run at: the directive's, or
+ * its backend's own. */
+static const char *
+ngx_http_clef_precision_name(ngx_http_clef_model_t *m)
+{
+    const clef_backend_entry  *be;
+
+    if (m->precision != CLEF_PRECISION_DEFAULT) {
+        return clef_precision_name(m->precision);
+    }
+    be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
+    return clef_precision_name(be != NULL ? be->precision
+                                          : CLEF_PRECISION_DEFAULT);
+}
 
 
 ngx_int_t
@@ -43,6 +61,11 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
          && clef_buf_append(&b, ",\"release_date\":", 16) == 0
          && clef_render_string(&b, (char *) m->release_date.data,
                                m->release_date.len) == 0
+         && clef_buf_append(&b, ",\"weights\":", 11) == 0
+         && clef_render_string(&b, (char *) m->weights.data,
+                               m->weights.len) == 0
+         && clef_buf_printf(&b, ",\"precision\":\"%s\"",
+                            ngx_http_clef_precision_name(m)) == 0
          /* an extension the SDKs ignore: what a request may carry */
          && (ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
              ? clef_buf_printf(&b, ",\"capabilities\":[\"systemone\","

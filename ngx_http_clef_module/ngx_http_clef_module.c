@@ -2,9 +2,10 @@
  * Directives, configuration, the shared zone, and the module's process
  * hooks.
  *
- *   http:     clef_model NAME PATH [backend=cpu|cuda] [threads=N]
- *                        [precision=fp32|bf16] [devices=LIST] [tp=N]
- *                        [max_length=N] [truncate=reject|state];
+ *   http:     clef_model NAME PATH [mmproj=FILE] [backend=cpu|cuda]
+ *                        [threads=N] [precision=fp32|bf16|q8]
+ *                        [devices=LIST] [tp=N] [max_length=N]
+ *                        [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
  *                         [max_queue=N] [timeout=TIME]
  *                         [watchdog=TIME|off];
@@ -401,12 +402,14 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
     }
     /* the CUDA backend computes in bf16 only: refuse here rather than fail
      * the engine's start */
-    if (m->precision == CLEF_PRECISION_FP32 && m->backend.len == 4
-        && ngx_strncmp(m->backend.data, "cuda", 4) == 0)
+    if ((m->precision == CLEF_PRECISION_FP32
+         || m->precision == CLEF_PRECISION_Q8)
+        && m->backend.len == 4 && ngx_strncmp(m->backend.data, "cuda", 4) == 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": "
-                           "precision=fp32 is for backend=cpu; the CUDA "
-                           "backend computes in bf16", &m->name);
+                           "precision=%s is for backend=cpu; the CUDA "
+                           "backend computes in bf16", &m->name,
+                           clef_precision_name(m->precision));
         return NGX_ERROR;
     }
     if (be != NULL && be->uses_devices && m->tp > 1 && m->n_devices == 0) {
@@ -427,12 +430,44 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
 }
 
 
+/* *path made absolute (relative to the prefix) and resolved, in the
+ * configuration's pool: the file must exist. */
+static ngx_int_t
+ngx_http_clef_real_path(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_str_t *path)
+{
+    ngx_str_t   full;
+    char       *real;
+
+    full = *path;
+    if (ngx_conf_full_name(cf->cycle, &full, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    real = realpath((char *) full.data, NULL);
+    if (real == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "clef_model \"%V\": cannot open \"%V\"",
+                           &m->name, &full);
+        return NGX_ERROR;
+    }
+    path->len = ngx_strlen(real);
+    path->data = ngx_pnalloc(cf->pool, path->len + 1);
+    if (path->data == NULL) {
+        free(real);
+        return NGX_ERROR;
+    }
+    ngx_memcpy(path->data, real, path->len + 1);
+    free(real);
+    return NGX_OK;
+}
+
+
 static char *
 ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_clef_main_conf_t *mcf = conf;
 
-    ngx_str_t               *value, path;
+    ngx_str_t               *value;
     ngx_uint_t               i;
     ngx_http_clef_model_t   *m;
     clef_model_info          info;
@@ -440,7 +475,6 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     clef_error               err;
     int                      rc;
     char                     why[512];
-    char                    *real;
     ngx_file_info_t          fi;
     u_char                  *p;
     struct tm                tm;
@@ -503,7 +537,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 != 0)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"%V\": precision is fp32 or bf16",
+                                   "invalid \"%V\": precision is fp32, bf16 or q8",
                                    &value[i]);
                 return NGX_CONF_ERROR;
             }
@@ -527,6 +561,15 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "mmproj=", 7) == 0) {
+            m->mmproj.data = value[i].data + 7;
+            m->mmproj.len = value[i].len - 7;
+            if (ngx_http_clef_real_path(cf, m, &m->mmproj) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+            continue;
+        }
+
         if (ngx_strcmp(value[i].data, "truncate=reject") == 0) {
             m->truncate = CLEF_TRUNCATE_REJECT;
             continue;
@@ -542,33 +585,18 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* the path: relative to the prefix, must exist, must be a directory */
-    path = value[2];
-    if (ngx_conf_full_name(cf->cycle, &path, 0) != NGX_OK) {
+    /* the path: relative to the prefix, must exist: a release directory
+     * or a GGUF file */
+    m->path = value[2];
+    if (ngx_http_clef_real_path(cf, m, &m->path) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
-    real = realpath((char *) path.data, NULL);
-    if (real == NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           "clef_model \"%V\": cannot open \"%V\"",
-                           &m->name, &path);
-        return NGX_CONF_ERROR;
-    }
-    m->path.len = ngx_strlen(real);
-    m->path.data = ngx_pnalloc(cf->pool, m->path.len + 1);
-    if (m->path.data == NULL) {
-        free(real);
-        return NGX_CONF_ERROR;
-    }
-    ngx_memcpy(m->path.data, real, m->path.len + 1);
-    free(real);
-
     if (ngx_file_info(m->path.data, &fi) == NGX_FILE_ERROR
-        || !ngx_is_dir(&fi))
+        || (!ngx_is_dir(&fi) && !ngx_is_file(&fi)))
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "clef_model \"%V\": \"%V\" is not a directory",
-                           &m->name, &m->path);
+                           "clef_model \"%V\": \"%V\" is neither a release"
+                           " directory nor a GGUF file", &m->name, &m->path);
         return NGX_CONF_ERROR;
     }
 
@@ -588,7 +616,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
      * tp must divide every sharded count of this model (nginx -t says
      * which one it does not) */
     clef_error_clear(&err);
-    rc = clef_model_inspect((char *) m->path.data, (int) m->tp, &info, &err);
+    rc = clef_model_inspect((char *) m->path.data,
+                            m->mmproj.len ? (char *) m->mmproj.data : NULL,
+                            (int) m->tp, &info, &err);
     if (rc == CLEF_INSPECT_OPEN) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "clef_model \"%V\" in \"%V\": %s", &m->name,
@@ -604,6 +634,12 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (m->max_length == 0) {
         m->max_length = info.max_length;
     }
+    m->weights.len = ngx_strlen(info.weights);
+    m->weights.data = ngx_pnalloc(cf->pool, m->weights.len + 1);
+    if (m->weights.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    ngx_memcpy(m->weights.data, info.weights, m->weights.len + 1);
 
     /* images need the vision tower; the CUDA backend runs it on rank 0
      * only, so at tp=1 (cuda/README.md, "Images") */
@@ -618,8 +654,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
     p = ngx_snprintf(m->description.data, 256,
                      "Clef %sdecision model %V: %d layers, hidden size %d, "
-                     "%V backend%s", info.omni ? "Omni " : "", &m->name,
-                     info.layers, info.hidden_size, &m->backend,
+                     "%V weights, %V backend%s", info.omni ? "Omni " : "",
+                     &m->name, info.layers, info.hidden_size, &m->weights,
+                     &m->backend,
                      ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
                      ? "; text and images (PNG, JPEG, WebP)" : "; text only");
     m->description.len = p - m->description.data;
@@ -628,8 +665,11 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
      * before the master forks workers that would all carry it */
     (void) malloc_trim(0);
 
-    /* the release date of a checkpoint directory: its config.json's date */
-    p = ngx_snprintf(cfg, sizeof(cfg) - 1, "%V/config.json%Z", &m->path);
+    /* the release date of a checkpoint directory: its config.json's date;
+     * of a GGUF file, the file's */
+    p = ngx_is_dir(&fi) ? ngx_snprintf(cfg, sizeof(cfg) - 1,
+                                       "%V/config.json%Z", &m->path)
+                        : ngx_snprintf(cfg, sizeof(cfg) - 1, "%V%Z", &m->path);
     mtime = ngx_file_info((char *) cfg, &fi) == NGX_FILE_ERROR
             ? ngx_time() : ngx_file_mtime(&fi);
     gmtime_r(&mtime, &tm);
@@ -641,14 +681,15 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    sizeof("YYYY-MM-DD"), "%Y-%m-%d", &tm);
 
     /* an engine keeps running across reloads while this stays the same */
-    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len
+    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len + m->mmproj.len
                                       + m->devices_text.len + 128);
     if (m->fingerprint.data == NULL) {
         return NGX_CONF_ERROR;
     }
-    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%i|%V|%i|%i|%i|%i", &m->path,
-                    &m->backend, m->threads, &m->devices_text, m->tp,
-                    m->max_length, m->truncate, (ngx_int_t) m->precision);
+    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%V|%i|%V|%i|%i|%i|%i",
+                    &m->path, &m->mmproj, &m->backend, m->threads,
+                    &m->devices_text, m->tp, m->max_length, m->truncate,
+                    (ngx_int_t) m->precision);
     m->fingerprint.len = p - m->fingerprint.data;
 
     mcf->model = m;

@@ -37,7 +37,14 @@ enum {
 
 typedef struct {
     ngx_str_t                  name;          /* clef_model NAME */
-    ngx_str_t                  path;          /* absolute, NUL-terminated */
+    ngx_str_t                  path;          /* absolute, NUL-terminated:
+                                                 a release directory or a
+                                                 GGUF file */
+    ngx_str_t                  mmproj;        /* mmproj=: a GGUF model's
+                                                 vision tower, absolute;
+                                                 len 0: none */
+    ngx_str_t                  weights;       /* how they are stored:
+                                                 "BF16", "Q4_K_M" */
     ngx_str_t                  backend;       /* "cpu" or "cuda" */
     ngx_int_t                  threads;
     clef_precision             precision;

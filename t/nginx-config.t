@@ -1,6 +1,6 @@
-# The directives: a bad model path, a directory that is not a decision
-# model, and every misused directive keep nginx from starting, with a
-# clear message.  (What `nginx -t` does with a good configuration, and
+# The directives: a bad model path, a directory or GGUF file that is not
+# a decision model, and every misused directive keep nginx from starting,
+# with a clear message.  (What `nginx -t` does with a good configuration, and
 # the shipped conf/ files: t/nginx-configtest.t.)
 use strict;
 use warnings;
@@ -19,6 +19,36 @@ open my $fh, '>', "$notmodel/config.json" or die $!;
 print $fh "{}\n";
 close $fh;
 $ENV{TEST_NGINX_CLEF_NOTMODEL} = $notmodel;
+
+# GGUF files: llama.cpp's mmproj, and written here a plain Qwen3.5 one
+# (converted before llama.cpp had Clef support: its headers are all nginx
+# reads of it) and one holding a tensor type ngx_clef does not read
+$ENV{TEST_NGINX_CLEF_GGUF} = "$FindBin::Bin/fixtures/gguf";
+$ENV{TEST_NGINX_CLEF_QWEN35} = "$notmodel/qwen35.gguf";
+$ENV{TEST_NGINX_CLEF_IQ2} = "$notmodel/iq2.gguf";
+
+sub gguf_str { my $s = shift; return pack('Q<', length $s) . $s }
+
+sub write_gguf {
+    my ($path, $arch, @tensors) = @_;
+    my $b = 'GGUF' . pack('L<Q<Q<', 3, scalar @tensors, 1)
+          . gguf_str('general.architecture') . pack('L<', 8) . gguf_str($arch);
+    my $data = '';
+    for my $t (@tensors) {
+        my ($name, $type, $bytes, @ne) = @$t;
+        $b .= gguf_str($name) . pack('L<', scalar @ne) . pack('Q<*', @ne)
+            . pack('L<Q<', $type, length $data);
+        $data .= "\0" x $bytes;
+    }
+    $b .= "\0" x ((32 - length($b) % 32) % 32);
+    open my $out, '>:raw', $path or die "$path: $!";
+    print $out $b . $data;
+    close $out;
+}
+write_gguf($ENV{TEST_NGINX_CLEF_QWEN35}, 'qwen35');
+# IQ2_XXS (GGML type 16): 66 bytes per block of 256
+write_gguf($ENV{TEST_NGINX_CLEF_IQ2}, 'clef',
+           [ 'blk.0.ffn_down.weight', 16, 132, 256, 2 ]);
 
 clef_defaults();
 
@@ -58,6 +88,27 @@ clef_model tiny /etc/hostname;
 --- error_log
 is not a directory
 
+=== TEST 3a: a plain Qwen3.5 GGUF: no joint head, and what to do
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_QWEN35;
+--- must_die
+--- error_log
+(general.architecture "qwen35", converted before llama.cpp had Clef support): it has no joint schema head.  Use a Clef GGUF (general.architecture "clef", e.g. ggml-org's Clef-Flash-GGUF), or convert the Clef release with a current llama.cpp's convert_hf_to_gguf.py
+
+=== TEST 3b: a GGUF tensor of a type ngx_clef does not read, named with its tensor
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_IQ2;
+--- must_die
+--- error_log
+tensor 'blk.0.ffn_down.weight' is of type IQ2_XXS, which ngx_clef does not read
+
+=== TEST 3c: an mmproj file given as the model
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_GGUF/gg1.mmproj.gguf;
+--- must_die
+--- error_log
+is a vision projector (mmproj) file, not the model: give the model's GGUF, and this file as its mmproj
+
 === TEST 4: unknown backend
 --- http_config
 clef_model tiny $TEST_NGINX_CLEF_MODEL backend=tpu;
@@ -70,7 +121,7 @@ unknown backend "tpu" (known: cpu, cuda)
 clef_model tiny $TEST_NGINX_CLEF_MODEL precision=fp16;
 --- must_die
 --- error_log
-invalid "precision=fp16": precision is fp32 or bf16
+invalid "precision=fp16": precision is fp32, bf16 or q8
 
 === TEST 4c: fp32 on the CUDA backend, which computes in bf16
 --- http_config

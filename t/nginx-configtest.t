@@ -12,7 +12,7 @@ use ClefNginx;
 
 my $model = ClefNginx->model_dir(1);
 
-plan tests => 5;
+plan tests => 7;
 
 # the module alone loads into the packaged binary
 {
@@ -70,4 +70,17 @@ plan tests => 5;
     close $fh;
     my ($rc, $out) = $srv->run_nginx('-t');
     is $rc, 0, 'conf/edge.conf passes nginx -t' or diag $out;
+}
+
+# a Clef GGUF made by llama.cpp's tools, alone and with its mmproj: -t
+# reads their headers and succeeds
+my $gguf = "$FindBin::Bin/fixtures/gguf";
+for my $conf ("clef_model tiny $gguf/gg1.q4_k_m.gguf;",
+              "clef_model tiny $gguf/gg1.f16.gguf"
+              . " mmproj=$gguf/gg1.mmproj.gguf;")
+{
+    my $srv = ClefNginx->new(http_config => $conf);
+    $srv->write_config;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, "nginx -t accepts $conf" or diag $out;
 }

@@ -31,6 +31,15 @@ for my $case (qw(ok closed-dir closed-file later)) {
     }
     chmod 0755, "$dir/$case";
 }
+# GGUF files: one nobody may read, and a readable one whose mmproj is not
+my $gguf = "$FindBin::Bin/fixtures/gguf";
+mkdir "$dir/gguf" or die $!;
+chmod 0755, "$dir/gguf";
+for (['gg1.q4_k_m.gguf', 'closed.gguf', 0600], ['gg1.f16.gguf', 'f16.gguf', 0644],
+     ['gg1.mmproj.gguf', 'closed.mmproj.gguf', 0600]) {
+    copy("$gguf/$_->[0]", "$dir/gguf/$_->[1]") or die "$_->[0]: $!";
+    chmod $_->[2], "$dir/gguf/$_->[1]";
+}
 chmod 0700, "$dir/closed-dir";
 chmod 0600, "$dir/closed-file/joint_head.safetensors";
 $ENV{TEST_NGINX_CLEF_MODELS} = $dir;
@@ -92,6 +101,18 @@ clef_model "clef-tiny": the engine runs as user "nobody", who cannot open "DIR/c
 --- must_die
 --- error_log
 clef_model "clef-tiny": the engine runs as user "nobody", who cannot open "DIR/closed-file/joint_head.safetensors"; make the model readable by that user
+
+=== TEST 2a: a GGUF file nobody may read: the file is named
+--- case: gguf/closed.gguf
+--- must_die
+--- error_log
+clef_model "clef-tiny": the engine runs as user "nobody", who cannot open "DIR/gguf/closed.gguf"; make the model readable by that user
+
+=== TEST 2b: a readable GGUF whose mmproj nobody may read: the mmproj is named
+--- case: gguf/f16.gguf mmproj=$TEST_NGINX_CLEF_MODELS/gguf/closed.mmproj.gguf
+--- must_die
+--- error_log
+clef_model "clef-tiny": the engine runs as user "nobody", who cannot open "DIR/gguf/closed.mmproj.gguf"; make the model readable by that user
 
 === TEST 3: the same model readable by nobody is served
 --- case: ok

@@ -8,9 +8,11 @@
 #include <string.h>
 
 static const clef_backend_entry  registry[] = {
-    { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1 },
-    { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)", 1, 1 },
-    { NULL, NULL, 0, 0 }
+    { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1,
+      CLEF_PRECISION_FP32 },
+    { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)", 1, 1,
+      CLEF_PRECISION_BF16 },
+    { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT }
 };
 
 const clef_backend_entry *

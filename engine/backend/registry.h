@@ -22,6 +22,7 @@ typedef struct {
     int          tensor_parallel;  /* tp= above 1 means something (the
                                       backend itself refuses at open a
                                       layout it cannot run) */
+    clef_precision  precision;  /* what CLEF_PRECISION_DEFAULT means on it */
 } clef_backend_entry;
 
 /* Every backend this build knows, in a NULL-named-terminated table. */

@@ -10,6 +10,8 @@ clef_precision_name(clef_precision p)
         return "fp32";
     case CLEF_PRECISION_BF16:
         return "bf16";
+    case CLEF_PRECISION_Q8:
+        return "q8";
     default:
         return "default";
     }
@@ -24,6 +26,10 @@ clef_precision_parse(const char *name, size_t len, clef_precision *p)
     }
     if (len == 4 && memcmp(name, "bf16", 4) == 0) {
         *p = CLEF_PRECISION_BF16;
+        return 0;
+    }
+    if (len == 2 && memcmp(name, "q8", 2) == 0) {
+        *p = CLEF_PRECISION_Q8;
         return 0;
     }
     return -1;

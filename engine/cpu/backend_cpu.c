@@ -149,8 +149,9 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     }
     b->tp = o != NULL && o->tp > 1 ? o->tp : 1;
     /* the CPU's own precision is fp32 (exact) */
-    b->prec = o != NULL && o->precision == CLEF_PRECISION_BF16
-              ? CLEF_PRECISION_BF16 : CLEF_PRECISION_FP32;
+    b->prec = o != NULL && (o->precision == CLEF_PRECISION_BF16
+                            || o->precision == CLEF_PRECISION_Q8)
+              ? o->precision : CLEF_PRECISION_FP32;
     /* the vision tower and the joint head are not sharded: they run once,
      * on rank 0's thread and workers, before and after the ranks' forward */
     if (cpu_open_ranks(b, m, o, err) != 0

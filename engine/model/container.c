@@ -4,6 +4,7 @@
  * others do not claim, so that its messages ("config.json: cannot open")
  * are what a wrong path gets. */
 static const clef_container_kind  *const kinds[] = {
+    &clef_container_gguf,
     &clef_container_release,
 };
 

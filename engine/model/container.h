@@ -5,13 +5,14 @@
  * table, which model.c then checks against the inventory the configs
  * imply.  Nothing past the container knows which kind it was.
  *
- * Kinds today: the release directory (container_release.c: config.json,
+ * Kinds: the release directory (container_release.c: config.json,
  * joint_head_config.json, preprocessor_config.json, tokenizer.json and
- * safetensors shards, each tensor mapped in place).  A GGUF file holds
- * config, tokenizer and tensors in one file: it joins as one more kind
- * (a probe that reads the magic, configs from the metadata, the tokenizer
- * from tokenizer.ggml.*, tensors under the role table's GGUF names mapped
- * onto the canonical ones) in clef_container_kinds[] (container.c).
+ * safetensors shards, each tensor mapped in place) and a GGUF file
+ * (container_gguf.c: llama.cpp's Clef GGUF, configs from its metadata,
+ * the tokenizer from tokenizer.ggml.*, tensors under the role table's
+ * GGUF names with the converter's changes undone, gguf_clef.h; the vision
+ * tower from its separate mmproj file when one is given).  Another kind is
+ * one more file and its entry in container.c's list.
  */
 #ifndef CLEF_CONTAINER_H
 #define CLEF_CONTAINER_H
@@ -51,8 +52,11 @@ typedef struct {
     const char  *name;               /* "release directory" */
     /* 1 when path is this kind's; the last kind takes any path */
     int        (*probe)(const char *path);
-    /* flags: clef_model_open's (CLEF_MODEL_HEADERS_ONLY: map nothing) */
-    void      *(*open)(const char *path, int flags, clef_error *err);
+    /* flags: clef_model_open's (CLEF_MODEL_HEADERS_ONLY: map nothing);
+     * mmproj: a second file holding the vision tower, or NULL (a kind
+     * that has no such file refuses one) */
+    void      *(*open)(const char *path, const char *mmproj, int flags,
+                       clef_error *err);
     /* the configs, checked as far as the container can (a directory
      * that is not a decision model is refused here, saying so) */
     int        (*configs)(void *c, clef_model_configs *cfg, clef_error *err);
@@ -66,6 +70,9 @@ typedef struct {
     /* the tokenizer, checked against the configs' vocabulary */
     clef_tokenizer *(*tokenizer)(void *c, const clef_model_configs *cfg,
                                  clef_error *err);
+    /* what the weights are stored as, for /v1/models ("Q4_K_M"); NULL:
+     * the type of the matrices (clef_model_weights()) */
+    void       (*weights)(void *c, char *buf, size_t size);
     void       (*close)(void *c);
 } clef_container_kind;
 
@@ -74,5 +81,6 @@ const clef_container_kind *clef_container_find(const char *path);
 
 /* The kinds (container.c); each kind's file defines its entry. */
 extern const clef_container_kind  clef_container_release;
+extern const clef_container_kind  clef_container_gguf;
 
 #endif

@@ -103,9 +103,27 @@ release_close(void *c)
 }
 
 static void *
-release_open(const char *path, int flags, clef_error *err)
+release_open(const char *path, const char *mmproj, int flags,
+    clef_error *err)
 {
-    release  *r = calloc(1, sizeof(*r));
+    release      *r;
+    struct stat   st;
+
+    /* the path names a file that is not a GGUF (its magic): say so
+     * rather than fail on "FILE/config.json" */
+    if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        clef_error_fail(err, CLEF_E_MODEL, "%s is not a directory (a Clef"
+                        " release) nor a GGUF file (it does not begin with"
+                        " \"GGUF\")", path);
+        return NULL;
+    }
+    if (mmproj != NULL) {
+        clef_error_fail(err, CLEF_E_MODEL, "%s: mmproj= names the vision"
+                        " tower of a GGUF model; a release directory has its"
+                        " tower in it", path);
+        return NULL;
+    }
+    r = calloc(1, sizeof(*r));
 
     if (r == NULL || (r->dir = strdup(path)) == NULL
         || (r->head_path = clef_path_join(path, "joint_head.safetensors"))
@@ -476,5 +494,6 @@ const clef_container_kind  clef_container_release = {
     release_tensors,
     release_where,
     release_tokenizer,
+    NULL,                       /* weights: the matrices' one type */
     release_close,
 };

@@ -1,44 +1,33 @@
 #include "model/dtype.h"
 
+#include <strings.h>
 #include <string.h>
 
-static void
-f32_to_f32(const void *src, float *dst, int64_t n)
-{
-    memcpy(dst, src, (size_t) n * sizeof(float));
-}
-
-static void
-bf16_to_f32(const void *src, float *dst, int64_t n)
-{
-    const uint16_t  *h = src;
-    int64_t          i;
-
-    for (i = 0; i < n; i++) {
-        dst[i] = clef_bf16_to_f32(h[i]);
-    }
-}
-
-static void
-f16_to_f32(const void *src, float *dst, int64_t n)
-{
-    const uint16_t  *h = src;
-    int64_t          i;
-
-    for (i = 0; i < n; i++) {
-        dst[i] = clef_f16_to_f32(h[i]);
-    }
-}
+#include "model/quant.h"
 
 /* GGUF's ids are those of ggml's enum ggml_type (gguf-py's
- * GGMLQuantizationType): F32 0, F16 1, I32 26, I64 27, BF16 30. */
+ * GGMLQuantizationType); the conversions are quant.h's, exact as gguf-py
+ * computes them. */
+#define FLOAT(f)  clef_##f##_to_f32, clef_##f##_from_f32
+
 static const clef_dtype_traits  dtypes[CLEF_DTYPE_COUNT] = {
-    [CLEF_DTYPE_F32]  = { "F32",  1, 0,  1, 4, f32_to_f32 },
-    [CLEF_DTYPE_F16]  = { "F16",  1, 1,  1, 2, f16_to_f32 },
-    [CLEF_DTYPE_BF16] = { "BF16", 1, 30, 1, 2, bf16_to_f32 },
-    [CLEF_DTYPE_I32]  = { "I32",  1, 26, 1, 4, NULL },
-    [CLEF_DTYPE_I64]  = { "I64",  1, 27, 1, 8, NULL },
-    [CLEF_DTYPE_U8]   = { "U8",   1, -1, 1, 1, NULL },
+    [CLEF_DTYPE_F32]  = { "F32",  1, CLEF_GGML_F32,  1, 4,
+                          clef_f32_to_f32, clef_f32_from_f32 },
+    [CLEF_DTYPE_F16]  = { "F16",  1, CLEF_GGML_F16,  1, 2,
+                          clef_f16_blocks_to_f32, clef_f16_from_f32 },
+    [CLEF_DTYPE_BF16] = { "BF16", 1, CLEF_GGML_BF16, 1, 2,
+                          clef_bf16_blocks_to_f32, clef_bf16_from_f32 },
+    [CLEF_DTYPE_I32]  = { "I32",  1, 26, 1, 4, NULL, NULL },
+    [CLEF_DTYPE_I64]  = { "I64",  1, 27, 1, 8, NULL, NULL },
+    [CLEF_DTYPE_U8]   = { "U8",   1, -1, 1, 1, NULL, NULL },
+    [CLEF_DTYPE_Q4_0] = { "Q4_0", 0, CLEF_GGML_Q4_0, 32,  18,  FLOAT(q4_0) },
+    [CLEF_DTYPE_Q4_1] = { "Q4_1", 0, CLEF_GGML_Q4_1, 32,  20,  FLOAT(q4_1) },
+    [CLEF_DTYPE_Q5_0] = { "Q5_0", 0, CLEF_GGML_Q5_0, 32,  22,  FLOAT(q5_0) },
+    [CLEF_DTYPE_Q5_1] = { "Q5_1", 0, CLEF_GGML_Q5_1, 32,  24,  FLOAT(q5_1) },
+    [CLEF_DTYPE_Q8_0] = { "Q8_0", 0, CLEF_GGML_Q8_0, 32,  34,  FLOAT(q8_0) },
+    [CLEF_DTYPE_Q4_K] = { "Q4_K", 0, CLEF_GGML_Q4_K, 256, 144, FLOAT(q4_k) },
+    [CLEF_DTYPE_Q5_K] = { "Q5_K", 0, CLEF_GGML_Q5_K, 256, 176, FLOAT(q5_k) },
+    [CLEF_DTYPE_Q6_K] = { "Q6_K", 0, CLEF_GGML_Q6_K, 256, 210, FLOAT(q6_k) },
 };
 
 const clef_dtype_traits *
@@ -60,6 +49,20 @@ clef_dtype_from_name(const char *name, clef_dtype *dt)
 
     for (i = 0; i < CLEF_DTYPE_COUNT; i++) {
         if (dtypes[i].safetensors && strcmp(name, dtypes[i].name) == 0) {
+            *dt = (clef_dtype) i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int
+clef_dtype_from_any_name(const char *name, clef_dtype *dt)
+{
+    int  i;
+
+    for (i = 0; i < CLEF_DTYPE_COUNT; i++) {
+        if (strcasecmp(name, dtypes[i].name) == 0) {
             *dt = (clef_dtype) i;
             return 0;
         }
@@ -105,6 +108,14 @@ clef_dtype_is_float(clef_dtype dt)
     const clef_dtype_traits  *t = clef_dtype_traits_of(dt);
 
     return t != NULL && t->to_f32 != NULL;
+}
+
+int
+clef_dtype_is_block(clef_dtype dt)
+{
+    const clef_dtype_traits  *t = clef_dtype_traits_of(dt);
+
+    return t != NULL && t->block > 1;
 }
 
 float

@@ -6,16 +6,17 @@
  * keeps a weight for its kernels is its own (the CPU's packed formats:
  * cpu/kernels/wpack.h, keyed by these types).
  *
- * A block type (GGUF's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)
- * joins by adding its value to clef_dtype and its row to the table in
- * dtype.c: block size, bytes per block, GGUF's type id and its
- * dequantizer, a function of the shape
+ * GGUF's block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) are
+ * rows like the others: block size, bytes per block, GGUF's type id, and
+ * the dequantizer and quantizer of model/quant.h, functions of the shape
  *
  *     void clef_<type>_to_f32(const void *blocks, float *dst, int64_t n);
  *
  * (n elements, a multiple of the block size: n / block blocks read).
  * Everything that reads weights through the table (clef_tensor_to_f32,
- * clef_tensor_rows_to_f32, the loaders' checks) then takes the type.
+ * clef_tensor_rows_to_f32, the loaders' checks, the GGUF reader and
+ * writer) takes every type of it.  Another type joins by its value here
+ * and its row in dtype.c.
  */
 #ifndef CLEF_DTYPE_H
 #define CLEF_DTYPE_H
@@ -30,13 +31,25 @@ typedef enum {
     CLEF_DTYPE_I32,
     CLEF_DTYPE_I64,
     CLEF_DTYPE_U8,
-    /* block types join here (and in dtype.c's table) */
+    CLEF_DTYPE_Q4_0,            /* GGUF's block types (quant.h) */
+    CLEF_DTYPE_Q4_1,
+    CLEF_DTYPE_Q5_0,
+    CLEF_DTYPE_Q5_1,
+    CLEF_DTYPE_Q8_0,
+    CLEF_DTYPE_Q4_K,
+    CLEF_DTYPE_Q5_K,
+    CLEF_DTYPE_Q6_K,
     CLEF_DTYPE_COUNT
 } clef_dtype;
 
 /* n elements (a multiple of the type's block) from src to fp32 in dst,
  * exactly as the format defines them. */
 typedef void (*clef_dtype_to_f32_fn)(const void *src, float *dst, int64_t n);
+/* n elements (a multiple of the block) from fp32 src into dst: the
+ * quantizer of a block type (quant.h), a rounding conversion of a scalar
+ * one. */
+typedef void (*clef_dtype_from_f32_fn)(const float *src, void *dst,
+    int64_t n);
 
 typedef struct {
     const char            *name;          /* "BF16", "Q8_0" */
@@ -47,6 +60,7 @@ typedef struct {
     size_t                 block_bytes;   /* bytes of one block */
     clef_dtype_to_f32_fn   to_f32;        /* NULL: not a float type (no
                                              weight is stored in it) */
+    clef_dtype_from_f32_fn from_f32;      /* NULL likewise */
 } clef_dtype_traits;
 
 /* The row of dt, NULL for a value outside the table. */
@@ -72,6 +86,13 @@ int64_t     clef_dtype_bytes(clef_dtype dt, int64_t n);
 
 /* 1 when values of dt convert to fp32 (a weight may be stored in it). */
 int         clef_dtype_is_float(clef_dtype dt);
+
+/* 1 for a block type (more than one element per block). */
+int         clef_dtype_is_block(clef_dtype dt);
+
+/* A type by its name as clef_dtype_name() spells it ("Q4_K", "bf16" in any
+ * case too); -1 when the table has none. */
+int         clef_dtype_from_any_name(const char *name, clef_dtype *dt);
 
 float    clef_bf16_to_f32(uint16_t h);
 uint16_t clef_f32_to_bf16(float f);     /* round to nearest even, NaN kept */

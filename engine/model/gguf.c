@@ -530,8 +530,9 @@ tensor_layout(rd *r, clef_gguf_tensor *t)
         return fail(r, "tensor '%s' has type %u, which GGML does not define",
                     t->name, t->type);
     }
-    t->traits = clef_ggml_traits_of(t->type);
-    if (t->traits == NULL) {
+    if (clef_dtype_from_ggml((int) t->type, &t->dtype) != 0
+        || !clef_dtype_is_float(t->dtype))
+    {
         return fail(r, "tensor '%s' is of type %s, which ngx_clef does not"
                     " read (it reads F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1,"
                     " Q5_0, Q4_K, Q4_1, Q4_0: quantize the model to one of"

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "model/dtype.h"
 #include "model/quant.h"
 
 #define CLEF_GGUF_MAX_DIMS   4      /* GGML's */
@@ -82,7 +83,7 @@ struct clef_gguf_value {
 typedef struct {
     const char        *name;
     uint32_t           type;            /* clef_ggml_type */
-    const clef_ggml_traits  *traits;
+    clef_dtype         dtype;           /* its row of dtype.h */
     int                ndim;
     int64_t            ne[CLEF_GGUF_MAX_DIMS];  /* GGML order: ne[0] is a
                                                    row, contiguous; 1 past

@@ -45,36 +45,34 @@
  *   processor, the rest of it the release's defaults; the image token ids
  *   by their tokens in tokenizer.ggml.tokens.
  *
- * Tensors: GGML's ne is the reverse of the release's shape, the memory
- * order the same (a row of a weight is a row).  What the converter
- * changed, and how the canonical values are had back:
- *   - RMSNorm weights of Qwen3.5's (1 + w) form (input_layernorm,
- *     post_attention_layernorm, q_norm, k_norm, the final norm; not
- *     linear_attn.norm): stored as 1 + w, computed in f32 from the
- *     release's bf16 (CLEF_GGX_PLUS_ONE; w = x - 1 exactly, and where the
- *     sum rounded, 1 + (x - 1) == x, so a forward is the same);
- *   - A_log: stored as -exp(A_log) in f32 (CLEF_GGX_NEG_EXP);
- *   - the head's three scalars: one tensor decision.scales, holding
- *     exp(min(prior_logit_scale, ln 100)), the same of joint_logit_scale,
- *     and sigmoid(residual_gate), each computed in double and rounded to
- *     f32: the values the head uses (CLEF_GGX_SCALE_EXP, _SIGMOID);
- *   - nn.MultiheadAttention's in_proj_weight / in_proj_bias: split into
- *     q, k, v tensors (three parts, stacked along the rows);
- *   - conv1d.weight [C, 1, K]: squeezed to [C, K];
- *   - the gated delta rule's value heads, when there are more value heads
- *     than key heads: reordered from grouped (value head j with key head
- *     j / (Hv / Hk)) to tiled (key head j % Hk), in in_proj_qkv's V rows,
- *     in_proj_z, in_proj_a, in_proj_b, A_log, dt_bias, conv1d's V channels
- *     and out_proj's columns (CLEF_GGV_ROWS / CLEF_GGV_COLS); a backend
- *     can also keep the file's order and pair value head j with key head
- *     j % Hk (rows of quantized blocks move freely, out_proj's columns do
- *     not: a block of 256 spans two value heads);
+ * Tensors: every canonical tensor of the role table (roles.h) is found
+ * under the role's GGUF name, its shape checked (GGML's ne is the reverse
+ * of the release's shape, the memory order the same: a row of a weight is
+ * a row), and handed out as a clef_tensor view (tensor.h) of the release's
+ * values.  What the converter changed (the role's CLEF_GGUF_* flags) is
+ * undone without a copy of any large tensor:
+ *   - vectors, conv taps, the head's scalars and the patch embedding (all
+ *     small) are computed once at open into fp32, exactly as dequantized:
+ *     RMSNorm weights stored as 1 + w give w = x - 1 (in f32, as the
+ *     reference computes 1 + w back, the same value where x >= 0.5);
+ *     A = -exp(A_log) gives log(-A), the head's scales exp(min(s, ln 100))
+ *     log(v), its gate sigmoid(g) log(v / (1 - v)) (each in double,
+ *     rounded to f32: within an ulp or two of the value the forward then
+ *     computes back); conv1d [C, K] is the release's [C, 1, K]; the
+ *     Conv3d patch embedding is joined from its two temporal Conv2d halves;
+ *   - matrices are views of the mapped file: the head's in_proj (q, k, v
+ *     stored apart, each in its own type) as three runs of rows; the gated
+ *     delta rule's value heads, which the converter reorders from grouped
+ *     (value head j with key head j / (Hv / Hk)) to tiled (key head
+ *     j % Hk) when there are more value than key heads, as runs of rows
+ *     in in_proj_qkv's V rows, in_proj_z, in_proj_a and in_proj_b, and as
+ *     spans of columns in out_proj, whose blocks (256 values: two value
+ *     heads of 128) cannot move: a reader converts the blocks a span
+ *     touches and keeps its part (tensor.h);
  *   - the head's layers: routing blocks are dec.blk.0..R-1, decision
- *     blocks dec.blk.R.., one numbering;
- *   - the vision patch embedding's Conv3d [H, C, 2, P, P]: two Conv2d
- *     tensors, temporal slice 0 and 1 (v.patch_embd.weight, .weight.1).
+ *     blocks dec.blk.R.., one numbering.
  * llama-quantize keeps 1-D tensors and norms in F32; the rest may be any
- * block type of quant.h.
+ * block type of dtype.h.
  */
 #ifndef CLEF_GGUF_CLEF_H
 #define CLEF_GGUF_CLEF_H
@@ -84,43 +82,21 @@
 #include "base/error.h"
 #include "model/gguf.h"
 #include "model/model.h"
+#include "model/roles.h"
 
-typedef enum {
-    CLEF_GGX_NONE = 0,      /* the release's values */
-    CLEF_GGX_PLUS_ONE,      /* 1 + w */
-    CLEF_GGX_NEG_EXP,       /* -exp(A_log) */
-    CLEF_GGX_SCALE_EXP,     /* exp(min(s, ln 100)) */
-    CLEF_GGX_SIGMOID        /* sigmoid(g) */
-} clef_ggx;
-
-typedef enum {
-    CLEF_GGV_NONE = 0,
-    CLEF_GGV_ROWS,          /* rows [v_from, v_from + Hv v_unit) tiled */
-    CLEF_GGV_COLS           /* columns likewise */
-} clef_ggv;
-
-#define CLEF_GGUF_CLEF_PARTS  3
-
+/* One canonical tensor of the model. */
 typedef struct {
-    char                     name[96];  /* canonical: "model.language_model
-                                           .layers.0.mlp.up_proj.weight",
-                                           "model.visual.…", "lm_head.weight",
-                                           or a head tensor's name in
-                                           joint_head.safetensors */
-    int                      head;      /* 1: a joint head tensor */
-    int                      ndim;      /* the release's shape */
-    int64_t                  shape[5];
-    int                      n_parts;
-    const clef_gguf_tensor  *part[CLEF_GGUF_CLEF_PARTS];
-    int                      temporal;  /* parts are temporal slices (dim 2)
-                                           rather than row blocks */
-    int64_t                  elem;      /* a scalar's index in its part */
-    clef_ggx                 xform;
-    clef_ggv                 vorder;
-    int64_t                  v_from;    /* rows/columns before the V heads */
-    int64_t                  v_unit;    /* rows/columns per V head */
-    int                      v_hk;      /* key heads (tiled period) */
-    int                      v_hv;      /* value heads */
+    char          name[96];     /* canonical: "model.language_model.layers
+                                   .0.mlp.up_proj.weight", "model.visual
+                                   .…", "lm_head.weight", or a head
+                                   tensor's name in joint_head.safetensors */
+    int           head;         /* 1: a joint head tensor */
+    clef_role     role;
+    int           layer;
+    clef_tensor   t;            /* the release's values (above) */
+    const clef_gguf_tensor  *part[3];   /* the file's tensor(s) it is made
+                                           of, in order */
+    int           n_parts;
 } clef_gguf_clef_tensor;
 
 typedef struct clef_gguf_clef clef_gguf_clef;
@@ -143,26 +119,18 @@ const clef_head_config   *clef_gguf_clef_head_config(const clef_gguf_clef *m);
 /* NULL without a tower. */
 const clef_vision_config *clef_gguf_clef_vision_config(const clef_gguf_clef *m);
 const clef_gguf          *clef_gguf_clef_file(const clef_gguf_clef *m);
+/* The file holding the tower (the mmproj, or the model's), or NULL. */
+const clef_gguf   *clef_gguf_clef_vision_file(const clef_gguf_clef *m);
 
-/* Every tensor of the release, backbone (and tower) then head. */
+/* Every tensor of the release, backbone (and tower) then head: the views
+ * stay valid until the model is closed.  Opened with headers only, the
+ * views have no data (data NULL, no runs). */
 size_t clef_gguf_clef_count(const clef_gguf_clef *m);
 const clef_gguf_clef_tensor *clef_gguf_clef_at(const clef_gguf_clef *m,
     size_t i);
 /* By canonical name; head: 1 for joint head tensors.  NULL when absent. */
 const clef_gguf_clef_tensor *clef_gguf_clef_find(const clef_gguf_clef *m,
     const char *name, int head);
-
-/* The tensor's values in the release's shape and order, dequantized
- * (bit-identical to gguf-py), the parts joined, the value heads back in
- * grouped order; still in the stored form of its xform.  dst holds the
- * product of shape.  -1 with err when the data is not mapped. */
-int clef_gguf_clef_read_f32(const clef_gguf_clef_tensor *t, float *dst,
-    clef_error *err);
-
-/* Stored form -> the release's values, in place: exact for PLUS_ONE; a
- * logarithm for the others (within an ulp or two of the release; the
- * compute should use the stored form, which is what it computes). */
-void clef_ggx_to_release(clef_ggx x, float *v, int64_t n);
 
 /* The token strings, types and merges of tokenizer.ggml.* as the
  * tokenizer constructor wants them (text/tokenizer.h). */

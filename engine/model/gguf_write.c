@@ -19,7 +19,7 @@
 typedef struct {
     char               *name;
     uint32_t            type;
-    const clef_ggml_traits   *q;
+    const clef_dtype_traits  *q;
     int                 ndim;
     int64_t             ne[CLEF_GGUF_MAX_DIMS];
     int64_t             rows;
@@ -31,6 +31,7 @@ typedef struct {
     clef_gguf_rows_fn   fn;
     void               *ctx;
     int                 fn_f32;
+    int                 zero;       /* all bytes 0: a hole in the file */
 } wtensor;
 
 struct clef_gguf_writer {
@@ -342,10 +343,11 @@ static int
 add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
     const int64_t *ne, wtensor **out, clef_error *err)
 {
-    wtensor  *t;
-    int64_t   numel = 1;
-    size_t    i;
-    int       j;
+    wtensor     *t;
+    int64_t      numel = 1;
+    size_t       i;
+    int          j;
+    clef_dtype   dt;
 
     if (name == NULL || name[0] == '\0'
         || strlen(name) >= CLEF_GGUF_MAX_NAME)
@@ -358,7 +360,9 @@ add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
             return bad(err, name, "tensor given twice");
         }
     }
-    if (clef_ggml_traits_of(type) == NULL) {
+    if (clef_dtype_from_ggml((int) type, &dt) != 0
+        || !clef_dtype_is_float(dt))
+    {
         return bad(err, name, "not a type ngx_clef writes");
     }
     if (ndim < 1 || ndim > CLEF_GGUF_MAX_DIMS) {
@@ -391,7 +395,7 @@ add(clef_gguf_writer *w, const char *name, uint32_t type, int ndim,
         return oom(err);
     }
     t->type = type;
-    t->q = clef_ggml_traits_of(type);
+    t->q = clef_dtype_traits_of(dt);
     t->ndim = ndim;
     w->n_t++;
     *out = t;
@@ -437,6 +441,19 @@ clef_gguf_add_tensor_rows(clef_gguf_writer *w, const char *name, uint32_t type,
     t->fn = fn;
     t->ctx = ctx;
     t->fn_f32 = f32;
+    return 0;
+}
+
+int
+clef_gguf_add_tensor_zero(clef_gguf_writer *w, const char *name,
+    uint32_t type, int ndim, const int64_t *ne, clef_error *err)
+{
+    wtensor  *t;
+
+    if (add(w, name, type, ndim, ne, &t, err) != 0) {
+        return -1;
+    }
+    t->zero = 1;
     return 0;
 }
 
@@ -490,6 +507,15 @@ write_data(out *o, const wtensor *t, uint8_t *raw, float *vals,
 {
     int64_t  row, n;
 
+    if (t->zero) {
+        /* skipped: the file system reads the hole back as zeros */
+        if (fseeko(o->f, (off_t) t->nbytes, SEEK_CUR) != 0) {
+            o->failed = 1;
+            return clef_error_fail(o->err, CLEF_E_INTERNAL, "cannot seek in"
+                                   " '%s': %s", o->path, strerror(errno));
+        }
+        return 0;
+    }
     for (row = 0; row < t->rows; row += n) {
         n = t->rows - row < chunk_rows ? t->rows - row : chunk_rows;
         if (t->data != NULL) {
@@ -586,6 +612,16 @@ write_all(clef_gguf_writer *w, out *o)
             goto done;
         }
         pos = align_up(pos, w->alignment);
+    }
+    /* a hole at the end is made by the file's length */
+    if (fflush(o->f) != 0
+        || ftruncate(fileno(o->f), (off_t) (align_up(hdr.len, w->alignment)
+                                            + pos)) != 0)
+    {
+        o->failed = 1;
+        clef_error_fail(o->err, CLEF_E_INTERNAL, "cannot write '%s': %s",
+                        o->path, strerror(errno));
+        goto done;
     }
     rc = 0;
 

@@ -71,6 +71,11 @@ int clef_gguf_add_tensor_rows(clef_gguf_writer *w, const char *name,
     uint32_t type, int ndim, const int64_t *ne, int f32, clef_gguf_rows_fn fn,
     void *ctx, clef_error *err);
 
+/* Every byte 0 (every value 0 in any type), left as a hole in the file:
+ * real shapes on a disk without room for their data. */
+int clef_gguf_add_tensor_zero(clef_gguf_writer *w, const char *name,
+    uint32_t type, int ndim, const int64_t *ne, clef_error *err);
+
 int clef_gguf_writer_write(clef_gguf_writer *w, const char *path,
     clef_error *err);
 

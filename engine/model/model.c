@@ -188,13 +188,17 @@ static int
 check_tensor(const clef_tensor_spec *s, const clef_tensor *t, const char *file,
     clef_error *err)
 {
-    char  got[128], want[128];
+    char        got[128], want[128];
+    clef_dtype  types[4];
+    int         i, n = clef_tensor_types(t, types, 4);
 
-    if (!clef_dtype_wanted(s->dtype, t->dtype)) {
-        return model_error(err, "%s: tensor '%s' is %s, expected %s", file, t->name,
-                           clef_dtype_name(t->dtype),
-                           s->dtype == CLEF_WANT_F32_OR_BF16 ? "F32 or BF16"
-                                                              : "F32, F16 or BF16");
+    for (i = 0; i < n; i++) {
+        if (!clef_dtype_wanted(s->dtype, types[i])) {
+            return model_error(err, "%s: tensor '%s' is %s, expected %s", file,
+                               t->name, clef_dtype_name(types[i]),
+                               s->dtype == CLEF_WANT_F32_OR_BF16
+                               ? "F32 or BF16" : "F32, F16 or BF16");
+        }
     }
     if (!clef_tensor_has_shape(t, s->ndim, s->shape)) {
         clef_shape_format(got, sizeof(got), t->ndim, t->shape);
@@ -437,6 +441,13 @@ tie_lm_head(clef_model *m, clef_error *err)
 clef_model *
 clef_model_open(const char *path, int flags, clef_error *err)
 {
+    return clef_model_open_files(path, NULL, flags, err);
+}
+
+clef_model *
+clef_model_open_files(const char *path, const char *mmproj, int flags,
+    clef_error *err)
+{
     clef_model  *m;
 
     m = calloc(1, sizeof(*m));
@@ -446,7 +457,7 @@ clef_model_open(const char *path, int flags, clef_error *err)
         return NULL;
     }
     m->kind = clef_container_find(path);
-    m->container = m->kind->open(path, flags, err);
+    m->container = m->kind->open(path, mmproj, flags, err);
 
     /* The tokenizer last: its parse is the slowest step. */
     if (m->container == NULL
@@ -536,6 +547,27 @@ const char *
 clef_model_dir(const clef_model *m)
 {
     return m->path;
+}
+
+const char *
+clef_model_container(const clef_model *m)
+{
+    return m->kind->name;
+}
+
+void
+clef_model_weights(const clef_model *m, char *buf, size_t size)
+{
+    const clef_tensor  *t;
+
+    buf[0] = '\0';
+    if (m->kind->weights != NULL) {
+        m->kind->weights(m->container, buf, size);
+    }
+    if (buf[0] == '\0') {
+        t = clef_model_role(m, CLEF_ROLE_MLP_UP, 0);
+        snprintf(buf, size, "%s", t != NULL ? clef_dtype_name(t->dtype) : "?");
+    }
 }
 
 const clef_tensor *

@@ -1,6 +1,7 @@
 /*
  * A Clef model: its configs, its tokenizer and one canonical tensor table,
- * from a container (container.h): today a release directory
+ * from a container (container.h): a GGUF file (and its mmproj), or a
+ * release directory
  * (spec/clef-encoder-and-head.md §1, §7 and spec/qwen35-backbone.md §1-§2:
  * config.json, joint_head_config.json, model.safetensors.index.json +
  * shards (or one model.safetensors), joint_head.safetensors,
@@ -165,6 +166,10 @@ enum {
  * model: joint_head_config.json is missing"), a config it cannot read, a
  * missing tensor or a wrong shape, naming the file and tensor. */
 clef_model *clef_model_open(const char *path, int flags, clef_error *err);
+/* The same with the vision tower in a file of its own (a GGUF model's
+ * mmproj), or NULL. */
+clef_model *clef_model_open_files(const char *path, const char *mmproj,
+    int flags, clef_error *err);
 void        clef_model_close(clef_model *m);
 
 const clef_text_config *clef_model_text_config(const clef_model *m);
@@ -189,6 +194,12 @@ const clef_omni_config *clef_model_omni_config(const clef_model *m);
 const clef_audio_tower_config *clef_model_audio_config(const clef_model *m);
 /* The path the model was opened from. */
 const char             *clef_model_dir(const clef_model *m);
+/* What kind of container it is ("release directory", "GGUF file"). */
+const char             *clef_model_container(const clef_model *m);
+/* What its weights are stored as ("BF16", "Q4_K_M"): the file type a GGUF
+ * states, else the type of its matrices. */
+void                    clef_model_weights(const clef_model *m, char *buf,
+    size_t size);
 
 /* Backbone tensors by their canonical name, "model.language_model.…",
  * "model.visual.…" or

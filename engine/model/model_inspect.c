@@ -1,5 +1,6 @@
 #include "model/model_inspect.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "model/model.h"
@@ -10,14 +11,14 @@
 
 
 int
-clef_model_inspect(const char *path, int tp, clef_model_info *info,
-    clef_error *err)
+clef_model_inspect(const char *path, const char *mmproj, int tp,
+    clef_model_info *info, clef_error *err)
 {
     clef_model                *m;
     const clef_text_config    *tc;
 
     memset(info, 0, sizeof(*info));
-    m = clef_model_open(path, CLEF_MODEL_HEADERS_ONLY, err);
+    m = clef_model_open_files(path, mmproj, CLEF_MODEL_HEADERS_ONLY, err);
     if (m == NULL) {
         return CLEF_INSPECT_OPEN;
     }
@@ -36,6 +37,9 @@ clef_model_inspect(const char *path, int tp, clef_model_info *info,
         info->max_length = CLEF_DEFAULT_MAX_LENGTH;
     }
     info->omni = clef_model_family(m) == CLEF_FAMILY_OMNI;
+    snprintf(info->container, sizeof(info->container), "%s",
+             clef_model_container(m));
+    clef_model_weights(m, info->weights, sizeof(info->weights));
     clef_model_close(m);
     return 0;
 }

@@ -22,6 +22,9 @@ typedef struct {
     int                    max_length;        /* its record limit when none
                                                  is configured */
     int                    omni;              /* a Clef Omni model */
+    char                   container[24];     /* "release directory",
+                                                 "GGUF file" */
+    char                   weights[24];       /* "BF16", "Q4_K_M" */
 } clef_model_info;
 
 /* What clef_model_inspect() refused. */
@@ -30,9 +33,10 @@ enum {
     CLEF_INSPECT_TP = -2      /* tp does not divide one of its counts */
 };
 
-/* Fills info from the release at path, after checking that tp (0 or 1:
- * none) shards it; 0, or a CLEF_INSPECT_* with err filled. */
-int clef_model_inspect(const char *path, int tp, clef_model_info *info,
-    clef_error *err);
+/* Fills info from the model at path (a release directory or a GGUF file,
+ * with its vision tower in mmproj or NULL), after checking that tp (0 or
+ * 1: none) shards it; 0, or a CLEF_INSPECT_* with err filled. */
+int clef_model_inspect(const char *path, const char *mmproj, int tp,
+    clef_model_info *info, clef_error *err);
 
 #endif

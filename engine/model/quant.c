@@ -13,25 +13,6 @@
 #error "GGUF blocks are little-endian: this code reads them in place"
 #endif
 
-static const clef_ggml_traits  traits_table[] = {
-    { CLEF_GGML_F32,  "F32",  1,  4,  clef_f32_to_f32,  clef_f32_from_f32 },
-    { CLEF_GGML_F16,  "F16",  1,  2,  clef_f16_blocks_to_f32,
-      clef_f16_from_f32 },
-    { CLEF_GGML_Q4_0, "Q4_0", 32, 18, clef_q4_0_to_f32, clef_q4_0_from_f32 },
-    { CLEF_GGML_Q4_1, "Q4_1", 32, 20, clef_q4_1_to_f32, clef_q4_1_from_f32 },
-    { CLEF_GGML_Q5_0, "Q5_0", 32, 22, clef_q5_0_to_f32, clef_q5_0_from_f32 },
-    { CLEF_GGML_Q5_1, "Q5_1", 32, 24, clef_q5_1_to_f32, clef_q5_1_from_f32 },
-    { CLEF_GGML_Q8_0, "Q8_0", 32, 34, clef_q8_0_to_f32, clef_q8_0_from_f32 },
-    { CLEF_GGML_Q4_K, "Q4_K", 256, 144, clef_q4_k_to_f32,
-      clef_q4_k_from_f32 },
-    { CLEF_GGML_Q5_K, "Q5_K", 256, 176, clef_q5_k_to_f32,
-      clef_q5_k_from_f32 },
-    { CLEF_GGML_Q6_K, "Q6_K", 256, 210, clef_q6_k_to_f32,
-      clef_q6_k_from_f32 },
-    { CLEF_GGML_BF16, "BF16", 1,  2,  clef_bf16_blocks_to_f32,
-      clef_bf16_from_f32 },
-};
-
 /*
  * Every type GGML defines (gguf-py's GGML_QUANT_SIZES): a file may hold
  * one ngx_clef does not compute with, and must still be checked and the
@@ -62,26 +43,6 @@ static const struct {
     { 40, "NVFP4",   64,  36 },  { 41, "Q1_0",    128, 18 },
     { 42, "Q2_0",    64,  18 },
 };
-
-const clef_ggml_traits *
-clef_ggml_traits_of(uint32_t type)
-{
-    size_t  i;
-
-    for (i = 0; i < sizeof(traits_table) / sizeof(traits_table[0]); i++) {
-        if (traits_table[i].type == type) {
-            return &traits_table[i];
-        }
-    }
-    return NULL;
-}
-
-const clef_ggml_traits *
-clef_ggml_traits_all(size_t *n)
-{
-    *n = sizeof(traits_table) / sizeof(traits_table[0]);
-    return traits_table;
-}
 
 int
 clef_ggml_type_layout(uint32_t type, const char **name, int *block,

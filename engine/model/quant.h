@@ -1,6 +1,8 @@
 /*
  * GGML's tensor types: the layout of one block of a GGUF tensor and its
- * conversion to and from f32.
+ * conversion to and from f32.  The types ngx_clef reads are rows of the
+ * storage-type table (dtype.h), which points at the functions below: a
+ * GGUF tensor's type is a clef_dtype (clef_dtype_from_ggml()).
  *
  * A row of a GGUF tensor is a run of blocks; a block holds `block` values
  * in `bytes` bytes.  The types ngx_clef computes with are those llama.cpp's
@@ -42,26 +44,6 @@ typedef enum {
 } clef_ggml_type;
 
 #define CLEF_QK_K  256      /* values per block of the K types */
-
-/* n values (a multiple of the type's block) from blocks into dst. */
-typedef void (*clef_q_to_f32_fn)(const void *blocks, float *dst, int64_t n);
-/* n values (a multiple of the block) from src into blocks. */
-typedef void (*clef_q_from_f32_fn)(const float *src, void *blocks, int64_t n);
-
-typedef struct {
-    clef_ggml_type      type;
-    const char         *name;       /* "Q4_K": gguf-py's spelling */
-    int                 block;      /* values per block */
-    int                 bytes;      /* bytes per block */
-    clef_q_to_f32_fn    to_f32;
-    clef_q_from_f32_fn  from_f32;
-} clef_ggml_traits;
-
-/* The traits of a type ngx_clef computes with; NULL for any other id. */
-const clef_ggml_traits *clef_ggml_traits_of(uint32_t type);
-
-/* Every type ngx_clef computes with, in id order; *n set to their number. */
-const clef_ggml_traits *clef_ggml_traits_all(size_t *n);
 
 /* The layout of any type GGML defines (Q2_K, IQ2_XXS, MXFP4, ...), so that
  * a file holding one can be checked and the type named: 0 and its name,

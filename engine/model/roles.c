@@ -315,8 +315,8 @@ static const clef_role_info  roles[CLEF_ROLE_COUNT] = {
         "joint_logit_scale", NULL, CLEF_GGUF_SCALES, 0, D(0), F,
         CLEF_RK_SCALAR, FP32),
     ROW(CLEF_ROLE_H_RESIDUAL_GATE, CLEF_PART_HEAD,
-        "residual_gate", NULL, CLEF_GGUF_SCALES, 0, D(0), F, CLEF_RK_SCALAR,
-        FP32),
+        "residual_gate", NULL, CLEF_GGUF_SCALES | CLEF_GGUF_SIGMOID, 0, D(0),
+        F, CLEF_RK_SCALAR, FP32),
     ROW(CLEF_ROLE_H_HIDDEN_NORM, CLEF_PART_HEAD,
         "hidden_norm.weight", "decision.hidden_norm.weight", 0, 1,
         D(CLEF_D_H_HIDDEN), F, NORM, FP32),
@@ -740,8 +740,9 @@ clef_dtype_wanted(clef_dtype_want want, clef_dtype dt)
     if (want == CLEF_WANT_F32_OR_BF16) {
         return dt == CLEF_DTYPE_F32 || dt == CLEF_DTYPE_BF16;
     }
-    return dt == CLEF_DTYPE_F32 || dt == CLEF_DTYPE_F16
-           || dt == CLEF_DTYPE_BF16;
+    /* any type of the table that holds numbers: a release's F32, F16,
+     * BF16, a GGUF's block types */
+    return clef_dtype_is_float(dt);
 }
 
 /* ---- the inventory ------------------------------------------------------ */

@@ -260,7 +260,8 @@ void clef_dims_audio(clef_dims *d, const clef_audio_tower_config *a);
 
 /* The types a release may store a tensor in. */
 typedef enum {
-    CLEF_WANT_FLOAT = 0,       /* F32, F16 or BF16 */
+    CLEF_WANT_FLOAT = 0,       /* F32, F16 or BF16 (a GGUF: any type of
+                                  dtype.h that holds numbers) */
     CLEF_WANT_F32_OR_BF16      /* the release stores these F32 */
 } clef_dtype_want;
 
@@ -305,15 +306,20 @@ enum {
                                         "_q" then "_k" and "_v" */
     CLEF_GGUF_SPLIT_T    = 1 << 6,   /* the patch embedding split along its
                                         temporal axis: ".weight", ".weight.1" */
-    CLEF_GGUF_SCALES     = 1 << 7,   /* folded into decision.scales as the
-                                        value used: exp(min(v, ln 100)) for
-                                        the two scales, sigmoid(v) for the
-                                        gate */
+    CLEF_GGUF_SCALES     = 1 << 7,   /* folded into decision.scales
+                                        (CLEF_GGUF_SCALES_TENSOR), element
+                                        role - CLEF_ROLE_H_PRIOR_SCALE, as
+                                        the value used: exp(min(v, ln 100)),
+                                        or with CLEF_GGUF_SIGMOID sigmoid(v) */
     CLEF_GGUF_AFTER_ROUTING = 1 << 8,/* block index = layer + routing layers */
     CLEF_GGUF_MMPROJ     = 1 << 9,   /* in the tower's own file (mmproj) */
-    CLEF_GGUF_EXPERTS    = 1 << 10   /* every expert's matrix of a layer in
+    CLEF_GGUF_EXPERTS    = 1 << 10,  /* every expert's matrix of a layer in
                                         one 3-D tensor [experts][rows][cols] */
+    CLEF_GGUF_SIGMOID    = 1 << 11   /* stores sigmoid(v) (with SCALES) */
 };
+
+/* The tensor the converter folds the head's three scalars into. */
+#define CLEF_GGUF_SCALES_TENSOR  "decision.scales"
 
 typedef struct {
     clef_role        role;

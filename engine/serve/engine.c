@@ -422,7 +422,8 @@ engine_load(engine *e, clef_error *err)
          conf->backend, conf->gen);
     clef_queue_set_message(e->q, "loading model %s", conf->model_path);
 
-    e->model = clef_model_open(conf->model_path, 0, err);
+    e->model = clef_model_open_files(conf->model_path, conf->model_mmproj, 0,
+                                     err);
     if (e->model == NULL) {
         return -1;
     }

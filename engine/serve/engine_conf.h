@@ -27,7 +27,8 @@ enum {
 };
 
 typedef struct {
-    const char  *model_path;
+    const char  *model_path;         /* a release directory or a GGUF */
+    const char  *model_mmproj;       /* a GGUF's vision tower, or NULL */
     const char  *backend;            /* a name of the backend registry */
     int          threads;            /* 0: one per core */
     clef_precision precision;        /* how the backend multiplies */

@@ -21,9 +21,10 @@
 #   tests.log        test_cuda_open, test_cuda_kernels NAME for each
 #                    sub-test, test_cuda_vision NAME for each sub-test (the
 #                    vision tower: kernels, then images end to end against
-#                    the CPU backend), test_cuda_forward, test_cuda_omni
-#                    (Clef Omni's routed experts and DeepStack), test_cuda_tp
-#                    (TAP)
+#                    the CPU backend), test_cuda_forward (tiny releases and
+#                    the GGUF fixtures Q4_K_M/Q8_0/F16/BF16 against the CPU
+#                    backend), test_cuda_omni (Clef Omni's routed experts
+#                    and DeepStack), test_cuda_tp (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
 #                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)

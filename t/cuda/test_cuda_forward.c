@@ -7,7 +7,12 @@
  *   hd256    t/cuda/models/hd256.json: the 9B's head sizes, where the real
  *            model runs other kernel instances than the tiny shapes do
  *            (attention head_dim 256 with rotary 0.25, delta rule dk = dv =
- *            128 in four 32-column value slices, head attention d = 64).
+ *            128 in four 32-column value slices, head attention d = 64);
+ *   gg1-*    t/fixtures/gguf: llama.cpp's GGUF files of the gg1 checkpoint
+ *            (Q4_K_M, Q8_0, F16, BF16), their blocks dequantized to bf16
+ *            at upload, its value heads reordered back from the file's
+ *            runs; against the CPU backend on the same file (which
+ *            computes on the exact dequantized values in fp32).
  *
  *  - every golden request: probabilities (the host's softmax of the
  *    logits, as answers take it) within PROB_TOL absolute; the same argmax
@@ -42,12 +47,17 @@ typedef struct {
     const char  *config;        /* mkmodel --config; NULL: fixtures/models/<name>.json */
     int          seed, shards;
     int          golden;        /* t/fixtures/e2e/<name>.jsonl exists */
+    const char  *gguf;          /* t/fixtures/gguf/gg1.<gguf>.gguf */
 } config;
 
 static const config  configs[] = {
-    { "r2", NULL, 2, 2, 1 },
-    { "r3", NULL, 3, 1, 1 },
-    { "hd256", "t/cuda/models/hd256.json", 5, 1, 0 },
+    { "r2", NULL, 2, 2, 1, NULL },
+    { "r3", NULL, 3, 1, 1, NULL },
+    { "hd256", "t/cuda/models/hd256.json", 5, 1, 0, NULL },
+    { "gg1-q4_k_m", NULL, 0, 0, 0, "q4_k_m" },
+    { "gg1-q8_0", NULL, 0, 0, 0, "q8_0" },
+    { "gg1-f16", NULL, 0, 0, 0, "f16" },
+    { "gg1-bf16", NULL, 0, 0, 0, "bf16" },
 };
 
 /* The seed the golden fixtures were made with (t/fixtures/e2e/manifest.json),
@@ -75,8 +85,21 @@ fixture_seed(const config *c)
 static clef_model *
 make_model(const config *c, char *dir)
 {
-    char  cfg[1024];
+    char         cfg[1024];
+    clef_error   err;
+    clef_model  *m;
 
+    if (c->gguf != NULL) {
+        /* a committed file: nothing to remove afterwards */
+        snprintf(cfg, sizeof(cfg), "%s/gguf/gg1.%s.gguf", check_fixtures(),
+                 c->gguf);
+        dir[0] = '\0';
+        m = clef_model_open(cfg, 0, &err);
+        if (m == NULL) {
+            printf("# %s: %s\n", cfg, err.message);
+        }
+        return m;
+    }
     if (c->config != NULL) {
         snprintf(cfg, sizeof(cfg), "%s", c->config);
     } else {
@@ -408,7 +431,9 @@ main(void)
             clef_backend_find("cpu", NULL)->close(cb);
         }
         clef_model_close(m);
-        cuda_test_remove_dir(dir);
+        if (dir[0] != '\0') {
+            cuda_test_remove_dir(dir);
+        }
         fflush(stdout);
     }
     return check_done();

@@ -58,7 +58,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const clef_gguf_tensor  *t;
-    const clef_ggml_traits        *q;
+    const clef_dtype_traits *q;
+    clef_dtype               dt;
     clef_gguf               *g;
     clef_error               err;
     const uint8_t           *p;
@@ -85,9 +86,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (i = 0; i < clef_gguf_tensor_count(g); i++) {
         t = clef_gguf_tensor_at(g, i);
-        q = clef_ggml_traits_of(t->type);
+        q = clef_dtype_from_ggml((int) t->type, &dt) == 0
+            ? clef_dtype_traits_of(dt) : NULL;
         p = t->data;
-        if (clef_gguf_tensor_find(g, t->name) != t || q == NULL || q != t->traits
+        if (clef_gguf_tensor_find(g, t->name) != t || q == NULL
+            || dt != t->dtype || q->to_f32 == NULL
             || p < data || t->offset % clef_gguf_alignment(g) != 0
             || t->offset > size || t->nbytes > size - t->offset
             || p != data + t->offset

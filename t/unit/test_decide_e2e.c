@@ -39,6 +39,7 @@
 
 #include "backend/backend.h"
 #include "check.h"
+#include "jsonl.h"
 #include "cpu/kernels/gemm.h"
 #include "model/model.h"
 #include "protocol/answer.h"
@@ -64,27 +65,6 @@
 static char    root[1024];
 static char    tmp[1024];
 static double  max_logit, max_prob, max_hidden;
-
-static json_t *
-read_jsonl(const char *path)
-{
-    FILE          *f = fopen(path, "r");
-    json_t        *arr = json_array(), *v;
-    char          *line = NULL;
-    size_t         cap = 0;
-    json_error_t   jerr;
-
-    if (f == NULL) {
-        return arr;
-    }
-    while (getline(&line, &cap, f) > 0) {
-        v = json_loads(line, JSON_DECODE_ANY, &jerr);
-        json_array_append_new(arr, v ? v : json_null());
-    }
-    free(line);
-    fclose(f);
-    return arr;
-}
 
 static double
 num(json_t *v)
@@ -676,6 +656,48 @@ check_refusals(const char *model)
     }
 }
 
+/* Every check of one model (a checkpoint directory or a GGUF file) on the
+ * reference's answers in jsonl; all: the invariance, precision and
+ * in-process checks too, besides the answers and the packed batch. */
+static void
+check_model(const char *name, const char *model, const char *jsonl,
+    json_t *mv, int all)
+{
+    json_t  *cases, *responses, *packed, *c;
+    char    *text = NULL, *packed_text = NULL;
+    size_t   i;
+    double   logit = max_logit, prob = max_prob;
+
+    max_logit = max_prob = 0.0;
+    cases = read_jsonl(jsonl);
+    CHECK_INT(json_array_size(cases), json_integer_value(json_object_get(mv, "cases")),
+              "%s: %zu fixture requests", name, json_array_size(cases));
+    responses = json_array();
+    packed = json_array();
+    run_cli(model, cases, responses, "", &text);
+    run_cli(model, cases, packed, "--batch 16", &packed_text);
+    check_packed(cases, responses, packed, text, packed_text);
+    if (all) {
+        check_invariant(model, cases, text);
+        check_precision(model, cases, text);
+    }
+    free(text);
+    free(packed_text);
+    json_array_foreach(cases, i, c) {
+        check_response(c, json_array_get(responses, i));
+    }
+    printf("# %s: max |logit| diff %.3g, max |probability| diff %.3g\n", name,
+           max_logit, max_prob);
+    max_logit = max_logit > logit ? max_logit : logit;
+    max_prob = max_prob > prob ? max_prob : prob;
+    if (all) {
+        check_inprocess(model, cases, responses);
+    }
+    json_decref(responses);
+    json_decref(packed);
+    json_decref(cases);
+}
+
 int
 main(void)
 {
@@ -684,11 +706,10 @@ main(void)
         "manifest.json",        /* Clef: gen_model_fixtures.py */
         "manifest-omni.json"    /* Clef Omni: gen_omni_fixtures.py */
     };
-    json_t      *manifest, *models, *mv, *cases, *responses, *packed;
+    json_t      *manifest, *models, *mv, *gguf;
     json_error_t jerr;
     size_t       m;
     const char  *name;
-    char        *text, *packed_text;
 
     if (getcwd(root, sizeof(root)) == NULL) {
         CHECK(0, "getcwd");
@@ -730,32 +751,7 @@ main(void)
                   name, name);
 
         snprintf(path, sizeof(path), "%s/e2e/%s.jsonl", check_fixtures(), name);
-        cases = read_jsonl(path);
-        CHECK_INT(json_array_size(cases), json_integer_value(json_object_get(mv, "cases")),
-                  "%s: %zu fixture requests", name, json_array_size(cases));
-        responses = json_array();
-        packed = json_array();
-        text = NULL;
-        packed_text = NULL;
-        run_cli(dir, cases, responses, "", &text);
-        run_cli(dir, cases, packed, "--batch 16", &packed_text);
-        check_packed(cases, responses, packed, text, packed_text);
-        check_invariant(dir, cases, text);
-        check_precision(dir, cases, text);
-        free(text);
-        free(packed_text);
-        {
-            size_t   i;
-            json_t  *c;
-
-            json_array_foreach(cases, i, c) {
-                check_response(c, json_array_get(responses, i));
-            }
-        }
-        check_inprocess(dir, cases, responses);
-        json_decref(responses);
-        json_decref(packed);
-        json_decref(cases);
+        check_model(name, dir, path, mv, 1);
     }
     if (m == 0 && json_object_size(models) > 0) {
         snprintf(dir, sizeof(dir), "%s/%s", tmp,
@@ -764,6 +760,24 @@ main(void)
     }
     json_decref(manifest);
     }
+
+    /* the Clef GGUF fixtures (t/fixtures/gguf: llama.cpp's converter and
+     * llama-quantize), against the reference run on their dequantized
+     * weights (t/reference/gen_gguf_reference.py); every type answers and
+     * batches exactly, two (a K mix and Q8_0) go through every check */
+    snprintf(path, sizeof(path), "%s/gguf/e2e/manifest.json", check_fixtures());
+    gguf = json_load_file(path, 0, &jerr);
+    CHECK(gguf != NULL && json_object_size(json_object_get(gguf, "models")) >= 7,
+          "read %s: the reference of every GGUF fixture", path);
+    json_object_foreach(json_object_get(gguf, "models"), name, mv) {
+        snprintf(dir, sizeof(dir), "%s/%s/gguf/%s", root, check_fixtures(),
+                 json_string_value(json_object_get(mv, "gguf")));
+        snprintf(path, sizeof(path), "%s/gguf/e2e/%s.jsonl", check_fixtures(),
+                 name);
+        check_model(name, dir, path, mv,
+                    strcmp(name, "q4_k_m") == 0 || strcmp(name, "q8_0") == 0);
+    }
+    json_decref(gguf);
     printf("# e2e: max |logit| diff %.3g, max |probability| diff %.3g, "
            "max |hidden| diff %.3g\n", max_logit, max_prob, max_hidden);
 

@@ -161,8 +161,9 @@ build(content *c, clef_error *err)
     static const clef_gguf_str inner2[] = { { "x", 1 } };
     clef_gguf_value        nested, rows[3];
     clef_gguf_writer      *w = clef_gguf_writer_new();
-    const clef_ggml_traits      *qt;
-    size_t                 nq, i;
+    const clef_dtype_traits  *qt;
+    clef_dtype             dt;
+    size_t                 i;
     int64_t                ne[4], j, n;
     json_t                *arr;
     uint64_t               seed = 7;
@@ -250,9 +251,15 @@ build(content *c, clef_error *err)
 
     /* every type, from f32 values: 2-D, rows of two blocks (or 3 values
      * for the float types) */
-    qt = clef_ggml_traits_all(&nq);
-    for (i = 0; i < nq; i++) {
-        ne[0] = qt[i].block > 1 ? 2 * qt[i].block : 3;
+    for (i = 0; i < 64; i++) {
+        /* every type of the table GGUF has, in GGML's id order */
+        if (clef_dtype_from_ggml((int) i, &dt) != 0
+            || !clef_dtype_is_float(dt))
+        {
+            continue;
+        }
+        qt = clef_dtype_traits_of(dt);
+        ne[0] = qt->block > 1 ? 2 * qt->block : 3;
         ne[1] = 3;
         n = ne[0] * ne[1];
         c->src[c->n_src] = malloc(n * sizeof(float));
@@ -260,8 +267,8 @@ build(content *c, clef_error *err)
             c->src[c->n_src][j] = (float) ((int64_t) (next_u64(&seed) >> 40)
                                            - (1 << 23)) / (float) (1 << 24);
         }
-        snprintf(name, sizeof(name), "t.%s", qt[i].name);
-        rc |= clef_gguf_add_tensor_f32(w, name, qt[i].type, 2, ne,
+        snprintf(name, sizeof(name), "t.%s", qt->name);
+        rc |= clef_gguf_add_tensor_f32(w, name, (uint32_t) qt->ggml, 2, ne,
                                        c->src[c->n_src++], err);
     }
     /* other ranks, raw bytes, rows on demand */
@@ -323,7 +330,7 @@ man_tensors(content *c, const clef_gguf *g)
     for (i = 0; i < clef_gguf_tensor_count(g); i++) {
         t = clef_gguf_tensor_at(g, i);
         f = malloc((size_t) t->numel * sizeof(float) + 1);
-        t->traits->to_f32(t->data, f, t->numel);
+        clef_dtype_traits_of(t->dtype)->to_f32(t->data, f, t->numel);
         snprintf(h1, sizeof(h1), "%016llx",
                  (unsigned long long) fnv(t->data, t->nbytes));
         snprintf(h2, sizeof(h2), "%016llx",
@@ -334,7 +341,7 @@ man_tensors(content *c, const clef_gguf *g)
         }
         json_array_append_new(json_object_get(c->man, "tensors"),
                               json_pack("{s:s, s:s, s:o, s:s, s:s}", "name",
-                                        t->name, "type", t->traits->name, "ne",
+                                        t->name, "type", clef_dtype_name(t->dtype), "ne",
                                         ne, "raw_fnv", h1, "f32_fnv", h2));
         free(f);
     }
@@ -442,7 +449,7 @@ test_round_trip(void)
     const clef_gguf_value   *nested;
     char                     rt[256], cutp[256];
     const char              *path = scratch(rt, "rt.gguf");
-    const clef_ggml_traits        *q;
+    const clef_dtype_traits *q;
     char                    *bytes, name[64];
     uint8_t                 *want;
     json_t                  *e;
@@ -493,7 +500,7 @@ test_round_trip(void)
     bad = 0;
     for (i = 0; i < (size_t) c.n_src; i++) {
         t = clef_gguf_tensor_at(g, i);
-        q = t->traits;
+        q = clef_dtype_traits_of(t->dtype);
         want = malloc(t->nbytes + 1);
         q->from_f32(c.src[i], want, t->numel);
         if (t->offset % 64 != 0 || memcmp(t->data, want, t->nbytes) != 0) {

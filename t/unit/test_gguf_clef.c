@@ -13,7 +13,13 @@
  *   - the tokenizer from tokenizer.ggml.*: ids and spans identical to the
  *     tokenizer.json path on every encoder fixture and tokenizer text;
  *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a
- *     missing tensor, a wrong shape.
+ *     missing tensor, a wrong shape;
+ *   - `clef mkmodel --gguf TYPE` from the same seed against the manifest
+ *     (gguf-py's dump of llama.cpp's files): the F32, F16 and BF16 files
+ *     and the mmproj byte for byte as the converter wrote them; the
+ *     quantized ones with every tensor of llama-quantize's type and shape
+ *     (their blocks are our quantizers', not its), the tensors it keeps in
+ *     F32 byte for byte; each file opens as a Clef model.
  */
 #include <math.h>
 #include <stdio.h>
@@ -86,7 +92,7 @@ test_manifest(json_t *man)
         n_bad = n_vals = 0;
         json_array_foreach(ts, i, e) {
             t = clef_gguf_tensor_find(g, json_string_value(json_object_get(e, "name")));
-            ok = t != NULL && strcmp(t->traits->name, json_string_value(
+            ok = t != NULL && strcmp(clef_dtype_name(t->dtype), json_string_value(
                                          json_object_get(e, "type"))) == 0
                  && (size_t) t->ndim == json_array_size(json_object_get(e, "ne"));
             for (j = 0; ok && j < t->ndim; j++) {
@@ -100,7 +106,7 @@ test_manifest(json_t *man)
             }
             if (ok) {
                 f = malloc((size_t) t->numel * sizeof(float) + 4);
-                t->traits->to_f32(t->data, f, t->numel);
+                clef_dtype_traits_of(t->dtype)->to_f32(t->data, f, t->numel);
                 snprintf(h, sizeof(h), "%016llx", (unsigned long long)
                          fnv(f, (size_t) t->numel * sizeof(float)));
                 ok = strcmp(h, json_string_value(json_object_get(e, "f32_fnv"))) == 0;
@@ -118,6 +124,186 @@ test_manifest(json_t *man)
               file, json_array_size(ts), n_vals);
         clef_gguf_close(g);
     }
+}
+
+/* ---- clef mkmodel --gguf ---------------------------------------------- */
+
+/* Another shape (tiny: the whole Qwen3 vocabulary, head_dim 32, mrope
+ * sections past its rotary pairs, as its release has them): its F32 GGUF
+ * holds the release's bf16 values exactly, so clef decide's raw logits on
+ * it are the release's, bit for bit; BF16 too. */
+static void
+test_mkmodel_decide(void)
+{
+    static const char  *req = "{\"model\": \"m\", \"state\": \"Help! My"
+        " payouts have been failing for 3 days.\", \"questions\":"
+        " {\"is_urgent\": {\"type\": \"noul\"}, \"tone\": {\"type\":"
+        " \"noul\", \"instructions\": \"Is the tone calm?\"}}}";
+    FILE               *f;
+    char                path[600];
+    const char         *types[] = { "f32", "bf16" };
+    int                 k;
+
+    snprintf(path, sizeof(path), "%s/req.json", dir);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        CHECK(0, "write %s", path);
+        return;
+    }
+    fprintf(f, "%s\n", req);
+    fclose(f);
+    CHECK_INT(sh("build/clef mkmodel --shape tiny --tokenizer '%s' --seed 3"
+                 " --out '%s/tiny' >/dev/null && build/clef decide '%s/tiny'"
+                 " --raw <'%s' >'%s/tiny.out'", check_qwen3_tokenizer(), dir,
+                 dir, path, dir), 0, "the tiny release answers");
+    for (k = 0; k < 2; k++) {
+        CHECK_INT(sh("build/clef mkmodel --shape tiny --tokenizer '%s' --seed 3"
+                     " --gguf %s --out '%s/tiny.gguf' >/dev/null"
+                     " && build/clef decide '%s/tiny.gguf' --raw <'%s'"
+                     " >'%s/gguf.out' && cmp -s '%s/tiny.out' '%s/gguf.out'"
+                     " && grep -q '\"logits\"' '%s/gguf.out'",
+                     check_qwen3_tokenizer(), types[k], dir, dir, path, dir,
+                     dir, dir, dir), 0,
+                  "mkmodel --shape tiny --gguf %s: clef decide's raw logits"
+                  " those of the release, bit for bit", types[k]);
+    }
+}
+
+/* --sparse: the same file, but every matrix all zero bytes (a hole), the
+ * tensors a reader computes from written as without it. */
+static void
+test_mkmodel_sparse(void)
+{
+    const clef_gguf_tensor  *t, *u;
+    clef_gguf               *g, *full;
+    clef_error               err;
+    char                     out[600], ref[600];
+    size_t                   i, zero = 0, same = 0, j;
+    int                      ok = 1;
+
+    snprintf(out, sizeof(out), "%s/sparse.gguf", dir);
+    snprintf(ref, sizeof(ref), "%s/mk.q4_k_m.gguf", dir);
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
+                 " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q4_k_m --sparse"
+                 " --out '%s' >/dev/null", check_fixtures(), check_fixtures(),
+                 out), 0, "mkmodel --gguf q4_k_m --sparse");
+    g = clef_gguf_open(out, 0, &err);
+    full = clef_gguf_open(ref, 0, &err);
+    if (g == NULL || full == NULL) {
+        CHECK(0, "the sparse file and the full one open");
+        clef_gguf_close(g);
+        clef_gguf_close(full);
+        return;
+    }
+    for (i = 0; i < clef_gguf_tensor_count(g); i++) {
+        t = clef_gguf_tensor_at(g, i);
+        u = clef_gguf_tensor_find(full, t->name);
+        ok &= u != NULL && u->dtype == t->dtype && u->nbytes == t->nbytes;
+        if (!ok) {
+            break;
+        }
+        if (memcmp(t->data, u->data, t->nbytes) == 0) {
+            same++;
+            continue;
+        }
+        for (j = 0; j < t->nbytes && ((const uint8_t *) t->data)[j] == 0; j++) {
+        }
+        zero += j == t->nbytes;
+        ok &= j == t->nbytes;
+    }
+    CHECK(ok && zero > 0 && zero + same == clef_gguf_tensor_count(g)
+          && clef_gguf_tensor_count(g) == clef_gguf_tensor_count(full),
+          "--sparse: %zu matrices all zero, the other %zu tensors as without"
+          " it", zero, same);
+    clef_gguf_close(g);
+    clef_gguf_close(full);
+}
+
+static void
+test_mkmodel_gguf(json_t *man)
+{
+    static const char *const  types[] = {
+        "f32", "f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"
+    };
+    const clef_gguf_tensor   *t;
+    clef_gguf_clef           *m;
+    clef_gguf                *g;
+    clef_error                err;
+    json_t                   *ts, *e;
+    const char               *name, *file;
+    char                      out[600], mm[600], h[20];
+    size_t                    i, k, n_bad, n_same;
+    int                       j, ok, floats, pass;
+
+    snprintf(mm, sizeof(mm), "%s/mk.mmproj.gguf", dir);
+    for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        snprintf(out, sizeof(out), "%s/mk.%s.gguf", dir, types[k]);
+        floats = types[k][0] == 'f' || types[k][0] == 'b';
+        CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json'"
+                     " --tokenizer '%s/tokenizer/qwen3-trim' --seed 20 --gguf"
+                     " %s --out '%s' %s%s%s >/dev/null", check_fixtures(),
+                     check_fixtures(), types[k], out,
+                     k == 1 ? "--mmproj '" : "", k == 1 ? mm : "",
+                     k == 1 ? "'" : ""), 0,
+                  "mkmodel --gguf %s", types[k]);
+        for (pass = 0; pass < (k == 1 ? 2 : 1); pass++) {
+            file = pass ? mm : out;
+            snprintf(h, sizeof(h), "gg1.%s.gguf", pass ? "mmproj" : types[k]);
+            ts = json_object_get(man, h);
+            g = clef_gguf_open(file, 0, &err);
+            if (g == NULL || ts == NULL) {
+                CHECK(0, "%s opens: %s", file, g ? "" : err.message);
+                clef_gguf_close(g);
+                continue;
+            }
+            n_bad = n_same = 0;
+            json_array_foreach(ts, i, e) {
+                name = json_string_value(json_object_get(e, "name"));
+                t = clef_gguf_tensor_find(g, name);
+                ok = t != NULL
+                     && strcmp(clef_dtype_name(t->dtype), json_string_value(
+                                   json_object_get(e, "type"))) == 0
+                     && (size_t) t->ndim
+                        == json_array_size(json_object_get(e, "ne"));
+                for (j = 0; ok && j < t->ndim; j++) {
+                    ok = t->ne[j] == json_integer_value(json_array_get(
+                                         json_object_get(e, "ne"), (size_t) j));
+                }
+                if (ok) {
+                    snprintf(h, sizeof(h), "%016llx",
+                             (unsigned long long) fnv(t->data, t->nbytes));
+                    if (strcmp(h, json_string_value(json_object_get(e,
+                                      "raw_fnv"))) == 0)
+                    {
+                        n_same++;
+                    } else if (floats || t->dtype == CLEF_DTYPE_F32) {
+                        ok = 0;
+                    }
+                }
+                if (!ok) {
+                    printf("#   mkmodel --gguf %s: %s differs\n", types[k],
+                           name);
+                    n_bad++;
+                }
+            }
+            CHECK(n_bad == 0
+                  && clef_gguf_tensor_count(g) == json_array_size(ts),
+                  "mkmodel --gguf %s%s: the %zu tensors of llama.cpp's file,"
+                  " types and shapes; %zu of them byte for byte", types[k],
+                  pass ? " (mmproj)" : "", json_array_size(ts), n_same);
+            clef_gguf_close(g);
+        }
+        m = clef_gguf_clef_open(out, k == 1 ? mm : NULL, 0, &err);
+        CHECK(m != NULL, "mkmodel --gguf %s opens as a Clef model: %s",
+              types[k], m ? "" : err.message);
+        clef_gguf_clef_close(m);
+    }
+    test_mkmodel_sparse();
+    test_mkmodel_decide();
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
+                 " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q3_k --out"
+                 " '%s/x.gguf' 2>/dev/null", check_fixtures(), check_fixtures(),
+                 dir), 2, "mkmodel --gguf with an unknown type: usage error");
 }
 
 /* ---- configuration --------------------------------------------------- */
@@ -182,23 +368,28 @@ same_vision(const clef_vision_config *a, const clef_vision_config *b)
 
 /* ---- tensors --------------------------------------------------------- */
 
-/* What the converter stores for a release value r (in f32). */
+/* What the converter stores for a release value r (in f32), by the
+ * role's flags (roles.h). */
 static float
-stored(clef_ggx x, float r)
+stored(unsigned flags, float r)
 {
-    switch (x) {
-    case CLEF_GGX_PLUS_ONE:
+    if (flags & CLEF_GGUF_PLUS_ONE) {
         return 1.0f + r;
-    case CLEF_GGX_NEG_EXP:
-        return -expf(r);
-    case CLEF_GGX_SCALE_EXP:
-        return (float) exp(fmin((double) r, log(100.0)));
-    case CLEF_GGX_SIGMOID:
-        return (float) (1.0 / (1.0 + exp(-(double) r)));
-    default:
-        return r;
     }
+    if (flags & CLEF_GGUF_NEG_EXP) {
+        return -expf(r);
+    }
+    if (flags & CLEF_GGUF_SIGMOID) {
+        return (float) (1.0 / (1.0 + exp(-(double) r)));
+    }
+    if (flags & CLEF_GGUF_SCALES) {
+        return (float) exp(fmin((double) r, log(100.0)));
+    }
+    return r;
 }
+
+/* Roles whose release values come back through a logarithm. */
+#define LOG_BASED  (CLEF_GGUF_NEG_EXP | CLEF_GGUF_SCALES)
 
 /* ... and in the file's type (F32, F16, BF16). */
 static float
@@ -228,9 +419,12 @@ ulps(float a, float b)
 }
 
 /*
- * Every tensor of the release through the mapping.  tol < 0: exact (A_log
- * within 1 ulp); else the largest |got - want| over the tensor's largest
- * magnitude.
+ * Every tensor of the release through the mapping, its view's values (the
+ * release's, the converter's changes undone) taken back to the form the
+ * converter stores and compared with the release's in that form.  tol < 0:
+ * exact (the values that come back through a logarithm: A_log, the head's
+ * scales and gate, within 4 ulps); else the largest |got - want| over the
+ * tensor's largest magnitude.
  */
 static void
 test_tensors(const clef_model *rel, const char *name, double tol)
@@ -243,6 +437,7 @@ test_tensors(const clef_model *rel, const char *name, double tol)
     int64_t                       n, i;
     size_t                        k, n_rel = 0, n_bad = 0, n_vals = 0, n_ulp = 0;
     int                           j, exact = tol < 0;
+    unsigned                      flags;
 
     m = clef_gguf_clef_open(gguf_path(name), gguf_path("mmproj"), 0, &err);
     if (m == NULL) {
@@ -261,7 +456,8 @@ test_tensors(const clef_model *rel, const char *name, double tol)
         t = clef_gguf_clef_at(m, k);
         rt = t->head ? clef_model_head_tensor(rel, t->name)
                      : clef_model_tensor(rel, t->name);
-        if (rt == NULL || !clef_tensor_has_shape(rt, t->ndim, t->shape)) {
+        flags = clef_role_of(t->role)->gguf_flags;
+        if (rt == NULL || !clef_tensor_has_shape(rt, t->t.ndim, t->t.shape)) {
             printf("#   %s: not in the release, or another shape\n", t->name);
             n_bad++;
             continue;
@@ -270,23 +466,22 @@ test_tensors(const clef_model *rel, const char *name, double tol)
         n = rt->numel;
         got = malloc((size_t) n * sizeof(float) + 4);
         want = malloc((size_t) n * sizeof(float) + 4);
-        if (clef_gguf_clef_read_f32(t, got, &err) != 0) {
-            printf("#   %s: %s\n", t->name, err.message);
-            n_bad++;
-        } else {
+        {
+            clef_tensor_to_f32(&t->t, got);
             clef_tensor_to_f32(rt, want);
             amax = 0;
             for (i = 0; i < n; i++) {
-                want[i] = stored(t->xform, want[i]);
+                got[i] = stored(flags, got[i]);
+                want[i] = stored(flags, want[i]);
                 if (exact) {
                     want[i] = in_type(t->part[0]->type, want[i]);
                 }
                 amax = fabsf(want[i]) > amax ? fabsf(want[i]) : amax;
             }
             for (i = 0, j = 0; i < n; i++) {
-                if (exact && t->xform == CLEF_GGX_NEG_EXP) {
+                if (exact && (flags & LOG_BASED)) {
                     n_ulp += got[i] != want[i];
-                    j += ulps(got[i], want[i]) > 1;
+                    j += ulps(got[i], want[i]) > 4;
                 } else if (exact) {
                     j += memcmp(&got[i], &want[i], 4) != 0;
                 } else {
@@ -308,7 +503,7 @@ test_tensors(const clef_model *rel, const char *name, double tol)
     if (exact) {
         CHECK(n_bad == 0 && n_rel > 100, "gg1.%s.gguf + mmproj: all %zu tensors"
               " of the release (%zu values) as the converter stores them, bit"
-              " for bit (%zu A = -exp(A_log) values 1 ulp off torch's)", name,
+              " for bit (%zu values through a logarithm within 4 ulps)", name,
               n_rel, n_vals, n_ulp);
     } else {
         CHECK(n_bad == 0 && n_rel > 100, "gg1.%s.gguf + mmproj: all %zu tensors"
@@ -525,6 +720,12 @@ test_refusals(void)
           "a plain qwen35 GGUF is refused as not a decision model, saying what"
           " to do: %s", err.message);
     clef_gguf_clef_close(m);
+    CHECK(sh("build/clef decide '%s' </dev/null >/dev/null 2>'%s/why'", path,
+             dir) != 0
+          && sh("grep -q 'is a plain Qwen3.5 GGUF.*no joint schema head.*"
+                "convert the Clef release with a current llama.cpp' '%s/why'",
+                dir) == 0,
+          "clef decide refuses it with the same message");
 
     m = clef_gguf_clef_open(gguf_path("mmproj"), NULL, 0, &err);
     CHECK(m == NULL && strcmp(err.type, "not_a_decision_model") == 0
@@ -557,7 +758,7 @@ test_refusals(void)
     m = clef_gguf_clef_open(gguf_path("q4_k_m"), NULL, CLEF_GGUF_HEADERS_ONLY,
                             &err);
     CHECK(m != NULL && clef_gguf_clef_vision_config(m) == NULL
-          && clef_gguf_clef_read_f32(clef_gguf_clef_at(m, 0), NULL, &err) != 0,
+          && clef_gguf_clef_at(m, 0)->t.data == NULL,
           "headers only and without an mmproj: no tower, no data");
     clef_gguf_clef_close(m);
 }
@@ -585,6 +786,7 @@ main(void)
     CHECK(man != NULL, "the manifest loads");
     if (man != NULL) {
         test_manifest(man);
+        test_mkmodel_gguf(man);
         json_decref(man);
     }
     if (rel != NULL) {

@@ -123,7 +123,8 @@ test_names(void)
             CLEF_GGUF_MMPROJ | CLEF_GGUF_SPLIT_T);
     gguf_is(CLEF_ROLE_V_MERGER_NORM, 0, "v.post_ln.weight", CLEF_GGUF_MMPROJ);
     gguf_is(CLEF_ROLE_V_MERGER_FC2, 0, "mm.2.weight", CLEF_GGUF_MMPROJ);
-    gguf_is(CLEF_ROLE_H_RESIDUAL_GATE, 0, NULL, CLEF_GGUF_SCALES);
+    gguf_is(CLEF_ROLE_H_RESIDUAL_GATE, 0, NULL,
+            CLEF_GGUF_SCALES | CLEF_GGUF_SIGMOID);
     gguf_is(CLEF_ROLE_H_TYPE_EMBEDDING, 0, "token_types.weight", 0);
     gguf_is(CLEF_ROLE_HR_MEMORY_NORM, 0, "dec.blk.0.cross_attn_norm_kv.weight",
             0);
@@ -267,12 +268,19 @@ test_dtypes(void)
     CHECK(clef_dtype_from_name("BF16", &dt) == 0 && dt == CLEF_DTYPE_BF16,
           "safetensors' BF16");
     CHECK(clef_dtype_from_name("Q8_0", &dt) != 0,
-          "no Q8_0 row yet: not a safetensors dtype either way");
+          "Q8_0 is not a safetensors dtype");
     CHECK(clef_dtype_from_ggml(30, &dt) == 0 && dt == CLEF_DTYPE_BF16,
           "GGUF type 30 is BF16");
     CHECK(clef_dtype_from_ggml(1, &dt) == 0 && dt == CLEF_DTYPE_F16,
           "GGUF type 1 is F16");
-    CHECK(clef_dtype_from_ggml(8, &dt) != 0, "GGUF type 8 (Q8_0): no row yet");
+    CHECK(clef_dtype_from_ggml(8, &dt) == 0 && dt == CLEF_DTYPE_Q8_0
+          && clef_dtype_is_block(dt) && clef_dtype_is_float(dt),
+          "GGUF type 8 is Q8_0, a block type of numbers");
+    CHECK(clef_dtype_from_ggml(12, &dt) == 0 && dt == CLEF_DTYPE_Q4_K
+          && clef_dtype_bytes(dt, 512) == 288 && clef_dtype_bytes(dt, 300) < 0,
+          "GGUF type 12 is Q4_K: 144 bytes per 256 values, whole blocks only");
+    CHECK(clef_dtype_from_ggml(10, &dt) != 0,
+          "GGUF type 10 (Q2_K): not a type ngx_clef reads");
     CHECK(clef_dtype_from_ggml(-1, &dt) != 0, "no GGUF type -1");
     CHECK_INT(clef_dtype_bytes(CLEF_DTYPE_BF16, 10), 20, "10 bf16: 20 bytes");
     CHECK_INT(clef_dtype_bytes(CLEF_DTYPE_I64, 3), 24, "3 i64: 24 bytes");

@@ -499,6 +499,50 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
     }
 }
 
+/* tile_task() for a format that fills its panels (clef_cpu_filled_linear):
+ * the same tiles, with W's panels for 2 NR columns of y and one block of
+ * the reduction filled at a time into bp, then every row block of the
+ * task's rows run over them. */
+static void
+filled_tile_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const linear_job  *j = ctx;
+    float              bp[2 * NR * KC] __attribute__((aligned(64)));
+    int64_t            t, ic, jc, nc, pc, kc, K = j->w->cols, i0, i1, jj, n2;
+    int64_t            mc;
+    a_view             av;
+    b_view             bv;
+
+    for (t = begin; t < end; t++) {
+        i0 = t / j->col_tiles * j->task_rows;
+        i1 = min64(i0 + j->task_rows, j->rows);
+        jc = t % j->col_tiles * LINEAR_COLS;
+        nc = min64(LINEAR_COLS, j->w->rows - jc);
+        for (pc = 0; pc < K; pc += KC) {
+            kc = min64(KC, K - pc);
+            for (jj = 0; jj < nc; jj += 2 * NR) {
+                n2 = min64(2 * NR, nc - jj);
+                j->w->traits->fill(j->w, jc + jj, n2, pc, kc, bp);
+                bv.p = bp;
+                bv.ps = kc * NR;
+                bv.ks = NR;
+                bv.tail = NULL;
+                bv.h = NULL;
+                for (ic = i0; ic < i1; ic += MC) {
+                    mc = min64(MC, i1 - ic);
+                    av.p = j->ap + ic / MR * K * MR + pc * MR;
+                    av.ps = K * MR;
+                    av.rs = 0;
+                    av.cs = 0;
+                    av.packed = 1;
+                    macro(mc, n2, kc, &av, &bv, 1.0f, pc > 0 || j->load_c,
+                          j->y + (j->row0 + ic) * j->ldy + jc + jj, j->ldy);
+                }
+            }
+        }
+    }
+}
+
 size_t
 clef_cpu_linear_scratch_floats(int64_t k)
 {
@@ -524,10 +568,32 @@ clef_cpu_linear_prec(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m
     w->traits->linear(pool, x, ldx, m, w, y, ldy, beta, scratch, prec);
 }
 
+static void
+run_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
+    const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
+    float *scratch, clef_precision prec, clef_cpu_task tiles);
+
 void
 clef_cpu_panels_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
     int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
     float *scratch, clef_precision prec)
+{
+    run_linear(pool, x, ldx, m, w, y, ldy, beta, scratch, prec, tile_task);
+}
+
+void
+clef_cpu_filled_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
+    int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
+    float *scratch, clef_precision prec)
+{
+    run_linear(pool, x, ldx, m, w, y, ldy, beta, scratch, prec,
+               filled_tile_task);
+}
+
+static void
+run_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
+    const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
+    float *scratch, clef_precision prec, clef_cpu_task tiles)
 {
     linear_job  j;
     int64_t     blocks, per, threads = clef_cpu_pool_size(pool);
@@ -553,7 +619,7 @@ clef_cpu_panels_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
         j.task_rows = per * MC;
         clef_cpu_pool_for(pool, (j.rows + MR - 1) / MR, 4, pack_task, &j);
         clef_cpu_pool_for(pool, (blocks + per - 1) / per * j.col_tiles, 1,
-                          tile_task, &j);
+                          tiles, &j);
     }
 }
 

@@ -111,6 +111,15 @@ void   clef_cpu_panels_linear(clef_cpu_pool *pool, const float *x, int64_t ldx,
     int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy, float beta,
     float *scratch, clef_precision prec);
 
+/* The product of a format that fills fp32 panels as they are needed (its
+ * traits' fill: wblocks.h's block view): clef_cpu_panels_linear()'s
+ * work, split and summed the same way, with each 2 NR x KC block of W's
+ * panels filled on the worker's stack just before the kernel reads it,
+ * so the bits are those of the fp32 panels the fill writes. */
+void   clef_cpu_filled_linear(clef_cpu_pool *pool, const float *x,
+    int64_t ldx, int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy,
+    float beta, float *scratch, clef_precision prec);
+
 /* Floats clef_cpu_linear() needs as scratch for at most k columns of x. */
 size_t clef_cpu_linear_scratch_floats(int64_t k);
 

@@ -5,6 +5,8 @@
 
 #include "cpu/kernels/gemm.h"
 #include "cpu/kernels/gemm_bf16.h"
+#include "cpu/kernels/wblocks.h"
+#include "cpu/kernels/wqdot.h"
 
 #define NR  CLEF_GEMM_NR
 
@@ -137,16 +139,31 @@ rows_linear(clef_cpu_pool *pool, const float *x, int64_t ldx, int64_t m,
 
 static const clef_cpu_wtraits  formats[CLEF_CPU_WFORMAT_COUNT] = {
     [CLEF_CPU_WF32] = {
-        "fp32 panels", f32_bytes, pack_f32,
-        CLEF_DTYPE_BF16, pack_bf16, clef_cpu_panels_linear
+        .name = "fp32 panels", .bytes = f32_bytes, .pack_f32 = pack_f32,
+        .raw = CLEF_DTYPE_BF16, .pack_raw = pack_bf16,
+        .linear = clef_cpu_panels_linear
     },
     [CLEF_CPU_WBF16] = {
-        "bf16 panels", bf16_bytes, pack_f32,
-        CLEF_DTYPE_BF16, pack_bf16, clef_cpu_panels_linear
+        .name = "bf16 panels", .bytes = bf16_bytes, .pack_f32 = pack_f32,
+        .raw = CLEF_DTYPE_BF16, .pack_raw = pack_bf16,
+        .linear = clef_cpu_panels_linear
     },
     [CLEF_CPU_WBF16_ROWS] = {
-        "bf16 rows (native)", rows_bytes, pack_f32,
-        CLEF_DTYPE_BF16, pack_bf16, rows_linear
+        .name = "bf16 rows (native)", .bytes = rows_bytes,
+        .pack_f32 = pack_f32, .raw = CLEF_DTYPE_BF16, .pack_raw = pack_bf16,
+        .linear = rows_linear
+    },
+    [CLEF_CPU_WBLOCKS] = {
+        .name = "stored blocks, dequantized into fp32 panels",
+        .bytes = clef_cpu_wblocks_bytes, .raw = CLEF_DTYPE_COUNT,
+        .linear = clef_cpu_filled_linear, .view = clef_cpu_wblocks_add,
+        .fill = clef_cpu_wblocks_fill, .held = clef_cpu_wblocks_held
+    },
+    [CLEF_CPU_WQDOT] = {
+        .name = "stored blocks repacked for int8 products",
+        .bytes = clef_cpu_wqdot_bytes, .raw = CLEF_DTYPE_COUNT,
+        .linear = clef_cpu_wqdot_linear, .view = clef_cpu_wqdot_add,
+        .held = clef_cpu_wqdot_held, .release = clef_cpu_wqdot_release
     },
 };
 
@@ -162,6 +179,21 @@ clef_cpu_wformat_for(const clef_dtype *stored, int n, clef_precision prec,
 {
     int  i;
 
+    for (i = 0; i < n && prec == CLEF_PRECISION_Q8; i++) {
+        if (!clef_cpu_wqdot_takes(stored[i])) {
+            break;
+        }
+    }
+    if (n > 0 && i == n) {
+        return CLEF_CPU_WQDOT;
+    }
+    for (i = 0; i < n; i++) {
+        if (clef_dtype_is_block(stored[i])
+            || (stored[i] == CLEF_DTYPE_F16 && prec != CLEF_PRECISION_BF16))
+        {
+            return CLEF_CPU_WBLOCKS;
+        }
+    }
     if (native != NULL) {
         return CLEF_CPU_WBF16_ROWS;
     }
@@ -214,6 +246,9 @@ clef_cpu_wpack_alloc_bf16(clef_cpu_wpack *w, int64_t rows, int64_t cols)
 void
 clef_cpu_wpack_free(clef_cpu_wpack *w)
 {
+    if (w->traits != NULL && w->traits->release != NULL && w->data != NULL) {
+        w->traits->release(w);
+    }
     free(w->data);
     w->data = NULL;
     w->native = NULL;
@@ -222,8 +257,17 @@ clef_cpu_wpack_free(clef_cpu_wpack *w)
 size_t
 clef_cpu_wpack_bytes(const clef_cpu_wpack *w)
 {
-    return w->data != NULL && w->traits != NULL
-           ? w->traits->bytes(w->rows, w->cols) : 0;
+    if (w->data == NULL || w->traits == NULL) {
+        return 0;
+    }
+    return w->traits->held != NULL ? w->traits->held(w)
+                                   : w->traits->bytes(w->rows, w->cols);
+}
+
+int
+clef_cpu_wpack_is_view(const clef_cpu_wpack *w)
+{
+    return w->traits != NULL && w->traits->view != NULL;
 }
 
 void
@@ -247,8 +291,25 @@ clef_cpu_wpack_from_tensor(clef_cpu_wpack *w, int64_t row,
 {
     int64_t  cols = t->numel / t->shape[0];
     int64_t  at = clef_dtype_bytes(t->dtype, t_row * cols + t_col);
+    int64_t  r;
     float   *f;
 
+    if (w->traits->view != NULL) {
+        return w->traits->view(w, row, t, t_row, n, t_col);
+    }
+    if (!clef_tensor_is_plain(t)) {
+        /* rows stored apart or columns elsewhere: row by row through fp32 */
+        f = malloc(sizeof(float) * (size_t) w->cols);
+        if (f == NULL) {
+            return -1;
+        }
+        for (r = 0; r < n; r++) {
+            clef_tensor_row_to_f32(t, t_row + r, t_col, w->cols, f);
+            w->traits->pack_f32(w, row + r, 1, f, w->cols);
+        }
+        free(f);
+        return 0;
+    }
     if (t->dtype == w->traits->raw && at >= 0) {
         w->traits->pack_raw(w, row, n, (const char *) t->data + at, cols);
         return 0;

@@ -9,12 +9,12 @@
  * clef_cpu_wformat_for() says which format a weight stored in some type is
  * kept in for products at some precision.
  *
- * A block type (Q8_0, Q4_K, ...) kept quantized in memory joins by adding
- * a format here, its row in wpack.c (its bytes, pack_raw copying its
- * blocks in place, and a linear that dequantizes each block inside the
- * GEMM's packing or multiplies in integers), and its rule in
- * clef_cpu_wformat_for().  The loaders (cpu/model/weights*.c) need nothing
- * else: they pack whatever a tensor holds through
+ * GGUF's block types (Q8_0, Q4_K, ...) and F16 are kept as they are
+ * stored, in the mapped file (CLEF_CPU_WBLOCKS, wblocks.h: a view, which
+ * fills the fp32 panels of each product as the kernel needs them); at the
+ * fast precision (q8) the block types are repacked, bits unchanged, for
+ * integer products (CLEF_CPU_WQDOT, wqdot.h).  The loaders (cpu/model/
+ * weights*.c) need nothing else: they pack whatever a tensor holds through
  * clef_cpu_wpack_from_tensor().
  */
 #ifndef CLEF_CPU_WPACK_H
@@ -36,7 +36,13 @@ typedef enum {
                                 widened exactly in the kernel */
     CLEF_CPU_WBF16_ROWS,     /* bf16 rows for a native bf16 library
                                 (gemm_bf16.h), rows padded to its tiles */
-    /* block formats join here */
+    CLEF_CPU_WBLOCKS,        /* the model's tensors in their stored type
+                                (block types, F16), viewed in place and
+                                dequantized into fp32 panels as each
+                                product needs them (wblocks.h) */
+    CLEF_CPU_WQDOT,          /* the model's block types repacked, bits
+                                unchanged, for int8 products at the fast
+                                precision (wqdot.h, qdot.h) */
     CLEF_CPU_WFORMAT_COUNT
 } clef_cpu_wformat;
 
@@ -61,6 +67,21 @@ typedef struct {
                          int64_t m, const clef_cpu_wpack *w, float *y,
                          int64_t ldy, float beta, float *scratch,
                          clef_precision prec);
+    /* a view of the model's tensors rather than a copy (NULL for the
+     * others): rows [row, row + n) of W are rows [t_row, ..) and columns
+     * [t_col, ..) of t, which outlives W; called once per range of rows */
+    int        (*view)(clef_cpu_wpack *w, int64_t row, const clef_tensor *t,
+                       int64_t t_row, int64_t n, int64_t t_col);
+    /* fp32 panels of rows [j0, j0 + n) (n <= 2 CLEF_GEMM_NR) and columns
+     * [k0, k0 + kc) of W, as a product packs them (gemm.h's
+     * clef_cpu_filled_linear); NULL when the product reads W's own */
+    void       (*fill)(const clef_cpu_wpack *w, int64_t j0, int64_t n,
+                       int64_t k0, int64_t kc, float *panels);
+    /* bytes of memory W stands for when they are not `bytes`' (a view:
+     * the file's); NULL otherwise */
+    size_t     (*held)(const clef_cpu_wpack *w);
+    /* frees what W holds beside its data (NULL: nothing) */
+    void       (*release)(clef_cpu_wpack *w);
 } clef_cpu_wtraits;
 
 struct clef_cpu_wpack {
@@ -76,11 +97,14 @@ struct clef_cpu_wpack {
 const clef_cpu_wtraits *clef_cpu_wformat_traits(clef_cpu_wformat f);
 
 /* The format a weight is kept in when it is filled from tensors stored in
- * the n types stored[] (a fused matrix has several) for products at prec,
- * native not NULL when bf16 products run on a native library: its rows;
- * else bf16 panels when every part is bf16 or the products are bf16
- * (which round the activations, not the weights: a weight stored in f32
- * is rounded once), else fp32 panels (exact). */
+ * the n types stored[] (a fused matrix has several) for products at prec:
+ * at q8, the integer products' panels when every part is in a block type
+ * they multiply; else the block view when a part is in a block type, or
+ * in F16 at fp32 or q8 precision (exact, and never a copy); else, native
+ * not NULL when bf16 products run on a native library, its rows; else
+ * bf16 panels when every part is bf16 or the products are bf16 (which
+ * round the activations, not the weights: a weight stored in f32 is
+ * rounded once), else fp32 panels (exact). */
 clef_cpu_wformat clef_cpu_wformat_for(const clef_dtype *stored, int n,
     clef_precision prec, const struct clef_cpu_bf16_native *native);
 
@@ -97,7 +121,8 @@ void   clef_cpu_wpack_free(clef_cpu_wpack *w);
 /* Floats (or bf16 values) a rows x cols weight in panels takes. */
 size_t clef_cpu_wpack_floats(int64_t rows, int64_t cols);
 
-/* Bytes the packed weight holds in memory (0 when not allocated). */
+/* Bytes the packed weight holds in memory (0 when not allocated); for a
+ * view, the bytes of the file it reads. */
 size_t clef_cpu_wpack_bytes(const clef_cpu_wpack *w);
 
 /* Packs rows [row, row + n) of W from fp32 src ([n][cols], row stride ld):
@@ -113,9 +138,14 @@ void   clef_cpu_wpack_rows_bf16(clef_cpu_wpack *w, int64_t row, int64_t n,
 /* Rows [t_row, t_row + n) and columns [t_col, t_col + w->cols) of the 2-D
  * tensor t into rows [row, row + n) of w, whatever type t is stored in:
  * in place where the format reads that type (or t is fp32), else through
- * fp32 (the dtype table's conversion, exact).  -1 when out of memory for
- * the conversion. */
+ * fp32 (the dtype table's conversion, exact); a view format records the
+ * range instead (once per range: clef_cpu_wpack_is_view()).  -1 when out
+ * of memory for the conversion. */
 int    clef_cpu_wpack_from_tensor(clef_cpu_wpack *w, int64_t row,
     const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col);
+
+/* 1 when w's format views the model's tensors (nothing to copy, and their
+ * pages stay mapped). */
+int    clef_cpu_wpack_is_view(const clef_cpu_wpack *w);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/kernels/qdot.h"
 #include "cpu/model/weights_parts.h"
 
 static int
@@ -157,7 +158,12 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         clef_shard_of(c, 1, 0, &w->shard);
     }
     sh = &w->shard;
-    w->segs = clef_shard_segments(c, sh->size);
+    /* fixed segments make the row-parallel products' sums the same on any
+     * number of ranks; the fast precision's products are not bit-exact
+     * against fp32 anyway, and a segment need not hold whole blocks of a
+     * K type (256 values): one per rank */
+    w->segs = prec == CLEF_PRECISION_Q8 ? sh->size
+                                        : clef_shard_segments(c, sh->size);
     w->nseg = w->segs / sh->size;
     w->seg0 = sh->rank * w->nseg;
 
@@ -231,6 +237,11 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
             snprintf(w->gemm, sizeof(w->gemm), "%s; no native bf16 path: %s",
                      clef_cpu_gemm_describe_prec(prec), why);
         }
+    } else if (prec == CLEF_PRECISION_Q8) {
+        /* block-quantized weights take the integer products, the others
+         * the fp32 GEMM */
+        snprintf(w->gemm, sizeof(w->gemm), "%s; other weights: %s",
+                 clef_qdot_describe(), clef_cpu_gemm_describe_prec(prec));
     } else {
         snprintf(w->gemm, sizeof(w->gemm), "%s",
                  clef_cpu_gemm_describe_prec(prec));

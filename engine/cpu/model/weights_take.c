@@ -103,6 +103,17 @@ take_slice(clef_cpu_loader *ld, clef_role r, int layer, int expert,
     j.pack = pack;
     j.row0 = row0;
     atomic_init(&j.failed, 0);
+    if (pack != NULL && clef_cpu_wpack_is_view(pack)) {
+        /* nothing to copy: the view records the range, and the tensor's
+         * pages stay where the products read them */
+        if (clef_cpu_wpack_from_tensor(pack, row0, t, j.s.row0, j.s.rows,
+                                       j.s.col0) != 0)
+        {
+            return clef_error_fail(ld->err, CLEF_E_INTERNAL,
+                                   "%s: too many parts in one matrix", name);
+        }
+        return 0;
+    }
     clef_cpu_pool_for(ld->pool, j.s.rows, 64, convert_task, &j);
     if (atomic_load(&j.failed)) {
         return clef_error_fail(ld->err, CLEF_E_NO_MEMORY,
@@ -174,21 +185,22 @@ clef_cpu_alloc_pack(clef_cpu_loader *ld, const clef_role *rs, int n,
     int layer, int64_t rows, int64_t cols, clef_cpu_wpack *pack)
 {
     const clef_tensor  *t;
-    clef_dtype          stored[8];
-    int                 i;
+    clef_cpu_wformat    f;
+    clef_dtype          stored[16];
+    int                 i, k = 0;
 
-    if (ld->w->native != NULL) {
+    /* a missing tensor is left for the take to report */
+    for (i = 0; i < n && k < 12; i++) {
+        t = clef_model_role(ld->m, rs[i], layer);
+        if (t != NULL) {
+            k += clef_tensor_types(t, stored + k, 4);
+        }
+    }
+    f = clef_cpu_wformat_for(stored, k, ld->w->prec, ld->w->native);
+    if (f == CLEF_CPU_WBF16_ROWS) {
         return clef_cpu_wpack_alloc_native(pack, rows, cols, ld->w->native);
     }
-    /* a missing tensor is left for the take to report */
-    for (i = 0; i < n && i < 8; i++) {
-        t = clef_model_role(ld->m, rs[i], layer);
-        stored[i] = t != NULL ? t->dtype : CLEF_DTYPE_BF16;
-    }
-    return clef_cpu_wpack_alloc_format(pack,
-                                       clef_cpu_wformat_for(stored, i,
-                                                            ld->w->prec, NULL),
-                                       rows, cols);
+    return clef_cpu_wpack_alloc_format(pack, f, rows, cols);
 }
 
 int

@@ -1,0 +1,52 @@
+/*
+ * The quantized products' tile for CPUs with AVX2 and no VNNI
+ * (qdot_tile.h): 8 lanes, the 4-value dot of an unsigned and a signed
+ * byte vector by vpmaddubsw (pairs to 16 bits) and vpmaddwd with ones
+ * (pairs to 32).  Exact: vpmaddubsw saturates at 32767, and no pair here
+ * reaches it (weight codes at most 63, activation codes at most 127 in
+ * magnitude: 2 x 63 x 127 = 16002), nor Q8_0's, whose codes go in as their
+ * magnitudes (at most 128) against the activations' codes with the
+ * weights' signs (2 x 128 x 127 = 32512).  A tile is 4 activation rows
+ * (3 for Q6_K) by 8 weight rows, in the 16 registers.
+ */
+#include "cpu/kernels/qdot_kernel.h"
+
+#include <immintrin.h>
+
+typedef int32_t  qd_i32 __attribute__((may_alias, aligned(1)));
+
+#define QD_FN(name)  qd2_##name
+#define QD_TARGET    __attribute__((target("avx2,fma,f16c")))
+#define QD_LANES     8
+#define QD_MR        4
+#define QD_MR6       3
+#define QD_NV        1
+#define QD_HALF      0
+
+#include "cpu/kernels/qdot_avx256.h"
+
+#define QD_DOT(acc, u, p)                                                    \
+    _mm256_add_epi32(acc, _mm256_madd_epi16(                                 \
+        _mm256_maddubs_epi16(u, vi_bcast(p)), _mm256_set1_epi16(1)))
+#define QD_DOT_Q8(acc, w, p)                                                 \
+    _mm256_add_epi32(acc, _mm256_madd_epi16(                                 \
+        _mm256_maddubs_epi16(_mm256_abs_epi8(w),                             \
+                             _mm256_sign_epi8(vi_bcast(p), w)),              \
+        _mm256_set1_epi16(1)))
+#define QD_Q8_SHIFT  (-1)
+
+#include "cpu/kernels/qdot_tile.h"
+
+static const clef_qdot_isa  kernels = {
+    "avx2",
+    "AVX2 4x8 tiles (vpmaddubsw; Q6_K 3x8)",
+    QD_MRS, 8, QD_TILES, QD_HALVES
+};
+
+const clef_qdot_isa *
+clef_qdot_kernels_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+           ? &kernels : NULL;
+}

@@ -1,0 +1,441 @@
+/*
+ * The quantized products' tile (qdot.h, qdot_kernel.h), written once over
+ * a few vector operations that each instruction set's file defines before
+ * including this one (qdot_avx512.c, qdot_avxvnni.c, qdot_avx2.c):
+ *
+ *   QD_FN(name)      the file's prefix for the functions below
+ *   QD_TARGET        the target attribute
+ *   QD_LANES         int32 / float lanes of a vector: 16 or 8
+ *   QD_MR, QD_MR6    activation rows of a tile (Q6_K's: it keeps two
+ *                    integer sums per element), QD_NV vectors of weight
+ *                    rows; QD_HALF 1 to also make tiles of QD_NV / 2
+ *   VI, VF           the integer and the float vector
+ *   QD_DOT(acc, u, p)     acc + the sums of 4 products of the unsigned
+ *                         bytes of u with the 4 signed bytes at p, per
+ *                         lane, exact
+ *   QD_DOT_Q8(acc, w, p)  the same for signed bytes w (Q8_0's codes), the
+ *                         result less 128 times the 4 bytes' sum when
+ *                         QD_Q8_SHIFT is 7 (it adds 128 to w), else exact
+ *   vi_* / vf_*      loads, logic, shifts, conversions (below)
+ *
+ * Every path computes, lane by lane, the integers and the float operations
+ * qdot.h writes down, in that order: the integer dot products are exact
+ * sums, so how an instruction groups them does not matter, and the float
+ * steps are the same IEEE operations, fused where fma is written.
+ */
+
+#define QD_INLINE  static inline __attribute__((always_inline))
+
+#if QD_LANES == 16
+#define QD_HALF_STEP(v)  0
+#else
+#define QD_HALF_STEP(v)  (ho[v] * 32)   /* rows 8-15 of a step */
+#endif
+
+/* I[m][v] += the dot of w with 4 codes of each activation row at a. */
+#define QD_DOTS(I, v, w, a, mr)                                              \
+    do {                                                                     \
+        int  m_;                                                             \
+        _Pragma("GCC unroll 12")                                             \
+        for (m_ = 0; m_ < (mr); m_++) {                                      \
+            (I)[m_][v] = QD_DOT((I)[m_][v], (w), (a) + m_ * 32);             \
+        }                                                                    \
+    } while (0)
+
+#define QD_ZERO(I, mr, nv)                                                   \
+    do {                                                                     \
+        int  m_, v_;                                                         \
+        _Pragma("GCC unroll 12")                                             \
+        for (m_ = 0; m_ < (mr); m_++) {                                      \
+            _Pragma("GCC unroll 2")                                          \
+            for (v_ = 0; v_ < (nv); v_++) {                                  \
+                (I)[m_][v_] = vi_zero();                                     \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+
+/*
+ * The float step of one 32-value block: for each row m and vector v,
+ * t = (float) (I - (S << shift)) * ws; F = fma(t, da, F), then with a
+ * minimum (mins > 0: + wm * dsa, mins < 0: - wm * dsa, fused).  shift < 0:
+ * no offset.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(finish)(VF (*F)[2], VI (*I)[2], const VF *ws, const VF *wm, int mins,
+    int shift, const clef_qdot_ameta *am, int mr, int nv)
+{
+    VF   da, dsa, tt;
+    VI   o, x;
+    int  m, v;
+
+    _Pragma("GCC unroll 12")
+    for (m = 0; m < mr; m++) {
+        da = vf_bcast(&am[m].d);
+        dsa = mins != 0 ? vf_bcast(&am[m].dsa) : da;
+        o = shift >= 0 ? vi_slli32(vi_bcast(&am[m].s), shift) : vi_zero();
+        _Pragma("GCC unroll 2")
+        for (v = 0; v < nv; v++) {
+            x = shift >= 0 ? vi_sub(I[m][v], o) : I[m][v];
+            tt = vf_mul(vf_cvt(x), ws[v]);
+            F[m][v] = vf_fma(tt, da, F[m][v]);
+            if (mins > 0) {
+                F[m][v] = vf_fma(wm[v], dsa, F[m][v]);
+            } else if (mins < 0) {
+                F[m][v] = vf_fnma(wm[v], dsa, F[m][v]);
+            }
+        }
+    }
+}
+
+/* ---- the 32-value types ------------------------------------------------ */
+
+/* Q8_0: eight steps of signed codes. */
+QD_TARGET QD_INLINE void
+QD_FN(q8_0)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
+    const int8_t *a, const clef_qdot_ameta *am, int mr, int nv)
+{
+    VF   ws[2], wm[2];
+    VI   w;
+    int  j, v;
+
+    QD_ZERO(I, mr, nv);
+    _Pragma("GCC unroll 8")
+    for (j = 0; j < 8; j++) {
+        _Pragma("GCC unroll 2")
+        for (v = 0; v < nv; v++) {
+            w = vi_load(blk[v] + 32 + QD_STEP * j + QD_HALF_STEP(v));
+            {
+                int  m_;
+
+                _Pragma("GCC unroll 12")
+                for (m_ = 0; m_ < mr; m_++) {
+                    I[m_][v] = QD_DOT_Q8(I[m_][v], w, a + m_ * 32 + 4 * j);
+                }
+            }
+        }
+    }
+    for (v = 0; v < nv; v++) {
+        ws[v] = vf_f16(blk[v] + ho[v] * 16);
+        wm[v] = ws[v];
+    }
+    QD_FN(finish)(F, I, ws, wm, 0, QD_Q8_SHIFT, am, mr, nv);
+}
+
+/*
+ * Q4_0, Q4_1, Q5_0, Q5_1: four chunks, low nibbles values 4c + i, high
+ * nibbles 16 + 4c + i; the fifth bits (hb, when at >= 0) of value 4j + i
+ * in bit j.  Codes are offset by `shift` (Q4_0 8 = 1 << 3, Q5_0 16) or
+ * carry a minimum m (mins).
+ */
+QD_TARGET QD_INLINE void
+QD_FN(legacy)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
+    const int8_t *a, const clef_qdot_ameta *am, int mr, int nv, int qs,
+    int mo, int hbo, int shift)
+{
+    const VI  lo4 = vi_set8(0x0f), b4 = vi_set8(0x10);
+    VF        ws[2], wm[2];
+    VI        x, w, hb[2];
+    int       c, v;
+
+    QD_ZERO(I, mr, nv);
+    for (v = 0; v < nv; v++) {
+        hb[v] = hbo >= 0 ? vi_load(blk[v] + hbo + QD_HALF_STEP(v)) : vi_zero();
+    }
+    _Pragma("GCC unroll 4")
+    for (c = 0; c < 4; c++) {
+        _Pragma("GCC unroll 2")
+        for (v = 0; v < nv; v++) {
+            x = vi_load(blk[v] + qs + QD_STEP * c + QD_HALF_STEP(v));
+            w = vi_and(x, lo4);
+            if (hbo >= 0) {
+                /* value 4c + i: bit c to bit 4 */
+                w = vi_or(w, vi_and(vi_slli16(hb[v], 4 - c), b4));
+            }
+            QD_DOTS(I, v, w, a + 4 * c, mr);
+            w = vi_and(vi_srli16(x, 4), lo4);
+            if (hbo >= 0) {
+                /* value 16 + 4c + i: bit c + 4 to bit 4 */
+                w = vi_or(w, vi_and(vi_srli16(hb[v], c), b4));
+            }
+            QD_DOTS(I, v, w, a + 16 + 4 * c, mr);
+        }
+    }
+    for (v = 0; v < nv; v++) {
+        ws[v] = vf_f16(blk[v] + ho[v] * 16);
+        wm[v] = mo >= 0 ? vf_f16(blk[v] + mo + ho[v] * 16) : ws[v];
+    }
+    QD_FN(finish)(F, I, ws, wm, mo >= 0 ? 1 : 0, shift, am, mr, nv);
+}
+
+/* ---- the K types -------------------------------------------------------- */
+
+/* Fifth bit of step c (values 4c + i) at bit 4. */
+QD_TARGET QD_INLINE VI
+QD_FN(bit5)(VI hb, int c)
+{
+    const VI  b4 = vi_set8(0x10);
+
+    if (c < 4) {
+        return vi_and(vi_slli16(hb, 4 - c), b4);
+    }
+    return c == 4 ? vi_and(hb, b4) : vi_and(vi_srli16(hb, c - 4), b4);
+}
+
+/*
+ * Q4_K and Q5_K (fifth bits when q5), one 256-value block: per sub-block
+ * s, codes from the low (even s) or high (odd s) nibbles of pair s / 2's
+ * chunks, ws = d * sc[s] and wm = dmin * mn[s] (exact: an fp16 value
+ * times a 6-bit integer), x = ws q - wm.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(k45)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
+    const int8_t *aq, const clef_qdot_ameta *am, int64_t ab, int mr, int nv,
+    int q5)
+{
+    const VI               lo4 = vi_set8(0x0f);
+    const int8_t          *a;
+    const clef_qdot_ameta *ms;
+    VF                     d[2], dmin[2], ws[2], wm[2];
+    VI                     x, w, hb[2];
+    int                    s, c, v;
+
+    for (v = 0; v < nv; v++) {
+        d[v] = vf_f16(blk[v] + ho[v] * 16);
+        dmin[v] = vf_f16(blk[v] + 32 + ho[v] * 16);
+    }
+    _Pragma("GCC unroll 8")
+    for (s = 0; s < 8; s++) {
+        a = aq + s * ab * 32;
+        ms = am + s * ab;
+        QD_ZERO(I, mr, nv);
+        for (v = 0; v < nv; v++) {
+            hb[v] = q5 ? vi_load(blk[v] + QK_QH + QD_STEP * s + QD_HALF_STEP(v))
+                       : vi_zero();
+        }
+        _Pragma("GCC unroll 8")
+        for (c = 0; c < 8; c++) {
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                x = vi_load(blk[v] + QK_QS + QD_STEP * (8 * (s / 2) + c)
+                            + QD_HALF_STEP(v));
+                w = (s & 1) ? vi_and(vi_srli16(x, 4), lo4) : vi_and(x, lo4);
+                if (q5) {
+                    w = vi_or(w, QD_FN(bit5)(hb[v], c));
+                }
+                QD_DOTS(I, v, w, a + 4 * c, mr);
+            }
+        }
+        for (v = 0; v < nv; v++) {
+            ws[v] = vf_mul(d[v], vf_u8(blk[v] + QK_SC + 16 * s + ho[v] * 8));
+            wm[v] = vf_mul(dmin[v], vf_u8(blk[v] + QK_MN + 16 * s + ho[v] * 8));
+        }
+        QD_FN(finish)(F, I, ws, wm, -1, -1, ms, mr, nv);
+    }
+}
+
+/* Q6_K's 2-bit high part of sub-block j of a half, at bits 4-5. */
+QD_TARGET QD_INLINE VI
+QD_FN(hi2)(VI y, int j)
+{
+    const VI  b45 = vi_set8(0x30);
+
+    switch (j) {
+    case 0:
+        return vi_and(vi_slli16(y, 4), b45);
+    case 1:
+        return vi_and(vi_slli16(y, 2), b45);
+    case 2:
+        return vi_and(y, b45);
+    default:
+        return vi_and(vi_srli16(y, 2), b45);
+    }
+}
+
+/*
+ * Q6_K, one 256-value block: per sub-block s = 4h + j, codes 0..63 from
+ * the low nibbles (j < 2) or high nibbles of quarter j & 1 of half h and
+ * the 2-bit parts; the two 16-value halves summed apart (I, J), each less
+ * 32 times its activation sum and times its int8 scale, then added: one
+ * integer per block, times d.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
+    const int *ho, const int8_t *aq, const clef_qdot_ameta *am, int64_t ab,
+    int mr, int nv)
+{
+    const VI               lo4 = vi_set8(0x0f);
+    const int8_t          *a;
+    const clef_qdot_ameta *ms;
+    VF                     d[2], da, tt;
+    VI                     x, y, w, sc0[2], sc1[2], o0, o1, t;
+    int                    s, h, j, c, v, m;
+
+    for (v = 0; v < nv; v++) {
+        d[v] = vf_f16(blk[v] + ho[v] * 16);
+    }
+    _Pragma("GCC unroll 8")
+    for (s = 0; s < 8; s++) {
+        h = s / 4;
+        j = s % 4;
+        a = aq + s * ab * 32;
+        ms = am + s * ab;
+        QD_ZERO(I, mr, nv);
+        QD_ZERO(J, mr, nv);
+        _Pragma("GCC unroll 8")
+        for (c = 0; c < 8; c++) {
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                x = vi_load(blk[v] + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c)
+                            + QD_HALF_STEP(v));
+                y = vi_load(blk[v] + Q6_QH + QD_STEP * (8 * h + c)
+                            + QD_HALF_STEP(v));
+                w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
+                w = vi_or(w, QD_FN(hi2)(y, j));
+                if (c < 4) {
+                    QD_DOTS(I, v, w, a + 4 * c, mr);
+                } else {
+                    QD_DOTS(J, v, w, a + 4 * c, mr);
+                }
+            }
+        }
+        for (v = 0; v < nv; v++) {
+            sc0[v] = vi_s8(blk[v] + Q6_SC + 16 * (2 * s) + ho[v] * 8);
+            sc1[v] = vi_s8(blk[v] + Q6_SC + 16 * (2 * s + 1) + ho[v] * 8);
+        }
+        _Pragma("GCC unroll 12")
+        for (m = 0; m < mr; m++) {
+            da = vf_bcast(&ms[m].d);
+            o0 = vi_bcast(&ms[m].s0);
+            o1 = vi_slli32(vi_sub(vi_bcast(&ms[m].s), o0), 5);
+            o0 = vi_slli32(o0, 5);
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                t = vi_add(vi_mullo(vi_sub(I[m][v], o0), sc0[v]),
+                           vi_mullo(vi_sub(J[m][v], o1), sc1[v]));
+                tt = vf_mul(vf_cvt(t), d[v]);
+                F[m][v] = vf_fma(tt, da, F[m][v]);
+            }
+        }
+    }
+}
+
+/* ---- the tile ------------------------------------------------------------ */
+
+QD_TARGET QD_INLINE void
+QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
+{
+    VF                     F[QD_MR][2];
+    VI                     I[QD_MR][2], J[QD_MR6][2];
+    const uint8_t         *vp[2], *blk[2];
+    const int8_t          *a;
+    const clef_qdot_ameta *ms;
+    int                    ho[2], m, v, g;
+    int64_t                b, ab = t->ab;
+    size_t                 bb = (size_t) qd_block_bytes[type];
+
+    for (v = 0; v < nv; v++) {
+#if QD_LANES == 16
+        vp[v] = t->w + (size_t) v * t->ps;
+        ho[v] = 0;
+        (void) g;
+#else
+        g = t->h0 + v;
+        vp[v] = t->w + (size_t) (g >> 1) * t->ps;
+        ho[v] = g & 1;
+#endif
+    }
+    _Pragma("GCC unroll 12")
+    for (m = 0; m < mr; m++) {
+        _Pragma("GCC unroll 2")
+        for (v = 0; v < nv; v++) {
+            F[m][v] = t->load ? vf_load(t->y + m * t->ldy + v * QD_LANES)
+                              : vf_zero();
+        }
+    }
+
+    for (b = 0; b < t->nb; b++) {
+        for (v = 0; v < nv; v++) {
+            blk[v] = vp[v] + (size_t) b * bb;
+        }
+        switch (type) {
+        case QT_Q8_0:
+            QD_FN(q8_0)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
+                        nv);
+            break;
+        case QT_Q4_0:
+            QD_FN(legacy)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
+                          nv, 32, -1, -1, 3);
+            break;
+        case QT_Q4_1:
+            QD_FN(legacy)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
+                          nv, 64, 32, -1, -1);
+            break;
+        case QT_Q5_0:
+            QD_FN(legacy)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
+                          nv, 96, -1, 32, 4);
+            break;
+        case QT_Q5_1:
+            QD_FN(legacy)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
+                          nv, 128, 32, 64, -1);
+            break;
+        case QT_Q4_K:
+        case QT_Q5_K:
+            a = t->aq + b * 8 * ab * 32;
+            ms = t->am + b * 8 * ab;
+            QD_FN(k45)(F, I, blk, ho, a, ms, ab, mr, nv, type == QT_Q5_K);
+            break;
+        default:
+            a = t->aq + b * 8 * ab * 32;
+            ms = t->am + b * 8 * ab;
+            QD_FN(q6k)(F, I, J, blk, ho, a, ms, ab, mr, nv);
+            break;
+        }
+    }
+
+    _Pragma("GCC unroll 12")
+    for (m = 0; m < mr; m++) {
+        _Pragma("GCC unroll 2")
+        for (v = 0; v < nv; v++) {
+            vf_store(t->y + m * t->ldy + v * QD_LANES, F[m][v]);
+        }
+    }
+}
+
+/* One entry point per type and width, each with its constants. */
+#define QD_ENTRY(name, type, mr, nv)                                         \
+    QD_TARGET static void                                                    \
+    QD_FN(name)(const clef_qdot_tile *t)                                     \
+    {                                                                        \
+        QD_FN(run)(t, type, mr, nv);                                         \
+    }
+
+QD_ENTRY(t_q8_0, QT_Q8_0, QD_MR, QD_NV)
+QD_ENTRY(t_q4_0, QT_Q4_0, QD_MR, QD_NV)
+QD_ENTRY(t_q4_1, QT_Q4_1, QD_MR, QD_NV)
+QD_ENTRY(t_q5_0, QT_Q5_0, QD_MR, QD_NV)
+QD_ENTRY(t_q5_1, QT_Q5_1, QD_MR, QD_NV)
+QD_ENTRY(t_q4_k, QT_Q4_K, QD_MR, QD_NV)
+QD_ENTRY(t_q5_k, QT_Q5_K, QD_MR, QD_NV)
+QD_ENTRY(t_q6_k, QT_Q6_K, QD_MR6, QD_NV)
+#if QD_HALF
+QD_ENTRY(h_q8_0, QT_Q8_0, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q4_0, QT_Q4_0, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q4_1, QT_Q4_1, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q5_0, QT_Q5_0, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q5_1, QT_Q5_1, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q4_k, QT_Q4_K, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q5_k, QT_Q5_K, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q6_k, QT_Q6_K, QD_MR6, QD_NV / 2)
+#define QD_HALVES                                                            \
+    { QD_FN(h_q8_0), QD_FN(h_q4_0), QD_FN(h_q4_1), QD_FN(h_q5_0),            \
+      QD_FN(h_q5_1), QD_FN(h_q4_k), QD_FN(h_q5_k), QD_FN(h_q6_k) }
+#else
+#define QD_HALVES  { NULL }
+#endif
+
+#define QD_TILES                                                             \
+    { QD_FN(t_q8_0), QD_FN(t_q4_0), QD_FN(t_q4_1), QD_FN(t_q5_0),            \
+      QD_FN(t_q5_1), QD_FN(t_q4_k), QD_FN(t_q5_k), QD_FN(t_q6_k) }
+
+#define QD_MRS                                                               \
+    { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR6 }

@@ -1,0 +1,298 @@
+/*
+ * Quantized weights into the kernels' panels (qdot_kernel.h has the
+ * layout): each GGUF block's codes moved, never changed, four bytes at a
+ * time where the file's order already gives four consecutive values; the
+ * fifth bits of Q5_0/Q5_1 regrouped, a K type's 6-bit scales given a
+ * byte each.  Rows past a group's last, up to its last panel's 16, stay
+ * zero: their scales are 0, so they add 0 to the lanes no one reads.
+ */
+#include "cpu/kernels/qdot_kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/quant.h"
+
+#define PANEL  CLEF_QDOT_PANEL
+
+const int  qd_block_values[QT_COUNT] = {
+    32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K
+};
+
+const int  qd_block_bytes[QT_COUNT] = {
+    QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K
+};
+
+/* The GGUF block's bytes, per type. */
+static const int  file_bytes[QT_COUNT] = { 34, 18, 20, 22, 24, 144, 176, 210 };
+
+int
+qd_type_of(uint32_t ggml)
+{
+    switch (ggml) {
+    case CLEF_GGML_Q8_0:
+        return QT_Q8_0;
+    case CLEF_GGML_Q4_0:
+        return QT_Q4_0;
+    case CLEF_GGML_Q4_1:
+        return QT_Q4_1;
+    case CLEF_GGML_Q5_0:
+        return QT_Q5_0;
+    case CLEF_GGML_Q5_1:
+        return QT_Q5_1;
+    case CLEF_GGML_Q4_K:
+        return QT_Q4_K;
+    case CLEF_GGML_Q5_K:
+        return QT_Q5_K;
+    case CLEF_GGML_Q6_K:
+        return QT_Q6_K;
+    default:
+        return -1;
+    }
+}
+
+int
+clef_qdot_type_ok(uint32_t type, int64_t cols)
+{
+    int  t = qd_type_of(type);
+
+    return t >= 0 && cols > 0 && cols % qd_block_values[t] == 0;
+}
+
+size_t
+clef_qdot_group_bytes(uint32_t type, int64_t rows, int64_t cols)
+{
+    int  t = qd_type_of(type);
+
+    if (t < 0 || rows <= 0 || cols <= 0) {
+        return 0;
+    }
+    return (size_t) ((rows + PANEL - 1) / PANEL)
+           * (size_t) (cols / qd_block_values[t]) * (size_t) qd_block_bytes[t];
+}
+
+int
+clef_qdot_mat_add(clef_qdot_mat *q, uint32_t type, int64_t row0, int64_t rows)
+{
+    clef_qdot_group  *g;
+    size_t            bytes, alloc;
+
+    if (!clef_qdot_type_ok(type, q->cols) || rows <= 0
+        || q->ngroups == CLEF_QDOT_GROUPS_MAX)
+    {
+        return -1;
+    }
+    bytes = clef_qdot_group_bytes(type, rows, q->cols);
+    alloc = (bytes + 63) / 64 * 64;
+    g = &q->groups[q->ngroups];
+    g->data = aligned_alloc(64, alloc);
+    if (g->data == NULL) {
+        return -1;
+    }
+    memset(g->data, 0, alloc);
+    g->type = type;
+    g->row0 = row0;
+    g->rows = rows;
+    g->panel_bytes = bytes / (size_t) ((rows + PANEL - 1) / PANEL);
+    q->ngroups++;
+    q->bytes += alloc;
+    return 0;
+}
+
+int
+clef_qdot_mat_init(clef_qdot_mat *q, int64_t cols, const uint32_t *types,
+    const int64_t *rows, int n)
+{
+    int64_t  row = 0;
+    int      i;
+
+    memset(q, 0, sizeof(*q));
+    q->cols = cols;
+    if (n < 1 || n > CLEF_QDOT_GROUPS_MAX) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (clef_qdot_mat_add(q, types[i], row, rows[i]) != 0) {
+            clef_qdot_mat_free(q);
+            return -1;
+        }
+        row += rows[i];
+    }
+    q->rows = row;
+    return 0;
+}
+
+void
+clef_qdot_mat_free(clef_qdot_mat *q)
+{
+    int  i;
+
+    for (i = 0; i < q->ngroups; i++) {
+        free(q->groups[i].data);
+    }
+    memset(q, 0, sizeof(*q));
+}
+
+/* ---- one row's blocks into its slot of a panel -------------------------- */
+
+/* 16-bit field l of an array of 16 (row l of the panel). */
+static void
+put16(uint8_t *arr, int l, const uint8_t *src)
+{
+    memcpy(arr + 2 * l, src, 2);
+}
+
+/* 4 bytes of row l of step (or chunk) j from src. */
+static void
+put4(uint8_t *steps, int j, int l, const uint8_t *src)
+{
+    memcpy(steps + QD_STEP * j + 4 * l, src, 4);
+}
+
+/* The fifth bits of values 0..31 (bit v of qh) as a fifth-bit vector's
+ * row l: bit j of byte i is value 4j + i's. */
+static void
+put_bits5(uint8_t *vec, int l, uint32_t qh)
+{
+    int  i, j;
+
+    for (i = 0; i < 4; i++) {
+        vec[4 * l + i] = 0;
+        for (j = 0; j < 8; j++) {
+            vec[4 * l + i] |= (uint8_t) (((qh >> (4 * j + i)) & 1) << j);
+        }
+    }
+}
+
+static void
+legacy_block(int t, const uint8_t *b, uint8_t *o, int l)
+{
+    uint32_t  qh;
+    int       j;
+
+    put16(o, l, b);                                  /* d */
+    switch (t) {
+    case QT_Q8_0:
+        for (j = 0; j < 8; j++) {
+            put4(o + 32, j, l, b + 2 + 4 * j);
+        }
+        return;
+    case QT_Q4_0:
+        for (j = 0; j < 4; j++) {
+            put4(o + 32, j, l, b + 2 + 4 * j);
+        }
+        return;
+    case QT_Q4_1:
+        put16(o + 32, l, b + 2);                     /* m */
+        for (j = 0; j < 4; j++) {
+            put4(o + 64, j, l, b + 4 + 4 * j);
+        }
+        return;
+    case QT_Q5_0:
+        memcpy(&qh, b + 2, 4);
+        put_bits5(o + 32, l, qh);
+        for (j = 0; j < 4; j++) {
+            put4(o + 96, j, l, b + 6 + 4 * j);
+        }
+        return;
+    default:                                         /* Q5_1 */
+        put16(o + 32, l, b + 2);
+        memcpy(&qh, b + 4, 4);
+        put_bits5(o + 64, l, qh);
+        for (j = 0; j < 4; j++) {
+            put4(o + 128, j, l, b + 8 + 4 * j);
+        }
+        return;
+    }
+}
+
+/* Q4_K / Q5_K: d, dmin, the 6-bit scales and minima a byte each, the
+ * file's nibble bytes in order (pair p's 32 bytes are its chunks 0..7),
+ * Q5_K's fifth bits (bit s of qh[v] is sub-block s's value v) regrouped
+ * per sub-block. */
+static void
+k45_block(int q5, const uint8_t *b, uint8_t *o, int l)
+{
+    const uint8_t  *sc = b + 4, *qh = b + 16, *qs = q5 ? b + 48 : b + 16;
+    uint32_t        bits;
+    int             j, s, v;
+
+    put16(o, l, b);
+    put16(o + 32, l, b + 2);
+    for (j = 0; j < 4; j++) {
+        o[QK_SC + 16 * j + l] = sc[j] & 0x3f;
+        o[QK_MN + 16 * j + l] = sc[4 + j] & 0x3f;
+        o[QK_SC + 16 * (j + 4) + l] = (uint8_t) ((sc[8 + j] & 0x0f)
+                                                 | ((sc[j] >> 2) & 0x30));
+        o[QK_MN + 16 * (j + 4) + l] = (uint8_t) ((sc[8 + j] >> 4)
+                                                 | ((sc[4 + j] >> 2) & 0x30));
+    }
+    for (j = 0; j < 32; j++) {
+        put4(o + QK_QS, j, l, qs + 4 * j);
+    }
+    if (!q5) {
+        return;
+    }
+    for (s = 0; s < 8; s++) {
+        bits = 0;
+        for (v = 0; v < 32; v++) {
+            bits |= (uint32_t) ((qh[v] >> s) & 1) << v;
+        }
+        put_bits5(o + QK_QH + QD_STEP * s, l, bits);
+    }
+}
+
+/* Q6_K: ql's 128 bytes are the chunks of (half, quarter) in order, qh's
+ * 64 the 2-bit steps of each half, then the 16 int8 scales, d last. */
+static void
+q6k_block(const uint8_t *b, uint8_t *o, int l)
+{
+    int  j;
+
+    put16(o, l, b + 208);
+    for (j = 0; j < 16; j++) {
+        o[Q6_SC + 16 * j + l] = b[192 + j];
+    }
+    for (j = 0; j < 32; j++) {
+        put4(o + Q6_QL, j, l, b + 4 * j);
+    }
+    for (j = 0; j < 16; j++) {
+        put4(o + Q6_QH, j, l, b + 128 + 4 * j);
+    }
+}
+
+void
+clef_qdot_pack_rows(clef_qdot_mat *q, int64_t row, int64_t n, const void *src,
+    size_t row_bytes)
+{
+    const clef_qdot_group  *g = q->groups;
+    const uint8_t          *rb, *b;
+    uint8_t                *panel, *o;
+    int64_t                 r, k, nb, in;
+    int                     t, l;
+
+    while (g < q->groups + q->ngroups - 1
+           && (row < g->row0 || row >= g->row0 + g->rows))
+    {
+        g++;
+    }
+    t = qd_type_of(g->type);
+    nb = q->cols / qd_block_values[t];
+    for (r = 0; r < n; r++) {
+        in = row + r - g->row0;
+        rb = (const uint8_t *) src + (size_t) r * row_bytes;
+        panel = g->data + (size_t) (in / PANEL) * g->panel_bytes;
+        l = (int) (in % PANEL);
+        for (k = 0; k < nb; k++) {
+            o = panel + (size_t) k * (size_t) qd_block_bytes[t];
+            b = rb + (size_t) k * (size_t) file_bytes[t];
+            if (t <= QT_Q5_1) {
+                legacy_block(t, b, o, l);
+            } else if (t == QT_Q6_K) {
+                q6k_block(b, o, l);
+            } else {
+                k45_block(t == QT_Q5_K, b, o, l);
+            }
+        }
+    }
+}

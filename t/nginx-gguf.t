@@ -1,0 +1,59 @@
+# GGUF models behind nginx (README "GGUF"): llama.cpp's Q4_K_M file of the
+# gg1 checkpoint served as `clef_model NAME FILE.gguf` answers as clef
+# decide does on the same file, its F16 file with the mmproj takes images,
+# and /v1/models says how the weights are stored and the precision they
+# are multiplied in.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use ClefTest;
+use Test::Nginx::Socket 'no_plan';
+
+master_on();
+repeat_each(2);
+
+$ENV{TEST_NGINX_CLEF_GGUF} = "$FindBin::Bin/fixtures/gguf";
+clef_defaults(model => "$ENV{TEST_NGINX_CLEF_GGUF}/gg1.q4_k_m.gguf");
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: a Q4_K_M file answers as clef decide on it
+--- request
+POST /v1/systemone
+{"model":"m","state":"Help! My payouts have been failing for 3 days.","questions":{"is_urgent":{"type":"noul","instructions":"Does this convey urgency?"},"about_money":{"type":"noul","instructions":"Is this about money?"}}}
+--- more_headers
+Content-Type: application/json
+--- decide
+
+=== TEST 2: /v1/models: the file's type, the CPU's precision, no images without an mmproj
+--- request
+GET /v1/models
+--- error_code: 200
+--- response_body_like chomp
+"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone"\]
+
+=== TEST 3: an F16 file with its mmproj: /v1/models says it takes images
+--- http_config
+    clef_model clef-tiny $TEST_NGINX_CLEF_GGUF/gg1.f16.gguf mmproj=$TEST_NGINX_CLEF_GGUF/gg1.mmproj.gguf threads=1;
+    clef_engine zone=clef:32m timeout=10s;
+--- request
+GET /v1/models
+--- error_code: 200
+--- response_body_like chomp
+"weights":"F16","precision":"fp32","capabilities":\["systemone","images"\]
+
+=== TEST 4: the F16 file with its mmproj answers a request
+--- http_config
+    clef_model clef-tiny $TEST_NGINX_CLEF_GGUF/gg1.f16.gguf mmproj=$TEST_NGINX_CLEF_GGUF/gg1.mmproj.gguf threads=1;
+    clef_engine zone=clef:32m timeout=10s;
+--- request
+POST /v1/systemone
+{"model":"m","state":"Help!","questions":{"q":{"type":"noul"}}}
+--- more_headers
+Content-Type: application/json
+--- error_code: 200
+--- response_body_like chomp
+^\{"model":"clef-tiny","answers":\{"q":\{"type":"noul","noul":0\.\d+\}\},"usage":\{"input_tokens":\d+,"output_tokens":0\}\}$
