@@ -165,6 +165,10 @@ text_layers(const clef_gguf *g, clef_text_config *c, clef_error *err)
             c->layer_full[l] = (l + 1) % every == 0;
         }
     }
+    /* the Clef GGUF is Qwen3.5's dense stack: its RMSNorms multiply by
+     * 1 + w, w as the release holds it (the map undoes the converter's
+     * CLEF_GGUF_PLUS_ONE) */
+    c->norm_plus_one = 1;
     clef_text_config_describe_layers(c);
     return 0;
 }
