@@ -58,18 +58,6 @@ struct clef_video_decoder {
 };
 
 
-void
-clef_video_limits_default(clef_video_limits *lim)
-{
-    lim->max_seconds = CLEF_VIDEO_MAX_SECONDS;
-    lim->max_frames = CLEF_VIDEO_MAX_FRAMES;
-    lim->max_pixels = CLEF_VIDEO_MAX_PIXELS;
-    lim->max_decode_pixels = CLEF_VIDEO_MAX_DECODE_PIXELS;
-    lim->max_decode_seconds = CLEF_VIDEO_DECODE_SECONDS;
-    lim->threads = CLEF_VIDEO_THREADS;
-}
-
-
 static int
 mem_read(void *opaque, uint8_t *buf, int size)
 {

@@ -86,6 +86,7 @@ typedef struct {
     int      threads;
 } clef_video_limits;
 
+/* The bounds above (defined in video_sample.c: no codec needed). */
 void clef_video_limits_default(clef_video_limits *lim);
 
 /* What the scan says of a video (see above). */

@@ -16,5 +16,14 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
         mc->tokens[CLEF_MEDIA_IMAGE].pad = vc->image_token_id;
         mc->tokens[CLEF_MEDIA_IMAGE].end = vc->vision_end_token_id;
         mc->processor = vc->processor;
+        mc->video = vc->video;
+    }
+    /* videos: the same tower, frame pairs, when the config names their
+     * pad token */
+    if (vc != NULL && vc->video_token_id > 0) {
+        mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO);
+        mc->tokens[CLEF_MEDIA_VIDEO].start = vc->vision_start_token_id;
+        mc->tokens[CLEF_MEDIA_VIDEO].pad = vc->video_token_id;
+        mc->tokens[CLEF_MEDIA_VIDEO].end = vc->vision_end_token_id;
     }
 }
