@@ -351,9 +351,36 @@ $(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) \
 	@echo "module signature matches $(NGX_BIN): $$(strings $(NGX_BIN) | $(NGX_SIG))"
 	install -m 0755 $(NGX_BUILD)/ngx_http_clef_module.so $@
 
-# t/*.t: Test::Base suites against the packaged nginx with the module
-test-nginx: all
-	CLEF_MODULE=$(abspath $(NGX_MODULE)) CLEF_BIN=$(ABS_BUILD)/clef prove t/
+# t/*.t against the packaged nginx with the module: the suites on the
+# harness (load, faults, cluster: t/lib/ClefNginx.pm) one after the other,
+# as they measure what they load; the Test::Nginx::Socket suites four at a
+# time (each has its own server root and port; they mostly wait on nginx),
+# then again in HUP mode (one nginx, reloaded between blocks); then
+# t/example/, a user's own suite (README "Testing your configuration"), run
+# as a user runs it, in both modes.  auto/test-nginx finds Test::Nginx (or
+# fails, saying why).
+NGX_TN_SUITES  = $(shell grep -l '^use Test::Nginx::Socket' t/*.t)
+NGX_TN_JOBS   ?= 4
+NGX_EXAMPLE_MODEL := $(BUILD)/t/example-model
+test-nginx: all $(NGX_EXAMPLE_MODEL)/joint_head_config.json
+	@inc=$$(auto/test-nginx) || exit 1; \
+	export CLEF_MODULE=$(abspath $(NGX_MODULE)) CLEF_BIN=$(ABS_BUILD)/clef; \
+	set -x; prove $$inc $(filter-out $(NGX_TN_SUITES),$(wildcard t/*.t)) \
+	&& prove -j$(NGX_TN_JOBS) $$inc $(NGX_TN_SUITES) \
+	&& TEST_NGINX_USE_HUP=1 prove -j$(NGX_TN_JOBS) $$inc $(NGX_TN_SUITES) \
+	&& for hup in '' 1; do \
+	  TEST_NGINX_USE_HUP=$$hup TEST_NGINX_BINARY=$(NGX_BIN) \
+	  TEST_NGINX_LOAD_MODULES=$(abspath $(NGX_MODULE)) \
+	  TEST_NGINX_CLEF_MODEL=$(abspath $(NGX_EXAMPLE_MODEL)) \
+	  TEST_NGINX_SERVROOT=$(ABS_BUILD)/t/example-servroot \
+	  TEST_NGINX_PORT=$$(perl -It/lib -MClefModels -e 'print ClefModels::free_port()') \
+	  prove $$inc t/example/ || exit 1; done
+
+# the example's model, as its README makes it
+$(NGX_EXAMPLE_MODEL)/joint_head_config.json: | $(BUILD)/clef
+	rm -rf $(NGX_EXAMPLE_MODEL)
+	$(BUILD)/clef mkmodel --shape tiny --seed 1 \
+	  --tokenizer t/fixtures/tokenizer/qwen3 --out $(NGX_EXAMPLE_MODEL)
 
 # make run: install, build, make a demo checkpoint (random weights) unless
 # CLEF_MODEL=/path is given, serve in the foreground on 127.0.0.1:8080, or

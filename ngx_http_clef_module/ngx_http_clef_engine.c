@@ -1,51 +1,112 @@
 /*
  * Master side of the engine (DESIGN.md §2): init_module forks a keeper
  * (engine/serve/keeper.c), which forks the engine (engine/serve/engine.c).
- * The master holds the write end of the keeper's control pipe; that end is
- * the keeper's life line:
+ * The master holds one end of the keeper's control socket; the end of its
+ * writing is the keeper's life line:
  *   - a reload with the same zone and the same model configuration adopts
- *     the running keeper: the new cycle takes the pipe over, the engine and
- *     its loaded weights stay;
+ *     the running keeper: the new cycle takes the socket over, the engine
+ *     and its loaded weights stay;
  *   - any other reload starts a new keeper, whose engine waits for the old
- *     one to drain; the old cycle's pool cleanup closes the old pipe, and
- *     the old keeper drains its engine and exits;
- *   - nginx stop, quit, or the master's death close the pipe too.
+ *     one to drain; the old cycle's pool cleanup shuts the old socket down,
+ *     and the old keeper drains its engine and exits;
+ *   - nginx stop and quit shut the socket down too, and the master waits
+ *     (exit_master) until every keeper it started has drained its engine
+ *     and exited, or its drain deadline has passed: the end of the socket
+ *     the keeper holds says so.  A supervisor that takes nginx's exit for
+ *     "stopped" stops nothing half-way, and the engine's last lines are in
+ *     the error log before the master is gone;
+ *   - the master's death closes the socket: the keeper drains on its own.
  * Workers and every other process forked by the master close their copy
- * of the pipe (init_process), so only the master keeps a keeper alive.
+ * of the socket (init_process), so only the master keeps a keeper alive.
+ * The keeper's and the engine's log: ngx_http_clef_keeper_log.c.
  */
 #include "ngx_http_clef_module.h"
 
 #include <dirent.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+
+#define NGX_HTTP_CLEF_MAX_DRAINING  16
 
 typedef struct {
-    int            control_fd;    /* write end; -1 once closed */
+    int            control_fd;    /* the master's end; -1 once closed */
     ngx_pid_t      keeper_pid;
     uint32_t       gen;
     clef_queue     queue;         /* the zone the keeper serves */
     ngx_str_t      fingerprint;   /* malloc'd */
-    ngx_cycle_t   *cycle;         /* the cycle that owns the pipe now */
+    ngx_cycle_t   *cycle;         /* the cycle that owns the socket now */
+    ngx_msec_t     drain_ms;      /* the keeper's drain deadline */
+    ngx_http_clef_log_page_t  *log_page;   /* its error log's path */
 } ngx_http_clef_keeper_t;
 
 /* the master's current keeper: process state, not cycle state, because a
  * reload may hand it from one cycle to the next */
 static ngx_http_clef_keeper_t  *ngx_http_clef_keeper;
-static ngx_log_t               *ngx_http_clef_engine_log_target;
+
+/* keepers let go by a reload, draining: their sockets, shut down, read
+ * end of file once they have exited */
+static int         ngx_http_clef_draining[NGX_HTTP_CLEF_MAX_DRAINING];
+static ngx_msec_t  ngx_http_clef_draining_ms;
+static ngx_uint_t  ngx_http_clef_ndraining;
+
+
+/* Forgets the draining keepers that have exited. */
+static void
+ngx_http_clef_draining_prune(void)
+{
+    struct pollfd  pfd;
+    ngx_uint_t     i;
+    char           buf[16];
+
+    for (i = 0; i < ngx_http_clef_ndraining; /* void */ ) {
+        pfd.fd = ngx_http_clef_draining[i];
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, 0) == 1 && read(pfd.fd, buf, sizeof(buf)) <= 0) {
+            (void) close(pfd.fd);
+            ngx_http_clef_draining[i] =
+                ngx_http_clef_draining[--ngx_http_clef_ndraining];
+            continue;
+        }
+        i++;
+    }
+}
+
+
+/* Lets the keeper go: it reads end of file and drains; its exit is
+ * watched (ngx_http_clef_engine_stop). */
+static void
+ngx_http_clef_keeper_release(ngx_http_clef_keeper_t *k)
+{
+    if (k->control_fd != -1) {
+        (void) shutdown(k->control_fd, SHUT_WR);
+        ngx_http_clef_draining_prune();
+        if (ngx_process != NGX_PROCESS_WORKER
+            && ngx_http_clef_ndraining < NGX_HTTP_CLEF_MAX_DRAINING)
+        {
+            ngx_http_clef_draining[ngx_http_clef_ndraining++] = k->control_fd;
+            ngx_http_clef_draining_ms = ngx_max(ngx_http_clef_draining_ms,
+                                                k->drain_ms);
+        } else {
+            (void) close(k->control_fd);
+        }
+        k->control_fd = -1;
+    }
+}
 
 
 static void
 ngx_http_clef_keeper_free(ngx_http_clef_keeper_t *k)
 {
-    if (k->control_fd != -1) {
-        (void) close(k->control_fd);
-        k->control_fd = -1;
-    }
+    ngx_http_clef_keeper_release(k);
     if (ngx_http_clef_keeper == k) {
         ngx_http_clef_keeper = NULL;
     }
+    ngx_http_clef_log_page_free(k->log_page);
     free(k->fingerprint.data);
     free(k);
 }
@@ -93,40 +154,78 @@ ngx_http_clef_keeper_own(ngx_cycle_t *cycle, ngx_http_clef_keeper_t *k)
 void
 ngx_http_clef_engine_forget(void)
 {
-    /* in a worker: drop the copy of the pipe, keep nothing else */
+    ngx_uint_t  i;
+
+    /* in a worker: drop the copies of the sockets, keep nothing else (a
+     * close, not a shutdown: the socket stays the master's) */
     if (ngx_http_clef_keeper != NULL && ngx_http_clef_keeper->control_fd != -1)
     {
         (void) close(ngx_http_clef_keeper->control_fd);
         ngx_http_clef_keeper->control_fd = -1;
     }
+    for (i = 0; i < ngx_http_clef_ndraining; i++) {
+        (void) close(ngx_http_clef_draining[i]);
+    }
+    ngx_http_clef_ndraining = 0;
 }
 
 
-static void
-ngx_http_clef_engine_log(int level, const char *msg)
+void
+ngx_http_clef_engine_stop(ngx_cycle_t *cycle)
 {
-    ngx_uint_t  lv;
+    struct pollfd  pfd[NGX_HTTP_CLEF_MAX_DRAINING];
+    ngx_msec_t     wait_ms;
+    ngx_uint_t     i;
+    ngx_msec_t     start;
+    ngx_int_t      left;
+    char           buf[16];
 
-    switch (level) {
-    case CLEF_LOG_ERR:
-        lv = NGX_LOG_ERR;
-        break;
-    case CLEF_LOG_WARN:
-        lv = NGX_LOG_WARN;
-        break;
-    case CLEF_LOG_NOTICE:
-        lv = NGX_LOG_NOTICE;
-        break;
-    default:
-        lv = NGX_LOG_INFO;
-        break;
+    /* the current keeper drains too (its cycle's pool frees it later) */
+    if (ngx_http_clef_keeper != NULL) {
+        ngx_http_clef_keeper_release(ngx_http_clef_keeper);
+    }
+    if (ngx_http_clef_ndraining == 0) {
+        return;
     }
 
-    /* the keeper and the engine are forks of the master: keep the log's
-     * pid and time right */
-    ngx_pid = ngx_getpid();
+    /* each keeper kills its engine at its deadline: past it (and a margin
+     * for the kill), something else is wrong, and nginx goes anyway */
+    wait_ms = ngx_http_clef_draining_ms + 5000;
+    ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                  "clef: waiting for %ui engine%s to drain (at most %M ms)",
+                  ngx_http_clef_ndraining,
+                  ngx_http_clef_ndraining > 1 ? "s" : "", wait_ms);
+
     ngx_time_update();
-    ngx_log_error(lv, ngx_http_clef_engine_log_target, 0, "%s", msg);
+    start = ngx_current_msec;
+    while (ngx_http_clef_ndraining > 0) {
+        left = (ngx_int_t) wait_ms - (ngx_int_t) (ngx_current_msec - start);
+        if (left <= 0) {
+            ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                          "clef: %ui keeper%s did not exit in %M ms; "
+                          "exiting without them", ngx_http_clef_ndraining,
+                          ngx_http_clef_ndraining > 1 ? "s" : "", wait_ms);
+            break;
+        }
+        for (i = 0; i < ngx_http_clef_ndraining; i++) {
+            pfd[i].fd = ngx_http_clef_draining[i];
+            pfd[i].events = POLLIN;
+            pfd[i].revents = 0;
+        }
+        if (poll(pfd, ngx_http_clef_ndraining, (int) left) == -1
+            && ngx_errno != NGX_EINTR)
+        {
+            break;
+        }
+        for (i = ngx_http_clef_ndraining; i-- > 0; /* void */ ) {
+            if (pfd[i].revents && read(pfd[i].fd, buf, sizeof(buf)) <= 0) {
+                (void) close(pfd[i].fd);
+                ngx_http_clef_draining[i] =
+                    ngx_http_clef_draining[--ngx_http_clef_ndraining];
+            }
+        }
+        ngx_time_update();
+    }
 }
 
 
@@ -208,7 +307,8 @@ ngx_http_clef_drop_privileges(ngx_cycle_t *cycle)
 
 static void
 ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
-    int control_fd, uint32_t gen, ngx_pid_t predecessor)
+    int control_fd, uint32_t gen, ngx_pid_t predecessor,
+    ngx_http_clef_log_page_t *log_page)
 {
     ngx_http_clef_model_t  *m = mcf->model;
     clef_engine_conf        ec;
@@ -221,7 +321,7 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
      * Started before nginx daemonizes, the keeper must not depend on the
      * process that exits then either. */
     (void) setsid();
-    ngx_http_clef_engine_log_target = cycle->log;
+    ngx_http_clef_log_detach(cycle, log_page);
     ngx_http_clef_close_inherited(control_fd, cycle->log);
     ngx_http_clef_drop_privileges(cycle);
 
@@ -238,7 +338,7 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
     ec.truncate = (int) m->truncate;
     ec.max_batch_tokens = mcf->max_batch_tokens;
     ec.max_batch_records = NGX_HTTP_CLEF_MAX_BATCH_RECORDS;
-    ec.drain_timeout_ms = (int64_t) mcf->timeout + 10000;
+    ec.drain_timeout_ms = (int64_t) mcf->timeout + 10000;   /* drain_ms */
     ec.gen = gen;
     ec.predecessor = predecessor;
     ec.log = ngx_http_clef_engine_log;
@@ -270,6 +370,8 @@ ngx_http_clef_engine_start(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf)
         if (ngx_http_clef_keeper_own(cycle, old) != NGX_OK) {
             return NGX_ERROR;
         }
+        /* this cycle's error log, which may be another file */
+        ngx_http_clef_log_page_set(old->log_page, cycle->log);
         mcf->gen = old->gen;
         ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                       "clef: model \"%V\" unchanged, engine %P (keeper %P) "
@@ -307,10 +409,17 @@ ngx_http_clef_engine_start(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf)
     k->queue = mcf->queue;
     k->gen = gen;
     k->control_fd = -1;
+    k->drain_ms = mcf->timeout + 10000;
 
-    if (pipe2(fds, O_CLOEXEC) == -1) {
+    k->log_page = ngx_http_clef_log_page_new(cycle->log);
+    if (k->log_page == NULL) {
+        ngx_http_clef_keeper_free(k);
+        return NGX_ERROR;
+    }
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == -1) {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, ngx_errno,
-                      "clef: pipe2() failed");
+                      "clef: socketpair() failed");
         ngx_http_clef_keeper_free(k);
         return NGX_ERROR;
     }
@@ -325,7 +434,8 @@ ngx_http_clef_engine_start(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf)
         return NGX_ERROR;
     }
     if (pid == 0) {
-        ngx_http_clef_keeper_main(cycle, mcf, fds[0], gen, predecessor);
+        ngx_http_clef_keeper_main(cycle, mcf, fds[0], gen, predecessor,
+                                  k->log_page);
     }
 
     close(fds[0]);

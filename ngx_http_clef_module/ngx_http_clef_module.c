@@ -8,7 +8,8 @@
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
  *                         [max_queue=N] [timeout=TIME]
  *                         [watchdog=TIME|off];
- *   location: clef_systemone; clef_models; clef_status;
+ *   location: clef_systemone [envelope=systemone|cloudflare];
+ *             clef_models; clef_status;
  *   http, server, location:
  *             clef_max_questions N; clef_max_images N; clef_max_tokens N;
  *             clef_api_key KEY... | off; clef_json_errors on | off;
@@ -63,7 +64,7 @@ static ngx_command_t  ngx_http_clef_commands[] = {
       NULL },
 
     { ngx_string("clef_systemone"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
       ngx_http_clef_location,
       NGX_HTTP_LOC_CONF_OFFSET,
       NGX_HTTP_CLEF_SYSTEMONE,
@@ -148,7 +149,7 @@ ngx_module_t  ngx_http_clef_module = {
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     ngx_http_clef_exit_process,            /* exit process */
-    NULL,                                  /* exit master */
+    ngx_http_clef_engine_stop,             /* exit master */
     NGX_MODULE_V1_PADDING
 };
 
@@ -863,10 +864,23 @@ ngx_http_clef_location(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_http_core_loc_conf_t  *clcf;
 
+    ngx_str_t                 *value = cf->args->elts;
+
     if (llcf->handler != NGX_HTTP_CLEF_NONE) {
         return "is duplicate";
     }
     llcf->handler = cmd->offset;
+
+    if (cf->args->nelts == 2) {
+        if (ngx_strcmp(value[1].data, "envelope=cloudflare") == 0) {
+            llcf->envelope = NGX_HTTP_CLEF_ENVELOPE_CLOUDFLARE;
+        } else if (ngx_strcmp(value[1].data, "envelope=systemone") != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter "
+                               "\"%V\": envelope=systemone or "
+                               "envelope=cloudflare", &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_clef_content_handler;
@@ -889,7 +903,11 @@ ngx_http_clef_content_handler(ngx_http_request_t *r)
     prev = ngx_http_clef_mem_begin(r, &mp);
     switch (llcf->handler) {
     case NGX_HTTP_CLEF_SYSTEMONE:
-        rc = ngx_http_clef_systemone_handler(r);
+        rc = llcf->envelope == NGX_HTTP_CLEF_ENVELOPE_CLOUDFLARE
+             ? ngx_http_clef_envelope_check(r) : NGX_DECLINED;
+        if (rc == NGX_DECLINED) {
+            rc = ngx_http_clef_systemone_handler(r);
+        }
         break;
     case NGX_HTTP_CLEF_MODELS:
         rc = ngx_http_clef_models_handler(r);
@@ -986,7 +1004,9 @@ ngx_http_clef_init_module(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (!mcf->queue_ready) {
+    if (!mcf->queue_ready
+        || ngx_http_clef_model_readable(cycle, mcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
     if (ngx_test_config) {

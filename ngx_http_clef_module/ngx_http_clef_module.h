@@ -22,6 +22,12 @@
 #define NGX_HTTP_CLEF_DEFAULT_ZONE_SIZE   (64 * 1024 * 1024)
 #define NGX_HTTP_CLEF_MAX_BATCH_RECORDS   256
 
+/* the shape of a clef_systemone location's responses */
+enum {
+    NGX_HTTP_CLEF_ENVELOPE_SYSTEMONE = 0,  /* /v1/systemone's own */
+    NGX_HTTP_CLEF_ENVELOPE_CLOUDFLARE      /* Workers AI's REST API */
+};
+
 enum {
     NGX_HTTP_CLEF_NONE = 0,
     NGX_HTTP_CLEF_SYSTEMONE,
@@ -83,6 +89,7 @@ typedef struct {
     ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
                                                  empty: off */
     ngx_flag_t                 json_errors;   /* clef_json_errors */
+    ngx_uint_t                 envelope;      /* NGX_HTTP_CLEF_ENVELOPE_* */
 } ngx_http_clef_loc_conf_t;
 
 typedef struct {
@@ -138,6 +145,13 @@ ngx_int_t ngx_http_clef_set_retry_after(ngx_http_request_t *r,
     ngx_msec_t ms);
 ngx_int_t ngx_http_clef_filter_init(ngx_conf_t *cf);
 
+/* ngx_http_clef_envelope.c: the Cloudflare REST form */
+/* NGX_DECLINED: the path names the model served; anything else was sent */
+ngx_int_t ngx_http_clef_envelope_check(ngx_http_request_t *r);
+/* *body becomes the enveloped body, in r's pool */
+ngx_int_t ngx_http_clef_envelope_wrap(ngx_http_request_t *r,
+    ngx_uint_t status, u_char **body, size_t *len);
+
 /* ngx_http_clef_models.c, ngx_http_clef_status.c */
 ngx_int_t ngx_http_clef_models_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_clef_status_handler(ngx_http_request_t *r);
@@ -147,9 +161,30 @@ ngx_int_t ngx_http_clef_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_clef_server_timing(ngx_http_request_t *r,
     ngx_http_clef_ctx_t *ctx);
 
+/* ngx_http_clef_access.c: every file of the model opens as the user the
+ * engine runs as (nginx -t, start, reload); logs why not */
+ngx_int_t ngx_http_clef_model_readable(ngx_cycle_t *cycle,
+    ngx_http_clef_main_conf_t *mcf);
+
 /* ngx_http_clef_engine.c (master side) */
 ngx_int_t ngx_http_clef_engine_start(ngx_cycle_t *cycle,
     ngx_http_clef_main_conf_t *mcf);
 void ngx_http_clef_engine_forget(void);
+/* exit_master: every keeper drains and exits before nginx does */
+void ngx_http_clef_engine_stop(ngx_cycle_t *cycle);
+
+/* ngx_http_clef_keeper_log.c: where the keeper and the engine write */
+typedef struct ngx_http_clef_log_page_s  ngx_http_clef_log_page_t;
+/* master: a page shared with a keeper to be forked, naming log's file */
+ngx_http_clef_log_page_t *ngx_http_clef_log_page_new(ngx_log_t *log);
+/* master: an adopted keeper writes to this cycle's log from now on */
+void ngx_http_clef_log_page_set(ngx_http_clef_log_page_t *page,
+    ngx_log_t *log);
+void ngx_http_clef_log_page_free(ngx_http_clef_log_page_t *page);
+/* keeper, just forked: stdio off the terminal, the log followed */
+void ngx_http_clef_log_detach(ngx_cycle_t *cycle,
+    ngx_http_clef_log_page_t *page);
+/* clef_engine_conf.log of the keeper and the engine */
+void ngx_http_clef_engine_log(int level, const char *msg);
 
 #endif

@@ -61,11 +61,13 @@ ngx_http_clef_add_header(ngx_http_request_t *r, const char *name,
 }
 
 
-/* x-typesafe-request-id: req_ + the request's $request_id */
+/* x-typesafe-request-id: req_ + the request's $request_id; in the
+ * Cloudflare form, cf-ray: $request_id */
 static ngx_int_t
 ngx_http_clef_request_id(ngx_http_request_t *r)
 {
     ngx_http_clef_main_conf_t  *mcf;
+    ngx_http_clef_loc_conf_t   *llcf;
     ngx_http_variable_value_t  *v;
     u_char                     *p;
 
@@ -76,6 +78,11 @@ ngx_http_clef_request_id(ngx_http_request_t *r)
     v = ngx_http_get_indexed_variable(r, mcf->request_id_index);
     if (v == NULL || v->not_found) {
         return NGX_OK;
+    }
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
+    if (llcf->envelope == NGX_HTTP_CLEF_ENVELOPE_CLOUDFLARE) {
+        return ngx_http_clef_add_header(r, "cf-ray", v->data, v->len)
+               ? NGX_OK : NGX_ERROR;
     }
     p = ngx_pnalloc(r->pool, 4 + v->len);
     if (p == NULL) {
@@ -109,16 +116,25 @@ ngx_int_t
 ngx_http_clef_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *content_type, u_char *body, size_t len)
 {
-    ngx_http_clef_ctx_t  *ctx;
-    ngx_buf_t            *b;
-    ngx_chain_t           out;
-    ngx_int_t             rc;
+    ngx_http_clef_loc_conf_t  *llcf;
+    ngx_http_clef_ctx_t       *ctx;
+    ngx_buf_t                 *b;
+    ngx_chain_t                out;
+    ngx_int_t                  rc;
 
     ctx = ngx_http_clef_get_ctx(r);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     ctx->own_response = 1;
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
+    if (llcf->envelope == NGX_HTTP_CLEF_ENVELOPE_CLOUDFLARE
+        && content_type == NULL
+        && ngx_http_clef_envelope_wrap(r, status, &body, &len) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     r->headers_out.status = status;
     r->headers_out.content_type = content_type ? *content_type
@@ -594,7 +610,12 @@ ngx_http_clef_header_filter(ngx_http_request_t *r)
     ctx->error_body.data = ok ? ngx_http_clef_pool_copy(r, &b) : NULL;
     ctx->error_body.len = b.len;
     clef_buf_free(&b);
-    if (ctx->error_body.data == NULL) {
+    if (ctx->error_body.data == NULL
+        || (llcf->envelope == NGX_HTTP_CLEF_ENVELOPE_CLOUDFLARE
+            && ngx_http_clef_envelope_wrap(r, status, &ctx->error_body.data,
+                                           &ctx->error_body.len)
+               != NGX_OK))
+    {
         return NGX_ERROR;
     }
 

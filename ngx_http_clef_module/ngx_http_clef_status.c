@@ -114,6 +114,7 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
     uint32_t                    state, i;
     int                         ok = 1, k;
     char                        lbl[64];
+    const char                 *p;
 
     if (ngx_http_clef_get_ctx(r) == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -157,6 +158,18 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
         ok &= clef_buf_printf(&b, "clef_engine_state{state=\"%s\"} %d\n",
                               clef_engine_state_name(i), i == state) == 0;
     }
+    /* why it is in that state: "cannot load the model: ...", "engine N
+     * stalled; restarting", "ready: PATH" */
+    ok &= clef_buf_printf(&b, "# HELP clef_engine_message What the engine "
+                          "or its keeper last said about its state.\n"
+                          "# TYPE clef_engine_message gauge\n"
+                          "clef_engine_message{message=\"") == 0;
+    for (p = snap.message; *p; p++) {
+        ok &= (*p == '"' || *p == '\\'
+               ? clef_buf_putc(&b, '\\') == 0 && clef_buf_putc(&b, *p) == 0
+               : clef_buf_putc(&b, *p == '\n' ? ' ' : *p) == 0);
+    }
+    ok &= clef_buf_append(&b, "\"} 1\n", 5) == 0;
     ok &= metric(&b, "clef_engine_pid", "gauge",
                  "Process id of the engine.", "",
                  snap.engine_pid) == 0;

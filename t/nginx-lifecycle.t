@@ -6,7 +6,8 @@
 #   - kill -9 of a worker under load: the other workers keep answering;
 #   - kill -9 of the engine: waiting requests get 503 at once (not their
 #     504 deadline), the keeper starts a new engine, which answers;
-#   - nginx stop and quit: the keeper and the engine are gone.
+#   - nginx stop and quit return once the keeper and the engine have
+#     drained and exited, the engine's last line in the log.
 use strict;
 use warnings;
 use FindBin;
@@ -257,8 +258,10 @@ $keeper = $m->{clef_keeper_pid};
 # ---- nginx quit ------------------------------------------------------------------
 
 $srv->stop('QUIT');
-ok $srv->wait_for(sub { !ClefNginx->alive($engine) && !ClefNginx->alive($keeper) },
-                  10), 'after nginx quit: no keeper, no engine';
+ok(ClefNginx->exited($engine) && ClefNginx->exited($keeper),
+   'nginx quit returns once the keeper and the engine have exited');
+like $srv->log_text, qr/clef engine $engine: drained, exiting/,
+    'the engine\'s last line is in the log before nginx is gone';
 is_deeply [ $srv->bad_log_lines(qr/exited on signal 9/) ], [],
     'no [alert], [crit] or [emerg] beyond the killed worker and keeper';
 
@@ -270,8 +273,11 @@ $engine = $srv->metric('clef_engine_pid');
 $keeper = $srv->metric('clef_keeper_pid');
 is $srv->post_json($body)->{status}, 200, 'a second instance answers';
 $srv->stop('TERM');
-ok $srv->wait_for(sub { !ClefNginx->alive($engine) && !ClefNginx->alive($keeper) },
-                  10), 'after nginx stop: no keeper, no engine';
+ok(ClefNginx->exited($engine) && ClefNginx->exited($keeper),
+   'nginx stop (SIGTERM, as a supervisor sends it) returns once the keeper '
+    . 'and the engine have exited');
+like $srv->log_text, qr/clef engine $engine: drained, exiting/,
+    'the engine\'s last line is in the log before nginx is gone';
 is_deeply [ $srv->bad_log_lines ], [], 'no [alert], [crit] or [emerg]';
 
 done_testing;

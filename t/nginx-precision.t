@@ -8,40 +8,39 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
-use Test::Base;
-use ClefNginx;
+use ClefTest;
+use Test::Nginx::Socket 'no_plan';
 
-filters { body => 'chomp' };
+master_on();
+workers(2);
+repeat_each(2);
+check_accum_error_log();   # a repeated request reads the log from its start
 
-my $srv = ClefNginx->new(
-    model => ClefNginx->model_dir(1),
-    model_opts => 'threads=1 precision=bf16',
-    workers => 2);
-$srv->start_ready;
+clef_defaults(model => ClefModels->model_dir(1),
+              model_opts => 'threads=1 precision=bf16',
+              decide => { precision => 'bf16' });
 
-plan tests => 2 * blocks() + 2;
-
-like $srv->log_text, qr/cpu backend: precision bf16/,
-     'the engine logs that its backend runs bf16 products';
-
-run {
+# An engine that loads logs what its backend runs: a fresh nginx's does,
+# an engine kept across a reload (TEST_NGINX_USE_HUP) said so before
+add_block_preprocessor(sub {
     my $b = shift;
-    my $r = $srv->post_json($b->body);
-    is $r->{status}, 200, $b->name . ': 200' or diag $r->{content};
-    is_deeply $r->{json}, $srv->decide($b->body),
-              $b->name . ': the answer of clef decide --precision bf16'
-        or diag $r->{content};
-};
+    $b->set_value(more_headers => 'Content-Type: application/json');
+    $b->set_value(error_log => 'cpu backend: precision bf16')
+        unless $ENV{TEST_NGINX_USE_HUP};
+});
 
-$srv->stop;
-is_deeply [$srv->bad_log_lines], [], 'no [alert], [crit] or [emerg] in error.log';
+run_tests();
 
 __DATA__
 
 === TEST 1: noul
---- body
+--- request
+POST /v1/systemone
 {"model": "jev-latest", "state": "Help! My payouts have been failing for 3 days.", "questions": {"urgent": {"type": "noul", "instructions": "Does this convey urgency?"}}}
+--- decide
 
 === TEST 2: choice and score together
---- body
+--- request
+POST /v1/systemone
 {"model":"m","state":"The invoice was charged twice and support never answered.","questions":{"dept":{"type":"choice","instructions":"Which team?","criteria":{"billing":null,"technical":"Bugs, outages","sales":null}},"sev":{"type":"score","instructions":"How severe?","criteria":[{"what":"Cosmetic"},{"what":"Workaround exists"},{"what":"Blocking"}]}}}
+--- decide

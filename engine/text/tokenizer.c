@@ -451,12 +451,47 @@ done:
 
 /* ---- loading --------------------------------------------------------- */
 
+/* A stream's bytes, to its end, in one allocation (NULL with errno). */
+static char *
+tk_read_file(FILE *f, size_t *len)
+{
+    char    *buf = NULL, *more;
+    size_t   cap = 0, n = 0, got;
+
+    for ( ;; ) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1 << 20;
+            more = realloc(buf, cap);
+            if (more == NULL) {
+                free(buf);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = more;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            break;
+        }
+    }
+    if (ferror(f)) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
 static json_t *
 load_json(const char *path, const char *what, clef_error *err)
 {
     FILE          *f;
     json_t        *root;
     json_error_t   jerr;
+    char          *text;
+    size_t         len;
 
     f = fopen(path, "rb");
     if (f == NULL) {
@@ -464,8 +499,17 @@ load_json(const char *path, const char *what, clef_error *err)
                        "cannot open tokenizer '%s': %s", path, strerror(errno));
         return NULL;
     }
-    root = json_loadf(f, 0, &jerr);
+    /* read whole, then parsed from memory: json_loadf() takes the file a
+     * getc() at a time, half the time of loading Qwen's tokenizer */
+    text = tk_read_file(f, &len);
     fclose(f);
+    if (text == NULL) {
+        clef_error_set(err, 500, "tokenizer_invalid", NULL,
+                       "%s: cannot read it whole: %s", what, strerror(errno));
+        return NULL;
+    }
+    root = json_loadb(text, len, 0, &jerr);
+    free(text);
     if (root == NULL) {
         clef_error_set(err, 500, "tokenizer_invalid", NULL,
                        "%s: invalid JSON at line %d, column %d: %s",

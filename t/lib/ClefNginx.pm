@@ -1,11 +1,22 @@
 package ClefNginx;
 
-# A self-contained nginx instance with ngx_http_clef_module loaded, for the
-# t/*.t suites (spec/nginx-module-recipe.md, appendix C): its own prefix
-# (mode 0755, workers may run as nobody), a free loopback port, every
-# compiled-in path overridden, `daemon off` as a child of the test, stopped
-# by pid.  bad_log_lines() lists [alert]/[crit]/[emerg]; every suite ends
-# by asserting there are none.
+# The harness of the suites Test::Nginx::Socket cannot express: load
+# (t/nginx-load.t, t/nginx-concurrency.t, t/nginx-tp.t: many clients at
+# once against one nginx), faults (t/nginx-overload.t, t/nginx-lifecycle.t:
+# a stopped or killed engine, worker or master in the middle of traffic,
+# reloads under load), cluster (t/nginx-cluster.t: four nginx at once),
+# `nginx -t` (t/nginx-configtest.t) and an outside client
+# (t/nginx-sdk.t: the Python SDK).  Test::Nginx runs one nginx per suite,
+# one block at a time, its requests one after the other.
+#
+# A self-contained nginx instance with ngx_http_clef_module loaded
+# (spec/nginx-module-recipe.md, appendix C): its own prefix (mode 0755,
+# workers may run as nobody), a free loopback port, every compiled-in path
+# overridden, `daemon off` as a child of the test; stopped as Test::Nginx
+# stops its nginx (Test::Nginx::Util's kill_process: QUIT, then after
+# TEST_NGINX_TIMEOUT seconds SIGKILL), or with the signal a test names.
+# bad_log_lines() lists [alert]/[crit]/[emerg]; every suite ends by
+# asserting there are none.
 #
 # The host is shared: other checkouts run the same suites at the same time,
 # a user's `make run` serves on its own port.  So nothing here looks at a
@@ -14,77 +25,33 @@ package ClefNginx;
 # nginx's (see start), files live under the prefix or in unique temporary
 # names.
 #
-# Environment: CLEF_MODULE (the .so), CLEF_BIN (build/clef), CLEF_TOKENIZER
-# (another tokenizer for the fixture model than t/fixtures/tokenizer/qwen3),
-# TEST_NGINX_BINARY, TEST_NGINX_KEEP=1 (keep the prefix).
+# Environment: CLEF_MODULE, CLEF_BIN, CLEF_TOKENIZER (ClefModels.pm),
+# TEST_NGINX_BINARY, TEST_NGINX_TIMEOUT, TEST_NGINX_KEEP=1 (keep the
+# prefix).
 
 use strict;
 use warnings;
 use Carp qw(croak);
-use Cwd qw(abs_path getcwd);
-use File::Path qw(make_path remove_tree);
+use File::Path qw(make_path);
 use File::Temp qw(tempdir);
-use FindBin;
+use ClefModels;
 use HTTP::Tiny;
 use IO::Socket::INET;
 use JSON::PP ();
 use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
 
-our $ROOT = abs_path("$FindBin::Bin/..");
+our $ROOT = $ClefModels::ROOT;
 
-sub module_path {
-    return $ENV{CLEF_MODULE} || "$ROOT/build/ngx_http_clef_module.so";
-}
+BEGIN { $ENV{TEST_NGINX_TIMEOUT} //= 30 }   # a stop waits for the drain
+ClefModels::require_test_nginx('Test::Nginx::Util');
 
-sub clef_bin {
-    return $ENV{CLEF_BIN} || "$ROOT/build/clef";
-}
-
-# The repository's copy of the Qwen3 tokenizer: a clone needs nothing
-# beside it.  CLEF_TOKENIZER may name another directory for experiments.
-sub tokenizer_dir {
-    my $dir = $ENV{CLEF_TOKENIZER} || "$ROOT/t/fixtures/tokenizer/qwen3";
-    croak "no tokenizer.json in $dir" unless -f "$dir/tokenizer.json";
-    return $dir;
-}
-
-# build/t/NAME: the checkpoint `clef mkmodel ARGS` makes, made once and
-# shared by the suites; made in a temporary directory and renamed, so that
-# suites run in parallel never see half of one.
-sub made_model {
-    my ($name, $args) = @_;
-    my $dir = "$ROOT/build/t/$name";
-    return $dir if -f "$dir/joint_head_config.json";
-    make_path("$ROOT/build/t");
-    my $tmp = tempdir("$name-XXXXXX", DIR => "$ROOT/build/t");
-    my $bin = clef_bin();
-    my $tok = tokenizer_dir();
-    my $out = `"$bin" mkmodel $args --tokenizer "$tok" --out "$tmp/m" 2>&1`;
-    croak "clef mkmodel failed:\n$out" if $?;
-    chmod 0755, $tmp, "$tmp/m";
-    rename "$tmp/m", $dir or -f "$dir/joint_head_config.json"
-        or croak "rename $tmp/m: $!";
-    remove_tree($tmp);
-    return $dir;
-}
-
-# A tiny random checkpoint, one per seed.  With a vision tower, unless
-# $text_only (a model that takes no images).
-sub model_dir {
-    my ($class, $seed, $text_only) = @_;
-    $seed //= 1;
-    return made_model("nginx-model-$seed" . ($text_only ? '-text' : ''),
-                      "--shape tiny --seed $seed" . ($text_only ? ' --text-only' : ''));
-}
-
-# The checkpoint of the image fixtures (t/fixtures/models/v1.json, seed 11,
-# 2 shards: t/fixtures/vision was computed on it).
-sub vision_model_dir {
-    my ($class) = @_;
-    return made_model("nginx-model-v1",
-                      qq{--config "$ROOT/t/fixtures/models/v1.json" --seed 11 --shards 2});
-}
+sub module_path      { ClefModels::module_path() }
+sub clef_bin         { ClefModels::clef_bin() }
+sub model_dir        { shift; ClefModels->model_dir(@_) }
+sub vision_model_dir { ClefModels->vision_model_dir }
+sub free_port        { ClefModels::free_port() }
+sub subreaper        { ClefModels::subreaper() }
 
 sub new {
     my ($class, %a) = @_;
@@ -112,26 +79,6 @@ sub prefix { $_[0]{prefix} }
 sub port   { $_[0]{port} }
 sub pid    { $_[0]{pid} }
 sub base   { "http://127.0.0.1:$_[0]{port}" }
-
-# A loopback port that nobody listens on now.  Taken below the kernel's
-# ephemeral range, from which every client socket on the host gets its
-# local port: a port from bind(0) is one of those, and the many client
-# connections of a concurrent suite could take it before nginx binds it.
-# Two suites may still draw the same port; start() then tries another.
-sub free_port {
-    my ($lo) = split ' ', slurp('/proc/sys/net/ipv4/ip_local_port_range');
-    my $range = ($lo // 0) > 11000 ? [10000, $lo - 1] : undef;
-    for (1 .. 100) {
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
-            LocalPort => $range ? $range->[0] + int rand($range->[1] - $range->[0])
-                                : 0,
-            Proto => 'tcp', Listen => 1, ReuseAddr => 1) or next;
-        my $p = $s->sockport;
-        close $s;
-        return $p;
-    }
-    croak "cannot find a free loopback port: $!";
-}
 
 # The config: the module, the model, the engine zone, and the three
 # locations every suite uses; tests add their own with server_config.
@@ -260,7 +207,12 @@ sub wait_ready {
 sub stop {
     my ($self, $sig) = @_;
     my $pid = delete $self->{pid} or return;
-    for my $s ($sig // 'QUIT', 'TERM', 'KILL') {
+    if (!defined $sig || $sig eq 'QUIT') {
+        Test::Nginx::Util::kill_process($pid, 1, 'ClefNginx');
+        waitpid $pid, 0;
+        return 1;
+    }
+    for my $s ($sig, 'TERM', 'KILL') {
         kill $s, $pid;
         my $deadline = time + 10;
         while (time < $deadline) {
@@ -309,17 +261,6 @@ sub descendants_of {
     return sort { $a <=> $b } @all;
 }
 
-# Makes the calling process the reaper of its orphaned descendants
-# (prctl PR_SET_CHILD_SUBREAPER): what a child leaves behind, say a keeper
-# forked by an `nginx -t` that has exited, is reparented to the test, not
-# to init, where it could not be told from another nginx's processes.
-# Alive or exited (a zombie until reaped), it is then among
-# descendants_of($$).  False where the kernel refuses.
-sub subreaper {
-    my $nr = eval { require 'syscall.ph'; &SYS_prctl() };
-    return defined $nr && syscall($nr, 36, 1, 0, 0, 0) == 0;
-}
-
 sub cmdline {
     my ($class, $pid) = @_;
     open my $fh, '<', "/proc/$pid/cmdline" or return '';
@@ -339,6 +280,15 @@ sub worker_pids {
 
 sub alive { my ($class, $pid) = @_; return $pid && kill(0, $pid) ? 1 : 0 }
 
+# 1 once $pid has exited, reaped or not (a zombie waiting for its parent,
+# or for init, has exited)
+sub exited {
+    my ($class, $pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or return 1;
+    my ($state) = (<$fh> // '') =~ /^\d+ \(.*\) (\S)/;
+    return !defined $state || $state eq 'Z' ? 1 : 0;
+}
+
 sub wait_for {
     my ($self, $cond, $timeout) = @_;
     my $deadline = time + ($timeout // 10);
@@ -351,7 +301,7 @@ sub wait_for {
 
 # ---- HTTP --------------------------------------------------------------
 
-my $json = JSON::PP->new->canonical;
+my $json = ClefModels->json;
 sub json { $json }
 
 sub request {
@@ -431,26 +381,14 @@ sub parallel {
 
 # ---- the reference: build/clef decide on the same model -------------------
 
-# One request at a time on one thread, as the server's engine runs with
-# threads=1, at the precision= of model_opts; decide echoes the request's
-# "model", the server names its own.
+# What `clef decide` answers on this instance's model, at the precision=
+# of model_opts, under the name the server gives its model.
 sub decide {
     my ($self, $body) = @_;
     my ($prec) = $self->{model_opts} =~ /\bprecision=(\w+)/;
-    my $flags = defined $prec ? "--precision $prec" : '';
-    $body = $json->encode($body) if ref $body;
-    $body =~ s/\n/ /g;
-    my $f = "$self->{prefix}/tmp/decide.json";
-    open my $fh, '>', $f or croak $!;
-    print $fh "$body\n";
-    close $fh;
-    my $bin = clef_bin();
-    my $out = `"$bin" decide "$self->{model}" -t 1 $flags < "$f" 2>&1`;
-    croak "clef decide failed:\n$out" if $?;
-    my $want = $json->decode($out);
-    croak "clef decide refused the request: $out" if $want->{error};
-    $want->{model} = $self->{model_name};
-    return $want;
+    return ClefModels->decide($self->{model}, $body,
+                              name => $self->{model_name},
+                              $prec ? (precision => $prec) : ());
 }
 
 # ---- logs -------------------------------------------------------------------

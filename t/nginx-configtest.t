@@ -1,0 +1,73 @@
+# nginx -t: the packaged nginx loads the module, a good model validates
+# (headers only, nothing started), and the shipped conf/edge.conf passes.
+# On the harness (ClefNginx.pm), not Test::Nginx: Test::Nginx starts nginx,
+# it never runs `nginx -t`, and what is asserted here is what -t leaves
+# behind.  (The refusals of bad directives: t/nginx-config.t.)
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use ClefNginx;
+
+my $model = ClefNginx->model_dir(1);
+
+plan tests => 5;
+
+# the module alone loads into the packaged binary
+{
+    my $srv = ClefNginx->new;
+    $srv->write_config;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'load_module: the packaged nginx accepts the module'
+        or diag $out;
+}
+
+# a valid configuration: -t succeeds and starts no keeper or engine.  Other
+# nginx instances with the module may run on the host (another checkout's
+# suites, a `make run`): only this test's own process tree is looked at.
+# As a subreaper the test inherits whatever `nginx -t` would leave behind,
+# running or exited, so any process new in its tree is one nginx -t made.
+{
+    my $srv = ClefNginx->new(model => $model, workers => 2);
+    $srv->write_config;
+    my $reaper = ClefNginx->subreaper;
+    my %before = map { $_ => 1 } ClefNginx->descendants_of($$);
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'nginx -t with a tiny model succeeds' or diag $out;
+    SKIP: {
+        skip 'prctl(PR_SET_CHILD_SUBREAPER) refused', 1 unless $reaper;
+        my @left = map { "$_ " . (ClefNginx->cmdline($_) || '(exited)') }
+                   grep { !$before{$_} } ClefNginx->descendants_of($$);
+        is_deeply \@left, [], 'nginx -t starts no keeper and no engine';
+    }
+    unlike $out . $srv->log_text, qr/clef: started keeper/,
+           'and says so in no log line';
+}
+
+# conf/edge.conf (TLS, HTTP/2, limit_req, API keys) is a valid config once
+# its paths point at this machine
+{
+    my $srv = ClefNginx->new;
+    my $p = $srv->prefix;
+    system("openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost "
+         . "-keyout $p/conf/key.pem -out $p/conf/cert.pem -days 1 "
+         . ">/dev/null 2>&1") == 0 or die "openssl failed";
+    my $conf = ClefNginx::slurp("$ClefNginx::ROOT/conf/edge.conf");
+    my ($tls, $metrics) = (ClefNginx::free_port(), ClefNginx::free_port());
+    my $module = ClefNginx::module_path();
+    $conf =~ s{/usr/lib/nginx/modules/ngx_http_clef_module\.so}{$module};
+    $conf =~ s{/srv/models/clef-flash}{$model};
+    $conf =~ s{/etc/ssl/clef/fullchain\.pem}{$p/conf/cert.pem};
+    $conf =~ s{/etc/ssl/clef/privkey\.pem}{$p/conf/key.pem};
+    $conf =~ s{/run/nginx-clef\.pid}{$p/logs/nginx.pid};
+    $conf =~ s{/var/log/nginx/}{$p/logs/}g;
+    $conf =~ s{listen 443 }{listen 127.0.0.1:$tls };
+    $conf =~ s{127\.0\.0\.1:9145}{127.0.0.1:$metrics};
+    $conf =~ s{\n(events)}{\nuser nobody nogroup;\n$1} if $> == 0;
+    open my $fh, '>', "$p/conf/nginx.conf" or die $!;
+    print $fh $conf;
+    close $fh;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'conf/edge.conf passes nginx -t' or diag $out;
+}
