@@ -23,7 +23,19 @@ JOBS       ?= $(shell nproc)
 # never in the client part the module links, nor in libclef_engine.so; in
 # build/clef-decoder, the engine's sandboxed decode process (decoder/), and
 # in libclef.a (build/clef's `clef video`, the tests)
+#
+# make FFMPEG=no builds without FFmpeg, for machines without its headers
+# (the GPU machine of t/cuda/device-check.sh): FFMPEG_SRC, every source that
+# includes an FFmpeg header, is left out and engine/media/no_ffmpeg.c fails
+# their entry points with media_unsupported; build/clef-decoder is not
+# built, so the engine answers every video with media_unsupported.  Never
+# the default.
+FFMPEG     ?= yes
+FFMPEG_SRC := engine/media/video_decode.c
 FFMPEG_PKGS := libavformat libavcodec libavfilter libswscale libavutil
+ifeq ($(FFMPEG),no)
+FFMPEG_PKGS :=
+endif
 PKGS       := libpcre2-8 libutf8proc jansson openblas libpng libjpeg libwebp \
               libwebpdemux $(FFMPEG_PKGS)
 # what the client part of libclef (below) links: the nginx module's
@@ -47,6 +59,11 @@ SAN_FLAGS  := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
 
 ENGINE_SRC := $(wildcard engine/*.c engine/*/*.c engine/*/*/*.c)
+ifeq ($(FFMPEG),no)
+ENGINE_SRC := $(filter-out $(FFMPEG_SRC),$(ENGINE_SRC))
+else
+ENGINE_SRC := $(filter-out engine/media/no_ffmpeg.c,$(ENGINE_SRC))
+endif
 CLI_SRC    := $(wildcard cli/*.c)
 UNIT_SRC   := $(wildcard t/unit/test_*.c)
 UNIT_NAMES := $(patsubst t/unit/%.c,%,$(UNIT_SRC))
@@ -71,9 +88,12 @@ CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 UNIT_BIN   := $(addprefix $(BUILD)/t/,$(UNIT_NAMES))
 SAN_BIN    := $(addprefix $(BUILD)/asan/t/,$(UNIT_NAMES))
 
+# the decode process only where FFmpeg is (FFMPEG=no: none)
+DECODER_BIN := $(if $(filter no,$(FFMPEG)),,$(BUILD)/clef-decoder)
+
 .PHONY: all deps test test-unit test-asan test-nginx test-coretypes run clean
 all: $(BUILD)/libclef.a $(BUILD)/libclef_client.a $(BUILD)/libclef_engine.so \
-     $(BUILD)/clef $(BUILD)/clef-decoder
+     $(BUILD)/clef $(DECODER_BIN)
 
 deps:
 	@auto/deps
@@ -413,7 +433,10 @@ install: all
 	  $(DESTDIR)$(NGX_MODULES_ENABLED)
 	install -m 0644 $(NGX_MODULE) $(DESTDIR)$(NGX_MODULES_DIR)/ngx_http_clef_module.so
 	install -m 0644 $(BUILD)/libclef_engine.so $(DESTDIR)$(NGX_MODULES_DIR)/libclef_engine.so
-	install -m 0755 $(BUILD)/clef-decoder $(DESTDIR)$(NGX_MODULES_DIR)/clef-decoder
+	@# without FFmpeg (FFMPEG=no) no decode process, and no older one stays
+	if [ -n "$(DECODER_BIN)" ]; then \
+	  install -m 0755 $(BUILD)/clef-decoder $(DESTDIR)$(NGX_MODULES_DIR)/clef-decoder; \
+	else rm -f $(DESTDIR)$(NGX_MODULES_DIR)/clef-decoder; fi
 	@# without a CUDA build, no older libclef_cuda.so stays next to the new module
 	if [ -f $(BUILD)/libclef_cuda.so ]; then \
 	  install -m 0644 $(BUILD)/libclef_cuda.so $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so; \

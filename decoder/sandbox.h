@@ -14,7 +14,8 @@
  *             own process (abort), exit, exit_group
  *   failing   open, openat, stat and the like (EACCES), ioctl (ENOTTY),
  *             clone3 (ENOSYS: glibc falls back to clone), other prctl
- *             (EPERM): a library that probes the system sees a refusal
+ *             and sysinfo (EPERM; glibc's qsort asks it): a library
+ *             that probes the system sees a refusal
  *   killing   everything else: socket, connect, execve, ptrace, kill,
  *             a clone that would make a process, ...
  */

@@ -57,7 +57,7 @@ typedef struct {
     int      complete;          /* its track list was found */
     int      video_tracks;
     int      supported;         /* of them in one of the five codecs */
-    char     codec[16];         /* the first video track's, as stored
+    char     codec[24];         /* the first video track's, as stored
                                    ("avc1", "V_VP9") */
     int32_t  width, height;     /* the largest video track's frames */
     int64_t  frames;            /* the most samples of a video track */

@@ -32,7 +32,7 @@ typedef struct {
 typedef struct {
     int      video;
     int      supported;
-    char     codec[16];
+    char     codec[24];         /* "V_MPEGH/ISO/HEVC" and its NUL fit */
     int64_t  width, height, frames;
     double   seconds;
 } track;
@@ -190,7 +190,12 @@ trak(span s, track *t, int depth)
     while (depth < MAX_DEPTH && box(&s, type, &b) > 0) {
         if (strcmp(type, "mdia") == 0 || strcmp(type, "minf") == 0) {
             trak(b, t, depth + 1);
-        } else if (strcmp(type, "hdlr") == 0 && b.len >= 12) {
+        } else if (strcmp(type, "hdlr") == 0 && b.len >= 12
+                   && memcmp(b.p + 4, "dhlr", 4) != 0)
+        {
+            /* the media handler (mdia's); a QuickTime minf has a data
+             * handler too ("dhlr", subtype "alis"), which says nothing
+             * of the track's kind */
             t->video = memcmp(b.p + 8, "vide", 4) == 0;
         } else if (strcmp(type, "mdhd") == 0) {
             t->seconds = timed(&b);

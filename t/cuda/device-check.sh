@@ -21,7 +21,10 @@
 #   tests.log        test_cuda_open, test_cuda_kernels NAME for each
 #                    sub-test, test_cuda_vision NAME for each sub-test (the
 #                    vision tower: kernels, then images end to end against
-#                    the CPU backend), test_cuda_forward, test_cuda_tp (TAP)
+#                    the CPU backend, then video_v1: videos' frame pairs,
+#                    their frames random, beside images; the decoded clips
+#                    only where FFmpeg is), test_cuda_forward, test_cuda_tp
+#                    (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
 #                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)
@@ -221,6 +224,18 @@ if [ -n "${FORCE_CARRIED_DEPS:-}" ] \
     deps_note="$deps_note, carried libraries"
 fi
 
+# FFmpeg (the video decoder) only where the system's headers and libraries
+# are found and the build uses the system's other libraries too: the
+# carried set has none (FFmpeg with its codecs is far over the carry
+# limit), and the CUDA tests decode no video.  FFMPEG=no leaves its
+# sources out (Makefile).
+if [ "$DEBS_UNPACKED" = 1 ] \
+   || ! pkg-config --exists libavformat libavcodec libavfilter libswscale \
+                            libavutil 2> /dev/null; then
+    MAKEVARS+=("FFMPEG=no")
+    deps_note="$deps_note, no FFmpeg (FFMPEG=no)"
+fi
+
 # cuBLASLt from a wheel when the toolkit has no development copy.
 if [ ! -f "$CUDA_HOME/include/cublasLt.h" ] || ! ls "$CUDA_HOME"/lib64/libcublasLt.so > /dev/null 2>&1; then
     if cb=$(wheel_dir cublas) && [ -f "$cb/include/cublasLt.h" ]; then
@@ -266,7 +281,10 @@ note "dependencies" ok "$deps_note; tokenizer $TOKENIZER"
 # ---- build -------------------------------------------------------------
 
 B0=$(date +%s)
-timeout -k 5 "$(budget 240 "$R_KERNELS")" "$MAKE" -j"$JOBS" "${MAKEVARS[@]}" build/clef cuda \
+# the decode process where FFmpeg is (test_cuda_vision's decoded clips)
+DECODER=build/clef-decoder
+case " ${MAKEVARS[*]} " in *" FFMPEG=no "*) DECODER= ;; esac
+timeout -k 5 "$(budget 240 "$R_KERNELS")" "$MAKE" -j"$JOBS" "${MAKEVARS[@]}" build/clef $DECODER cuda \
     >> "$OUT/build.log" 2>&1
 rc=$?
 note "build" "$(status_of $rc)" "$(( $(date +%s) - B0 )) s, make ${MAKEVARS[*]:0:1} -j$JOBS"
@@ -377,7 +395,7 @@ for s in $VSUBTESTS; do
     fi
     run_test "vision/$s" "$(budget 120 "$R_VISION")" build/t/cuda/test_cuda_vision "$s"
 done
-grep -E '^# (v1|vision72): ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM"
+grep -E '^# (v1|vision72|video_v1): ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM"
 
 run_test "test_cuda_forward" "$(budget 120 "$R_FORWARD")" build/t/cuda/test_cuda_forward
 

@@ -340,13 +340,12 @@ man_tensors(content *c, const clef_gguf *g)
     }
 }
 
+/* A file name of this process in /tmp, written into the caller's buffer:
+ * a test holds two at once (the round trip and its cut copies). */
 static const char *
-scratch(const char *what)
+scratch(char path[256], const char *what)
 {
-    static char  path[256];
-
-    snprintf(path, sizeof(path), "/tmp/clef-test-gguf-%ld-%s", (long) getpid(),
-             what);
+    snprintf(path, 256, "/tmp/clef-test-gguf-%ld-%s", (long) getpid(), what);
     return path;
 }
 
@@ -441,7 +440,8 @@ test_round_trip(void)
     clef_error               err;
     const clef_gguf_tensor  *t, *u;
     const clef_gguf_value   *nested;
-    const char              *path = scratch("rt.gguf");
+    char                     rt[256], cutp[256];
+    const char              *path = scratch(rt, "rt.gguf");
     const clef_ggml_traits        *q;
     char                    *bytes, name[64];
     uint8_t                 *want;
@@ -561,18 +561,17 @@ test_round_trip(void)
 
     /* truncated files through pread, full and headers only */
     for (cut = 0; cut < 3; cut++) {
-        FILE  *f = fopen(scratch("cut.gguf"), "wb");
+        FILE  *f = fopen(scratch(cutp, "cut.gguf"), "wb");
         size_t at = cut == 0 ? 10 : cut == 1 ? clef_gguf_data_offset(g) - 5
                                              : (size_t) end - 1;
 
         fwrite(bytes, 1, at, f);
         fclose(f);
-        h = clef_gguf_open(scratch("cut.gguf"), cut == 1 ? CLEF_GGUF_HEADERS_ONLY
-                                                          : 0, &err);
+        h = clef_gguf_open(cutp, cut == 1 ? CLEF_GGUF_HEADERS_ONLY : 0, &err);
         CHECK_ERR(h, err, "truncated", "a file cut at %zu is refused: %s", at,
                   err.message);
     }
-    unlink(scratch("cut.gguf"));
+    unlink(cutp);
     free(bytes);
     clef_gguf_close(g);
     unlink(path);
@@ -838,7 +837,8 @@ test_lookups(void)
     clef_error              err;
     const clef_gguf_str    *s;
     const clef_gguf_value  *a;
-    const char             *path = scratch("lk.gguf");
+    char                    lk[256];
+    const char             *path = scratch(lk, "lk.gguf");
     int64_t                 i;
     double                  f;
     int                     b;
