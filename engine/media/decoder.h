@@ -22,7 +22,8 @@
  *     - sets no_new_privs and a seccomp filter: read and write on what it
  *       holds, memory (mmap/mprotect without PROT_EXEC, brk, munmap,
  *       madvise), futex, threads (clone with CLONE_THREAD only), clocks,
- *       exit; open and stat fail with EACCES; anything else (socket,
+ *       exit; open and stat fail with EACCES, sysinfo with EPERM;
+ *       anything else (socket,
  *       execve, ptrace, ...) kills it,
  *     - then reads the file, decodes, samples and resizes it
  *       (video_process.h) and writes its answer, and exits.
@@ -34,7 +35,9 @@
  * a child that crashes, is killed by the filter, runs past its time or
  * answers malformed bytes makes that video's 400 video_invalid naming what
  * happened, and the next video gets a fresh child.  A decoder that is not
- * there or of another build is 500 internal_error naming its path.
+ * installed (a build made with FFMPEG=no has none) makes every video 500
+ * media_unsupported; one that cannot be run or is of another build, 500
+ * internal_error naming its path.
  */
 #ifndef CLEF_DECODER_H
 #define CLEF_DECODER_H

@@ -91,9 +91,10 @@ clef_video_load(const uint8_t *data, size_t len, int index,
         return clef_error_set(err, 400,
             sh.n_frames < vc->temporal_patch_size ? "video_one_frame"
                                                   : "video_invalid",
-            loc, "Video %d (%dx%d, %lld frames) %s.", index,
+            loc, "Video %d (%dx%d, %lld frame%s) %s.", index,
             (int) out->info.width, (int) out->info.height,
-            (long long) out->info.n_frames, why);
+            (long long) out->info.n_frames,
+            out->info.n_frames == 1 ? "" : "s", why);
     }
 
     n = sh.n_frames;
