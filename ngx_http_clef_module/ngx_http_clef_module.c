@@ -616,11 +616,12 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
     m->max_token_bytes = info.max_token_bytes;
 
-    /* images need the vision tower; the CUDA backend runs it on rank 0
-     * only, so at tp=1 (cuda/README.md, "Images") */
+    /* images and videos need the vision tower; the CUDA backend runs it
+     * on rank 0 only, so at tp=1 (cuda/README.md, "Images") */
     m->media = info.media;
     if (ngx_strcmp(m->backend.data, "cpu") != 0 && m->tp > 1) {
-        m->media.accepts &= ~CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE);
+        m->media.accepts &= ~(CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
+                              | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO));
     }
 
     m->description.data = ngx_pnalloc(cf->pool, 256);
