@@ -54,7 +54,8 @@ decide_usage(FILE *f)
         "                     unrounded logits and probabilities\n"
         "  --backend NAME     cpu (default) or cuda\n"
         "  --device N         CUDA device ordinal (default 0)\n"
-        "  --max-length N     token limit of a record (default %d)\n"
+        "  --max-length N     token limit of a record (default %d; %d for\n"
+        "                     Clef Omni, as its reference)\n"
         "  --truncate-state   cut a long state to fit, as the reference does,\n"
         "                     instead of refusing with max_tokens_exceeded\n"
         "  --batch N          pack up to N requests already waiting on stdin into\n"
@@ -63,7 +64,8 @@ decide_usage(FILE *f)
         "                     activations into the linear layers)\n"
         "  --tp N             tensor-parallel ranks (default 1): N rank threads\n"
         "                     on the CPU, each holding 1/N of the backbone\n"
-        "  --help             this text\n", CLEF_DEFAULT_MAX_LENGTH, BATCH_MAX);
+        "  --help             this text\n", CLEF_DEFAULT_MAX_LENGTH,
+        CLEF_OMNI_MAX_LENGTH, BATCH_MAX);
 }
 
 /* ---- stdin lines, with a way to ask whether one is ready ---------------- */
@@ -350,6 +352,7 @@ clef_cmd_decide(int argc, char **argv)
 
     memset(&d, 0, sizeof(d));
     clef_encode_opts_default(&d.enc);
+    d.enc.max_length = 0;              /* the model's default, below */
     d.batch = 1;
 
     for (i = 1; i < argc; i++) {
@@ -423,6 +426,11 @@ clef_cmd_decide(int argc, char **argv)
         return 1;
     }
     d.model = m;
+    if (d.enc.max_length == 0) {
+        d.enc.max_length = clef_model_default_max_length(m) > 0
+                           ? clef_model_default_max_length(m)
+                           : CLEF_DEFAULT_MAX_LENGTH;
+    }
     if (d.ops->open(m, &bo, &d.backend, &err) != 0) {
         fprintf(stderr, "clef decide: backend %s: %s\n", backend, err.message);
         clef_model_close(m);

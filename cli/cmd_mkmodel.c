@@ -210,6 +210,8 @@ done:
 typedef struct {
     int64_t  vocab;                 /* max id + 1 */
     json_t  *token_ids;             /* config.json keys for the vision tokens */
+    json_t  *audio_ids;             /* Clef Omni's thinker_config keys for the
+                                       audio tokens */
 } mk_tokenizer;
 
 static int
@@ -220,6 +222,9 @@ read_tokenizer(const char *dir, mk_tokenizer *tk)
         { "video_token_id", "<|video_pad|>" },
         { "vision_start_token_id", "<|vision_start|>" },
         { "vision_end_token_id", "<|vision_end|>" },
+        { "audio_token_id", "<|audio_pad|>" },
+        { "audio_start_token_id", "<|audio_start|>" },
+        { "audio_end_token_id", "<|audio_end|>" },
     };
     char          *path = clef_path_join(dir, "tokenizer.json");
     json_t        *root, *vocab, *added, *v, *a;
@@ -236,6 +241,7 @@ read_tokenizer(const char *dir, mk_tokenizer *tk)
     }
     tk->vocab = 0;
     tk->token_ids = json_object();
+    tk->audio_ids = json_object();
     vocab = json_object_get(json_object_get(root, "model"), "vocab");
     json_object_foreach(vocab, key, v) {
         id = json_integer_value(v);
@@ -250,7 +256,8 @@ read_tokenizer(const char *dir, mk_tokenizer *tk)
                 && strcmp(json_string_value(json_object_get(a, "content")),
                           vision[k][1]) == 0)
             {
-                json_object_set_new(tk->token_ids, vision[k][0], json_integer(id));
+                json_object_set_new(k < 4 ? tk->token_ids : tk->audio_ids,
+                                    vision[k][0], json_integer(id));
             }
         }
     }
@@ -430,8 +437,9 @@ build_configs(json_t *in, const mk_tokenizer *tk, json_t **config, json_t **head
 /* ---- weights ------------------------------------------------------------- */
 
 typedef struct {
-    mkmodel_tensor  *v;
-    int              n, cap;
+    mkmodel_tensor           *v;
+    int                       n, cap;
+    const clef_model_configs *cfg;
 } mk_list;
 
 static int
@@ -451,6 +459,13 @@ collect(const clef_tensor_spec *s, void *ctx)
     }
     p = &l->v[l->n++];
     p->spec = *s;
+    p->kind = clef_role_kind_in(l->cfg != NULL ? &l->cfg->text : NULL,
+                                s->role);
+    if (l->cfg != NULL && l->cfg->family == CLEF_FAMILY_OMNI
+        && mkmodel_omni_name(p->spec.name, sizeof(p->spec.name)) != 0)
+    {
+        return -1;
+    }
     /* The release stores A_log and the gated norm F32, all else bf16. */
     p->dtype = s->dtype == CLEF_WANT_F32_OR_BF16 ? CLEF_DTYPE_F32 : CLEF_DTYPE_BF16;
     p->nbytes = clef_dtype_size(p->dtype);
@@ -479,11 +494,41 @@ assign_shards(mk_list *l, int n, uint64_t total)
     }
 }
 
+/* A Clef Omni release's speech output (talker.*, code2wav.*), which the
+ * loader must never read: two small tensors in a shard of their own. */
 static int
-write_backbone(const mk_args *a, const clef_text_config *tc,
-    const clef_vision_config *vc, int shards, uint64_t *bytes)
+add_speech(mk_list *l, const clef_model_configs *cfg)
 {
-    mk_list    l = { NULL, 0, 0 };
+    static const char  *names[] = {
+        "code2wav.pre_transformer.norm.weight", "talker.model.norm.weight"
+    };
+    clef_tensor_spec    s;
+    size_t              i;
+    int                 rc = 0;
+
+    /* drawn as norms, under their own names (no config: no renaming) */
+    l->cfg = NULL;
+    for (i = 0; rc == 0 && i < sizeof(names) / sizeof(names[0]); i++) {
+        memset(&s, 0, sizeof(s));
+        snprintf(s.name, sizeof(s.name), "%s", names[i]);
+        s.role = CLEF_ROLE_FINAL_NORM;
+        s.expert = -1;
+        s.ndim = 1;
+        s.shape[0] = cfg->text.hidden_size;
+        rc = collect(&s, l);
+    }
+    l->cfg = cfg;
+    return rc;
+}
+
+static int
+write_backbone(const mk_args *a, const clef_model_configs *cfg, int shards,
+    uint64_t *bytes)
+{
+    const clef_text_config    *tc = &cfg->text;
+    const clef_vision_config  *vc = &cfg->vision;
+    mk_list    l = { NULL, 0, 0, cfg };
+    int        omni = cfg->family == CLEF_FAMILY_OMNI, speech = 0;
     json_t    *index = NULL, *map;
     uint64_t   total = 0;
     char       name[64], *path;
@@ -492,7 +537,9 @@ write_backbone(const mk_args *a, const clef_text_config *tc,
     /* the text stack, then the vision tower after it, as the release's
      * index lists them */
     if (clef_text_tensors(tc, collect, &l) != 0
-        || (vc->present && clef_vision_tensors(vc, collect, &l) != 0))
+        || (vc->present && clef_vision_tensors(vc, collect, &l) != 0)
+        || (cfg->audio.present
+            && clef_audio_tensors(&cfg->audio, collect, &l) != 0))
     {
         fail("out of memory");
         goto done;
@@ -505,6 +552,18 @@ write_backbone(const mk_args *a, const clef_text_config *tc,
         total += l.v[i].nbytes;
     }
     assign_shards(&l, shards, total);
+    if (omni) {
+        speech = l.n;
+        if (add_speech(&l, cfg) != 0) {
+            fail("out of memory");
+            goto done;
+        }
+        for (i = speech; i < l.n; i++) {
+            l.v[i].shard = shards;
+            total += l.v[i].nbytes;
+        }
+        shards++;
+    }
 
     map = json_object();
     index = json_pack("{s:{s:I},s:o}", "metadata", "total_size", (json_int_t) total,
@@ -540,7 +599,7 @@ done:
 static int
 write_head(const mk_args *a, const clef_head_config *hc, int *count, uint64_t *bytes)
 {
-    mk_list  l = { NULL, 0, 0 };
+    mk_list  l = { NULL, 0, 0, NULL };
     char    *path = clef_path_join(a->out, "joint_head.safetensors");
     int      i, rc = -1;
 
@@ -627,10 +686,8 @@ int
 clef_cmd_mkmodel(int argc, char **argv)
 {
     const mkmodel_shape  *shape = NULL;
-    clef_text_config      tc;
-    clef_head_config      hc;
-    clef_vision_config    vc;
-    mk_tokenizer          tk = { 0, NULL };
+    clef_model_configs    cfg;
+    mk_tokenizer          tk = { 0, NULL, NULL };
     json_t               *in = NULL, *config = NULL, *head = NULL, *pre = NULL;
     json_t               *vpre = NULL;
     json_error_t          jerr;
@@ -644,6 +701,7 @@ clef_cmd_mkmodel(int argc, char **argv)
     }
 
     rc = 1;
+    memset(&cfg, 0, sizeof(cfg));
     if (a.shape != NULL) {
         shape = mkmodel_shape_find(a.shape);
         if (shape == NULL) {
@@ -661,8 +719,14 @@ clef_cmd_mkmodel(int argc, char **argv)
     }
     shards = a.shards ? a.shards : shape != NULL ? shape->shards : 1;
 
-    if (read_tokenizer(a.tokenizer, &tk) != 0
-        || build_configs(in, &tk, &config, &head, &tc, &hc, &vc) != 0)
+    if (read_tokenizer(a.tokenizer, &tk) != 0) {
+        goto done;
+    }
+    if (mkmodel_is_omni(in)
+        ? mkmodel_omni_configs(in, tk.vocab, tk.token_ids, tk.audio_ids,
+                               &config, &head, &cfg) != 0
+        : build_configs(in, &tk, &config, &head, &cfg.text, &cfg.head,
+                        &cfg.vision) != 0)
     {
         goto done;
     }
@@ -671,18 +735,25 @@ clef_cmd_mkmodel(int argc, char **argv)
         goto done;
     }
     if (a.text_only) {
-        vc.present = 0;
+        cfg.vision.present = 0;
+        cfg.audio.present = 0;
     }
-    pre = vc.present ? preprocessor_config(&vc) : NULL;
-    vpre = vc.present ? video_preprocessor_config(&vc) : NULL;
+    if (cfg.family == CLEF_FAMILY_OMNI) {
+        pre = cfg.vision.present || cfg.audio.present
+              ? mkmodel_omni_preprocessor(&cfg.vision) : NULL;
+    } else {
+        pre = cfg.vision.present ? preprocessor_config(&cfg.vision) : NULL;
+    }
+    vpre = cfg.family != CLEF_FAMILY_OMNI && cfg.vision.present
+           ? video_preprocessor_config(&cfg.vision) : NULL;
     if (write_json(a.out, "config.json", config) != 0
         || write_json(a.out, "joint_head_config.json", head) != 0
         || (pre != NULL
             && write_json(a.out, "preprocessor_config.json", pre) != 0)
         || (vpre != NULL
             && write_json(a.out, "video_preprocessor_config.json", vpre) != 0)
-        || write_backbone(&a, &tc, &vc, shards, &text_bytes) != 0
-        || write_head(&a, &hc, &head_count, &head_bytes) != 0
+        || write_backbone(&a, &cfg, shards, &text_bytes) != 0
+        || write_head(&a, &cfg.head, &head_count, &head_bytes) != 0
         || copy_file(a.tokenizer, a.out, "tokenizer.json") != 0
         || copy_file(a.tokenizer, a.out, "tokenizer_config.json") != 0)
     {
@@ -690,8 +761,9 @@ clef_cmd_mkmodel(int argc, char **argv)
     }
     printf("%s: vocab %d, hidden %d, %d layers, %d shard%s, %llu bytes of backbone "
            "tensors; head %d tensors, %llu bytes%s\n",
-           a.out, tc.vocab_size, tc.hidden_size, tc.num_hidden_layers, shards,
-           shards == 1 ? "" : "s", (unsigned long long) text_bytes, head_count,
+           a.out, cfg.text.vocab_size, cfg.text.hidden_size,
+           cfg.text.num_hidden_layers, shards, shards == 1 ? "" : "s",
+           (unsigned long long) text_bytes, head_count,
            (unsigned long long) head_bytes, a.sparse ? " (sparse)" : "");
     rc = 0;
 
@@ -702,5 +774,6 @@ done:
     json_decref(pre);
     json_decref(vpre);
     json_decref(tk.token_ids);
+    json_decref(tk.audio_ids);
     return rc;
 }

@@ -6,9 +6,11 @@
 #ifndef CLEF_CLI_MKMODEL_H
 #define CLEF_CLI_MKMODEL_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model/container.h"
 #include "model/model_config.h"
 #include "model/tensor.h"
 
@@ -23,9 +25,11 @@ typedef struct {
 const mkmodel_shape *mkmodel_shape_find(const char *name);
 void                 mkmodel_shape_list(FILE *f);
 
-/* One tensor to write: its spec and its stored dtype. */
+/* One tensor to write: its spec (its name the one the release stores it
+ * under), its stored dtype and what it is (how its values are drawn). */
 typedef struct {
     clef_tensor_spec  spec;
+    clef_role_kind    kind;
     clef_dtype        dtype;
     uint64_t          nbytes;
     int               shard;
@@ -38,5 +42,19 @@ typedef struct {
  * on stderr. */
 int mkmodel_write_safetensors(const char *path, const mkmodel_tensor *tensors,
     int n, uint64_t seed, int sparse);
+
+/* Clef Omni (mkmodel_omni.c): whether a --config object is one (its
+ * model_type "qwen3_omni_moe_text"); its config.json and
+ * joint_head_config.json (vocab: the tokenizer's; vision_ids, audio_ids:
+ * the token ids it found), parsed back into cfg by the loader's parsers;
+ * and a canonical tensor name rewritten in place to the release's. */
+int mkmodel_is_omni(const json_t *in);
+int mkmodel_omni_configs(const json_t *in, int64_t vocab,
+    const json_t *vision_ids, const json_t *audio_ids, json_t **config,
+    json_t **head, clef_model_configs *cfg);
+int mkmodel_omni_name(char *name, size_t size);
+/* preprocessor_config.json of a Clef Omni release: the audio feature
+ * extractor's keys, and the image processor's when it has a tower. */
+json_t *mkmodel_omni_preprocessor(const clef_vision_config *vc);
 
 #endif

@@ -44,7 +44,8 @@ stream_seed(uint64_t seed, const char *name)
  * applied as w (the GDN's gated norm, the tower's and the head's
  * LayerNorms) around 1. */
 static void
-init_rule(const clef_tensor_spec *s, float *center, float *amp)
+init_rule(const clef_tensor_spec *s, clef_role_kind kind, float *center,
+    float *amp)
 {
     int64_t  fan_in;
 
@@ -73,7 +74,7 @@ init_rule(const clef_tensor_spec *s, float *center, float *amp)
     default:
         break;
     }
-    switch (clef_role_of(s->role)->kind) {
+    switch (kind) {
     case CLEF_RK_EMBED:
         *amp = 1.0f;
         break;
@@ -100,6 +101,7 @@ init_rule(const clef_tensor_spec *s, float *center, float *amp)
         break;
     default:
         fan_in = s->ndim == 5 ? s->shape[1] * s->shape[2] * s->shape[3] * s->shape[4]
+                 : s->ndim == 4 ? s->shape[1] * s->shape[2] * s->shape[3]
                  : s->ndim == 3 ? s->shape[1] * s->shape[2]
                  : s->ndim == 2 ? s->shape[1] : 1;
         *amp = 1.0f / sqrtf((float) fan_in);
@@ -122,7 +124,7 @@ write_data(FILE *f, const mkmodel_tensor *t, uint64_t seed, void *buf)
     for (k = 0; k < t->spec.ndim; k++) {
         numel *= t->spec.shape[k];
     }
-    init_rule(&t->spec, &center, &amp);
+    init_rule(&t->spec, t->kind, &center, &amp);
 
     for (done = 0; done < numel; done += n) {
         n = numel - done < CHUNK ? numel - done : CHUNK;

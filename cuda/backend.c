@@ -58,6 +58,21 @@ ws_layout(clef_backend *b, char *base)
     w->proj = carve(&c, T * (size_t) b->proj_ld * 2);
     w->mix = carve(&c, T * (size_t) b->mix_ld * 2);
     w->act = carve(&c, T * (size_t) b->act_ld * 2);
+    if (b->any_moe) {
+        size_t  E = (size_t) b->E, K = (size_t) b->Ke, Im = (size_t) b->Im;
+
+        w->r_logits = carve(&c, T * E * 4);
+        w->r_weight = carve(&c, T * K * 4);
+        w->r_expert = carve(&c, T * K * 4);
+        w->r_slot = carve(&c, T * K * 4);
+        w->r_row = carve(&c, T * K * 4);
+        w->r_count = carve(&c, E * 4);
+        w->r_offset = carve(&c, (E + 1) * 4);
+        w->r_tiles = carve(&c, (E + 1) * 4);
+        w->m_gu = carve(&c, T * K * 2 * Im * 2);
+        w->m_act = carve(&c, T * K * Im * 2);
+        w->m_out = carve(&c, T * K * H * 2);
+    }
     if (b->rank > 0) {
         /* the head runs on rank 0 alone */
         return c.off;
@@ -188,6 +203,12 @@ sizes(clef_backend *b, clef_error *err)
     b->gated = tc->attn_output_gate;
     b->eps = (float) tc->rms_norm_eps;
     b->rot = (int) (b->hd * tc->partial_rotary_factor);
+    b->plain_norm = !tc->norm_plus_one;
+    b->E = tc->num_experts;
+    b->Ke = tc->num_experts_per_tok;
+    b->Im = tc->moe_intermediate_size;
+    b->renorm = tc->norm_topk_prob;
+    b->any_moe = 0;
     b->W = hc->width;
     b->F = hc->feedforward;
     b->heads = hc->heads;
@@ -199,6 +220,7 @@ sizes(clef_backend *b, clef_error *err)
             "cuda backend: %d layers", b->L);
     }
     for (l = 0; l < b->L; l++) {
+        b->any_moe |= tc->layer[l].mlp == CLEF_MLP_MOE;
         if (tc->layer_full[l]) {
             n_attn++;
         } else {
@@ -215,6 +237,14 @@ sizes(clef_backend *b, clef_error *err)
             "cuda backend: unsupported sizes (hidden %d, intermediate %d, head width "
             "%d / %d heads): needs multiples of 8 and head dim <= 128",
             b->H, b->I, b->W, b->heads);
+    }
+    if (b->any_moe && (b->E < 1 || b->Ke < 1 || b->Ke > 32 || b->Ke > b->E
+                       || b->Im <= 0 || b->Im % 8 || b->tp > 1))
+    {
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "cuda backend: unsupported routed experts (%d experts, %d per "
+            "token, %d columns, tp=%d): needs at most 32 per token, columns "
+            "in multiples of 8 and tp=1", b->E, b->Ke, b->Im, b->tp);
     }
     if (n_gdn && (b->Hk <= 0 || b->Hv <= 0 || b->Hv % b->Hk || b->Cconv % 8
                   || !clef_k_gdn_supported(b->dk, b->dv) || b->Kc < 1 || b->Kc > 16))

@@ -48,13 +48,19 @@ typedef struct {
     clef_bf16   *down;               /* [H][I] */
 } cuda_dense;
 
-/* Clef Omni's MoE MLP (router, experts as grouped GEMMs, shared expert)
- * joins as a member beside dense, with its loader in weights.c and its
- * launches in forward.c's layer_mlp(); a layer of that kind is refused
- * when the weights upload. */
+/* Clef Omni's routed experts (moe.cu): the router in fp32, every expert's
+ * gate | up rows and its down_proj, one expert after the other, so that
+ * one grouped GEMM launch runs them all. */
+typedef struct {
+    float      *router;              /* [E][H] */
+    clef_bf16  *gate_up;             /* [E][2 Im][H]: gate rows, then up */
+    clef_bf16  *down;                /* [E][H][Im] */
+} cuda_moe;
+
 typedef struct {
     clef_mlp_kind  kind;
     cuda_dense     dense;            /* CLEF_MLP_DENSE */
+    cuda_moe       moe;              /* CLEF_MLP_MOE */
 } cuda_mlp;
 
 typedef struct {
@@ -119,6 +125,11 @@ typedef struct {
     float       *qv, *ctx, *glob, *lex;  /* span means, each 256-byte aligned */
     float       *R, *Rn, *Qh, *A, *FF, *Fq, *Ro, *Z, *Hs, *part;
     float       *logits;
+    /* the routed experts (models with them): T k grouped rows */
+    float       *r_logits, *r_weight;          /* [T][E], [T][k] */
+    int32_t     *r_expert, *r_slot, *r_row;    /* [T][k], [T][k], [T k] */
+    int32_t     *r_count, *r_offset, *r_tiles; /* [E], [E + 1], [E + 1] */
+    clef_bf16   *m_gu, *m_act, *m_out;         /* [T k][2 Im], [Im], [H] */
 } cuda_ws;
 
 typedef struct {
@@ -159,6 +170,9 @@ struct clef_backend {
     int     q_rows, gdn_rows, attn_rows, proj_ld, mix_ld, act_ld;
     int     z_off, b_off, a_off, k_off, v_off;
     float   eps;
+    int     plain_norm;              /* RMSNorms multiply by w (Clef Omni) */
+    int     any_moe, E, Ke, Im, renorm;  /* routed experts: E of them, Ke
+                                        per token, Im columns each */
 
     /* weights */
     void      **allocs;

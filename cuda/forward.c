@@ -75,8 +75,8 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
     const int          T = p->T, H = b->H;
     const cuda_layer  *ly = &b->layers[l];
 
-    CK(clef_k_rmsnorm(w->hid, ly->norm.input, w->xn, T, H, b->eps, s),
-       "input norm");
+    CK(clef_k_rmsnorm_form(w->hid, ly->norm.input, b->plain_norm, w->xn, T,
+                           H, b->eps, s), "input norm");
     if (ly->mixer == CLEF_MIXER_LINEAR) {
         clef_k_gdn_args  g;
 
@@ -122,6 +122,7 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         r.k_norm = ly->attn.k_norm;
         r.pos = meta + p->o_pos;
         r.inv_freq = b->inv_freq;
+        r.plain_norm = b->plain_norm;
         cuda_vision_rope(b, &r);        /* M-RoPE with images (vision.c) */
         r.rot = b->rot;
         r.q = w->mix;
@@ -160,9 +161,67 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
     return 0;
 }
 
-/* Layer l's MLP on one rank: post norm, then by its kind (cuda_mlp: the
- * MoE MLP joins here): the dense MLP's intermediate columns and its share
- * of down_proj into hid with beta (as layer_mixer). */
+/* The routed experts of xn into hid (tp = 1: the whole layer): the
+ * router, the routing and grouping, one grouped GEMM of every expert's
+ * gate | up over its tokens' rows, SwiGLU over the grouped rows, one of
+ * down_proj, each token's weighted sum (moe.cu). */
+static int
+layer_moe(clef_backend *b, const cuda_plan *p, const cuda_moe *m,
+    clef_error *err)
+{
+    cudaStream_t          s = b->stream;
+    cuda_ws              *w = &b->ws;
+    const int             T = p->T, H = b->H, Im = b->Im, rows = T * b->Ke;
+    clef_k_moe_args       r;
+    clef_k_moe_gemm_args  g;
+
+    CK(clef_k_moe_router(w->xn, m->router, w->r_logits, T, b->E, H, s),
+       "router");
+    r.logits = w->r_logits;
+    r.T = T;
+    r.E = b->E;
+    r.k = b->Ke;
+    r.renorm = b->renorm;
+    r.expert = w->r_expert;
+    r.weight = w->r_weight;
+    r.count = w->r_count;
+    r.offset = w->r_offset;
+    r.tile_off = w->r_tiles;
+    r.slot = w->r_slot;
+    r.row_token = w->r_row;
+    CK(clef_k_moe_route(&r, s), "routing");
+
+    g.X = w->xn;
+    g.ldx = H;
+    g.row_token = w->r_row;
+    g.W = m->gate_up;
+    g.N = 2 * Im;
+    g.K = H;
+    g.D = w->m_gu;
+    g.ldd = 2 * Im;
+    g.offset = w->r_offset;
+    g.tile_off = w->r_tiles;
+    g.E = b->E;
+    g.max_tiles = clef_k_moe_max_tiles(T, b->Ke, b->E);
+    CK(clef_k_moe_gemm(&g, s), "experts' gate and up");
+    CK(clef_k_swiglu(w->m_gu, 2 * Im, w->m_act, rows, Im, s), "experts' swiglu");
+    g.X = w->m_act;
+    g.ldx = Im;
+    g.row_token = NULL;
+    g.W = m->down;
+    g.N = H;
+    g.K = Im;
+    g.D = w->m_out;
+    g.ldd = H;
+    CK(clef_k_moe_gemm(&g, s), "experts' down");
+    CK(clef_k_moe_combine(w->m_out, H, w->r_slot, w->r_weight, T, b->Ke,
+                          w->hid, H, s), "experts' sum");
+    return 0;
+}
+
+/* Layer l's MLP on one rank: post norm, then by its kind: the routed
+ * experts, or the dense MLP's intermediate columns and its share of
+ * down_proj into hid with beta (as layer_mixer). */
 static int
 layer_mlp(clef_backend *b, const cuda_plan *p, int l, float beta,
     clef_error *err)
@@ -172,12 +231,10 @@ layer_mlp(clef_backend *b, const cuda_plan *p, int l, float beta,
     const int          T = p->T, H = b->H;
     const cuda_layer  *ly = &b->layers[l];
 
-    CK(clef_k_rmsnorm(w->hid, ly->norm.post, w->xn, T, H, b->eps, s),
-       "post norm");
-    if (ly->mlp.kind != CLEF_MLP_DENSE) {
-        return clef_error_fail(err, CLEF_E_INTERNAL,
-                               "cuda backend: an MLP of kind %d in layer %d",
-                               (int) ly->mlp.kind, l);
+    CK(clef_k_rmsnorm_form(w->hid, ly->norm.post, b->plain_norm, w->xn, T, H,
+                           b->eps, s), "post norm");
+    if (ly->mlp.kind == CLEF_MLP_MOE) {
+        return layer_moe(b, p, &ly->mlp.moe, err);
     }
     GEMM(CLEF_GEMM_BF16, T, 2 * b->I, H, ly->mlp.dense.gate_up, H, w->xn, H,
          w->proj, b->proj_ld, 0.0f, NULL);
@@ -255,13 +312,21 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
             cuda_mark(b, CLEF_CUDA_PROF_COMM);
             cur = -1;           /* whatever device the collective left current */
         }
+        /* DeepStack (Clef Omni): level l of the images' features over
+         * their pad tokens (rank 0, which is every rank with images) */
+        if (cuda_vision_active(b)
+            && (cuda_rank_device(b, 0, &cur, err) != 0
+                || cuda_vision_deepstack(b, l, err) != 0))
+        {
+            return -1;
+        }
     }
     /* the head runs on rank 0 alone, which holds the whole residual */
     if (cuda_rank_device(b, 0, &cur, err) != 0) {
         return -1;
     }
-    CK(clef_k_rmsnorm(b->ws.hid, b->final_norm, b->ws.xn, T, H, b->eps, b->stream),
-       "final norm");
+    CK(clef_k_rmsnorm_form(b->ws.hid, b->final_norm, b->plain_norm, b->ws.xn,
+                           T, H, b->eps, b->stream), "final norm");
     return 0;
 }
 

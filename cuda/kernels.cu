@@ -34,7 +34,8 @@ clef_k_embed(const int32_t *ids, const clef_bf16 *table, clef_bf16 *out, int T,
 /* ---- zero-centred RMSNorm ---------------------------------------------- */
 
 static __global__ void __launch_bounds__(256)
-rmsnorm_kernel(const bf16 *x, const bf16 *w, bf16 *y, int H, float eps)
+rmsnorm_kernel(const bf16 *x, const bf16 *w, float one, bf16 *y, int H,
+    float eps)
 {
     __shared__ float  red[32];
     const bf16       *xr = x + (int64_t) blockIdx.x * H;
@@ -56,21 +57,28 @@ rmsnorm_kernel(const bf16 *x, const bf16 *w, bf16 *y, int H, float eps)
         load8(w + i, g);
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            f[j] = (f[j] * inv) * (1.0f + g[j]);
+            f[j] = (f[j] * inv) * (one + g[j]);
         }
         store8(yr + i, f);
     }
 }
 
 extern "C" cudaError_t
-clef_k_rmsnorm(const clef_bf16 *x, const clef_bf16 *w, clef_bf16 *y, int T,
-    int H, float eps, cudaStream_t s)
+clef_k_rmsnorm_form(const clef_bf16 *x, const clef_bf16 *w, int plain,
+    clef_bf16 *y, int T, int H, float eps, cudaStream_t s)
 {
     if (T > 0) {
         rmsnorm_kernel<<<T, 256, 0, s>>>((const bf16 *) x, (const bf16 *) w,
-            (bf16 *) y, H, eps);
+            plain ? 0.0f : 1.0f, (bf16 *) y, H, eps);
     }
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t
+clef_k_rmsnorm(const clef_bf16 *x, const clef_bf16 *w, clef_bf16 *y, int T,
+    int H, float eps, cudaStream_t s)
+{
+    return clef_k_rmsnorm_form(x, w, 0, y, T, H, eps, s);
 }
 
 /* ---- causal depthwise conv + SiLU -------------------------------------- */
@@ -227,7 +235,7 @@ qk_rope_kernel(clef_k_rope_args a)
     ss = warp_sum(ss);
     inv = rsqrtf(ss / (float) a.hd + a.eps);
     for (int d = lane; d < a.hd; d += 32) {
-        r[d] = rbf(r[d] * inv * (1.0f + bf(w[d])));
+        r[d] = rbf(r[d] * inv * ((a.plain_norm ? 0.0f : 1.0f) + bf(w[d])));
     }
     __syncwarp();
 

@@ -42,6 +42,11 @@ cudaError_t clef_k_embed(const int32_t *ids, const clef_bf16 *table,
 cudaError_t clef_k_rmsnorm(const clef_bf16 *x, const clef_bf16 *w,
     clef_bf16 *y, int T, int H, float eps, cudaStream_t s);
 
+/* The same with the multiplier w itself when plain (Clef Omni's norms,
+ * clef_text_config.norm_plus_one 0), 1 + w otherwise. */
+cudaError_t clef_k_rmsnorm_form(const clef_bf16 *x, const clef_bf16 *w,
+    int plain, clef_bf16 *y, int T, int H, float eps, cudaStream_t s);
+
 /* u[t, c] = silu(sum_i wt[i][c] * x[t - K + 1 + i, c]) over the record of t
  * only (zeros before its first token); wt is the conv weight transposed to
  * [K][C].  C % 8 == 0, ldx % 8 == 0. */
@@ -70,6 +75,8 @@ typedef struct {
     int               msec[3];
     const float      *inv_freq;       /* [rot / 2] */
     int               rot;
+    int               plain_norm;     /* 1: the norms multiply by w (Clef
+                                         Omni), 0: by 1 + w */
     clef_bf16        *q;
     clef_bf16        *k;
     int               T, Hq, Hkv, hd;
@@ -201,6 +208,61 @@ cudaError_t clef_k_vresidual(float *x, const clef_bf16 *y, const float *b,
  * (rows of n): the tower's features over their pad tokens. */
 cudaError_t clef_k_vscatter(const clef_bf16 *f, const float *b,
     const int32_t *dst, clef_bf16 *hid, int rows, int n, cudaStream_t s);
+
+/* hid[dst[j]] = bf16(hid[dst[j]] + bf16(f[j] + b)) likewise: a DeepStack
+ * level's features added after a decoder layer (Clef Omni). */
+cudaError_t clef_k_vscatter_add(const clef_bf16 *f, const float *b,
+    const int32_t *dst, clef_bf16 *hid, int rows, int n, cudaStream_t s);
+
+/* ---- routed experts (moe.cu), Clef Omni ------------------------------ */
+
+/* logits[t][e] = <xn[t], w[e]> in fp32 (w: the router, fp32 [E][H]). */
+cudaError_t clef_k_moe_router(const clef_bf16 *xn, const float *w,
+    float *logits, int T, int E, int H, cudaStream_t s);
+
+/* The routing of T tokens from their logits ([T][E]): softmax in fp32,
+ * the k largest (the lower index first on a tie), renormalised when
+ * renorm, as expert / weight [T][k] in increasing expert order; then the
+ * grouping: count [E], expert e's grouped rows [offset[e], offset[e+1])
+ * (tokens in order), its GEMM row tiles [tile_off[e], tile_off[e+1]),
+ * slot [T][k] the grouped row of each choice and row_token [T k] the
+ * token of each grouped row.  k <= 32. */
+typedef struct {
+    const float  *logits;
+    int           T, E, k, renorm;
+    int32_t      *expert;
+    float        *weight;
+    int32_t      *count, *offset, *tile_off, *slot, *row_token;
+} clef_k_moe_args;
+
+cudaError_t clef_k_moe_route(const clef_k_moe_args *a, cudaStream_t s);
+
+/* The most row tiles a grouped GEMM over T k rows of E experts can have:
+ * the grid's height. */
+int         clef_k_moe_max_tiles(int T, int k, int E);
+
+/* One launch for every expert: D[r] = X[src(r)] . W_e^T (bf16 out, fp32
+ * accumulation) for expert e's grouped rows r, W = [E][N][K]; src(r) =
+ * row_token[r], or r when row_token is NULL.  K % 8 == 0, ldx % 8 == 0. */
+typedef struct {
+    const clef_bf16  *X;
+    int               ldx;
+    const int32_t    *row_token;
+    const clef_bf16  *W;
+    int               N, K;
+    clef_bf16        *D;
+    int               ldd;
+    const int32_t    *offset, *tile_off;
+    int               E, max_tiles;
+} clef_k_moe_gemm_args;
+
+cudaError_t clef_k_moe_gemm(const clef_k_moe_gemm_args *a, cudaStream_t s);
+
+/* hid[t] = bf16(hid[t] + sum_i weight[t][i] out[slot[t][i]]) in fp32, the
+ * experts in increasing index (out: grouped rows, ldo apart). */
+cudaError_t clef_k_moe_combine(const clef_bf16 *out, int ldo,
+    const int32_t *slot, const float *weight, int T, int k, clef_bf16 *hid,
+    int H, cudaStream_t s);
 
 /* ---- joint schema head (head_kernels.cu), fp32 ----------------------- */
 

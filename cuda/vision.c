@@ -155,6 +155,7 @@ vws_layout(cuda_vision *v, char *base)
     CARVE(y, clef_bf16, P * H * 2);
     CARVE(mlp, clef_bf16, P * wide * 2);
     CARVE(feat, clef_bf16, R * (size_t) v->out * 2);
+    CARVE(ds_feat, clef_bf16, (size_t) v->n_ds * R * (size_t) v->out * 2);
 #undef CARVE
     return off;
 }
@@ -431,7 +432,7 @@ cuda_vision_tower(clef_backend *b, clef_error *err)
     const int           P = (int) p->P, R = (int) p->R, H = v->H;
     clef_k_patch_args   pa;
     clef_k_attn_args    a;
-    int                 l;
+    int                 l, j;
 
     if (P == 0) {
         return 0;
@@ -493,6 +494,23 @@ cuda_vision_tower(clef_backend *b, clef_error *err)
         CK(clef_k_vbias_gelu(v->mlp, bl->fc1_b, P, v->I, 1, s), "vision gelu");
         VGEMM(P, H, v->I, bl->fc2, v->mlp, v->y);
         CK(clef_k_vresidual(v->x, v->y, bl->fc2_b, P, H, s), "vision residual");
+
+        /* DeepStack: this block's output through each merger that reads
+         * it, its LayerNorm over a merged row's 4H (the rows as they lie) */
+        for (j = 0; j < v->n_ds; j++) {
+            const cuda_vmerger  *g = &v->ds[j];
+
+            if (v->ds_block[j] != l) {
+                continue;
+            }
+            CK(clef_k_vlayernorm(v->x, g->n_w, g->n_b, v->xn, R, v->M, LN_EPS,
+                                 s), "deepstack norm");
+            VGEMM(R, v->M, v->M, g->m1, v->xn, v->mlp);
+            CK(clef_k_vbias_gelu(v->mlp, g->m1_b, R, v->M, 0, s),
+               "deepstack gelu");
+            VGEMM(R, v->out, v->M, g->m2, v->mlp,
+                  v->ds_feat + (size_t) j * R * v->out);
+        }
     }
 
     /* the merger: a 2 x 2 block's patches are consecutive rows, so the
@@ -520,6 +538,22 @@ cuda_vision_embed(clef_backend *b, clef_error *err)
                                       (const int32_t *) (v->dmeta + v->plan.o_dst),
                                       b->ws.hid, (int) v->plan.R, v->out, b->stream),
                       "image features", err);
+}
+
+int
+cuda_vision_deepstack(clef_backend *b, int l, clef_error *err)
+{
+    cuda_vision  *v = b->vision;
+
+    if (v == NULL || !v->active || v->plan.P == 0 || l >= v->n_ds) {
+        return 0;
+    }
+    return cuda_check(clef_k_vscatter_add(
+                          v->ds_feat + (size_t) l * v->plan.R * v->out,
+                          v->ds[l].m2_b,
+                          (const int32_t *) (v->dmeta + v->plan.o_dst),
+                          b->ws.hid, (int) v->plan.R, v->out, b->stream),
+                      "deepstack features", err);
 }
 
 int

@@ -29,6 +29,16 @@
 #include "backend/backend.h"
 #include "kernels.h"
 
+/* A DeepStack merger (Clef Omni): LayerNorm over each merged row's 4H,
+ * fc1, exact GELU, fc2. */
+typedef struct {
+    float      *n_w, *n_b;                        /* [M] */
+    clef_bf16  *m1, *m2;                          /* [M][M], [out][M] */
+    float      *m1_b, *m2_b;
+} cuda_vmerger;
+
+#define CUDA_VISION_DEEPSTACK_MAX  8
+
 typedef struct {
     float      *n1_w, *n1_b, *n2_w, *n2_b;        /* [H] LayerNorms */
     clef_bf16  *qkv, *proj, *fc1, *fc2;           /* [3H][H] [H][H] [I][H] [H][I] */
@@ -81,6 +91,9 @@ typedef struct cuda_vision {
     float       *mn_w, *mn_b;        /* merger LayerNorm [H] */
     clef_bf16   *m1, *m2;            /* [M][M], [out][M] */
     float       *m1_b, *m2_b;
+    int          n_ds;               /* DeepStack mergers (Clef Omni) */
+    int          ds_block[CUDA_VISION_DEEPSTACK_MAX];  /* the block each reads */
+    cuda_vmerger ds[CUDA_VISION_DEEPSTACK_MAX];
 
     /* the current batch (vision.c) */
     int          active;             /* it has images or videos */
@@ -96,6 +109,7 @@ typedef struct cuda_vision {
     clef_bf16   *xn, *qkv, *o, *y;   /* [P][H] [P][3H] [P][H] [P][H] */
     clef_bf16   *mlp;                /* [P][max(I, H)]: fc1, merger fc1 */
     clef_bf16   *feat;               /* [R][out] */
+    clef_bf16   *ds_feat;            /* [n_ds][R][out]: DeepStack levels */
 } cuda_vision;
 
 /* vision_weights.c: the tower's weights on the device, bf16 matrices and
@@ -112,6 +126,9 @@ int   cuda_vision_prepare(clef_backend *b, const clef_batch *batch,
     clef_error *err);
 int   cuda_vision_active(const clef_backend *b);
 int   cuda_vision_embed(clef_backend *b, clef_error *err);
+/* After decoder layer l: DeepStack level l's features added over the
+ * image-pad tokens (nothing past the last level, or without images). */
+int   cuda_vision_deepstack(clef_backend *b, int l, clef_error *err);
 void  cuda_vision_rope(const clef_backend *b, clef_k_rope_args *r);
 
 /* The tower alone over a prepared batch's images into v->feat (merged

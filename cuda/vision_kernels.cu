@@ -252,7 +252,7 @@ clef_k_vresidual(float *x, const clef_bf16 *y, const float *b, int rows, int n,
 
 static __global__ void
 vscatter_kernel(const bf16 *f, const float *b, const int32_t *dst, bf16 *hid,
-    int n)
+    int n, int add)
 {
     int64_t  j = blockIdx.x, t = dst[j];
 
@@ -260,17 +260,33 @@ vscatter_kernel(const bf16 *f, const float *b, const int32_t *dst, bf16 *hid,
         return;
     }
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        hid[t * n + i] = tobf(bf(f[j * n + i]) + b[i]);
+        float  v = bf(f[j * n + i]) + b[i];
+
+        hid[t * n + i] = add ? tobf(bf(hid[t * n + i]) + rbf(v)) : tobf(v);
     }
+}
+
+static cudaError_t
+vscatter(const clef_bf16 *f, const float *b, const int32_t *dst,
+    clef_bf16 *hid, int rows, int n, int add, cudaStream_t s)
+{
+    if (rows > 0) {
+        vscatter_kernel<<<rows, 256, 0, s>>>((const bf16 *) f, b, dst,
+                                             (bf16 *) hid, n, add);
+    }
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t
 clef_k_vscatter(const clef_bf16 *f, const float *b, const int32_t *dst,
     clef_bf16 *hid, int rows, int n, cudaStream_t s)
 {
-    if (rows > 0) {
-        vscatter_kernel<<<rows, 256, 0, s>>>((const bf16 *) f, b, dst,
-                                             (bf16 *) hid, n);
-    }
-    return cudaGetLastError();
+    return vscatter(f, b, dst, hid, rows, n, 0, s);
+}
+
+extern "C" cudaError_t
+clef_k_vscatter_add(const clef_bf16 *f, const float *b, const int32_t *dst,
+    clef_bf16 *hid, int rows, int n, cudaStream_t s)
+{
+    return vscatter(f, b, dst, hid, rows, n, 1, s);
 }

@@ -168,7 +168,7 @@ static int
 vsizes(cuda_vision *v, const clef_vision_config *c, const clef_text_config *tc,
     clef_error *err)
 {
-    int  rot = (int) (tc->head_dim * tc->partial_rotary_factor);
+    int  rot = (int) (tc->head_dim * tc->partial_rotary_factor), i;
 
     v->H = c->hidden_size;
     v->I = c->intermediate_size;
@@ -187,6 +187,10 @@ vsizes(cuda_vision *v, const clef_vision_config *c, const clef_text_config *tc,
     v->msec[0] = tc->mrope_section[0];
     v->msec[1] = tc->mrope_section[1];
     v->msec[2] = tc->mrope_section[2];
+    v->n_ds = c->n_deepstack;
+    for (i = 0; i < v->n_ds && i < CUDA_VISION_DEEPSTACK_MAX; i++) {
+        v->ds_block[i] = c->deepstack[i];
+    }
 
     if (v->heads <= 0 || v->H % v->heads != 0 || !clef_k_attention_supported(v->hd)
         || v->hd % 4 != 0 || v->depth < 0 || v->I <= 0 || v->row <= 0
@@ -198,6 +202,21 @@ vsizes(cuda_vision *v, const clef_vision_config *c, const clef_text_config *tc,
             "intermediate %d, %d position embeddings): needs a head dim that "
             "is a multiple of 8 up to 256 and a square position table",
             v->H, v->heads, v->I, c->num_position_embeddings);
+    }
+    if (v->n_ds < 0 || v->n_ds > CUDA_VISION_DEEPSTACK_MAX
+        || v->n_ds > tc->num_hidden_layers)
+    {
+        return clef_error_fail(err, CLEF_E_MODEL,
+            "cuda backend: %d DeepStack mergers (at most %d, and no more "
+            "than the %d decoder layers)", v->n_ds, CUDA_VISION_DEEPSTACK_MAX,
+            tc->num_hidden_layers);
+    }
+    for (i = 0; i < v->n_ds; i++) {
+        if (v->ds_block[i] < 0 || v->ds_block[i] >= v->depth) {
+            return clef_error_fail(err, CLEF_E_MODEL,
+                "cuda backend: DeepStack merger %d reads block %d of a "
+                "%d-block tower", i, v->ds_block[i], v->depth);
+        }
     }
     if (v->out != tc->hidden_size) {
         return clef_error_fail(err, CLEF_E_MODEL,
@@ -262,6 +281,19 @@ cuda_vision_weights_upload(const clef_model *m, const clef_text_config *tc,
             || up_f32(v, m, CLEF_ROLE_V_FC1_BIAS, l, &bl->fc1_b, err)
             || up_bf16(v, m, CLEF_ROLE_V_FC2, l, &bl->fc2, err)
             || up_f32(v, m, CLEF_ROLE_V_FC2_BIAS, l, &bl->fc2_b, err))
+        {
+            goto failed;
+        }
+    }
+    for (l = 0; l < v->n_ds; l++) {
+        cuda_vmerger  *g = &v->ds[l];
+
+        if (up_f32(v, m, CLEF_ROLE_V_DS_NORM, l, &g->n_w, err)
+            || up_f32(v, m, CLEF_ROLE_V_DS_NORM_BIAS, l, &g->n_b, err)
+            || up_bf16(v, m, CLEF_ROLE_V_DS_FC1, l, &g->m1, err)
+            || up_f32(v, m, CLEF_ROLE_V_DS_FC1_BIAS, l, &g->m1_b, err)
+            || up_bf16(v, m, CLEF_ROLE_V_DS_FC2, l, &g->m2, err)
+            || up_f32(v, m, CLEF_ROLE_V_DS_FC2_BIAS, l, &g->m2_b, err))
         {
             goto failed;
         }

@@ -367,6 +367,52 @@ upload_dense(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
                       &ly->mlp.dense.down, err) ? -1 : 0;
 }
 
+/* Layer l's routed experts (cuda_moe): the router in fp32, then expert
+ * by expert its gate_proj and up_proj rows and its down_proj, each
+ * tensor converted and copied to its place (no host copy of a layer's
+ * experts at once). */
+static int
+upload_moe(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
+{
+    static const clef_role  part[3] = {
+        CLEF_ROLE_MOE_GATE, CLEF_ROLE_MOE_UP, CLEF_ROLE_MOE_DOWN
+    };
+    static const char      *pname[3] = { "gate_proj", "up_proj", "down_proj" };
+    cuda_moe               *m = &ly->mlp.moe;
+    size_t                  each = (size_t) b->Im * (size_t) b->H;
+    const clef_tensor      *t;
+    clef_bf16              *dst;
+    char                    name[96];
+    void                   *d;
+    int                     e, j;
+
+    if (up_f32(b, role_t(b, CLEF_ROLE_MOE_ROUTER, l, err), &m->router, err)
+        != 0
+        || dev_alloc(b, (size_t) b->E * 2 * each * 2, &d, err) != 0)
+    {
+        return -1;
+    }
+    m->gate_up = d;
+    if (dev_alloc(b, (size_t) b->E * each * 2, &d, err) != 0) {
+        return -1;
+    }
+    m->down = d;
+    for (e = 0; e < b->E; e++) {
+        for (j = 0; j < 3; j++) {
+            snprintf(name, sizeof(name), "layer %d expert %d %s", l, e,
+                     pname[j]);
+            t = need(clef_model_expert_role(b->model, part[j], l, e), name,
+                     (int64_t) each, err);
+            dst = j < 2 ? m->gate_up + (size_t) (2 * e + j) * each
+                        : m->down + (size_t) e * each;
+            if (t == NULL || put_bf16(dst, t, err) != 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 static int
 upload_gdn(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
 {
@@ -476,8 +522,7 @@ upload_attn(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
                       &ly->attn.k_norm, err) ? -1 : 0;
 }
 
-/* Layer l: its norms, its MLP (by kind: the MoE MLP's loader joins here),
- * its mixer. */
+/* Layer l: its norms, its MLP (dense, or routed experts), its mixer. */
 static int
 upload_layer(clef_backend *b, int l, clef_error *err)
 {
@@ -486,7 +531,10 @@ upload_layer(clef_backend *b, int l, clef_error *err)
 
     ly->mixer = d->mixer;
     ly->mlp.kind = d->mlp;
-    if (upload_norms(b, l, ly, err) != 0 || upload_dense(b, l, ly, err) != 0) {
+    if (upload_norms(b, l, ly, err) != 0
+        || (d->mlp == CLEF_MLP_MOE ? upload_moe(b, l, ly, err)
+                                   : upload_dense(b, l, ly, err)) != 0)
+    {
         return -1;
     }
     return d->mixer == CLEF_MIXER_FULL ? upload_attn(b, l, ly, err)
@@ -650,15 +698,6 @@ cuda_weights_upload(clef_backend *b, clef_error *err)
     float                    inv[128];
     int                      l, j;
 
-    /* a kind of layer this backend does not run is refused before
-     * anything is uploaded */
-    for (l = 0; l < b->L; l++) {
-        if (tc->layer[l].mlp != CLEF_MLP_DENSE) {
-            return clef_error_fail(err, CLEF_E_MODEL,
-                "cuda backend: layer %d has a mixture-of-experts MLP (Clef "
-                "Omni), which it does not run yet", l);
-        }
-    }
     /* every rank embeds (replicated: shard.h says why) */
     emb = role_t(b, CLEF_ROLE_EMBED, 0, err);
     if (emb == NULL || up_bf16(b, emb, &b->embed, err) != 0) {

@@ -474,7 +474,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     m->name = value[1];
     ngx_str_set(&m->backend, "cpu");
     m->tp = 1;
-    m->max_length = CLEF_DEFAULT_MAX_LENGTH;
+    m->max_length = 0;               /* the model's default, once read */
     m->truncate = CLEF_TRUNCATE_REJECT;
 
     for (i = 3; i < cf->args->nelts; i++) {
@@ -615,6 +615,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
     m->max_token_bytes = info.max_token_bytes;
+    if (m->max_length == 0) {
+        m->max_length = info.max_length;
+    }
 
     /* images and videos need the vision tower; the CUDA backend runs it
      * on rank 0 only, so at tp=1 (cuda/README.md, "Images") */
@@ -629,9 +632,9 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
     p = ngx_snprintf(m->description.data, 256,
-                     "Clef decision model %V: %d layers, hidden size %d, "
-                     "%V backend%s", &m->name, info.layers,
-                     info.hidden_size, &m->backend,
+                     "Clef %sdecision model %V: %d layers, hidden size %d, "
+                     "%V backend%s", info.omni ? "Omni " : "", &m->name,
+                     info.layers, info.hidden_size, &m->backend,
                      ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
                      ? "; text and images (PNG, JPEG, WebP)" : "; text only");
     m->description.len = p - m->description.data;

@@ -21,8 +21,10 @@ plan skip_all => "$clef is not built" unless -x $clef;
 # part of the repository: missing means a broken checkout, not a skip
 -f "$tokenizer/tokenizer.json" or BAIL_OUT("no $tokenizer/tokenizer.json");
 
-# name => [seed, shards]; t/fixtures/models/README.md says the same.
-my @models = ([r2 => 2, 2], [r3 => 3, 1], [v1 => 11, 2]);
+# name => [seed, shards, tokenizer]; t/fixtures/models/README.md says the
+# same.  omni1 (Clef Omni) is made with Qwen3-Omni's added tokens.
+my @models = ([r2 => 2, 2], [r3 => 3, 1], [v1 => 11, 2],
+              [omni1 => 21, 2, 't/fixtures/tokenizer/qwen3-omni']);
 
 my $tmp = tempdir('clef_mkmodel_XXXXXX', TMPDIR => 1, CLEANUP => 1);
 
@@ -34,9 +36,10 @@ sub lines {
 }
 
 for my $m (@models) {
-    my ($name, $seed, $shards) = @$m;
+    my ($name, $seed, $shards, $tk) = @$m;
     my $out = "$tmp/$name";
-    my $log = `$clef mkmodel --config $fixtures/$name.json --tokenizer $tokenizer --seed $seed --out $out --shards $shards 2>&1`;
+    $tk //= $tokenizer;
+    my $log = `$clef mkmodel --config $fixtures/$name.json --tokenizer $tk --seed $seed --out $out --shards $shards 2>&1`;
     is($?, 0, "$name: mkmodel exits 0") or diag($log);
 
     my @want = lines("$fixtures/$name.sha256");

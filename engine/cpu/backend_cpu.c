@@ -250,35 +250,47 @@ cpu_backbone(clef_backend *b, const int32_t *ids, const int32_t *cu_seqlens,
 }
 
 /* The encoder of a media kind on the CPU: items (all of the kind) to their
- * merged rows at the text stack's width, one item after the other. */
+ * merged rows at the text stack's width, one item after the other; a kind
+ * with DeepStack levels (the vision tower's, Clef Omni) writes level d + 1
+ * at features + (d + 1) level_stride. */
 typedef int (*cpu_encoder)(clef_backend *b,
     const clef_media_item *const *items, int n, float *features,
-    clef_error *err);
+    int64_t level_stride, clef_error *err);
 
 /* The image kind: the vision tower over every image of the batch at once
  * (cpu/model/vision.c). */
 static int
 cpu_encode_images(clef_backend *b, const clef_media_item *const *items, int n,
-    float *features, clef_error *err)
+    float *features, int64_t level_stride, clef_error *err)
 {
     if (b->vision == NULL) {
         return clef_error_set(err, 400, "images_unsupported", NULL,
                               "This model does not accept images.");
     }
-    return clef_cpu_vision_forward(b->vision, items, n, features, err);
+    return clef_cpu_vision_forward_levels(b->vision, items, n, features,
+                                          level_stride, err);
+}
+
+/* Whether a kind's tokens take the DeepStack additions (the reference's
+ * visual_pos_masks: image and video pads). */
+static int
+cpu_visual(clef_media_kind k)
+{
+    return k == CLEF_MEDIA_IMAGE || k == CLEF_MEDIA_VIDEO;
 }
 
 /* The video kind: the same tower, each frame pair a temporal group of
  * two frames (cpu/model/vision.c). */
 static int
 cpu_encode_videos(clef_backend *b, const clef_media_item *const *items, int n,
-    float *features, clef_error *err)
+    float *features, int64_t level_stride, clef_error *err)
 {
     if (b->vision == NULL) {
         return clef_error_set(err, 400, "videos_unsupported", NULL,
                               "This model does not accept videos.");
     }
-    return clef_cpu_vision_forward(b->vision, items, n, features, err);
+    return clef_cpu_vision_forward_levels(b->vision, items, n, features,
+                                          level_stride, err);
 }
 
 static const cpu_encoder  cpu_encoders[CLEF_MEDIA_KINDS] = {
@@ -296,11 +308,12 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     const clef_media_kind_info  *info;
     const clef_media_item      **items;
     const clef_media_item       *it;
-    clef_media_span             *spans;
+    clef_media_span             *spans, *visual;
     clef_cpu_media               media;
     int64_t                     *first, rows = 0, krow[CLEF_MEDIA_KINDS];
     float                       *features = NULL;
     int                          m, k, n, at[CLEF_MEDIA_KINDS], rc = -1;
+    int                          levels, nv = 0;
 
     if (batch->positions == NULL) {
         return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with media "
@@ -309,7 +322,8 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     items = calloc((size_t) batch->n_items + 1, sizeof(*items));
     first = calloc((size_t) batch->n_items + 1, sizeof(*first));
     spans = calloc((size_t) batch->n_spans + 1, sizeof(*spans));
-    if (items == NULL || first == NULL || spans == NULL) {
+    visual = calloc((size_t) batch->n_spans + 1, sizeof(*visual));
+    if (items == NULL || first == NULL || spans == NULL || visual == NULL) {
         clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         goto done;
     }
@@ -338,8 +352,9 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
         clef_error_fail(err, CLEF_E_INTERNAL, "a media item of no kind");
         goto done;
     }
-    features = malloc(sizeof(float) * (size_t) (rows > 0 ? rows : 1)
-                      * (size_t) b->hidden_size);
+    levels = 1 + clef_cpu_vision_deepstack(b->vision);
+    features = calloc((size_t) levels * (size_t) (rows > 0 ? rows : 1)
+                      * (size_t) b->hidden_size, sizeof(float));
     if (features == NULL) {
         clef_error_fail(err, CLEF_E_NO_MEMORY,
             "out of memory for %lld media tokens", (long long) rows);
@@ -349,7 +364,8 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
         n = (k + 1 < CLEF_MEDIA_KINDS ? at[k + 1] : batch->n_items) - at[k];
         if (n > 0
             && cpu_encoders[k](b, items + at[k], n,
-                               features + krow[k] * b->hidden_size, err) != 0)
+                               features + krow[k] * b->hidden_size,
+                               rows * b->hidden_size, err) != 0)
         {
             goto done;
         }
@@ -358,11 +374,19 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
         spans[m] = batch->spans[m];
         spans[m].row = (int32_t) (first[batch->spans[m].item]
                                   + batch->spans[m].row);
+        if (cpu_visual(clef_batch_item(batch, batch->spans[m].item)->kind)) {
+            visual[nv++] = spans[m];
+        }
     }
     media.positions = batch->positions;
     media.spans = spans;
     media.n_spans = batch->n_spans;
     media.features = features;
+    media.n_deepstack = levels - 1;
+    media.deepstack = features + rows * b->hidden_size;
+    media.level_stride = rows * b->hidden_size;
+    media.visual = visual;
+    media.n_visual = nv;
     rc = cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, &media,
                       hidden, err);
 
@@ -371,6 +395,7 @@ done:
     free(items);
     free(first);
     free(spans);
+    free(visual);
     return rc;
 }
 

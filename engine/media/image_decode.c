@@ -23,6 +23,14 @@ int
 clef_image_decode(const clef_media_input *in, int index, int64_t max_pixels,
     clef_rgb_image *out, clef_error *err)
 {
+    return clef_image_decode_exif(in, index, max_pixels, 1, out, err);
+}
+
+
+int
+clef_image_decode_exif(const clef_media_input *in, int index,
+    int64_t max_pixels, int exif, clef_rgb_image *out, clef_error *err)
+{
     char    msg[256], loc[64];
     double  deadline = clef_clock_seconds() + CLEF_IMAGE_DECODE_SECONDS;
     int     rc, orientation = -1;
@@ -54,7 +62,7 @@ clef_image_decode(const clef_media_input *in, int index, int64_t max_pixels,
         return clef_error_set(err, 400, "image_invalid", loc,
             "Image %d cannot be decoded: %s.", index, msg);
     }
-    if (clef_exif_apply(out, orientation) != 0) {
+    if (exif && clef_exif_apply(out, orientation) != 0) {
         clef_rgb_image_free(out);
         return clef_error_set(err, 500, "internal_error", loc,
                               "Out of memory.");

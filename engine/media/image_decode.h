@@ -58,6 +58,11 @@ void clef_rgb_image_free(clef_rgb_image *im);
 int clef_image_decode(const clef_media_input *in, int index,
     int64_t max_pixels, clef_rgb_image *out, clef_error *err);
 
+/* The same, the EXIF orientation applied only when exif is set (Clef
+ * Omni's reference opens images with PIL, which does not turn them). */
+int clef_image_decode_exif(const clef_media_input *in, int index,
+    int64_t max_pixels, int exif, clef_rgb_image *out, clef_error *err);
+
 /* ---- the parts, one file each ------------------------------------------ */
 
 /* why: a static string, or msg (at least 200 bytes) filled. */

@@ -20,6 +20,7 @@ clef_processor_config_default(clef_processor_config *pc)
     pc->min_pixels = 65536;
     pc->max_pixels = 16777216;
     pc->rescale_factor = 1.0 / 255.0;
+    pc->exif_orientation = 1;
     for (c = 0; c < 3; c++) {
         pc->mean[c] = 0.5;
         pc->std[c] = 0.5;

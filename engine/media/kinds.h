@@ -36,6 +36,9 @@ typedef struct {
                                            (preprocessor_config.json) */
     clef_video_config      video;       /* videos (video_preprocessor_
                                            config.json) */
+    int                    newline_each;   /* each item's text ends in a
+                                              newline of its own (Clef
+                                              Omni), else one after all */
 } clef_media_conf;
 
 /* Accepts nothing; the processor's defaults. */

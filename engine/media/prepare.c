@@ -19,7 +19,10 @@ image_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     int             rc;
 
     (void) run;
-    if (clef_image_decode(in, index, CLEF_IMAGE_MAX_PIXELS, &rgb, err) != 0) {
+    if (clef_image_decode_exif(in, index, CLEF_IMAGE_MAX_PIXELS,
+                               mc->processor.exif_orientation, &rgb, err)
+        != 0)
+    {
         return -1;
     }
     rc = clef_image_preprocess(&rgb, index, &mc->processor, out, err);

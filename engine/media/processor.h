@@ -38,6 +38,9 @@ typedef struct {
     int64_t  max_pixels;            /* size.longest_edge, 16777216 */
     double   rescale_factor;        /* 1 / 255 */
     double   mean[3], std[3];       /* 0.5 */
+    int      exif_orientation;      /* 1: applied as the image is decoded
+                                       (Clef's torchvision decode_image);
+                                       0: not (Clef Omni's PIL open) */
 } clef_processor_config;
 
 void clef_processor_config_default(clef_processor_config *pc);

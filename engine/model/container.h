@@ -23,9 +23,12 @@
 
 /* What every kind of container says of a model. */
 typedef struct {
-    clef_text_config    text;
-    clef_head_config    head;
-    clef_vision_config  vision;       /* present 0: no tower */
+    clef_family              family;
+    clef_text_config         text;
+    clef_head_config         head;
+    clef_vision_config       vision;  /* present 0: no tower */
+    clef_audio_tower_config  audio;   /* present 0: no audio tower */
+    clef_omni_config         omni;    /* CLEF_FAMILY_OMNI only */
 } clef_model_configs;
 
 /* The model's canonical tensor table, as containers fill it. */

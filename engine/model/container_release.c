@@ -19,6 +19,7 @@
 #include "base/path.h"
 #include "model/container.h"
 #include "model/model_config.h"
+#include "model/model_omni.h"
 #include "model/model_vision.h"
 #include "model/safetensors.h"
 
@@ -148,8 +149,16 @@ release_configs(void *c, clef_model_configs *cfg, clef_error *err)
     if (root == NULL) {
         goto done;
     }
+    cfg->family = clef_config_family(root);
     rc = clef_text_config_parse(root, path, &cfg->text, err);
-    if (rc == 0) {
+    if (rc == 0 && cfg->family == CLEF_FAMILY_OMNI) {
+        /* the thinker's towers and token ids */
+        rc = clef_vision_config_parse(clef_omni_thinker(root), path,
+                                      &cfg->vision, err);
+        if (rc == 0) {
+            rc = clef_omni_config_parse(root, path, cfg, err);
+        }
+    } else if (rc == 0) {
         rc = clef_vision_config_parse(root, path, &cfg->vision, err);
     }
     json_decref(root);
@@ -228,14 +237,20 @@ is_vision_tensor(const char *name)
 }
 
 /* The canonical name of a stored tensor into buf, or NULL for one never
- * read (MTP; the tower when the config has none, as Qwen3_5ForCausalLM).
+ * read (MTP; the tower when the config has none, as Qwen3_5ForCausalLM;
+ * a Clef Omni release's talker.* and code2wav.*, model_omni.h).
  * Qwen3_5ForCausalLM stores "model.X"; the tower keeps its name. */
 static const char *
-canonical_name(const char *stored, int vision, char *buf, size_t size,
-    int *skip)
+canonical_name(const clef_model_configs *cfg, const char *stored, char *buf,
+    size_t size, int *skip)
 {
+    if (cfg->family == CLEF_FAMILY_OMNI) {
+        *skip = clef_omni_canonical(stored, buf, size) != 1
+                || (!cfg->vision.present && is_vision_tensor(buf));
+        return *skip ? NULL : buf;
+    }
     *skip = strncmp(stored, "mtp.", 4) == 0
-            || (!vision && is_vision_tensor(stored));
+            || (!cfg->vision.present && is_vision_tensor(stored));
     if (*skip) {
         return NULL;
     }
@@ -251,7 +266,8 @@ canonical_name(const char *stored, int vision, char *buf, size_t size,
 
 static int
 add_tensor(clef_tensor_table *tt, const clef_tensor *t,
-    const clef_safetensors *st, int vision, clef_error *err)
+    const clef_safetensors *st, const clef_model_configs *cfg,
+    clef_error *err)
 {
     char         buf[512];
     const char  *name;
@@ -262,7 +278,7 @@ add_tensor(clef_tensor_table *tt, const clef_tensor *t,
                                "%s: tensor name '%.64s...' is too long",
                                clef_safetensors_path(st), t->name);
     }
-    name = canonical_name(t->name, vision, buf, sizeof(buf), &skip);
+    name = canonical_name(cfg, t->name, buf, sizeof(buf), &skip);
     return skip ? 0 : clef_tensor_table_add(tt, name, 0, t,
                                             clef_safetensors_path(st), err);
 }
@@ -309,7 +325,7 @@ open_file(release *r, const char *name, clef_error *err)
 }
 
 static int
-load_index(release *r, const char *index_path, int vision,
+load_index(release *r, const char *index_path, const clef_model_configs *cfg,
     clef_tensor_table *tt, clef_error *err)
 {
     json_t             *root, *map, *v;
@@ -331,9 +347,9 @@ load_index(release *r, const char *index_path, int vision,
     }
 
     json_object_foreach(map, name, v) {
-        canonical_name(name, vision, buf, sizeof(buf), &skip);
+        canonical_name(cfg, name, buf, sizeof(buf), &skip);
         if (skip) {
-            continue;                     /* never open a vision-only shard */
+            continue;                     /* never open a shard of these */
         }
         file = json_is_string(v) ? json_string_value(v) : NULL;
         if (file == NULL || file[0] == '\0' || file[0] == '.'
@@ -356,7 +372,7 @@ load_index(release *r, const char *index_path, int vision,
                             file);
             goto done;
         }
-        if (add_tensor(tt, t, st, vision, err) != 0) {
+        if (add_tensor(tt, t, st, cfg, err) != 0) {
             goto done;
         }
     }
@@ -368,7 +384,8 @@ done:
 }
 
 static int
-load_single(release *r, int vision, clef_tensor_table *tt, clef_error *err)
+load_single(release *r, const clef_model_configs *cfg, clef_tensor_table *tt,
+    clef_error *err)
 {
     clef_safetensors  *st;
     int                i;
@@ -378,7 +395,7 @@ load_single(release *r, int vision, clef_tensor_table *tt, clef_error *err)
         return -1;
     }
     for (i = 0; i < clef_safetensors_count(st); i++) {
-        if (add_tensor(tt, clef_safetensors_at(st, i), st, vision, err) != 0) {
+        if (add_tensor(tt, clef_safetensors_at(st, i), st, cfg, err) != 0) {
             return -1;
         }
     }
@@ -396,9 +413,9 @@ load_backbone(release *r, const clef_model_configs *cfg, clef_tensor_table *tt,
     if (index == NULL || single == NULL) {
         rc = oom(err);
     } else if (exists(index)) {
-        rc = load_index(r, index, cfg->vision.present, tt, err);
+        rc = load_index(r, index, cfg, tt, err);
     } else if (exists(single)) {
-        rc = load_single(r, cfg->vision.present, tt, err);
+        rc = load_single(r, cfg, tt, err);
     } else {
         rc = clef_error_fail(err, CLEF_E_MODEL, "%s: no "
                              "model.safetensors.index.json or "

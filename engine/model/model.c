@@ -12,6 +12,7 @@
 
 #include "model/container.h"
 #include "model/model_config.h"
+#include "model/model_omni.h"
 #include "model/model_vision.h"
 
 typedef struct {
@@ -65,10 +66,23 @@ where(const clef_model *m, clef_source s)
 
 /* ---- the canonical table ------------------------------------------------ */
 
-static int
-is_vision_tensor(const char *name)
+/* Which part of the backbone a canonical name is in: checked apart, each
+ * against its own config. */
+typedef enum {
+    GROUP_TEXT = 0,
+    GROUP_VISION,
+    GROUP_AUDIO
+} tensor_group;
+
+static tensor_group
+group_of(const char *name)
 {
-    return strncmp(name, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) == 0;
+    if (strncmp(name, CLEF_VISION_PREFIX, sizeof(CLEF_VISION_PREFIX) - 1) == 0)
+    {
+        return GROUP_VISION;
+    }
+    return strncmp(name, CLEF_AUDIO_PREFIX, sizeof(CLEF_AUDIO_PREFIX) - 1) == 0
+           ? GROUP_AUDIO : GROUP_TEXT;
 }
 
 static int
@@ -197,7 +211,8 @@ check_tensor(const clef_tensor_spec *s, const clef_tensor *t, const char *file,
  * reported is the first one; then no tensor of that part left over.  The
  * specs are freed. */
 static int
-check_part(clef_model *m, spec_list *specs, int vision, clef_error *err)
+check_part(clef_model *m, spec_list *specs, tensor_group group,
+    clef_error *err)
 {
     clef_tensor_spec    key;
     const model_entry  *e;
@@ -218,11 +233,11 @@ check_part(clef_model *m, spec_list *specs, int vision, clef_error *err)
     qsort(specs->v, (size_t) specs->n, sizeof(*specs->v), cmp_spec);
     for (i = 0; i < m->table.n; i++) {
         e = &m->table.v[i];
-        if (e->head || is_vision_tensor(e->name) != vision) {
-            continue;           /* the other part's */
+        if (e->head || group_of(e->name) != group) {
+            continue;           /* another part's */
         }
         /* A tied checkpoint may still carry lm_head.weight: unused. */
-        if (!vision && m->cfg.text.tie_word_embeddings
+        if (group == GROUP_TEXT && m->cfg.text.tie_word_embeddings
             && strcmp(e->name, clef_role_of(CLEF_ROLE_LM_HEAD)->name) == 0)
         {
             continue;
@@ -252,7 +267,7 @@ check_text(clef_model *m, clef_error *err)
         free(specs.v);
         return oom(err);
     }
-    return check_part(m, &specs, 0, err);
+    return check_part(m, &specs, GROUP_TEXT, err);
 }
 
 /* The head, strict like load_state_dict(strict=True): every tensor the
@@ -317,7 +332,8 @@ check_vision(clef_model *m, clef_error *err)
     int                  i, any = 0;
 
     for (i = 0; i < m->table.n; i++) {
-        any |= !m->table.v[i].head && is_vision_tensor(m->table.v[i].name);
+        any |= !m->table.v[i].head
+               && group_of(m->table.v[i].name) == GROUP_VISION;
     }
     if (!v->present || !any) {
         v->present = 0;
@@ -333,7 +349,38 @@ check_vision(clef_model *m, clef_error *err)
         free(specs.v);
         return oom(err);
     }
-    return check_part(m, &specs, 1, err);
+    return check_part(m, &specs, GROUP_VISION, err);
+}
+
+/* Clef Omni's audio tower, likewise: every tensor its config implies and
+ * nothing else under model.audio_tower; none at all is a checkpoint that
+ * takes no audio. */
+static int
+check_audio(clef_model *m, clef_error *err)
+{
+    spec_list                 specs = { NULL, 0, 0 };
+    clef_audio_tower_config  *a = &m->cfg.audio;
+    int                       i, any = 0;
+
+    for (i = 0; i < m->table.n; i++) {
+        any |= !m->table.v[i].head
+               && group_of(m->table.v[i].name) == GROUP_AUDIO;
+    }
+    if (!a->present || !any) {
+        a->present = 0;
+        return any ? check_part(m, &specs, GROUP_AUDIO, err) : 0;
+    }
+    if (a->output_dim != m->cfg.text.hidden_size) {
+        return model_error(err, "%s: audio_config.output_dim %d is not the "
+                           "text hidden_size %d",
+                           where(m, CLEF_SOURCE_BACKBONE), a->output_dim,
+                           m->cfg.text.hidden_size);
+    }
+    if (clef_audio_tensors(a, collect_spec, &specs) != 0) {
+        free(specs.v);
+        return oom(err);
+    }
+    return check_part(m, &specs, GROUP_AUDIO, err);
 }
 
 /* ---- open / close ------------------------------------------------------- */
@@ -346,7 +393,7 @@ load_tensors(clef_model *m, clef_error *err)
     if (k->tensors(m->container, &m->cfg, CLEF_SOURCE_BACKBONE, &m->table, err)
         != 0
         || sort_entries(m, err) != 0 || check_vision(m, err) != 0
-        || check_text(m, err) != 0)
+        || check_audio(m, err) != 0 || check_text(m, err) != 0)
     {
         return -1;
     }
@@ -453,6 +500,30 @@ const clef_vision_config *
 clef_model_vision_config(const clef_model *m)
 {
     return m->cfg.vision.present ? &m->cfg.vision : NULL;
+}
+
+int
+clef_model_default_max_length(const clef_model *m)
+{
+    return m->cfg.family == CLEF_FAMILY_OMNI ? CLEF_OMNI_MAX_LENGTH : 0;
+}
+
+clef_family
+clef_model_family(const clef_model *m)
+{
+    return m->cfg.family;
+}
+
+const clef_omni_config *
+clef_model_omni_config(const clef_model *m)
+{
+    return m->cfg.family == CLEF_FAMILY_OMNI ? &m->cfg.omni : NULL;
+}
+
+const clef_audio_tower_config *
+clef_model_audio_config(const clef_model *m)
+{
+    return m->cfg.audio.present ? &m->cfg.audio : NULL;
 }
 
 const clef_tokenizer *

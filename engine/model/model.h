@@ -37,10 +37,18 @@ typedef enum {
 
 typedef enum {
     CLEF_MLP_DENSE = 0,         /* mlp.{gate,up,down}_proj */
-    CLEF_MLP_MOE                /* routed experts with a shared expert
-                                   (Clef Omni): no backend runs it yet,
-                                   both refuse it by name */
+    CLEF_MLP_MOE                /* routed experts (Clef Omni): a router,
+                                   mlp.experts.E.{gate,up,down}_proj */
 } clef_mlp_kind;
+
+/* The family of a model: which release layout it comes in and which
+ * reference encodes its records.  The backbone does not test it: what
+ * differs between families is spelled out in the config (layer kinds,
+ * norm form, output gate, rotary share, MLP kind). */
+typedef enum {
+    CLEF_FAMILY_CLEF = 0,       /* Clef, Clef-flash: qwen3_5 */
+    CLEF_FAMILY_OMNI            /* Clef Omni: qwen3_omni_moe's thinker */
+} clef_family;
 
 /* One decoder layer as the config describes it, derived once when the
  * config is parsed; both weight loaders (CPU and CUDA) and the role table
@@ -79,7 +87,14 @@ typedef struct {
                                            and j < 3 sec[2], else on T */
     int     mrope_interleaved;          /* always 1 (transformers' only form) */
     int     tie_word_embeddings;
+    int     norm_plus_one;              /* 1: RMSNorm weights applied as
+                                           1 + w (Qwen3.5), 0: as w (Omni) */
+    int     num_experts;                /* 0: dense MLPs */
+    int     num_experts_per_tok;
+    int     moe_intermediate_size;
+    int     norm_topk_prob;             /* top-k weights renormalised */
     uint8_t layer_full[CLEF_MAX_LAYERS]; /* 1: full_attention, 0: linear_attention */
+    uint8_t layer_moe[CLEF_MAX_LAYERS];  /* 1: the layer's MLP is routed experts */
     clef_layer_desc layer[CLEF_MAX_LAYERS];   /* from the above */
 } clef_text_config;
 
@@ -107,6 +122,8 @@ typedef struct {
     int     num_position_embeddings;
     int     out_hidden_size;
     double  rope_theta;             /* the 2D rotary's, 10000 */
+    int     n_deepstack;            /* DeepStack mergers (Clef Omni) */
+    int     deepstack[8];           /* the tower block each one reads */
     int     image_token_id;
     int     vision_start_token_id;
     int     vision_end_token_id;
@@ -115,6 +132,32 @@ typedef struct {
     clef_processor_config  processor;
     clef_video_config      video;   /* video_preprocessor_config.json */
 } clef_vision_config;
+
+/* Clef Omni's audio tower (transformers' Qwen3OmniMoeAudioEncoderConfig:
+ * thinker_config.audio_config), the sizes its tensors are checked at. */
+typedef struct {
+    int     present;
+    int     num_mel_bins;           /* 128 */
+    int     d_model;                /* 1280 */
+    int     encoder_layers;         /* 32 */
+    int     encoder_attention_heads;
+    int     encoder_ffn_dim;
+    int     downsample_hidden_size; /* the convolutions' channels */
+    int     output_dim;             /* the thinker's hidden size */
+    int     n_window;               /* chunks of 2 n_window frames */
+    int     n_window_infer;         /* attention windows, in frames */
+    int     max_source_positions;
+} clef_audio_tower_config;
+
+/* What Clef Omni's thinker_config adds: token ids and the time scale of
+ * its M-RoPE positions. */
+typedef struct {
+    int     audio_token_id;         /* <|audio_pad|> */
+    int     audio_start_token_id;
+    int     audio_end_token_id;
+    int     video_token_id;
+    int     position_id_per_seconds;
+} clef_omni_config;
 
 typedef struct clef_model clef_model;
 
@@ -133,6 +176,21 @@ const clef_head_config *clef_model_head_config(const clef_model *m);
 /* NULL when the checkpoint has no vision tower (it then takes no images). */
 const clef_vision_config *clef_model_vision_config(const clef_model *m);
 const clef_tokenizer   *clef_model_tokenizer(const clef_model *m);
+/* Clef Omni's reference encodes a record in at most this many tokens by
+ * default (its DEFAULT_MAX_LENGTH, and the hosted endpoint's budget). */
+#define CLEF_OMNI_MAX_LENGTH  64000
+
+/* The token limit of a record the model's reference has when none is
+ * configured: CLEF_OMNI_MAX_LENGTH for Clef Omni, 0 (the engine's own
+ * default, protocol/plan.h) for Clef. */
+int clef_model_default_max_length(const clef_model *m);
+
+/* Which family the model is (its release layout and its encoder). */
+clef_family             clef_model_family(const clef_model *m);
+/* Clef Omni's token ids and time scale; NULL for another family. */
+const clef_omni_config *clef_model_omni_config(const clef_model *m);
+/* NULL when the model has no audio tower. */
+const clef_audio_tower_config *clef_model_audio_config(const clef_model *m);
 /* The path the model was opened from. */
 const char             *clef_model_dir(const clef_model *m);
 

@@ -126,7 +126,7 @@ clef_text_config_describe_layers(clef_text_config *c)
     for (l = 0; l < c->num_hidden_layers; l++) {
         c->layer[l].mixer = c->layer_full[l] ? CLEF_MIXER_FULL
                                              : CLEF_MIXER_LINEAR;
-        c->layer[l].mlp = CLEF_MLP_DENSE;
+        c->layer[l].mlp = c->layer_moe[l] ? CLEF_MLP_MOE : CLEF_MLP_DENSE;
         snprintf(c->layer[l].prefix, sizeof(c->layer[l].prefix),
                  CLEF_TEXT_PREFIX "layers.%d.", l);
     }
@@ -177,23 +177,44 @@ parse_layer_types(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
     return 0;
 }
 
+/* How a family's text config states its rotary embedding, where a key is
+ * left out: transformers' defaults for its config class. */
+typedef struct {
+    const char  *params;            /* the object: "rope_parameters" */
+    const char  *legacy;            /* or this older one, or NULL */
+    double       theta;
+    double       partial;
+    int          mrope[3];
+} rope_defaults;
+
+static const rope_defaults  qwen35_rope = {
+    "rope_parameters", NULL, 10000.0, 0.25, { 11, 11, 10 }
+};
+
+/* Qwen3OmniMoeTextConfig: default_theta 1e6, every dim rotates, the
+ * rotary embedding's mrope_section default [24, 20, 20]; the release
+ * states them in rope_scaling, which transformers reads as
+ * rope_parameters. */
+static const rope_defaults  omni_rope = {
+    "rope_parameters", "rope_scaling", 1000000.0, 1.0, { 24, 20, 20 }
+};
+
 /* The M-RoPE split of the rotary pairs over (T, H, W) that images use, as
- * transformers' Qwen3_5TextRotaryEmbedding reads it: rope_parameters.
- * mrope_section, [11, 11, 10] when absent whatever the pair count, never
+ * transformers' rotary embeddings read it: mrope_section of the rope
+ * object, the family's default when absent whatever the pair count, never
  * checked against it (pairs past the section's reach stay on T); the
  * layout is always interleaved (mrope_interleaved is not read there, so
  * not here either). */
 static int
-parse_mrope(const cfg_ctx *x, const json_t *rp, const char *rprefix, int pairs,
-    clef_text_config *c)
+parse_mrope(const cfg_ctx *x, const json_t *rp, const char *rprefix,
+    const rope_defaults *d, clef_text_config *c)
 {
     const json_t  *ms = rp != NULL ? json_object_get(rp, "mrope_section") : NULL;
     int            i;
 
-    (void) pairs;
-    c->mrope_section[0] = 11;
-    c->mrope_section[1] = 11;
-    c->mrope_section[2] = 10;
+    for (i = 0; i < 3; i++) {
+        c->mrope_section[i] = d->mrope[i];
+    }
     c->mrope_interleaved = 1;
     if (ms == NULL) {
         return 0;
@@ -216,20 +237,25 @@ parse_mrope(const cfg_ctx *x, const json_t *rp, const char *rprefix, int pairs,
 }
 
 static int
-parse_rope(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
+parse_rope(const cfg_ctx *x, const json_t *tc, const rope_defaults *d,
+    clef_text_config *c)
 {
-    const json_t  *rp = json_object_get(tc, "rope_parameters");
+    const json_t  *rp = json_object_get(tc, d->params);
     const json_t  *os[2];
-    const char    *prefixes[2];
-    char           rprefix[64];
+    const char    *prefixes[2], *name = d->params;
+    char           rprefix[80];
     int            rotary;
 
-    /* transformers' precedence: rope_parameters, then the legacy top-level
-     * keys, then the defaults (theta 10000, partial rotary factor 0.25). */
-    if (rp != NULL && !json_is_object(rp)) {
-        return cfg_error(x, "%srope_parameters is not an object", x->prefix);
+    if (rp == NULL && d->legacy != NULL) {
+        name = d->legacy;
+        rp = json_object_get(tc, name);
     }
-    snprintf(rprefix, sizeof(rprefix), "%srope_parameters.", x->prefix);
+    /* transformers' precedence: the rope object, then the legacy
+     * top-level keys, then the defaults */
+    if (rp != NULL && !json_is_object(rp)) {
+        return cfg_error(x, "%s%s is not an object", x->prefix, name);
+    }
+    snprintf(rprefix, sizeof(rprefix), "%s%s.", x->prefix, name);
     if (rp != NULL && want_string(x, rp, rprefix, "rope_type", "default") != 0) {
         return -1;
     }
@@ -237,8 +263,8 @@ parse_rope(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
     os[1] = tc;
     prefixes[0] = rprefix;
     prefixes[1] = x->prefix;
-    if (get_num(x, os, prefixes, 2, "rope_theta", 10000.0, &c->rope_theta) != 0
-        || get_num(x, os, prefixes, 2, "partial_rotary_factor", 0.25,
+    if (get_num(x, os, prefixes, 2, "rope_theta", d->theta, &c->rope_theta) != 0
+        || get_num(x, os, prefixes, 2, "partial_rotary_factor", d->partial,
                    &c->partial_rotary_factor) != 0)
     {
         return -1;
@@ -254,7 +280,165 @@ parse_rope(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
                          "head_dim %d, need an even number >= 2",
                          c->partial_rotary_factor, rotary, c->head_dim);
     }
-    return parse_mrope(x, rp, rprefix, rotary / 2, c);
+    return parse_mrope(x, rp, rprefix, d, c);
+}
+
+/* ---- Clef Omni: the thinker of qwen3_omni_moe -------------------------- */
+
+/* mlp_only_layers, decoder_sparse_step and num_experts decide which layers
+ * route, as Qwen3OmniMoeThinkerTextDecoderLayer does. */
+static int
+parse_omni_moe(const cfg_ctx *x, const json_t *tc, clef_text_config *c)
+{
+    const json_t  *ol = json_object_get(tc, "mlp_only_layers"), *v;
+    int            step = 1, l;
+    size_t         i;
+
+    if (get_int(x, tc, "num_experts", 0, 4096, &c->num_experts) != 0) {
+        return -1;
+    }
+    if (json_object_get(tc, "decoder_sparse_step") != NULL
+        && get_int(x, tc, "decoder_sparse_step", 1, CLEF_MAX_LAYERS, &step)
+           != 0)
+    {
+        return -1;
+    }
+    v = json_object_get(tc, "shared_expert_intermediate_size");
+    if (v != NULL && !(json_is_integer(v) && json_integer_value(v) == 0)) {
+        return cfg_error(x, "%sshared_expert_intermediate_size: a shared "
+                         "expert is not supported", x->prefix);
+    }
+    if (ol != NULL && !json_is_null(ol) && !json_is_array(ol)) {
+        return cfg_error(x, "%smlp_only_layers is not a list", x->prefix);
+    }
+    for (l = 0; l < c->num_hidden_layers; l++) {
+        c->layer_moe[l] = c->num_experts > 0 && (l + 1) % step == 0;
+    }
+    json_array_foreach(ol, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            return cfg_error(x, "%smlp_only_layers[%zu] is not a layer index",
+                             x->prefix, i);
+        }
+        if (json_integer_value(v) < c->num_hidden_layers) {
+            c->layer_moe[json_integer_value(v)] = 0;
+        }
+    }
+    if (c->num_experts == 0) {
+        return 0;
+    }
+    if (get_int(x, tc, "num_experts_per_tok", 1,
+                c->num_experts < 64 ? c->num_experts : 64,
+                &c->num_experts_per_tok) != 0
+        || get_int(x, tc, "moe_intermediate_size", 1, MAX_DIM,
+                   &c->moe_intermediate_size) != 0
+        || get_bool(x, tc, x->prefix, "norm_topk_prob", 1, &c->norm_topk_prob)
+           != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
+
+/* config.json of a Clef Omni release (Qwen3OmniMoeForConditionalGeneration):
+ * the text stack under thinker_config.text_config, every layer full
+ * attention without an output gate, plain RMSNorm weights, routed
+ * experts; the talker's and code2wav's configs are not read. */
+static int
+parse_omni(cfg_ctx *x, const json_t *root, clef_text_config *c)
+{
+    const json_t  *th = json_object_get(root, "thinker_config"), *tc;
+    const json_t  *os[1];
+    const char    *prefixes[1];
+    int            l, tied_top = -1;
+
+    if (!json_is_object(th)) {
+        return cfg_error(x, "thinker_config is %s", th == NULL ? "missing"
+                                                               : "not an object");
+    }
+    tc = json_object_get(th, "text_config");
+    if (!json_is_object(tc)) {
+        return cfg_error(x, "thinker_config.text_config is %s",
+                         tc == NULL ? "missing" : "not an object");
+    }
+    x->prefix = "thinker_config.text_config.";
+    if (want_string(x, tc, x->prefix, "model_type", "qwen3_omni_moe_text") != 0
+        || want_string(x, tc, x->prefix, "hidden_act", "silu") != 0
+        || get_bool(x, th, "thinker_config.", "tie_word_embeddings", 0,
+                    &tied_top) != 0)
+    {
+        return -1;
+    }
+    if (json_is_true(json_object_get(tc, "attention_bias"))) {
+        return cfg_error(x, "%sattention_bias true is not supported",
+                         x->prefix);
+    }
+    if (json_is_true(json_object_get(tc, "use_sliding_window"))) {
+        return cfg_error(x, "%suse_sliding_window true is not supported",
+                         x->prefix);
+    }
+    if (get_int(x, tc, "vocab_size", 1, MAX_VOCAB, &c->vocab_size) != 0
+        || get_int(x, tc, "hidden_size", 1, MAX_DIM, &c->hidden_size) != 0
+        || get_int(x, tc, "intermediate_size", 1, MAX_DIM,
+                   &c->intermediate_size) != 0
+        || get_int(x, tc, "num_hidden_layers", 1, CLEF_MAX_LAYERS,
+                   &c->num_hidden_layers) != 0
+        || get_int(x, tc, "num_attention_heads", 1, 4096,
+                   &c->num_attention_heads) != 0
+        || get_int(x, tc, "num_key_value_heads", 1, 4096,
+                   &c->num_key_value_heads) != 0)
+    {
+        return -1;
+    }
+    /* the attention's own default when the key is absent */
+    c->head_dim = c->hidden_size / c->num_attention_heads;
+    if ((json_object_get(tc, "head_dim") != NULL
+         && get_int(x, tc, "head_dim", 1, 65536, &c->head_dim) != 0)
+        || parse_omni_moe(x, tc, c) != 0)
+    {
+        return -1;
+    }
+    if (c->head_dim < 1 || c->num_attention_heads % c->num_key_value_heads != 0)
+    {
+        return cfg_error(x, "num_attention_heads %d is not a multiple of "
+                         "num_key_value_heads %d (head_dim %d)",
+                         c->num_attention_heads, c->num_key_value_heads,
+                         c->head_dim);
+    }
+    os[0] = tc;
+    prefixes[0] = x->prefix;
+    if (get_num(x, os, prefixes, 1, "rms_norm_eps", 1e-6, &c->rms_norm_eps) != 0)
+    {
+        return -1;
+    }
+    if (!(c->rms_norm_eps > 0.0 && c->rms_norm_eps < 1.0)) {
+        return cfg_error(x, "rms_norm_eps is %g, outside (0, 1)", c->rms_norm_eps);
+    }
+    if (get_bool(x, tc, x->prefix, "tie_word_embeddings", 0,
+                 &c->tie_word_embeddings) != 0
+        || parse_rope(x, tc, &omni_rope, c) != 0)
+    {
+        return -1;
+    }
+    if (tied_top >= 0) {
+        c->tie_word_embeddings = tied_top;
+    }
+    for (l = 0; l < c->num_hidden_layers; l++) {
+        c->layer_full[l] = 1;
+    }
+    c->attn_output_gate = 0;
+    c->norm_plus_one = 0;
+    clef_text_config_describe_layers(c);
+    return 0;
+}
+
+clef_family
+clef_config_family(const json_t *root)
+{
+    const json_t  *mt = json_object_get(root, "model_type");
+
+    return json_is_string(mt)
+           && strcmp(json_string_value(mt), "qwen3_omni_moe") == 0
+           ? CLEF_FAMILY_OMNI : CLEF_FAMILY_CLEF;
 }
 
 int
@@ -271,6 +455,9 @@ clef_text_config_parse(const json_t *root, const char *file, clef_text_config *c
     if (!json_is_object(root)) {
         return cfg_error(&x, "not a JSON object");
     }
+    if (clef_config_family(root) == CLEF_FAMILY_OMNI) {
+        return parse_omni(&x, root, c);
+    }
 
     tc = json_object_get(root, "text_config");
     if (tc != NULL) {
@@ -278,8 +465,17 @@ clef_text_config_parse(const json_t *root, const char *file, clef_text_config *c
             return cfg_error(&x, "text_config is not an object");
         }
         x.prefix = "text_config.";
-        if (want_string(&x, root, "", "model_type", "qwen3_5") != 0) {
-            return -1;
+        mt = json_object_get(root, "model_type");
+        if (mt != NULL && (!json_is_string(mt)
+                           || strcmp(json_string_value(mt), "qwen3_5") != 0))
+        {
+            return cfg_error(&x, "model_type is %s%s%s: neither Clef "
+                             "(\"qwen3_5\") nor Clef Omni "
+                             "(\"qwen3_omni_moe\")",
+                             json_is_string(mt) ? "\"" : "",
+                             json_is_string(mt) ? json_string_value(mt)
+                                                : "not a string",
+                             json_is_string(mt) ? "\"" : "");
         }
         mt = json_object_get(root, "tie_word_embeddings");
         if (mt != NULL && get_bool(&x, root, "", "tie_word_embeddings", 0,
@@ -350,9 +546,12 @@ clef_text_config_parse(const json_t *root, const char *file, clef_text_config *c
         c->tie_word_embeddings = tied_top;
     }
 
-    if (parse_layer_types(&x, tc, c) != 0 || parse_rope(&x, tc, c) != 0) {
+    if (parse_layer_types(&x, tc, c) != 0
+        || parse_rope(&x, tc, &qwen35_rope, c) != 0)
+    {
         return -1;
     }
+    c->norm_plus_one = 1;
     clef_text_config_describe_layers(c);
     return 0;
 }

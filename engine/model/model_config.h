@@ -15,10 +15,18 @@
 #include "model/roles.h"
 
 /* root: the parsed config.json, either Qwen3_5ForConditionalGeneration
- * (sizes under "text_config") or text-only (sizes at the top level).
+ * (sizes under "text_config"), text-only (sizes at the top level), or a
+ * Clef Omni release (Qwen3OmniMoeForConditionalGeneration: the thinker's
+ * text_config under thinker_config).
  * file names the source in error messages. */
 int clef_text_config_parse(const json_t *root, const char *file,
     clef_text_config *c, clef_error *err);
+
+/* The family a config.json is of: CLEF_FAMILY_OMNI for model_type
+ * "qwen3_omni_moe" (a Clef Omni release: the thinker's configs under
+ * thinker_config), else CLEF_FAMILY_CLEF (which clef_text_config_parse()
+ * then checks is qwen3_5). */
+clef_family clef_config_family(const json_t *root);
 
 /* root: the parsed joint_head_config.json; exactly the six size keys plus an
  * optional "dropout". */

@@ -5,6 +5,7 @@
 #include "model/model.h"
 #include "model/model_media.h"
 #include "model/shard.h"
+#include "protocol/plan.h"
 #include "text/tokenizer.h"
 
 
@@ -30,6 +31,11 @@ clef_model_inspect(const char *path, int tp, clef_model_info *info,
     info->max_token_bytes =
         clef_tokenizer_max_token_bytes(clef_model_tokenizer(m));
     clef_model_media_conf(m, &info->media);
+    info->max_length = clef_model_default_max_length(m);
+    if (info->max_length == 0) {
+        info->max_length = CLEF_DEFAULT_MAX_LENGTH;
+    }
+    info->omni = clef_model_family(m) == CLEF_FAMILY_OMNI;
     clef_model_close(m);
     return 0;
 }

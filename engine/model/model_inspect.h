@@ -19,6 +19,9 @@ typedef struct {
                                                  entry (plan.h's bound) */
     clef_media_conf        media;             /* the media kinds it takes
                                                  (model_media.h) */
+    int                    max_length;        /* its record limit when none
+                                                 is configured */
+    int                    omni;              /* a Clef Omni model */
 } clef_model_info;
 
 /* What clef_model_inspect() refused. */

@@ -4,6 +4,19 @@
 #include "model/model_media.h"
 
 
+/* What Clef Omni's reference does differently (its joint_schema_model.py
+ * encoder): each placeholder with its own "\n", images opened with PIL
+ * (no EXIF orientation) and sized within its IMAGE_SIZE, shortest_edge
+ * 65536 and longest_edge 1048576 pixels. */
+static void
+omni_media_conf(clef_media_conf *mc)
+{
+    mc->newline_each = 1;
+    mc->processor.exif_orientation = 0;
+    mc->processor.min_pixels = 65536;
+    mc->processor.max_pixels = 1048576;
+}
+
 void
 clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
 {
@@ -25,5 +38,8 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
         mc->tokens[CLEF_MEDIA_VIDEO].start = vc->vision_start_token_id;
         mc->tokens[CLEF_MEDIA_VIDEO].pad = vc->video_token_id;
         mc->tokens[CLEF_MEDIA_VIDEO].end = vc->vision_end_token_id;
+    }
+    if (clef_model_family(m) == CLEF_FAMILY_OMNI) {
+        omni_media_conf(mc);
     }
 }

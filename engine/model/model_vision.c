@@ -52,8 +52,9 @@ int
 clef_vision_config_parse(const json_t *root, const char *file,
     clef_vision_config *v, clef_error *err)
 {
-    const json_t  *vc = json_object_get(root, "vision_config"), *x, *rp;
+    const json_t  *vc = json_object_get(root, "vision_config"), *x, *y, *rp;
     const char    *p = "vision_config.";
+    size_t         i;
     int            side;
 
     memset(v, 0, sizeof(*v));
@@ -102,10 +103,29 @@ clef_vision_config_parse(const json_t *root, const char *file,
         return verror(err, file, "vision_config.hidden_act: only "
                       "\"gelu_pytorch_tanh\" is supported");
     }
+    /* DeepStack (Clef Omni): the tower blocks whose output each merger of
+     * merger_list reads, added after decoder layers 0, 1, ... */
     x = json_object_get(vc, "deepstack_visual_indexes");
-    if (x != NULL && !(json_is_array(x) && json_array_size(x) == 0)) {
-        return verror(err, file, "vision_config.deepstack_visual_indexes: "
-                      "deepstack mergers are not supported");
+    if (x != NULL && !json_is_array(x)) {
+        return verror(err, file, "vision_config.deepstack_visual_indexes is "
+                      "not a list");
+    }
+    if (json_array_size(x) > sizeof(v->deepstack) / sizeof(v->deepstack[0]))
+    {
+        return verror(err, file, "vision_config.deepstack_visual_indexes has "
+                      "%zu entries, at most %zu are supported",
+                      json_array_size(x),
+                      sizeof(v->deepstack) / sizeof(v->deepstack[0]));
+    }
+    for (i = 0; i < json_array_size(x); i++) {
+        y = json_array_get(x, i);
+        if (!json_is_integer(y) || json_integer_value(y) < 0
+            || json_integer_value(y) >= v->depth)
+        {
+            return verror(err, file, "vision_config.deepstack_visual_indexes"
+                          "[%zu] is not a block of the %d", i, v->depth);
+        }
+        v->deepstack[v->n_deepstack++] = (int) json_integer_value(y);
     }
     /* transformers' default axial rotary: theta 10000 */
     v->rope_theta = 10000.0;

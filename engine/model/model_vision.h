@@ -15,9 +15,10 @@
 
 #define CLEF_VISION_PREFIX  "model.visual."
 
-/* root: config.json.  A config without vision_config leaves v->present 0.
- * The sizes are checked as the tower needs them (hidden divisible by the
- * heads, a square position table, gelu_pytorch_tanh, no deepstack). */
+/* root: config.json (a Clef Omni release's thinker_config).  A config
+ * without vision_config leaves v->present 0.  The sizes are checked as the
+ * tower needs them (hidden divisible by the heads, a square position
+ * table, gelu_pytorch_tanh, DeepStack blocks inside the tower). */
 int clef_vision_config_parse(const json_t *root, const char *file,
     clef_vision_config *v, clef_error *err);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/model_omni.h"
 #include "model/model_vision.h"
 
 #define F       CLEF_WANT_FLOAT
@@ -115,6 +116,24 @@ static const clef_role_info  roles[CLEF_ROLE_COUNT] = {
         "mlp.down_proj.weight", "blk.%d.ffn_down.weight", 0, 2,
         D(CLEF_D_HIDDEN, CLEF_D_INTER), F, MAT, PACKED),
 
+    /* the routed experts (Clef Omni; llama.cpp's qwen3vlmoe names, each
+     * expert's matrices of a layer in one 3-D tensor) */
+    ROW(CLEF_ROLE_MOE_ROUTER, CLEF_PART_MLP_MOE,
+        "mlp.gate.weight", "blk.%d.ffn_gate_inp.weight", 0, 2,
+        D(CLEF_D_EXPERTS, CLEF_D_HIDDEN), F, MAT, PACKED),
+    ROW(CLEF_ROLE_MOE_GATE, CLEF_PART_MLP_MOE,
+        "mlp.experts.%d.gate_proj.weight", "blk.%d.ffn_gate_exps.weight",
+        CLEF_GGUF_EXPERTS, 2, D(CLEF_D_MOE_INTER, CLEF_D_HIDDEN), F, MAT,
+        PACKED, 1),
+    ROW(CLEF_ROLE_MOE_UP, CLEF_PART_MLP_MOE,
+        "mlp.experts.%d.up_proj.weight", "blk.%d.ffn_up_exps.weight",
+        CLEF_GGUF_EXPERTS, 2, D(CLEF_D_MOE_INTER, CLEF_D_HIDDEN), F, MAT,
+        PACKED, 1),
+    ROW(CLEF_ROLE_MOE_DOWN, CLEF_PART_MLP_MOE,
+        "mlp.experts.%d.down_proj.weight", "blk.%d.ffn_down_exps.weight",
+        CLEF_GGUF_EXPERTS, 2, D(CLEF_D_HIDDEN, CLEF_D_MOE_INTER), F, MAT,
+        PACKED, 1),
+
     /* the vision tower (llama.cpp: the mmproj file) */
     ROW(CLEF_ROLE_V_PATCH, CLEF_PART_TOWER,
         "patch_embed.proj.weight", "v.patch_embd.weight",
@@ -184,6 +203,108 @@ static const clef_role_info  roles[CLEF_ROLE_COUNT] = {
     ROW(CLEF_ROLE_V_MERGER_FC2_BIAS, CLEF_PART_MERGER,
         "merger.linear_fc2.bias", "mm.2.bias", GM, 1, D(CLEF_D_V_OUT), F, BIAS,
         FP32),
+
+    /* Clef Omni's DeepStack mergers (LayerNorm after the 2 x 2 shuffle) */
+    ROW(CLEF_ROLE_V_DS_NORM, CLEF_PART_DEEPSTACK,
+        "norm.weight", "v.deepstack.%d.norm.weight", GM, 1,
+        D(CLEF_D_V_MERGED), F, NORM, FP32),
+    ROW(CLEF_ROLE_V_DS_NORM_BIAS, CLEF_PART_DEEPSTACK,
+        "norm.bias", "v.deepstack.%d.norm.bias", GM, 1, D(CLEF_D_V_MERGED), F,
+        NBIAS, FP32),
+    ROW(CLEF_ROLE_V_DS_FC1, CLEF_PART_DEEPSTACK,
+        "linear_fc1.weight", "v.deepstack.%d.fc1.weight", GM, 2,
+        D(CLEF_D_V_MERGED, CLEF_D_V_MERGED), F, MAT, PACKED),
+    ROW(CLEF_ROLE_V_DS_FC1_BIAS, CLEF_PART_DEEPSTACK,
+        "linear_fc1.bias", "v.deepstack.%d.fc1.bias", GM, 1,
+        D(CLEF_D_V_MERGED), F, BIAS, FP32),
+    ROW(CLEF_ROLE_V_DS_FC2, CLEF_PART_DEEPSTACK,
+        "linear_fc2.weight", "v.deepstack.%d.fc2.weight", GM, 2,
+        D(CLEF_D_V_OUT, CLEF_D_V_MERGED), F, MAT, PACKED),
+    ROW(CLEF_ROLE_V_DS_FC2_BIAS, CLEF_PART_DEEPSTACK,
+        "linear_fc2.bias", "v.deepstack.%d.fc2.bias", GM, 1,
+        D(CLEF_D_V_OUT), F, BIAS, FP32),
+
+    /* Clef Omni's audio tower (transformers' Qwen3OmniMoeAudioEncoder;
+     * no GGUF names: llama.cpp's Clef files carry none) */
+    ROW(CLEF_ROLE_A_CONV1, CLEF_PART_AUDIO,
+        "conv2d1.weight", NULL, 0, 4,
+        D(CLEF_D_A_CHANNELS, CLEF_D_1, CLEF_D_3, CLEF_D_3), F, MAT, FP32),
+    ROW(CLEF_ROLE_A_CONV1_BIAS, CLEF_PART_AUDIO,
+        "conv2d1.bias", NULL, 0, 1, D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_CONV2, CLEF_PART_AUDIO,
+        "conv2d2.weight", NULL, 0, 4,
+        D(CLEF_D_A_CHANNELS, CLEF_D_A_CHANNELS, CLEF_D_3, CLEF_D_3), F, MAT,
+        FP32),
+    ROW(CLEF_ROLE_A_CONV2_BIAS, CLEF_PART_AUDIO,
+        "conv2d2.bias", NULL, 0, 1, D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_CONV3, CLEF_PART_AUDIO,
+        "conv2d3.weight", NULL, 0, 4,
+        D(CLEF_D_A_CHANNELS, CLEF_D_A_CHANNELS, CLEF_D_3, CLEF_D_3), F, MAT,
+        FP32),
+    ROW(CLEF_ROLE_A_CONV3_BIAS, CLEF_PART_AUDIO,
+        "conv2d3.bias", NULL, 0, 1, D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_CONV_OUT, CLEF_PART_AUDIO,
+        "conv_out.weight", NULL, 0, 2, D(CLEF_D_A_MODEL, CLEF_D_A_CONV_IN), F,
+        MAT, PACKED),
+
+    ROW(CLEF_ROLE_A_K, CLEF_PART_AUDIO_LAYER,
+        "self_attn.k_proj.weight", NULL, 0, 2,
+        D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
+    ROW(CLEF_ROLE_A_K_BIAS, CLEF_PART_AUDIO_LAYER,
+        "self_attn.k_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_V, CLEF_PART_AUDIO_LAYER,
+        "self_attn.v_proj.weight", NULL, 0, 2,
+        D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
+    ROW(CLEF_ROLE_A_V_BIAS, CLEF_PART_AUDIO_LAYER,
+        "self_attn.v_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_Q, CLEF_PART_AUDIO_LAYER,
+        "self_attn.q_proj.weight", NULL, 0, 2,
+        D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
+    ROW(CLEF_ROLE_A_Q_BIAS, CLEF_PART_AUDIO_LAYER,
+        "self_attn.q_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_OUT, CLEF_PART_AUDIO_LAYER,
+        "self_attn.out_proj.weight", NULL, 0, 2,
+        D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
+    ROW(CLEF_ROLE_A_OUT_BIAS, CLEF_PART_AUDIO_LAYER,
+        "self_attn.out_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS,
+        FP32),
+    ROW(CLEF_ROLE_A_NORM1, CLEF_PART_AUDIO_LAYER,
+        "self_attn_layer_norm.weight", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NORM,
+        FP32),
+    ROW(CLEF_ROLE_A_NORM1_BIAS, CLEF_PART_AUDIO_LAYER,
+        "self_attn_layer_norm.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NBIAS,
+        FP32),
+    ROW(CLEF_ROLE_A_FC1, CLEF_PART_AUDIO_LAYER,
+        "fc1.weight", NULL, 0, 2, D(CLEF_D_A_FFN, CLEF_D_A_MODEL), F, MAT,
+        PACKED),
+    ROW(CLEF_ROLE_A_FC1_BIAS, CLEF_PART_AUDIO_LAYER,
+        "fc1.bias", NULL, 0, 1, D(CLEF_D_A_FFN), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_FC2, CLEF_PART_AUDIO_LAYER,
+        "fc2.weight", NULL, 0, 2, D(CLEF_D_A_MODEL, CLEF_D_A_FFN), F, MAT,
+        PACKED),
+    ROW(CLEF_ROLE_A_FC2_BIAS, CLEF_PART_AUDIO_LAYER,
+        "fc2.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_NORM2, CLEF_PART_AUDIO_LAYER,
+        "final_layer_norm.weight", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NORM,
+        FP32),
+    ROW(CLEF_ROLE_A_NORM2_BIAS, CLEF_PART_AUDIO_LAYER,
+        "final_layer_norm.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NBIAS,
+        FP32),
+
+    ROW(CLEF_ROLE_A_POST_NORM, CLEF_PART_AUDIO_POST,
+        "ln_post.weight", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NORM, FP32),
+    ROW(CLEF_ROLE_A_POST_NORM_BIAS, CLEF_PART_AUDIO_POST,
+        "ln_post.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NBIAS, FP32),
+    ROW(CLEF_ROLE_A_PROJ1, CLEF_PART_AUDIO_POST,
+        "proj1.weight", NULL, 0, 2, D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT,
+        PACKED),
+    ROW(CLEF_ROLE_A_PROJ1_BIAS, CLEF_PART_AUDIO_POST,
+        "proj1.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+    ROW(CLEF_ROLE_A_PROJ2, CLEF_PART_AUDIO_POST,
+        "proj2.weight", NULL, 0, 2, D(CLEF_D_A_OUT, CLEF_D_A_MODEL), F, MAT,
+        PACKED),
+    ROW(CLEF_ROLE_A_PROJ2_BIAS, CLEF_PART_AUDIO_POST,
+        "proj2.bias", NULL, 0, 1, D(CLEF_D_A_OUT), F, BIAS, FP32),
 
     /* the joint head: joint_head.safetensors; llama.cpp's converter puts
      * it in the model's file as decision.* and dec.blk.N.* */
@@ -390,6 +511,8 @@ clef_dims_text(clef_dims *d, const clef_text_config *c)
     d->v[CLEF_D_QPROJ] = d->v[CLEF_D_ATTN] * (c->attn_output_gate ? 2 : 1);
     d->v[CLEF_D_KV] = (int64_t) c->num_key_value_heads * c->head_dim;
     d->v[CLEF_D_HEADDIM] = c->head_dim;
+    d->v[CLEF_D_EXPERTS] = c->num_experts;
+    d->v[CLEF_D_MOE_INTER] = c->moe_intermediate_size;
 }
 
 void
@@ -407,6 +530,24 @@ clef_dims_vision(clef_dims *d, const clef_vision_config *v)
     d->v[CLEF_D_V_TEMPORAL] = v->temporal_patch_size;
     d->v[CLEF_D_V_PATCH] = v->patch_size;
     d->v[CLEF_D_V_POSITIONS] = v->num_position_embeddings;
+}
+
+void
+clef_dims_audio(clef_dims *d, const clef_audio_tower_config *a)
+{
+    int  bins = a->num_mel_bins, k;
+
+    /* three convolutions of kernel 3, stride 2, padding 1 */
+    for (k = 0; k < 3; k++) {
+        bins = (bins - 1) / 2 + 1;
+    }
+    d->v[CLEF_D_1] = 1;
+    d->v[CLEF_D_3] = 3;
+    d->v[CLEF_D_A_MODEL] = a->d_model;
+    d->v[CLEF_D_A_FFN] = a->encoder_ffn_dim;
+    d->v[CLEF_D_A_CHANNELS] = a->downsample_hidden_size;
+    d->v[CLEF_D_A_CONV_IN] = (int64_t) a->downsample_hidden_size * bins;
+    d->v[CLEF_D_A_OUT] = a->output_dim;
 }
 
 void
@@ -451,7 +592,15 @@ const char *
 clef_role_name(const clef_text_config *c, clef_role r, int layer, char *buf,
     size_t size)
 {
+    return clef_role_expert_name(c, r, layer, 0, buf, size);
+}
+
+const char *
+clef_role_expert_name(const clef_text_config *c, clef_role r, int layer,
+    int expert, char *buf, size_t size)
+{
     const clef_role_info  *ri = clef_role_of(r);
+    char                   suffix[96];
 
     if (ri == NULL) {
         snprintf(buf, size, "?");
@@ -462,11 +611,17 @@ clef_role_name(const clef_text_config *c, clef_role r, int layer, char *buf,
     case CLEF_PART_FINAL:
         snprintf(buf, size, CLEF_TEXT_PREFIX "%s", ri->name);
         break;
+    case CLEF_PART_MLP_MOE:
+        if (ri->per_expert) {
+            snprintf(suffix, sizeof(suffix), ri->name, expert);
+            clef_layer_tensor(&c->layer[layer], suffix, buf, size);
+            break;
+        }
+        /* fall through */
     case CLEF_PART_NORMS:
     case CLEF_PART_GDN:
     case CLEF_PART_ATTN:
     case CLEF_PART_MLP_DENSE:
-    case CLEF_PART_MLP_MOE:
         clef_layer_tensor(&c->layer[layer], ri->name, buf, size);
         break;
     case CLEF_PART_TOWER:
@@ -475,6 +630,17 @@ clef_role_name(const clef_text_config *c, clef_role r, int layer, char *buf,
         break;
     case CLEF_PART_TOWER_BLOCK:
         snprintf(buf, size, CLEF_VISION_PREFIX "blocks.%d.%s", layer, ri->name);
+        break;
+    case CLEF_PART_DEEPSTACK:
+        snprintf(buf, size, CLEF_VISION_PREFIX "deepstack_merger_list.%d.%s",
+                 layer, ri->name);
+        break;
+    case CLEF_PART_AUDIO:
+    case CLEF_PART_AUDIO_POST:
+        snprintf(buf, size, CLEF_AUDIO_PREFIX "%s", ri->name);
+        break;
+    case CLEF_PART_AUDIO_LAYER:
+        snprintf(buf, size, CLEF_AUDIO_PREFIX "layers.%d.%s", layer, ri->name);
         break;
     case CLEF_PART_HEAD_ROUTE:
         snprintf(buf, size, "evidence_layers.%d.%s", layer, ri->name);
@@ -503,6 +669,18 @@ clef_role_gguf_name(clef_role r, int block, char *buf, size_t size)
         snprintf(buf, size, "%s", ri->gguf);
     }
     return buf;
+}
+
+clef_role_kind
+clef_role_kind_in(const clef_text_config *c, clef_role r)
+{
+    const clef_role_info  *ri = clef_role_of(r);
+
+    if (ri == NULL) {
+        return CLEF_RK_MATRIX;
+    }
+    return ri->kind == CLEF_RK_NORM_1P && c != NULL && !c->norm_plus_one
+           ? CLEF_RK_NORM : ri->kind;
 }
 
 /* ---- which roles -------------------------------------------------------- */
@@ -574,18 +752,22 @@ emit(const clef_text_config *c, const clef_role *rs, int n, int layer,
     const clef_dims *d, clef_tensor_spec_fn fn, void *ctx)
 {
     clef_tensor_spec  s;
-    int               i, rc;
+    int               i, e, experts, rc;
 
     for (i = 0; i < n; i++) {
-        memset(&s, 0, sizeof(s));
-        clef_role_name(c, rs[i], layer, s.name, sizeof(s.name));
-        s.role = rs[i];
-        s.layer = layer;
-        s.ndim = clef_role_shape(rs[i], d, s.shape);
-        s.dtype = roles[rs[i]].want;
-        rc = fn(&s, ctx);
-        if (rc != 0) {
-            return rc;
+        experts = roles[rs[i]].per_expert ? (int) d->v[CLEF_D_EXPERTS] : 1;
+        for (e = 0; e < experts; e++) {
+            memset(&s, 0, sizeof(s));
+            clef_role_expert_name(c, rs[i], layer, e, s.name, sizeof(s.name));
+            s.role = rs[i];
+            s.layer = layer;
+            s.expert = roles[rs[i]].per_expert ? e : -1;
+            s.ndim = clef_role_shape(rs[i], d, s.shape);
+            s.dtype = roles[rs[i]].want;
+            rc = fn(&s, ctx);
+            if (rc != 0) {
+                return rc;
+            }
         }
     }
     return 0;
@@ -637,7 +819,30 @@ clef_vision_tensors(const clef_vision_config *v, clef_tensor_spec_fn fn,
     for (l = 0; rc == 0 && l < v->depth; l++) {
         rc = emit_part(NULL, CLEF_PART_TOWER_BLOCK, l, &d, fn, ctx);
     }
-    return rc == 0 ? emit_part(NULL, CLEF_PART_MERGER, 0, &d, fn, ctx) : rc;
+    if (rc == 0) {
+        rc = emit_part(NULL, CLEF_PART_MERGER, 0, &d, fn, ctx);
+    }
+    for (l = 0; rc == 0 && l < v->n_deepstack; l++) {
+        rc = emit_part(NULL, CLEF_PART_DEEPSTACK, l, &d, fn, ctx);
+    }
+    return rc;
+}
+
+int
+clef_audio_tensors(const clef_audio_tower_config *a, clef_tensor_spec_fn fn,
+    void *ctx)
+{
+    clef_dims  d;
+    int        l, rc;
+
+    memset(&d, 0, sizeof(d));
+    clef_dims_audio(&d, a);
+    rc = emit_part(NULL, CLEF_PART_AUDIO, 0, &d, fn, ctx);
+    for (l = 0; rc == 0 && l < a->encoder_layers; l++) {
+        rc = emit_part(NULL, CLEF_PART_AUDIO_LAYER, l, &d, fn, ctx);
+    }
+    return rc == 0 ? emit_part(NULL, CLEF_PART_AUDIO_POST, 0, &d, fn, ctx)
+                   : rc;
 }
 
 int
@@ -674,4 +879,15 @@ clef_model_role(const clef_model *m, clef_role r, int layer)
     /* the joint head's parts come last in clef_part */
     return ri->part >= CLEF_PART_HEAD ? clef_model_head_tensor(m, name)
                                       : clef_model_tensor(m, name);
+}
+
+const clef_tensor *
+clef_model_expert_role(const clef_model *m, clef_role r, int layer,
+    int expert)
+{
+    char  name[160];
+
+    clef_role_expert_name(clef_model_text_config(m), r, layer, expert, name,
+                          sizeof(name));
+    return clef_model_tensor(m, name);
 }

@@ -40,11 +40,18 @@ typedef enum {
     CLEF_PART_GDN,           /* a layer whose mixer is the gated delta rule */
     CLEF_PART_ATTN,          /* a layer of gated softmax attention */
     CLEF_PART_MLP_DENSE,     /* a layer's dense SwiGLU MLP */
-    CLEF_PART_MLP_MOE,       /* Clef Omni's routed experts: no rows yet */
+    CLEF_PART_MLP_MOE,       /* Clef Omni's routed experts: the router,
+                                then each expert's matrices */
     CLEF_PART_TOWER,         /* the vision tower's patch and position
                                 embeddings: under CLEF_VISION_PREFIX */
     CLEF_PART_TOWER_BLOCK,   /* each tower block: "blocks.N." */
     CLEF_PART_MERGER,        /* the tower's merger */
+    CLEF_PART_DEEPSTACK,     /* each DeepStack merger (Clef Omni):
+                                "deepstack_merger_list.N." */
+    CLEF_PART_AUDIO,         /* Clef Omni's audio tower: its convolutions,
+                                under CLEF_AUDIO_PREFIX */
+    CLEF_PART_AUDIO_LAYER,   /* each of its layers: "layers.N." */
+    CLEF_PART_AUDIO_POST,    /* its final norm and projections */
     CLEF_PART_HEAD,          /* joint_head.safetensors: its inputs */
     CLEF_PART_HEAD_ROUTE,    /* each routing layer: "evidence_layers.N." */
     CLEF_PART_HEAD_SUMMARY,  /* the option summary's norm */
@@ -82,7 +89,10 @@ typedef enum {
     CLEF_ROLE_MLP_UP,
     CLEF_ROLE_MLP_DOWN,
 
-    /* the MoE MLP's roles join here */
+    CLEF_ROLE_MOE_ROUTER,            /* mlp.gate: [experts][H] */
+    CLEF_ROLE_MOE_GATE,              /* per expert (its name's %d) */
+    CLEF_ROLE_MOE_UP,
+    CLEF_ROLE_MOE_DOWN,
 
     CLEF_ROLE_V_PATCH,
     CLEF_ROLE_V_PATCH_BIAS,
@@ -107,6 +117,45 @@ typedef enum {
     CLEF_ROLE_V_MERGER_FC1_BIAS,
     CLEF_ROLE_V_MERGER_FC2,
     CLEF_ROLE_V_MERGER_FC2_BIAS,
+
+    CLEF_ROLE_V_DS_NORM,
+    CLEF_ROLE_V_DS_NORM_BIAS,
+    CLEF_ROLE_V_DS_FC1,
+    CLEF_ROLE_V_DS_FC1_BIAS,
+    CLEF_ROLE_V_DS_FC2,
+    CLEF_ROLE_V_DS_FC2_BIAS,
+
+    CLEF_ROLE_A_CONV1,
+    CLEF_ROLE_A_CONV1_BIAS,
+    CLEF_ROLE_A_CONV2,
+    CLEF_ROLE_A_CONV2_BIAS,
+    CLEF_ROLE_A_CONV3,
+    CLEF_ROLE_A_CONV3_BIAS,
+    CLEF_ROLE_A_CONV_OUT,
+
+    CLEF_ROLE_A_K,
+    CLEF_ROLE_A_K_BIAS,
+    CLEF_ROLE_A_V,
+    CLEF_ROLE_A_V_BIAS,
+    CLEF_ROLE_A_Q,
+    CLEF_ROLE_A_Q_BIAS,
+    CLEF_ROLE_A_OUT,
+    CLEF_ROLE_A_OUT_BIAS,
+    CLEF_ROLE_A_NORM1,
+    CLEF_ROLE_A_NORM1_BIAS,
+    CLEF_ROLE_A_FC1,
+    CLEF_ROLE_A_FC1_BIAS,
+    CLEF_ROLE_A_FC2,
+    CLEF_ROLE_A_FC2_BIAS,
+    CLEF_ROLE_A_NORM2,
+    CLEF_ROLE_A_NORM2_BIAS,
+
+    CLEF_ROLE_A_POST_NORM,
+    CLEF_ROLE_A_POST_NORM_BIAS,
+    CLEF_ROLE_A_PROJ1,
+    CLEF_ROLE_A_PROJ1_BIAS,
+    CLEF_ROLE_A_PROJ2,
+    CLEF_ROLE_A_PROJ2_BIAS,
 
     CLEF_ROLE_H_PRIOR_SCALE,
     CLEF_ROLE_H_JOINT_SCALE,
@@ -182,11 +231,17 @@ typedef enum {
     CLEF_D_KV,          /* Hkv head_dim */
     CLEF_D_ATTN,        /* Hq head_dim */
     CLEF_D_HEADDIM,
+    CLEF_D_EXPERTS,     /* routed experts */
+    CLEF_D_MOE_INTER,   /* an expert's intermediate size */
     /* the vision tower */
     CLEF_D_V_HIDDEN, CLEF_D_V_HIDDEN3, CLEF_D_V_INTER,
     CLEF_D_V_MERGED,    /* hidden x spatial_merge_size^2 */
     CLEF_D_V_OUT, CLEF_D_V_CHANNELS, CLEF_D_V_TEMPORAL, CLEF_D_V_PATCH,
     CLEF_D_V_POSITIONS,
+    /* the audio tower */
+    CLEF_D_A_MODEL, CLEF_D_A_FFN, CLEF_D_A_CHANNELS,
+    CLEF_D_A_CONV_IN,   /* channels x the mel bins after three convolutions */
+    CLEF_D_A_OUT,
     /* the joint head */
     CLEF_D_H_HIDDEN, CLEF_D_WIDTH, CLEF_D_WIDTH3, CLEF_D_WIDTH4, CLEF_D_FF,
     CLEF_D_COUNT
@@ -201,6 +256,7 @@ typedef struct {
 void clef_dims_text(clef_dims *d, const clef_text_config *c);
 void clef_dims_vision(clef_dims *d, const clef_vision_config *v);
 void clef_dims_head(clef_dims *d, const clef_head_config *h);
+void clef_dims_audio(clef_dims *d, const clef_audio_tower_config *a);
 
 /* The types a release may store a tensor in. */
 typedef enum {
@@ -254,7 +310,9 @@ enum {
                                         the two scales, sigmoid(v) for the
                                         gate */
     CLEF_GGUF_AFTER_ROUTING = 1 << 8,/* block index = layer + routing layers */
-    CLEF_GGUF_MMPROJ     = 1 << 9    /* in the tower's own file (mmproj) */
+    CLEF_GGUF_MMPROJ     = 1 << 9,   /* in the tower's own file (mmproj) */
+    CLEF_GGUF_EXPERTS    = 1 << 10   /* every expert's matrix of a layer in
+                                        one 3-D tensor [experts][rows][cols] */
 };
 
 typedef struct {
@@ -268,6 +326,8 @@ typedef struct {
     clef_dtype_want  want;
     clef_role_kind   kind;
     clef_keep        keep;
+    int              per_expert;   /* one tensor per routed expert: the
+                                      name's %d is the expert */
 } clef_role_info;
 
 const clef_role_info *clef_role_of(clef_role r);
@@ -276,6 +336,16 @@ const clef_role_info *clef_role_of(clef_role r);
  * `layer`; c is needed for a decoder layer's prefix. */
 const char *clef_role_name(const clef_text_config *c, clef_role r, int layer,
     char *buf, size_t size);
+
+/* The same of expert e, for a role with per_expert (a role without
+ * ignores e). */
+const char *clef_role_expert_name(const clef_text_config *c, clef_role r,
+    int layer, int expert, char *buf, size_t size);
+
+/* The kind of role r in a model of text config c: a norm the role table
+ * lists as CLEF_RK_NORM_1P is applied as w (CLEF_RK_NORM) in a model
+ * whose config says its RMSNorm weights are plain (Clef Omni). */
+clef_role_kind clef_role_kind_in(const clef_text_config *c, clef_role r);
 
 /* The GGUF name of role r at block `block` (the caller adds the routing
  * layers where the flags say CLEF_GGUF_AFTER_ROUTING); NULL when the
@@ -288,8 +358,9 @@ int     clef_role_shape(clef_role r, const clef_dims *d, int64_t *shape);
 int64_t clef_role_numel(clef_role r, const clef_dims *d);
 
 /* A decoder layer's roles in checkpoint order: its input norm, its
- * mixer's, its post-attention norm, its MLP's; the count, or -1 for a
- * layer kind without rows (the MoE MLP today) or more than max. */
+ * mixer's, its post-attention norm, its MLP's (a per-expert role once,
+ * standing for all the layer's experts); the count, or -1 for more than
+ * max. */
 int clef_layer_roles(const clef_layer_desc *d, clef_role *out, int max);
 
 /* The roles of one part, in checkpoint order; their count. */
@@ -312,6 +383,7 @@ typedef struct {
     char             name[96];        /* canonical */
     clef_role        role;
     int              layer;           /* of its part; 0 for a part once */
+    int              expert;          /* a per-expert role's, else -1 */
     int              ndim;
     int64_t          shape[5];        /* the patch embedding is 5-D */
     clef_dtype_want  dtype;
@@ -326,9 +398,14 @@ typedef int (*clef_tensor_spec_fn)(const clef_tensor_spec *s, void *ctx);
 int clef_text_tensors(const clef_text_config *c, clef_tensor_spec_fn fn,
     void *ctx);
 
-/* Every model.visual.* tensor of the tower. */
+/* Every model.visual.* tensor of the tower (its DeepStack mergers
+ * included). */
 int clef_vision_tensors(const clef_vision_config *v, clef_tensor_spec_fn fn,
     void *ctx);
+
+/* Every model.audio_tower.* tensor of Clef Omni's audio tower. */
+int clef_audio_tensors(const clef_audio_tower_config *a,
+    clef_tensor_spec_fn fn, void *ctx);
 
 /* joint_head.safetensors: the names of the reference JointSchemaHead's
  * state_dict (with strict loading, exactly these). */
@@ -339,5 +416,9 @@ int clef_head_tensors(const clef_head_config *h, clef_tensor_spec_fn fn,
  * name; NULL when absent. */
 const clef_tensor *clef_model_role(const clef_model *m, clef_role r,
     int layer);
+
+/* The same of expert e of a per-expert role. */
+const clef_tensor *clef_model_expert_role(const clef_model *m, clef_role r,
+    int layer, int expert);
 
 #endif

@@ -25,6 +25,12 @@ clef_shard_check(const clef_text_config *c, int tp, clef_error *err)
                               "tp=%d: the tensor-parallel size is at least 1",
                               tp);
     }
+    if (tp > 1 && c->num_experts > 0) {
+        return clef_error_set(err, 500, "bad_layout", NULL,
+                              "tp=%d: a model with routed experts (Clef "
+                              "Omni) is not split by tensor parallelism",
+                              tp);
+    }
     for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         n = *(const int *) ((const char *) c + counts[i].offset);
         if (n % tp != 0) {

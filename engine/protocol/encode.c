@@ -238,7 +238,8 @@ alloc_record(const clef_plan *plan, clef_record *rec, int *max_options)
 /* The processor's expansion of the media text: each item as its kind
  * makes it (media/prepare.h; an image: <|vision_start|>, its pads,
  * <|vision_end|>), then "\n" tokenized on its own (special tokens split the
- * text, so nothing merges across them).  The spans' starts count from the
+ * text, so nothing merges across them): once after all of them, or (Clef
+ * Omni's placeholders) after each.  The spans' starts count from the
  * media's first token. */
 static int
 media_ids(const clef_tokenizer *tk, const clef_encode_opts *opts,
@@ -262,12 +263,15 @@ media_ids(const clef_tokenizer *tk, const clef_encode_opts *opts,
         n = prep != NULL ? prep->expand(it, k, &opts->tokens[it->kind], tk,
                                         media, *spans + *n_spans)
                          : -1;
-        if (n < 0) {
+        if (n < 0
+            || (opts->newline_each
+                && clef_tokenizer_encode(tk, "\n", 1, media) != 0))
+        {
             return -1;
         }
         *n_spans += n;
     }
-    return clef_tokenizer_encode(tk, "\n", 1, media);
+    return opts->newline_each ? 0 : clef_tokenizer_encode(tk, "\n", 1, media);
 }
 
 

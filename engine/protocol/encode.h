@@ -40,6 +40,8 @@ typedef struct {
      * engine's watchdog heartbeat); may be NULL */
     void             (*progress)(void *ctx);
     void              *progress_ctx;
+    int                newline_each;   /* Clef Omni: a "\n" after each
+                                          item instead of one after all */
 } clef_encode_opts;
 
 void clef_encode_opts_default(clef_encode_opts *o);

@@ -68,6 +68,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     clef_media_conf_apply_kwargs(&conf, &plan->kwargs);
     run.progress = opts->progress;
     run.ctx = opts->progress_ctx;
+    opts->newline_each = mc->newline_each;
 
     /* one item at a time: at most one decoded frame is held; a refusal
      * names the item by its index among its kind's */

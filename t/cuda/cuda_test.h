@@ -12,11 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include <cuda_runtime_api.h>
 
 #include "backend/backend.h"
 #include "base/splitmix64.h"
 #include "check.h"
+#include "clef_cuda.h"
+#include "cpu/parallel/pool.h"
+#include "kernels.h"
 #include "model/model.h"
 #include "model/tensor.h"
 #include "protocol/answer.h"
@@ -334,6 +339,25 @@ cuda_test_remove_dir(const char *dir)
     }
 }
 
+/* The end of a sub-test that ran a checkpoint on the CPU backend (cb, of
+ * cpu) and the CUDA backend (gb): each closed when open, the model
+ * closed, its directory removed. */
+static __attribute__((unused)) void
+cuda_test_close(const clef_backend_ops *cpu, clef_backend *cb,
+    clef_backend *gb, clef_model *m, const char *dir)
+{
+    if (gb != NULL) {
+        clef_cuda_backend_ops.close(gb);
+    }
+    if (cb != NULL) {
+        cpu->close(cb);
+    }
+    if (m != NULL) {
+        clef_model_close(m);
+    }
+    cuda_test_remove_dir(dir);
+}
+
 /* Tests split into sub-tests, each runnable alone (the device check runs
  * them one process each): the table, and what the command line picks. */
 typedef struct {
@@ -392,6 +416,40 @@ cuda_test_run(const cuda_subtest *t, size_t n, const int *want)
             t[k].run();
         }
     }
+}
+
+/* The whole main of a program of sub-tests that compare against the CPU
+ * backend and make checkpoints with build/clef: the start, the skip when
+ * build/clef is not built, the kernels' setup, a CPU pool in *pool for
+ * the sub-tests, the run, the TAP status. */
+static __attribute__((unused)) int
+cuda_test_main(int argc, char **argv, const cuda_subtest *t, size_t n,
+    clef_cpu_pool **pool)
+{
+    clef_error  err;
+    int         rc, want[64];
+
+    if (n > 64) {
+        printf("Bail out! %zu sub-tests, at most 64\n", n);
+        return 2;
+    }
+    if ((rc = cuda_test_start(argc, argv, t, n, want)) >= 0) {
+        return rc;
+    }
+    if (access("build/clef", X_OK) != 0) {
+        printf("1..0 # SKIP build/clef is not built\n");
+        return 0;
+    }
+    die_cuda(clef_k_setup(), "kernel setup");
+    memset(&err, 0, sizeof(err));
+    *pool = clef_cpu_pool_create(0, &err);
+    if (*pool == NULL) {
+        printf("Bail out! %s\n", err.message);
+        return 1;
+    }
+    cuda_test_run(t, n, want);
+    clef_cpu_pool_destroy(*pool);
+    return check_done();
 }
 
 #endif

@@ -23,7 +23,9 @@
 #                    vision tower: kernels, then images end to end against
 #                    the CPU backend, then video_v1: videos' frame pairs,
 #                    their frames random, beside images; the decoded clips
-#                    only where FFmpeg is), test_cuda_forward, test_cuda_tp
+#                    only where FFmpeg is), test_cuda_forward,
+#                    test_cuda_omni (Clef Omni's routed experts and
+#                    DeepStack), test_cuda_tp
 #                    (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
@@ -399,6 +401,12 @@ grep -E '^# (v1|vision72|video_v1): ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM
 
 run_test "test_cuda_forward" "$(budget 120 "$R_FORWARD")" build/t/cuda/test_cuda_forward
 
+# Clef Omni (cuda/moe.cu, DeepStack): the routing and grouped GEMM
+# kernels, then the tiny Omni checkpoint's fixture requests against the
+# CPU backend and the reference; one process, kept short.
+run_test "test_cuda_omni" "$(budget 60 "$R_MKMODEL")" build/t/cuda/test_cuda_omni
+grep -E '^# probabilities: ' "$TLOG" | sed 's/^# /    omni /' | tee -a "$SUM"
+
 # Tensor parallelism: tp=1 over both communicators, tp=2 and 4 as logical
 # ranks of this GPU, NCCL across GPUs where several exist (test_cuda_tp.c).
 run_test "test_cuda_tp" "$(budget 90 "$R_MKMODEL")" build/t/cuda/test_cuda_tp
@@ -451,8 +459,9 @@ if [ -z "$SAN" ]; then
     note "memcheck" "not run" "no compute-sanitizer"
 else
     # the delta rule and attention first: shared-memory tiles and tile edges
-    # (vision:NAME: a sub-test of test_cuda_vision)
-    for s in gdn gdn_slow_decay attention vision:vattention vision:vrotary \
+    # (vision:NAME, omni:NAME: a sub-test of test_cuda_vision, _omni)
+    for s in gdn gdn_slow_decay attention omni:moe_route omni:moe_gemm \
+             vision:vattention vision:vrotary \
              vision:vpatchify vision:vpos vision:vlayernorm vision:velementwise \
              conv rmsnorm \
              gated_norm embed swiglu group_attention span_mean fields_scores \
@@ -465,6 +474,7 @@ else
         tmp=$(mktemp)
         case $s in
         vision:*) bin=build/t/cuda/test_cuda_vision; sub=${s#vision:} ;;
+        omni:*)   bin=build/t/cuda/test_cuda_omni; sub=${s#omni:} ;;
         *)        bin=build/t/cuda/test_cuda_kernels; sub=$s ;;
         esac
         timeout -k 5 "$limit" "$SAN" --tool memcheck --error-exitcode 9 --print-limit 10 \

@@ -376,6 +376,11 @@ test_attention(int hq, int hkv, int hd, int rot, int gated, double theta)
     aa.hd = hd;
     aa.scale = (float) pow((double) hd, -0.5);
     clef_cpu_rope_table(rot, theta, longest, cs, sn);
+    /* the CPU op takes the norms' multipliers, 1 + w (norm.h) */
+    for (d = 0; d < hd; d++) {
+        qn[d] += 1.0f;
+        kn[d] += 1.0f;
+    }
     clef_cpu_attention_prepare(pool, &aa, qn, kn, 1e-6f, rot, cs, sn, cu, NREC);
     for (t = 0; t < T; t++) {
         for (h = 0; h < hq; h++) {

@@ -941,20 +941,8 @@ done:
     if (cv != NULL) {
         clef_cpu_vision_close(cv);
     }
-    if (gb != NULL) {
-        clef_cuda_backend_ops.close(gb);
-    }
-    if (cb != NULL) {
-        cpu->close(cb);
-    }
-    if (m != NULL) {
-        clef_model_close(m);
-    }
     json_decref(cases);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0) {
-        printf("# could not remove %s\n", dir);
-    }
+    cuda_test_close(cpu, cb, gb, m, dir);
 }
 
 static void
@@ -1015,24 +1003,5 @@ static const cuda_subtest  subtests[] = {
 int
 main(int argc, char **argv)
 {
-    clef_error  err;
-    int         rc, want[N_SUBTESTS];
-
-    if ((rc = cuda_test_start(argc, argv, subtests, N_SUBTESTS, want)) >= 0) {
-        return rc;
-    }
-    if (access("build/clef", X_OK) != 0) {
-        printf("1..0 # SKIP build/clef is not built\n");
-        return 0;
-    }
-    die_cuda(clef_k_setup(), "kernel setup");
-    memset(&err, 0, sizeof(err));
-    pool = clef_cpu_pool_create(0, &err);
-    if (pool == NULL) {
-        printf("Bail out! %s\n", err.message);
-        return 1;
-    }
-    cuda_test_run(subtests, N_SUBTESTS, want);
-    clef_cpu_pool_destroy(pool);
-    return check_done();
+    return cuda_test_main(argc, argv, subtests, N_SUBTESTS, &pool);
 }

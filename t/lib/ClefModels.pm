@@ -42,13 +42,13 @@ sub tokenizer_dir {
 # made in a temporary directory and renamed, so that suites run in
 # parallel never see half of one.
 sub made_model {
-    my ($name, $args) = @_;
+    my ($name, $args, $tokenizer) = @_;
     my $dir = "$ROOT/build/t/$name";
     return $dir if -f "$dir/joint_head_config.json";
     make_path("$ROOT/build/t");
     my $tmp = tempdir("$name-XXXXXX", DIR => "$ROOT/build/t");
     my $bin = clef_bin();
-    my $tok = tokenizer_dir();
+    my $tok = $tokenizer // tokenizer_dir();
     my $out = `"$bin" mkmodel $args --tokenizer "$tok" --out "$tmp/m" 2>&1`;
     croak "clef mkmodel failed:\n$out" if $?;
     chmod 0755, $tmp, "$tmp/m";
@@ -73,6 +73,15 @@ sub model_dir {
 sub vision_model_dir {
     return made_model("nginx-model-v1",
         qq{--config "$ROOT/t/fixtures/models/v1.json" --seed 11 --shards 2});
+}
+
+# The Clef Omni checkpoint of the e2e fixtures (t/fixtures/models/
+# omni1.json, seed 21, 2 shards, Qwen3's tokenizer with Qwen3-Omni's added
+# tokens: t/fixtures/e2e/omni1.jsonl was computed on it).
+sub omni_model_dir {
+    return made_model("nginx-model-omni1",
+        qq{--config "$ROOT/t/fixtures/models/omni1.json" --seed 21 --shards 2},
+        "$ROOT/t/fixtures/tokenizer/qwen3-omni");
 }
 
 # A loopback port that nobody listens on now, taken below the kernel's

@@ -8,7 +8,7 @@
  *     cut by rows and columns, packs to the same bits as its values
  *     converted to fp32 by hand and packed with clef_cpu_wpack_rows();
  *   - a layer's parts (weights_parts.h): norms, its mixer, the dense MLP;
- *     a MoE layer refused by name;
+ *     a MoE layer's routed experts, an unknown kind refused by name;
  *   - the thread crew (crew.h) runs a function on every member, again and
  *     again, the caller as member 0.
  */
@@ -120,9 +120,14 @@ test_parts(void)
           "an attention layer: the attention mixer");
     d.mlp = CLEF_MLP_MOE;
     n = clef_cpu_layer_parts(&d, 7, parts, &err);
-    CHECK(n < 0 && err.code == CLEF_E_MODEL, "a MoE layer is refused");
-    CHECK_STR(err.message, "layer 7 has a mixture-of-experts MLP (Clef Omni): "
-              "the CPU backend does not run it yet", "by name");
+    CHECK(n == 3 && parts[2] == &clef_cpu_part_moe,
+          "a MoE layer: the routed experts");
+    d.mlp = (clef_mlp_kind) 9;
+    n = clef_cpu_layer_parts(&d, 7, parts, &err);
+    CHECK(n < 0 && err.code == CLEF_E_MODEL, "an MLP kind it does not know "
+          "is refused");
+    CHECK_STR(err.message, "layer 7 has an MLP of kind 9, which the CPU "
+              "backend does not run", "by name");
 }
 
 typedef struct {

@@ -1,7 +1,9 @@
 /*
  * End to end against the reference (t/fixtures/e2e, written by
  * t/reference/gen_model_fixtures.py from transformers' Qwen3.5 and
- * Cloudflare's ClefModel in fp32):
+ * Cloudflare's ClefModel in fp32, and by gen_omni_fixtures.py from
+ * transformers 5.10.2's Qwen3-Omni thinker and Cloudflare's Clef Omni
+ * ClefModel in fp32, the MoE text stack of t/fixtures/models/omni1.json):
  *
  *   - the tiny checkpoints are written again by `build/clef mkmodel` with the
  *     fixture's seeds and their files checked against
@@ -41,6 +43,7 @@
 #include "model/model.h"
 #include "protocol/answer.h"
 #include "protocol/encode.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "shell.h"
 
@@ -387,13 +390,20 @@ check_inprocess(const char *model, json_t *cases, json_t *responses)
             CHECK(0, "%s: parse (%s)", cname, err.message);
             continue;
         }
-        if (clef_encode(clef_model_tokenizer(m), &req, &eo, &rec, &err) != 0) {
+        /* the media read and processed as the engine does (Clef Omni's
+         * images) */
+        if (clef_request_check_media(&req, 1, &err) != 0
+            || clef_encode_with_media(m, &req, &eo, &rec, &err) != 0)
+        {
             CHECK(0, "%s: encode (%s)", cname, err.message);
             clef_request_free(&req);
             continue;
         }
         one[0] = &rec;
         clef_batch_init(&batch, one, 1, cu);
+        if (clef_batch_set_media(&batch, &err) != 0) {
+            CHECK(0, "%s: the batch's media (%s)", cname, err.message);
+        }
         hs = malloc(rec.ids.n * (size_t) H * sizeof(float));
         lg = malloc((size_t) rec.n_options * sizeof(float));
 
@@ -433,6 +443,7 @@ check_inprocess(const char *model, json_t *cases, json_t *responses)
 
         free(hs);
         free(lg);
+        clef_batch_free_media(&batch);
         clef_record_free(&rec);
         clef_request_free(&req);
     }
@@ -669,8 +680,13 @@ int
 main(void)
 {
     char         path[2048], dir[2048];
+    static const char  *manifests[] = {
+        "manifest.json",        /* Clef: gen_model_fixtures.py */
+        "manifest-omni.json"    /* Clef Omni: gen_omni_fixtures.py */
+    };
     json_t      *manifest, *models, *mv, *cases, *responses, *packed;
     json_error_t jerr;
+    size_t       m;
     const char  *name;
     char        *text, *packed_text;
 
@@ -683,20 +699,31 @@ main(void)
         CHECK(0, "mkdtemp");
         return check_done();
     }
-    snprintf(path, sizeof(path), "%s/e2e/manifest.json", check_fixtures());
+    for (m = 0; m < sizeof(manifests) / sizeof(manifests[0]); m++) {
+    snprintf(path, sizeof(path), "%s/e2e/%s", check_fixtures(), manifests[m]);
     manifest = json_load_file(path, 0, &jerr);
     CHECK(manifest != NULL, "read %s", path);
     models = json_object_get(manifest, "models");
 
     json_object_foreach(models, name, mv) {
-        int  seed = (int) json_integer_value(json_object_get(mv, "seed"));
-        int  shards = (int) json_integer_value(json_object_get(mv, "shards"));
+        int          seed = (int) json_integer_value(json_object_get(mv, "seed"));
+        int          shards = (int) json_integer_value(json_object_get(mv, "shards"));
+        const char  *tk = json_string_value(json_object_get(mv, "tokenizer"));
+        char         tokenizer[2048];
 
+        /* a model made with another tokenizer names it (Clef Omni's) */
+        if (tk != NULL) {
+            snprintf(tokenizer, sizeof(tokenizer), "%s/%s/%s", root,
+                     check_fixtures(), tk);
+        } else {
+            snprintf(tokenizer, sizeof(tokenizer), "%s",
+                     check_qwen3_tokenizer());
+        }
         snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
         CHECK_INT(sh("'%s/build/clef' mkmodel --config '%s/%s/models/%s.json' "
                      "--tokenizer '%s' --seed %d --shards %d "
                      "--out '%s' > /dev/null", root, root, check_fixtures(), name,
-                     check_qwen3_tokenizer(), seed, shards, dir), 0,
+                     tokenizer, seed, shards, dir), 0,
                   "%s: mkmodel --seed %d --shards %d", name, seed, shards);
         CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/%s.sha256'", dir, root,
                      check_fixtures(), name), 0, "%s: files as t/fixtures/models/%s.sha256",
@@ -730,14 +757,16 @@ main(void)
         json_decref(packed);
         json_decref(cases);
     }
-    if (json_object_size(models) > 0) {
-        snprintf(dir, sizeof(dir), "%s/%s", tmp, json_object_iter_key(json_object_iter(models)));
+    if (m == 0 && json_object_size(models) > 0) {
+        snprintf(dir, sizeof(dir), "%s/%s", tmp,
+                 json_object_iter_key(json_object_iter(models)));
         check_refusals(dir);
+    }
+    json_decref(manifest);
     }
     printf("# e2e: max |logit| diff %.3g, max |probability| diff %.3g, "
            "max |hidden| diff %.3g\n", max_logit, max_prob, max_hidden);
 
-    json_decref(manifest);
     sh("rm -rf '%s'", tmp);
     return check_done();
 }

@@ -685,7 +685,8 @@ test_errors(void)
     json_object_set_new(j, "model_type", json_string("qwen3_next"));
     write_json("e", "config.json", j);
     expect_error("e", 0, 500, "model_invalid", "another model type",
-                 "%s: model_type is \"qwen3_next\", only \"qwen3_5\" is supported",
+                 "%s: model_type is \"qwen3_next\": neither Clef (\"qwen3_5\") "
+                 "nor Clef Omni (\"qwen3_omni_moe\")",
                  path_of("e", "config.json"));
 
     clone("r2", "e");

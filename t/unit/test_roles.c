@@ -8,8 +8,9 @@
  *     llama.cpp's converter writes, with its transforms, for a sample of
  *     roles (the names gguf-py's tensor map gives for MODEL_ARCH.CLEF and
  *     MMPROJ);
- *   - a layer's roles in the release's checkpoint order, and a MoE layer,
- *     which has no rows yet, refused;
+ *   - a layer's roles in the release's checkpoint order, a MoE layer's
+ *     router and experts among them; an expert's names; the norm form
+ *     of each family;
  *   - shapes resolved against the configs (the clef-flash layer sizes);
  *   - the dtype table: names, GGUF ids, block bytes, conversions.
  */
@@ -162,12 +163,49 @@ test_layer_roles(void)
           "an attention layer likewise");
     CHECK_INT(clef_layer_roles(&c.layer[3], got, 5), -1,
               "more roles than room: refused");
-    moe = c.layer[0];
+    moe = c.layer[3];
     moe.mlp = CLEF_MLP_MOE;
-    CHECK_INT(clef_layer_roles(&moe, got, CLEF_ROLE_COUNT), -1,
-              "a MoE layer has no rows yet: refused");
-    CHECK_INT(clef_part_roles(CLEF_PART_MLP_MOE, got, CLEF_ROLE_COUNT), 0,
-              "the MoE part is empty");
+    n = clef_layer_roles(&moe, got, CLEF_ROLE_COUNT);
+    CHECK(n == 12 && memcmp(got, attn, 8 * sizeof(clef_role)) == 0
+          && got[8] == CLEF_ROLE_MOE_ROUTER && got[9] == CLEF_ROLE_MOE_GATE
+          && got[10] == CLEF_ROLE_MOE_UP && got[11] == CLEF_ROLE_MOE_DOWN,
+          "a MoE layer: the router, then the experts' gate, up, down");
+    CHECK_INT(clef_part_roles(CLEF_PART_MLP_MOE, got, CLEF_ROLE_COUNT), 4,
+              "the MoE part's four roles");
+}
+
+/* Clef Omni's per-expert names and its plain norms. */
+static void
+test_experts(void)
+{
+    clef_text_config  c = flash_text();
+    char              name[160];
+
+    c.layer[3].mlp = CLEF_MLP_MOE;
+    CHECK_STR(clef_role_expert_name(&c, CLEF_ROLE_MOE_GATE, 3, 127, name,
+                                    sizeof(name)),
+              "model.language_model.layers.3.mlp.experts.127.gate_proj.weight",
+              "an expert's gate by its index");
+    CHECK_STR(clef_role_expert_name(&c, CLEF_ROLE_MOE_DOWN, 3, 0, name,
+                                    sizeof(name)),
+              "model.language_model.layers.3.mlp.experts.0.down_proj.weight",
+              "expert 0's down");
+    CHECK_STR(clef_role_expert_name(&c, CLEF_ROLE_MOE_ROUTER, 3, 5, name,
+                                    sizeof(name)),
+              "model.language_model.layers.3.mlp.gate.weight",
+              "the router is the layer's, whatever the expert");
+    CHECK_STR(clef_role_gguf_name(CLEF_ROLE_MOE_UP, 3, name, sizeof(name)),
+              "blk.3.ffn_up_exps.weight", "the experts' GGUF tensor");
+    CHECK(clef_role_of(CLEF_ROLE_MOE_UP)->gguf_flags & CLEF_GGUF_EXPERTS,
+          "stored as one 3-D tensor in a GGUF");
+    c.norm_plus_one = 1;
+    CHECK_INT(clef_role_kind_in(&c, CLEF_ROLE_INPUT_NORM), CLEF_RK_NORM_1P,
+              "Qwen3.5's norms are 1 + w");
+    c.norm_plus_one = 0;
+    CHECK_INT(clef_role_kind_in(&c, CLEF_ROLE_ATTN_Q_NORM), CLEF_RK_NORM,
+              "Omni's are w");
+    CHECK_INT(clef_role_kind_in(&c, CLEF_ROLE_GDN_NORM), CLEF_RK_NORM,
+              "the gated norm is w in both");
 }
 
 static void
@@ -257,6 +295,7 @@ main(void)
     test_table();
     test_names();
     test_layer_roles();
+    test_experts();
     test_shapes();
     test_dtypes();
     return check_done();

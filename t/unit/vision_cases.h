@@ -113,29 +113,40 @@ use_build_decoder(void)
 }
 
 
+/* A request body encoded with its media, as the engine does. */
 static int __attribute__((unused))
-encode_case(const clef_model *m, json_t *c, clef_record *rec)
+encode_body(const clef_model *m, const char *body, const clef_encode_opts *eo,
+    clef_record *rec)
 {
     clef_request      req;
     clef_error        err;
-    clef_encode_opts  eo;
-    char             *body = body_of(c);
     int               rc;
 
-    clef_encode_opts_default(&eo);
     memset(&err, 0, sizeof(err));
     rc = clef_request_parse(&req, body, strlen(body), NULL, &err);
     if (rc == 0) {
         rc = clef_request_check_media(&req, CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
                                       | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO), &err);
         if (rc == 0) {
-            rc = clef_encode_with_media(m, &req, &eo, rec, &err);
+            rc = clef_encode_with_media(m, &req, eo, rec, &err);
         }
         clef_request_free(&req);
     }
     if (rc != 0) {
         printf("#   %s\n", err.message);
     }
+    return rc;
+}
+
+static int __attribute__((unused))
+encode_case(const clef_model *m, json_t *c, clef_record *rec)
+{
+    clef_encode_opts  eo;
+    char             *body = body_of(c);
+    int               rc;
+
+    clef_encode_opts_default(&eo);
+    rc = encode_body(m, body, &eo, rec);
     free(body);
     return rc;
 }

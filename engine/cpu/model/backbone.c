@@ -12,6 +12,7 @@
 #include "cpu/ops/embed.h"
 #include "cpu/ops/gdn.h"
 #include "cpu/ops/mlp.h"
+#include "cpu/ops/moe.h"
 #include "cpu/ops/norm.h"
 #include "cpu/ops/rope.h"
 #include "cpu/parallel/rowpar.h"
@@ -23,7 +24,7 @@
 struct clef_cpu_backbone {
     clef_cpu_weights   w;
     clef_cpu_pool     *pool;
-    int                any_full, any_gdn;
+    int                any_full, any_gdn, any_moe;
 
     /* tensor parallelism: the rank's communicator, NULL when unsharded */
     clef_comm         *comm;
@@ -49,6 +50,12 @@ typedef struct {
     float  *o;          /* [T][max(Hv dv, Hq hd)] mixer output before out_proj */
     float  *beta, *g;   /* [T][Hv] */
     float  *mlp;        /* [MLP_TILE][2 I] */
+    /* routed experts, MLP_TILE tokens at a time */
+    clef_cpu_moe_routing route;
+    float  *logits;     /* [MLP_TILE][E] */
+    float  *rows;       /* [MLP_TILE k][H] the tokens grouped by expert */
+    float  *hid;        /* [MLP_TILE k][2 I_moe] */
+    float  *out;        /* [MLP_TILE k][H] */
     float  *part;       /* [segs][tile][H] a row-parallel product's
                            segment partials (rowpar.h) */
     float  *scratch;    /* per worker */
@@ -129,6 +136,7 @@ clef_cpu_backbone_open_shard(const clef_model *m, clef_cpu_pool *pool,
     b->rowpar.comm = b->comm;
     b->rowpar.prec = prec;
     for (i = 0; i < b->w.cfg.num_hidden_layers; i++) {
+        b->any_moe |= b->w.layers[i].mlp.kind == CLEF_MLP_MOE;
         if (b->w.layers[i].mixer == CLEF_MIXER_FULL) {
             b->any_full = 1;
         } else {
@@ -223,6 +231,11 @@ acts_free(acts *a)
     free(a->gemm);
     free(a->mcos);
     free(a->msin);
+    free(a->logits);
+    free(a->rows);
+    free(a->hid);
+    free(a->out);
+    clef_cpu_moe_route_free(&a->route);
 }
 
 static int
@@ -248,6 +261,7 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
     tile = T < MLP_TILE ? T : MLP_TILE;
     /* the widest input of a linear layer */
     k = H > w->inter ? H : w->inter;
+    k = w->cfg.moe_intermediate_size > k ? w->cfg.moe_intermediate_size : k;
     k = o > k ? o : k;
 
     memset(a, 0, sizeof(*a));
@@ -263,6 +277,22 @@ acts_alloc(acts *a, const clef_cpu_backbone *b, int64_t T)
         a->u = malloc(sizeof(float) * (size_t) (T * w->qkv_dim));
         a->beta = malloc(sizeof(float) * (size_t) (T * hv));
         a->g = malloc(sizeof(float) * (size_t) (T * hv));
+    }
+    if (b->any_moe) {
+        int64_t  E = w->cfg.num_experts, K = w->cfg.num_experts_per_tok;
+        int64_t  Im = w->cfg.moe_intermediate_size;
+
+        a->logits = malloc(sizeof(float) * (size_t) (tile * E));
+        a->rows = malloc(sizeof(float) * (size_t) (tile * K * H));
+        a->hid = malloc(sizeof(float) * (size_t) (tile * K * 2 * Im));
+        a->out = malloc(sizeof(float) * (size_t) (tile * K * H));
+        if (clef_cpu_moe_route_alloc(&a->route, tile, (int) E, (int) K) != 0
+            || a->logits == NULL || a->rows == NULL || a->hid == NULL
+            || a->out == NULL)
+        {
+            acts_free(a);
+            return -1;
+        }
     }
     if (a->x == NULL || a->xn == NULL || a->proj == NULL || a->o == NULL
         || a->mlp == NULL || a->scratch == NULL || a->gemm == NULL
@@ -415,8 +445,56 @@ dense_mlp(clef_cpu_backbone *b, const clef_cpu_dense_w *l, acts *a, int64_t T,
     return 0;
 }
 
-/* x += MLP(xn), by the layer's kind of MLP (weights.h: the MoE MLP joins
- * here; the weights refuse it when they load) */
+/* x += the routed experts of xn (cpu/ops/moe.h), MLP_TILE tokens at a
+ * time: the router's product, the routing, then per expert one product of
+ * gate|up, the activation and one product of down over the tokens routed
+ * to it, and each token's weighted sum in expert order. */
+static int
+moe_mlp(clef_cpu_backbone *b, const clef_cpu_moe_w *l, acts *a, int64_t T)
+{
+    const clef_text_config  *c = &b->w.cfg;
+    clef_cpu_pool           *pool = b->pool;
+    const clef_cpu_moe_routing *r = &a->route;
+    int64_t                  H = c->hidden_size, E = c->num_experts;
+    int64_t                  I = c->moe_intermediate_size;
+    int64_t                  t0, n, r0, rows;
+    int                      e;
+
+    for (t0 = 0; t0 < T; t0 += MLP_TILE) {
+        n = T - t0 < MLP_TILE ? T - t0 : MLP_TILE;
+        TIMED(b, CLEF_PROF_MLP_UP,
+              clef_cpu_linear_prec(pool, a->xn + t0 * H, H, n, &l->router,
+                                   a->logits, E, 0.0f, a->gemm, b->w.prec);
+              clef_cpu_moe_route(pool, a->logits, E, n, c->norm_topk_prob,
+                                 &a->route);
+              clef_cpu_moe_gather(pool, r, n, a->xn + t0 * H, H, (int) H,
+                                  a->rows));
+        for (e = 0; e < E; e++) {
+            r0 = r->offset[e];
+            rows = r->offset[e + 1] - r0;
+            if (rows == 0) {
+                continue;
+            }
+            TIMED(b, CLEF_PROF_MLP_UP,
+                  clef_cpu_linear_prec(pool, a->rows + r0 * H, H, rows,
+                                       &l->gate_up[e], a->hid + r0 * 2 * I,
+                                       2 * I, 0.0f, a->gemm, b->w.prec));
+            TIMED(b, CLEF_PROF_MLP_ACT,
+                  clef_cpu_swiglu(pool, a->hid + r0 * 2 * I, 2 * I, rows,
+                                  (int) I));
+            TIMED(b, CLEF_PROF_MLP_DOWN,
+                  clef_cpu_linear_prec(pool, a->hid + r0 * 2 * I, 2 * I, rows,
+                                       &l->down[e], a->out + r0 * H, H, 0.0f,
+                                       a->gemm, b->w.prec));
+        }
+        TIMED(b, CLEF_PROF_MLP_DOWN,
+              clef_cpu_moe_combine(pool, r, n, a->out, (int) H,
+                                   a->x + t0 * H, H));
+    }
+    return 0;
+}
+
+/* x += MLP(xn), by the layer's kind of MLP (weights.h) */
 static int
 mlp_layer(clef_cpu_backbone *b, const clef_cpu_mlp_w *mlp, acts *a, int64_t T,
     clef_error *err)
@@ -424,6 +502,8 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_mlp_w *mlp, acts *a, int64_t T,
     switch (mlp->kind) {
     case CLEF_MLP_DENSE:
         return dense_mlp(b, &mlp->dense, a, T, err);
+    case CLEF_MLP_MOE:
+        return moe_mlp(b, &mlp->moe, a, T);
     default:
         return clef_error_fail(err, CLEF_E_INTERNAL,
                                "an MLP of kind %d in the backbone",
@@ -488,6 +568,29 @@ clef_cpu_media_apply(const clef_cpu_backbone *b, const clef_cpu_media *m,
                                "out of memory for M-RoPE");
     }
     return 0;
+}
+
+/* DeepStack: x += level d's rows at the visual spans' tokens, in the
+ * reference's order (hidden + visual embeds) */
+static void
+deepstack_add(const clef_cpu_backbone *b, const clef_cpu_media *m, int d,
+    acts *a)
+{
+    const float  *src;
+    float        *x;
+    int64_t       H = b->w.cfg.hidden_size, t, h;
+    int           i;
+
+    for (i = 0; i < m->n_visual; i++) {
+        for (t = 0; t < m->visual[i].len; t++) {
+            x = a->x + (int64_t) (m->visual[i].start + t) * H;
+            src = m->deepstack + d * m->level_stride
+                  + (int64_t) (m->visual[i].row + t) * H;
+            for (h = 0; h < H; h++) {
+                x[h] = x[h] + src[h];
+            }
+        }
+    }
 }
 
 int
@@ -561,7 +664,7 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     for (i = 0; i < c->num_hidden_layers; i++) {
         l = &b->w.layers[i];
         TIMED(b, CLEF_PROF_NORM,
-              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->norm.input,
+              clef_cpu_rmsnorm(pool, a.x, H, a.xn, H, T, (int) H, l->norm.input,
                                  eps));
         if (i == b->fail_layer) {
             rc = clef_error_fail(err, CLEF_E_INTERNAL, "rank %d: a fault "
@@ -575,11 +678,14 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
             goto done;
         }
         TIMED(b, CLEF_PROF_NORM,
-              clef_cpu_rmsnorm1p(pool, a.x, H, a.xn, H, T, (int) H, l->norm.post,
+              clef_cpu_rmsnorm(pool, a.x, H, a.xn, H, T, (int) H, l->norm.post,
                                  eps));
         rc = mlp_layer(b, &l->mlp, &a, T, err);
         if (rc != 0) {
             goto done;
+        }
+        if (media != NULL && i < media->n_deepstack) {
+            deepstack_add(b, media, i, &a);
         }
         if (b->progress != NULL) {
             b->progress(b->progress_ctx);
@@ -589,7 +695,7 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     /* a rank other than the one running the head needs no output */
     if (hidden != NULL) {
         TIMED(b, CLEF_PROF_NORM,
-              clef_cpu_rmsnorm1p(pool, a.x, H, hidden, H, T, (int) H,
+              clef_cpu_rmsnorm(pool, a.x, H, hidden, H, T, (int) H,
                                  b->w.final_norm, eps));
     }
     rc = 0;

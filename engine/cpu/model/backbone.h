@@ -64,12 +64,21 @@ int  clef_cpu_backbone_forward(clef_cpu_backbone *b, const int32_t *ids,
 
 /* Media (backend.h): the rows of features (hidden_size floats each)
  * replace the embeddings of the spans' tokens, and positions ([3][T],
- * NULL: text) are the M-RoPE positions of every token, record-relative. */
+ * NULL: text) are the M-RoPE positions of every token, record-relative.
+ * DeepStack (Clef Omni): after decoder layer d < n_deepstack, the rows of
+ * deepstack + d level_stride are added to the hidden states of the
+ * visual spans' tokens (images and videos), at the rows those spans
+ * name. */
 typedef struct {
     const int32_t          *positions;
     const clef_media_span  *spans;
     int                     n_spans;
     const float            *features;
+    int                     n_deepstack;
+    const float            *deepstack;
+    int64_t                 level_stride;
+    const clef_media_span  *visual;
+    int                     n_visual;
 } clef_cpu_media;
 
 int  clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,

@@ -21,6 +21,14 @@ typedef struct {
     float           *qkv_b, *proj_b, *fc1_b, *fc2_b;
 } vblock;
 
+/* A merger: LayerNorm (over a patch before the 2 x 2 shuffle, or over the
+ * shuffled block: DeepStack's), fc1, exact GELU, fc2. */
+typedef struct {
+    float           *norm_w, *norm_b;
+    clef_cpu_wpack   m1, m2;
+    float           *m1_b, *m2_b;
+} vmerger;
+
 struct clef_cpu_vision {
     clef_cpu_pool       *pool;
     clef_vision_config   cfg;
@@ -28,9 +36,8 @@ struct clef_cpu_vision {
     clef_cpu_wpack       patch;
     float               *patch_b, *pos;      /* [H], [side^2][H] */
     vblock              *blocks;
-    float               *merge_w, *merge_b;
-    clef_cpu_wpack       m1, m2;
-    float               *m1_b, *m2_b;
+    vmerger              merger;
+    vmerger              deepstack[8];       /* cfg.n_deepstack of them */
     float               *inv_freq;           /* [hd / 4] */
     void               (*progress)(void *ctx);
     void                *progress_ctx;
@@ -112,6 +119,41 @@ load_packed(const clef_model *m, const char *name, int64_t n, int64_t k,
 }
 
 
+static void
+merger_free(vmerger *g)
+{
+    free(g->norm_w);
+    free(g->norm_b);
+    free(g->m1_b);
+    free(g->m2_b);
+    clef_cpu_wpack_free(&g->m1);
+    clef_cpu_wpack_free(&g->m2);
+}
+
+/* merger "<prefix>norm.*", "<prefix>linear_fc1.*", "<prefix>linear_fc2.*" */
+static int
+merger_load(const clef_model *m, const char *prefix, int64_t M, int64_t out,
+    vmerger *g, clef_error *err)
+{
+    char  n[4][96];
+
+    snprintf(n[0], sizeof(n[0]), "%snorm.weight", prefix);
+    snprintf(n[1], sizeof(n[1]), "%snorm.bias", prefix);
+    snprintf(n[2], sizeof(n[2]), "%slinear_fc1.weight", prefix);
+    snprintf(n[3], sizeof(n[3]), "%slinear_fc2.weight", prefix);
+    if ((g->norm_w = load_f32(m, n[0], err)) == NULL
+        || (g->norm_b = load_f32(m, n[1], err)) == NULL
+        || load_packed(m, n[2], M, M, &g->m1, err) != 0
+        || load_packed(m, n[3], out, M, &g->m2, err) != 0)
+    {
+        return -1;
+    }
+    snprintf(n[0], sizeof(n[0]), "%slinear_fc1.bias", prefix);
+    snprintf(n[1], sizeof(n[1]), "%slinear_fc2.bias", prefix);
+    return (g->m1_b = load_f32(m, n[0], err)) == NULL
+           || (g->m2_b = load_f32(m, n[1], err)) == NULL ? -1 : 0;
+}
+
 void
 clef_cpu_vision_close(clef_cpu_vision *v)
 {
@@ -136,14 +178,12 @@ clef_cpu_vision_close(clef_cpu_vision *v)
     }
     free(v->blocks);
     clef_cpu_wpack_free(&v->patch);
-    clef_cpu_wpack_free(&v->m1);
-    clef_cpu_wpack_free(&v->m2);
     free(v->patch_b);
     free(v->pos);
-    free(v->merge_w);
-    free(v->merge_b);
-    free(v->m1_b);
-    free(v->m2_b);
+    merger_free(&v->merger);
+    for (l = 0; l < v->cfg.n_deepstack; l++) {
+        merger_free(&v->deepstack[l]);
+    }
     free(v->inv_freq);
     free(v);
 }
@@ -217,15 +257,18 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
 #undef F
 #undef P
     }
-    if ((v->merge_w = load_f32(m, "merger.norm.weight", err)) == NULL
-        || (v->merge_b = load_f32(m, "merger.norm.bias", err)) == NULL
-        || load_packed(m, "merger.linear_fc1.weight", M, M, &v->m1, err) != 0
-        || (v->m1_b = load_f32(m, "merger.linear_fc1.bias", err)) == NULL
-        || load_packed(m, "merger.linear_fc2.weight", c->out_hidden_size, M,
-                       &v->m2, err) != 0
-        || (v->m2_b = load_f32(m, "merger.linear_fc2.bias", err)) == NULL)
+    if (merger_load(m, "merger.", M, c->out_hidden_size, &v->merger, err)
+        != 0)
     {
         goto failed;
+    }
+    for (l = 0; l < c->n_deepstack; l++) {
+        snprintf(n, sizeof(n), "deepstack_merger_list.%d.", l);
+        if (merger_load(m, n, M, c->out_hidden_size, &v->deepstack[l], err)
+            != 0)
+        {
+            goto failed;
+        }
     }
     *out = v;
     return 0;
@@ -364,10 +407,57 @@ add_rows(clef_cpu_pool *pool, float *x, const float *y, int64_t ld,
 }
 
 
+/* out[P / unit][out] <- merger g of the patches x ([P][H]): its LayerNorm
+ * over each patch (the main merger), or over each 2 x 2 block's patches
+ * side by side (they are consecutive rows; DeepStack's, post_shuffle),
+ * then fc1, exact GELU, fc2, TILE merged rows at a time */
+static void
+merge(clef_cpu_vision *v, const vmerger *g, int post_shuffle, const float *x,
+    float *xn, int64_t P, float *mlp, float *gemm, float *out)
+{
+    const clef_vision_config  *c = &v->cfg;
+    clef_cpu_pool             *pool = v->pool;
+    int64_t                    H = c->hidden_size, t0, n, unit, M;
+
+    unit = (int64_t) c->spatial_merge_size * c->spatial_merge_size;
+    M = H * unit;
+    if (post_shuffle) {
+        clef_cpu_layernorm(pool, x, M, xn, M, P / unit, (int) M, g->norm_w,
+                           g->norm_b, 1e-6f);
+    } else {
+        clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, g->norm_w,
+                           g->norm_b, 1e-6f);
+    }
+    for (t0 = 0; t0 < P / unit; t0 += TILE) {
+        n = P / unit - t0 < TILE ? P / unit - t0 : TILE;
+        clef_cpu_linear(pool, xn + t0 * M, M, n, &g->m1, mlp, M, 0.0f, gemm);
+        clef_cpu_bias_gelu(pool, mlp, M, n, (int) M, g->m1_b, 0);
+        clef_cpu_linear(pool, mlp, M, n, &g->m2, out + t0 * c->out_hidden_size,
+                        c->out_hidden_size, 0.0f, gemm);
+    }
+    clef_cpu_add_bias(pool, out, c->out_hidden_size, P / unit,
+                      c->out_hidden_size, g->m2_b);
+}
+
+int
+clef_cpu_vision_deepstack(const clef_cpu_vision *v)
+{
+    return v != NULL ? v->cfg.n_deepstack : 0;
+}
+
 int
 clef_cpu_vision_forward(clef_cpu_vision *v,
     const clef_media_item *const *items, int n_items, float *features,
     clef_error *err)
+{
+    return clef_cpu_vision_forward_levels(v, items, n_items, features, 0,
+                                          err);
+}
+
+int
+clef_cpu_vision_forward_levels(clef_cpu_vision *v,
+    const clef_media_item *const *items, int n_items, float *features,
+    int64_t level_stride, clef_error *err)
 {
     const clef_vision_config  *c = &v->cfg;
     clef_cpu_pool             *pool = v->pool;
@@ -382,7 +472,7 @@ clef_cpu_vision_forward(clef_cpu_vision *v,
     float                     *mlp = NULL, *rows = NULL, *cs = NULL, *sn = NULL;
     float                     *gemm = NULL, *scratch = NULL;
     size_t                     per_worker;
-    int                        k, g, n_groups = 0, l, rc = -1, unit;
+    int                        k, g, n_groups = 0, l, d, rc = -1, unit;
 
     unit = c->spatial_merge_size * c->spatial_merge_size;
     M = H * unit;
@@ -492,6 +582,14 @@ clef_cpu_vision_forward(clef_cpu_vision *v,
         }
         clef_cpu_add_bias(pool, o, H, P, (int) H, b->fc2_b);
         add_rows(pool, x, o, H, P, (int) H);
+        /* DeepStack: this block's output through its merger, level d + 1
+         * of the features */
+        for (d = 0; d < c->n_deepstack; d++) {
+            if (c->deepstack[d] == l) {
+                merge(v, &v->deepstack[d], 1, x, xn, P, mlp, gemm,
+                      features + (d + 1) * level_stride);
+            }
+        }
         if (v->progress != NULL) {
             v->progress(v->progress_ctx);
         }
@@ -499,18 +597,7 @@ clef_cpu_vision_forward(clef_cpu_vision *v,
 
     /* the merger: LayerNorm per patch, each 2 x 2 block's patches side by
      * side (they are consecutive rows), fc1, exact GELU, fc2 */
-    clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, v->merge_w, v->merge_b,
-                       1e-6f);
-    for (t0 = 0; t0 < P / unit; t0 += TILE) {
-        n = P / unit - t0 < TILE ? P / unit - t0 : TILE;
-        clef_cpu_linear(pool, xn + t0 * M, M, n, &v->m1, mlp, M, 0.0f, gemm);
-        clef_cpu_bias_gelu(pool, mlp, M, n, (int) M, v->m1_b, 0);
-        clef_cpu_linear(pool, mlp, M, n, &v->m2,
-                        features + t0 * c->out_hidden_size, c->out_hidden_size,
-                        0.0f, gemm);
-    }
-    clef_cpu_add_bias(pool, features, c->out_hidden_size, P / unit,
-                      c->out_hidden_size, v->m2_b);
+    merge(v, &v->merger, 0, x, xn, P, mlp, gemm, features);
     rc = 0;
 
 done:

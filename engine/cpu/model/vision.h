@@ -42,4 +42,16 @@ int  clef_cpu_vision_forward(clef_cpu_vision *v,
     const clef_media_item *const *items, int n_items, float *features,
     clef_error *err);
 
+/* DeepStack (Clef Omni, spec/qwen35-backbone.md §6): the number of
+ * mergers that read the output of earlier tower blocks (0 without a tower
+ * or for Clef's); clef_cpu_vision_forward_levels() writes the merger's
+ * features at features and merger d's (the output of block
+ * deepstack_visual_indexes[d] through its own post-shuffle merger) at
+ * features + (d + 1) level_stride, each [tokens][out_hidden_size] as
+ * above; the backbone adds level d + 1 after decoder layer d. */
+int  clef_cpu_vision_deepstack(const clef_cpu_vision *v);
+int  clef_cpu_vision_forward_levels(clef_cpu_vision *v,
+    const clef_media_item *const *items, int n_items, float *features,
+    int64_t level_stride, clef_error *err);
+
 #endif

@@ -11,19 +11,31 @@ check_config(clef_cpu_weights *w, clef_error *err)
 {
     const clef_text_config  *c = &w->cfg;
     double                   rot;
+    int                      l, linear = 0, moe = 0;
 
+    for (l = 0; l < c->num_hidden_layers && l < CLEF_MAX_LAYERS; l++) {
+        linear |= c->layer[l].mixer == CLEF_MIXER_LINEAR;
+        moe |= c->layer[l].mlp == CLEF_MLP_MOE;
+    }
     if (c->hidden_size <= 0 || c->intermediate_size <= 0
         || c->num_hidden_layers <= 0 || c->num_hidden_layers > CLEF_MAX_LAYERS
         || c->num_attention_heads <= 0 || c->num_key_value_heads <= 0
-        || c->head_dim <= 0 || c->linear_num_key_heads <= 0
-        || c->linear_num_value_heads <= 0 || c->linear_key_head_dim <= 0
-        || c->linear_value_head_dim <= 0 || c->linear_conv_kernel_dim <= 0)
+        || c->head_dim <= 0
+        || (linear && (c->linear_num_key_heads <= 0
+                       || c->linear_num_value_heads <= 0
+                       || c->linear_key_head_dim <= 0
+                       || c->linear_value_head_dim <= 0
+                       || c->linear_conv_kernel_dim <= 0))
+        || (moe && (c->num_experts <= 0 || c->num_experts_per_tok <= 0
+                    || c->num_experts_per_tok > c->num_experts
+                    || c->moe_intermediate_size <= 0)))
     {
         return clef_error_fail(err, CLEF_E_MODEL,
                                "text config has a size that is not positive");
     }
     if (c->num_attention_heads % c->num_key_value_heads != 0
-        || c->linear_num_value_heads % c->linear_num_key_heads != 0)
+        || (linear
+            && c->linear_num_value_heads % c->linear_num_key_heads != 0))
     {
         return clef_error_fail(err, CLEF_E_MODEL,
             "head counts do not group: %d q heads on %d kv heads, "
@@ -68,8 +80,8 @@ norms_load(clef_cpu_loader *ld, clef_cpu_layer *l, int layer)
 
     l->norm.input = clef_cpu_loader_floats(ld, H);
     l->norm.post = clef_cpu_loader_floats(ld, H);
-    return clef_cpu_take_vector(ld, CLEF_ROLE_INPUT_NORM, layer, l->norm.input)
-           || clef_cpu_take_vector(ld, CLEF_ROLE_POST_NORM, layer, l->norm.post)
+    return clef_cpu_take_norm(ld, CLEF_ROLE_INPUT_NORM, layer, l->norm.input)
+           || clef_cpu_take_norm(ld, CLEF_ROLE_POST_NORM, layer, l->norm.post)
            ? -1 : 0;
 }
 
@@ -101,11 +113,14 @@ clef_cpu_layer_parts(const clef_layer_desc *d, int layer,
     case CLEF_MLP_DENSE:
         parts[2] = &clef_cpu_part_dense;
         return 3;
+    case CLEF_MLP_MOE:
+        parts[2] = &clef_cpu_part_moe;
+        return 3;
     default:
         return clef_error_fail(err, CLEF_E_MODEL,
-                               "layer %d has a mixture-of-experts MLP (Clef "
-                               "Omni): the CPU backend does not run it yet",
-                               layer);
+                               "layer %d has an MLP of kind %d, which the "
+                               "CPU backend does not run", layer,
+                               (int) d->mlp);
     }
 }
 
@@ -194,11 +209,19 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
      * reduction length of the model's matrices (gemm_bf16.h): the
      * row-parallel ones by segment */
     if (prec == CLEF_PRECISION_BF16) {
-        int64_t  ks[4] = { H, I / w->nseg, w->gdn_v_dim / w->nseg,
-                           w->attn_o_dim / w->nseg };
+        int64_t  ks[5] = { H, I / w->nseg, w->attn_o_dim / w->nseg,
+                           w->gdn_v_dim / w->nseg, c->moe_intermediate_size };
+        int      nk = 2 + (full_count > 0);
         char     why[192];
 
-        w->native = clef_cpu_bf16_native_open(ks, full_count > 0 ? 4 : 3,
+        /* the reductions of the layers the model has */
+        if (full_count < c->num_hidden_layers) {
+            ks[nk++] = w->gdn_v_dim / w->nseg;
+        }
+        if (c->num_experts > 0) {
+            ks[nk++] = c->moe_intermediate_size;
+        }
+        w->native = clef_cpu_bf16_native_open(ks, nk,
                                               clef_cpu_pool_size(pool), why,
                                               sizeof(why));
         if (w->native != NULL) {
@@ -226,7 +249,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     w->block = malloc(sizeof(float) * (size_t) ld.floats);
     /* the GDN's conv taps of every channel, before they are cut */
     ld.tmp = malloc(sizeof(float)
-                    * (size_t) (c->linear_conv_kernel_dim * qkv_all));
+                    * (size_t) (c->linear_conv_kernel_dim * qkv_all + 1));
     if (w->layers == NULL || w->block == NULL || ld.tmp == NULL) {
         clef_cpu_loader_nomem(&ld);
         goto done;
@@ -234,7 +257,7 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
 
     ld.cur = w->block;
     w->final_norm = clef_cpu_loader_floats(&ld, H);
-    if (clef_cpu_take_vector(&ld, CLEF_ROLE_FINAL_NORM, 0, w->final_norm)
+    if (clef_cpu_take_norm(&ld, CLEF_ROLE_FINAL_NORM, 0, w->final_norm)
         != 0)
     {
         goto done;

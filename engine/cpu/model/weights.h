@@ -45,7 +45,8 @@
 #include "model/model.h"
 #include "model/shard.h"
 
-/* A decoder layer's two norms, 1 + w form. */
+/* A decoder layer's two norms, as their multipliers (cpu/ops/norm.h: 1 + w
+ * for Qwen3.5's zero-centred weights, w for Clef Omni's). */
 typedef struct {
     float           *input;        /* [H], before the mixer */
     float           *post;         /* [H], before the MLP */
@@ -64,7 +65,7 @@ typedef struct {
 /* The gated attention mixer. */
 typedef struct {
     clef_cpu_wpack   qkv_proj;     /* [q (+ gate) per head | k | v][H] */
-    float           *q_norm;       /* [head_dim] */
+    float           *q_norm;       /* [head_dim], multipliers as above */
     float           *k_norm;       /* [head_dim] */
     clef_cpu_wpack   o_proj[CLEF_SHARD_SEGS_MAX];    /* [H][Hq hd / segs] */
 } clef_cpu_attn_w;
@@ -75,14 +76,23 @@ typedef struct {
     clef_cpu_wpack   down[CLEF_SHARD_SEGS_MAX];      /* [H][I / segs] */
 } clef_cpu_dense_w;
 
-/* A layer's MLP, by its kind (model.h).  Clef Omni's MoE MLP (router,
- * experts, shared expert) joins as a member beside dense, with its part
- * loader selected in clef_cpu_layer_parts() (weights_parts.h) and its
- * forward in backbone.c's mlp_layer(); today a layer of that kind is
- * refused when it loads. */
+/* Clef Omni's routed experts: the router, and each expert's gate|up and
+ * down packed apart, so that an expert runs one product over the tokens
+ * routed to it (backbone_moe.c). */
+typedef struct {
+    clef_cpu_wpack   router;       /* [E][H] */
+    clef_cpu_wpack  *gate_up;      /* [E] of [gate | up][H] */
+    clef_cpu_wpack  *down;         /* [E] of [H][I_moe] */
+    int              experts;      /* E, once the arrays exist */
+} clef_cpu_moe_w;
+
+/* A layer's MLP, by its kind (model.h), each with its part loader
+ * selected in clef_cpu_layer_parts() (weights_parts.h) and its forward
+ * chosen in backbone.c's mlp_layer(). */
 typedef struct {
     clef_mlp_kind      kind;
     clef_cpu_dense_w   dense;        /* CLEF_MLP_DENSE */
+    clef_cpu_moe_w     moe;          /* CLEF_MLP_MOE */
 } clef_cpu_mlp_w;
 
 typedef struct {

@@ -51,8 +51,8 @@ attn_load(clef_cpu_loader *ld, clef_cpu_layer *l, int layer)
                                  kvrows, &a->qkv_proj, qrows)
            || clef_cpu_take_rows(ld, CLEF_ROLE_ATTN_V, layer, sh->kv_head0 * hd,
                                  kvrows, &a->qkv_proj, qrows + kvrows)
-           || clef_cpu_take_vector(ld, CLEF_ROLE_ATTN_Q_NORM, layer, a->q_norm)
-           || clef_cpu_take_vector(ld, CLEF_ROLE_ATTN_K_NORM, layer, a->k_norm)
+           || clef_cpu_take_norm(ld, CLEF_ROLE_ATTN_Q_NORM, layer, a->q_norm)
+           || clef_cpu_take_norm(ld, CLEF_ROLE_ATTN_K_NORM, layer, a->k_norm)
            || clef_cpu_take_segments(ld, CLEF_ROLE_ATTN_O, layer, H,
                                      w->attn_o_dim, sh->q_head0 * hd, a->o_proj)
            ? -1 : 0;

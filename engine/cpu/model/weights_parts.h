@@ -8,9 +8,9 @@
  * A part says how many plain fp32 floats it needs per layer (they are
  * carved from one block, w->block), how many its packed matrices would
  * take in fp32 (for the message when memory runs out), how to load and
- * free it and the bytes it holds.  A new layer part (Clef Omni's MoE MLP)
- * is one more clef_cpu_part, selected by the layer's kind in
- * clef_cpu_layer_parts().
+ * free it and the bytes it holds.  A layer part (the dense MLP, Clef
+ * Omni's routed experts) is a clef_cpu_part, selected by the layer's kind
+ * in clef_cpu_layer_parts().
  */
 #ifndef CLEF_CPU_WEIGHTS_PARTS_H
 #define CLEF_CPU_WEIGHTS_PARTS_H
@@ -43,6 +43,7 @@ extern const clef_cpu_part  clef_cpu_part_norms;     /* weights.c */
 extern const clef_cpu_part  clef_cpu_part_gdn;       /* weights_gdn.c */
 extern const clef_cpu_part  clef_cpu_part_attn;      /* weights_attn.c */
 extern const clef_cpu_part  clef_cpu_part_dense;     /* weights_mlp.c */
+extern const clef_cpu_part  clef_cpu_part_moe;       /* weights_moe.c */
 
 /* The parts of a layer of description d, in load order: its norms, its
  * mixer, its MLP; the count, or -1 (err filled) for a kind the CPU
@@ -57,6 +58,10 @@ float *clef_cpu_loader_floats(clef_cpu_loader *ld, int64_t n);
  * rows [row0, row0 + rows) of it, into dst. */
 int clef_cpu_take_vector(clef_cpu_loader *ld, clef_role r, int layer,
     float *dst);
+/* An RMSNorm's weight of role r as its multiplier (cpu/ops/norm.h): 1 + w
+ * where the model's norms are zero-centred, else w. */
+int clef_cpu_take_norm(clef_cpu_loader *ld, clef_role r, int layer,
+    float *dst);
 int clef_cpu_take_vector_rows(clef_cpu_loader *ld, clef_role r, int layer,
     int64_t row0, int64_t rows, float *dst);
 
@@ -70,6 +75,11 @@ int clef_cpu_alloc_pack(clef_cpu_loader *ld, const clef_role *rs, int n,
  * rows) of pack (column-parallel: a rank's heads). */
 int clef_cpu_take_rows(clef_cpu_loader *ld, clef_role r, int layer,
     int64_t src0, int64_t rows, clef_cpu_wpack *pack, int64_t row0);
+
+/* Every row of expert e's matrix of per-expert role r into rows [row0,
+ * row0 + its rows) of pack. */
+int clef_cpu_take_expert_rows(clef_cpu_loader *ld, clef_role r, int layer,
+    int expert, clef_cpu_wpack *pack, int64_t row0);
 
 /* Role r's row-parallel matrix as this rank's segments (rowpar.h):
  * segment j is its columns [col0 + j k, col0 + (j + 1) k), k = cols /

@@ -48,16 +48,18 @@ convert_task(void *ctx, int64_t begin, int64_t end, int worker)
  * [row0, row0 + the slice's rows) of pack; the role says which the CPU
  * keeps it as. */
 static int
-take_slice(clef_cpu_loader *ld, clef_role r, int layer, const slice *sl,
-    float *dst, clef_cpu_wpack *pack, int64_t row0)
+take_slice(clef_cpu_loader *ld, clef_role r, int layer, int expert,
+    const slice *sl, float *dst, clef_cpu_wpack *pack, int64_t row0)
 {
     const clef_role_info  *ri = clef_role_of(r);
-    const clef_tensor     *t = clef_model_role(ld->m, r, layer);
+    const clef_tensor     *t;
     int64_t                numel = clef_role_numel(r, &ld->dims);
     char                   name[160];
     convert_job            j;
 
-    clef_role_name(&ld->w->cfg, r, layer, name, sizeof(name));
+    t = expert >= 0 ? clef_model_expert_role(ld->m, r, layer, expert)
+                    : clef_model_role(ld->m, r, layer);
+    clef_role_expert_name(&ld->w->cfg, r, layer, expert, name, sizeof(name));
     if ((pack != NULL) != (ri->keep == CLEF_KEEP_PACKED)) {
         return clef_error_fail(ld->err, CLEF_E_INTERNAL,
                                "tensor %s taken as a %s", name,
@@ -115,7 +117,23 @@ take_slice(clef_cpu_loader *ld, clef_role r, int layer, const slice *sl,
 int
 clef_cpu_take_vector(clef_cpu_loader *ld, clef_role r, int layer, float *dst)
 {
-    return take_slice(ld, r, layer, NULL, dst, NULL, 0);
+    return take_slice(ld, r, layer, -1, NULL, dst, NULL, 0);
+}
+
+int
+clef_cpu_take_norm(clef_cpu_loader *ld, clef_role r, int layer, float *dst)
+{
+    int64_t  i, n = clef_role_numel(r, &ld->dims);
+
+    if (take_slice(ld, r, layer, -1, NULL, dst, NULL, 0) != 0) {
+        return -1;
+    }
+    if (clef_role_kind_in(&ld->w->cfg, r) == CLEF_RK_NORM_1P) {
+        for (i = 0; i < n; i++) {
+            dst[i] = 1.0f + dst[i];
+        }
+    }
+    return 0;
 }
 
 int
@@ -126,10 +144,10 @@ clef_cpu_take_vector_rows(clef_cpu_loader *ld, clef_role r, int layer,
     slice               sl;
 
     if (t == NULL || t->ndim < 1 || t->shape[0] <= 0) {
-        return take_slice(ld, r, layer, NULL, dst, NULL, 0);
+        return take_slice(ld, r, layer, -1, NULL, dst, NULL, 0);
     }
     sl = (slice) { row0, rows, 0, 0 };
-    return take_slice(ld, r, layer, &sl, dst, NULL, 0);
+    return take_slice(ld, r, layer, -1, &sl, dst, NULL, 0);
 }
 
 int
@@ -138,7 +156,17 @@ clef_cpu_take_rows(clef_cpu_loader *ld, clef_role r, int layer, int64_t src0,
 {
     slice  sl = { src0, rows, 0, 0 };
 
-    return take_slice(ld, r, layer, &sl, NULL, pack, row0);
+    return take_slice(ld, r, layer, -1, &sl, NULL, pack, row0);
+}
+
+int
+clef_cpu_take_expert_rows(clef_cpu_loader *ld, clef_role r, int layer,
+    int expert, clef_cpu_wpack *pack, int64_t row0)
+{
+    const clef_tensor  *t = clef_model_expert_role(ld->m, r, layer, expert);
+    slice               sl = { 0, t != NULL ? t->shape[0] : 0, 0, 0 };
+
+    return take_slice(ld, r, layer, expert, &sl, NULL, pack, row0);
 }
 
 int
@@ -176,7 +204,7 @@ clef_cpu_take_segments(clef_cpu_loader *ld, clef_role r, int layer,
             return clef_cpu_loader_nomem(ld);
         }
         sl = (slice) { 0, rows, col0 + j * k, 0 };
-        if (take_slice(ld, r, layer, &sl, NULL, &packs[j], 0) != 0) {
+        if (take_slice(ld, r, layer, -1, &sl, NULL, &packs[j], 0) != 0) {
             return -1;
         }
     }

@@ -44,12 +44,12 @@ prepare_task(void *ctx, int64_t begin, int64_t end, int worker)
         s = j->sin + pos * half;
         for (h = 0; h < a->hq; h++) {
             x = a->q + t * a->ldq + h * a->q_head_stride;
-            clef_cpu_rmsnorm1p_row(x, x, a->hd, j->q_norm, j->eps);
+            clef_cpu_rmsnorm_row(x, x, a->hd, j->q_norm, j->eps);
             clef_cpu_rope_apply(x, j->rot, c, s);
         }
         for (h = 0; h < a->hkv; h++) {
             x = a->k + t * a->ldk + (int64_t) h * a->hd;
-            clef_cpu_rmsnorm1p_row(x, x, a->hd, j->k_norm, j->eps);
+            clef_cpu_rmsnorm_row(x, x, a->hd, j->k_norm, j->eps);
             clef_cpu_rope_apply(x, j->rot, c, s);
         }
     }

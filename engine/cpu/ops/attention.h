@@ -33,7 +33,8 @@ typedef struct {
     float         scale;        /* hd^-1/2 */
 } clef_attn_args;
 
-/* In place on every token: q and k heads <- RMSNorm1p(., q_norm / k_norm),
+/* In place on every token: q and k heads <- RMSNorm(., q_norm / k_norm)
+ * (their multipliers, norm.h),
  * then RoPE on their first rot dims at the token's position in its record.
  * cos, sin: clef_cpu_rope_table() rows for positions 0 .. longest record. */
 void clef_cpu_attention_prepare(clef_cpu_pool *pool, const clef_attn_args *a,

@@ -6,6 +6,19 @@
 #include "cpu/kernels/vec.h"
 
 void
+clef_cpu_rmsnorm_row(const float *x, float *y, int dim, const float *m,
+    float eps)
+{
+    float  r;
+    int    i;
+
+    r = 1.0f / sqrtf(clef_vec_sumsq(x, dim) / (float) dim + eps);
+    for (i = 0; i < dim; i++) {
+        y[i] = (x[i] * r) * m[i];
+    }
+}
+
+void
 clef_cpu_rmsnorm1p_row(const float *x, float *y, int dim, const float *w,
     float eps)
 {
@@ -49,6 +62,18 @@ norm1p_task(void *ctx, int64_t begin, int64_t end, int worker)
 }
 
 static void
+norm_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const norm_job  *j = ctx;
+    int64_t          r;
+
+    for (r = begin; r < end; r++) {
+        clef_cpu_rmsnorm_row(j->x + r * j->ldx, j->y + r * j->ldy, j->dim,
+                             j->w, j->eps);
+    }
+}
+
+static void
 gated_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const norm_job  *j = ctx;
@@ -69,6 +94,15 @@ rows_per_chunk(int dim)
 {
     /* about 16k floats of work per chunk */
     return dim >= 16384 ? 1 : 16384 / dim;
+}
+
+void
+clef_cpu_rmsnorm(clef_cpu_pool *pool, const float *x, int64_t ldx, float *y,
+    int64_t ldy, int64_t rows, int dim, const float *m, float eps)
+{
+    norm_job  j = { x, NULL, m, y, ldx, 0, ldy, 1, dim, eps };
+
+    clef_cpu_pool_for(pool, rows, rows_per_chunk(dim), norm_task, &j);
 }
 
 void
