@@ -7,10 +7,13 @@
 /* What Clef Omni's reference does differently (its joint_schema_model.py
  * encoder): each placeholder with its own "\n", images opened with PIL
  * (no EXIF orientation) and sized within its IMAGE_SIZE, shortest_edge
- * 65536 and longest_edge 1048576 pixels. */
+ * 65536 and longest_edge 1048576 pixels.  Its videos (sampled and
+ * placed its own way, with their sound) are not served yet: refused by
+ * name, never run through Clef's video processor. */
 static void
 omni_media_conf(clef_media_conf *mc)
 {
+    mc->accepts &= ~CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO);
     mc->newline_each = 1;
     mc->processor.exif_orientation = 0;
     mc->processor.min_pixels = 65536;
