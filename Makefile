@@ -19,13 +19,17 @@ BUILD      ?= build
 ABS_BUILD  := $(abspath $(BUILD))
 CC         ?= cc
 JOBS       ?= $(shell nproc)
-# FFmpeg decodes videos (engine/media/video_*): never in the client part
-# the module links; for now only in libclef.a (see libclef_engine.so)
+# FFmpeg decodes videos (engine/media/video_decode.c, video_process.c):
+# never in the client part the module links, nor in libclef_engine.so; in
+# build/clef-decoder, the engine's sandboxed decode process (decoder/), and
+# in libclef.a (build/clef's `clef video`, the tests)
 #
 # make FFMPEG=no builds without FFmpeg, for machines without its headers
 # (the GPU machine of t/cuda/device-check.sh): FFMPEG_SRC, every source that
 # includes an FFmpeg header, is left out and engine/media/no_ffmpeg.c fails
-# their entry points with media_unsupported.  Never the default.
+# their entry points with media_unsupported; build/clef-decoder is not
+# built, so the engine answers every video with media_unsupported.  Never
+# the default.
 FFMPEG     ?= yes
 FFMPEG_SRC := engine/media/video_decode.c
 FFMPEG_PKGS := libavformat libavcodec libavfilter libswscale libavutil
@@ -73,7 +77,9 @@ CLIENT_SRC := $(wildcard engine/base/*.c engine/text/*.c engine/model/*.c) \
               $(addprefix engine/,backend/registry.c \
                 protocol/request.c protocol/plan.c protocol/answer.c \
                 media/base64.c media/image_input.c media/image_probe.c \
-                media/image_size.c media/kinds.c \
+                media/image_size.c media/kinds.c media/media_kwargs.c \
+                media/media_wire.c media/video_input.c media/video_probe.c \
+                media/video_sample.c \
                 serve/client.c serve/queue.c serve/wake.c serve/stats.c \
                 serve/keeper.c serve/engine_log.c serve/engine_library.c)
 CLIENT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_SRC))
@@ -82,9 +88,12 @@ CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 UNIT_BIN   := $(addprefix $(BUILD)/t/,$(UNIT_NAMES))
 SAN_BIN    := $(addprefix $(BUILD)/asan/t/,$(UNIT_NAMES))
 
+# the decode process only where FFmpeg is (FFMPEG=no: none)
+DECODER_BIN := $(if $(filter no,$(FFMPEG)),,$(BUILD)/clef-decoder)
+
 .PHONY: all deps test test-unit test-asan test-nginx test-coretypes run clean
 all: $(BUILD)/libclef.a $(BUILD)/libclef_client.a $(BUILD)/libclef_engine.so \
-     $(BUILD)/clef
+     $(BUILD)/clef $(DECODER_BIN)
 
 deps:
 	@auto/deps
@@ -114,11 +123,13 @@ $(BUILD)/libclef_client.a: $(CLIENT_OBJ)
 # every object, one exported symbol (engine/exports.map): the library's own
 # calls bind inside it, never to the module's copies of the client part
 #
-# Not the video decoder yet: nothing the engine runs reaches it until
-# requests carry videos, and FFmpeg's 150-odd libraries would add ~0.1 s to
-# every engine start (enough to change what t/nginx-lifecycle.t sees of a
-# reload); build/clef and the tests link it from libclef.a
-ENGINE_LIB_OBJ  := $(filter-out $(BUILD)/obj/engine/media/video_%.o,$(OBJ))
+# Not FFmpeg: the engine decodes videos in build/clef-decoder, a process of
+# its own under a sandbox (engine/media/decoder.h), and FFmpeg's 150-odd
+# libraries would add ~0.1 s to every engine start (enough to change what
+# t/nginx-lifecycle.t sees of a reload)
+FFMPEG_OBJ      := $(addprefix $(BUILD)/obj/engine/media/,video_decode.o \
+                   video_process.o)
+ENGINE_LIB_OBJ  := $(filter-out $(FFMPEG_OBJ),$(OBJ))
 ENGINE_LIB_LIBS  = $(shell pkg-config --libs $(filter-out $(FFMPEG_PKGS),$(PKGS)) \
                    2>/dev/null) -lm -lpthread -ldl
 $(BUILD)/libclef_engine.so: $(ENGINE_LIB_OBJ) engine/exports.map
@@ -131,6 +142,15 @@ $(BUILD)/asan/libclef.a: $(SAN_OBJ)
 
 $(BUILD)/clef: $(CLI_OBJ) $(BUILD)/libclef.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libclef.a $(LIBS)
+
+# the engine's decode process: FFmpeg and libseccomp, the video kind's
+# decoding files and what they need of libclef
+DECODER_SRC := $(wildcard decoder/*.c)
+DECODER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DECODER_SRC))
+DECODER_LIBS = $(shell pkg-config --libs $(FFMPEG_PKGS) libseccomp 2>/dev/null) \
+               -lm -lpthread
+$(BUILD)/clef-decoder: $(DECODER_OBJ) $(BUILD)/libclef.a
+	$(CC) -o $@ $(DECODER_OBJ) $(BUILD)/libclef.a $(DECODER_LIBS)
 
 # ---- unit tests (TAP, run by prove) ------------------------------------
 
@@ -413,6 +433,10 @@ install: all
 	  $(DESTDIR)$(NGX_MODULES_ENABLED)
 	install -m 0644 $(NGX_MODULE) $(DESTDIR)$(NGX_MODULES_DIR)/ngx_http_clef_module.so
 	install -m 0644 $(BUILD)/libclef_engine.so $(DESTDIR)$(NGX_MODULES_DIR)/libclef_engine.so
+	@# without FFmpeg (FFMPEG=no) no decode process, and no older one stays
+	if [ -n "$(DECODER_BIN)" ]; then \
+	  install -m 0755 $(BUILD)/clef-decoder $(DESTDIR)$(NGX_MODULES_DIR)/clef-decoder; \
+	else rm -f $(DESTDIR)$(NGX_MODULES_DIR)/clef-decoder; fi
 	@# without a CUDA build, no older libclef_cuda.so stays next to the new module
 	if [ -f $(BUILD)/libclef_cuda.so ]; then \
 	  install -m 0644 $(BUILD)/libclef_cuda.so $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so; \
@@ -432,6 +456,7 @@ uninstall:
 	  $(DESTDIR)$(NGX_MODULES_AVAILABLE)/$(NGX_SNIPPET) \
 	  $(DESTDIR)$(NGX_MODULES_DIR)/ngx_http_clef_module.so \
 	  $(DESTDIR)$(NGX_MODULES_DIR)/libclef_engine.so \
+	  $(DESTDIR)$(NGX_MODULES_DIR)/clef-decoder \
 	  $(DESTDIR)$(NGX_MODULES_DIR)/libclef_cuda.so
 
 clean-nginx:

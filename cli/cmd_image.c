@@ -82,8 +82,8 @@ static int
 prepare(const image_file *f, const clef_media_conf *mc, clef_media_item *im,
     clef_error *err)
 {
-    return clef_media_prep_of(CLEF_MEDIA_IMAGE)->prepare(&f->in, 0, mc, im,
-                                                         err);
+    return clef_media_prep_of(CLEF_MEDIA_IMAGE)->prepare(&f->in, 0, mc, NULL,
+                                                         im, err);
 }
 
 

@@ -7,11 +7,11 @@
  * Writes a complete Clef release directory with deterministic random
  * weights: config.json (Qwen3_5ForConditionalGeneration with its vision
  * config), joint_head_config.json, preprocessor_config.json,
- * model.safetensors.index.json + bf16 shards under the release's tensor
+ * video_preprocessor_config.json, model.safetensors.index.json + bf16 shards under the release's tensor
  * names (A_log and linear_attn.norm.weight F32; the vision tower after the
  * text stack), joint_head.safetensors, and the tokenizer files copied from
- * DIR.  --text-only leaves the tower's tensors and the processor config
- * out: a checkpoint that takes no images.  The --config format is in
+ * DIR.  --text-only leaves the tower's tensors and the processor configs
+ * out: a checkpoint that takes no images or videos.  The --config format is in
  * t/fixtures/models/README.md.
  *
  * --gguf TYPE writes the same model as one GGUF file instead, as llama.cpp's
@@ -333,6 +333,21 @@ preprocessor_config(const clef_vision_config *vc)
                      "resample", 3,
                      "image_processor_type", "Qwen2VLImageProcessorFast",
                      "processor_class", "Qwen3VLProcessor");
+}
+
+/* video_preprocessor_config.json of the release (spec/qwen35-backbone.md
+ * §5.4), with the tower's patch sizes */
+static json_t *
+video_preprocessor_config(const clef_vision_config *vc)
+{
+    return json_pack("{s:{s:i,s:i},s:i,s:i,s:i,s:[f,f,f],s:[f,f,f],s:s,s:s}",
+                     "size", "shortest_edge", 4096, "longest_edge", 25165824,
+                     "patch_size", vc->patch_size,
+                     "temporal_patch_size", vc->temporal_patch_size,
+                     "merge_size", vc->spatial_merge_size,
+                     "image_mean", 0.5, 0.5, 0.5, "image_std", 0.5, 0.5, 0.5,
+                     "processor_class", "Qwen3VLProcessor",
+                     "video_processor_type", "Qwen3VLVideoProcessor");
 }
 
 static int
@@ -738,6 +753,7 @@ clef_cmd_mkmodel(int argc, char **argv)
     clef_model_configs    cfg;
     mk_tokenizer          tk = { 0, NULL, NULL };
     json_t               *in = NULL, *config = NULL, *head = NULL, *pre = NULL;
+    json_t               *vpre = NULL;
     json_error_t          jerr;
     mk_args               a;
     uint64_t              text_bytes = 0, head_bytes = 0;
@@ -801,10 +817,14 @@ clef_cmd_mkmodel(int argc, char **argv)
     } else {
         pre = cfg.vision.present ? preprocessor_config(&cfg.vision) : NULL;
     }
+    vpre = cfg.family != CLEF_FAMILY_OMNI && cfg.vision.present
+           ? video_preprocessor_config(&cfg.vision) : NULL;
     if (write_json(a.out, "config.json", config) != 0
         || write_json(a.out, "joint_head_config.json", head) != 0
         || (pre != NULL
             && write_json(a.out, "preprocessor_config.json", pre) != 0)
+        || (vpre != NULL
+            && write_json(a.out, "video_preprocessor_config.json", vpre) != 0)
         || write_backbone(&a, &cfg, shards, &text_bytes) != 0
         || write_head(&a, &cfg.head, &head_count, &head_bytes) != 0
         || copy_file(a.tokenizer, a.out, "tokenizer.json") != 0
@@ -825,6 +845,7 @@ done:
     json_decref(config);
     json_decref(head);
     json_decref(pre);
+    json_decref(vpre);
     json_decref(tk.token_ids);
     json_decref(tk.audio_ids);
     return rc;

@@ -607,10 +607,13 @@ capture(clef_backend *b, const cuda_plan *p, cuda_graph *g, clef_error *err)
 
 /* ---- media --------------------------------------------------------------- */
 
-/* The media kinds this backend has an encoder for: images, on the vision
- * tower (vision.c, whose prepare, embed and rope hooks run every forward).
- * A batch holding another kind is refused before anything is launched. */
-static const clef_media_kind  cuda_encoders[] = { CLEF_MEDIA_IMAGE };
+/* The media kinds this backend has an encoder for: images and videos, on
+ * the vision tower (vision.c, whose prepare, embed and rope hooks run
+ * every forward; a video's frame pairs are its temporal groups).  A batch
+ * holding another kind is refused before anything is launched. */
+static const clef_media_kind  cuda_encoders[] = {
+    CLEF_MEDIA_IMAGE, CLEF_MEDIA_VIDEO
+};
 
 static int
 media_check(const clef_batch *batch, clef_error *err)

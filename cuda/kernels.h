@@ -161,11 +161,13 @@ cudaError_t clef_k_vlayernorm(const float *x, const float *w, const float *b,
     clef_bf16 *y, int rows, int n, float eps, cudaStream_t s);
 
 /* The patch rows [P][row] (row = 3 temporal ps^2) in bf16, as
- * clef_image_patch_row() makes them: patch p of image img[p] at (row, col)
- * rc[p] reads its ps x ps pixels of the image's RGB bytes (rgb + imeta[2k],
- * imeta[2k + 1] pixels wide) as (px - mean[c]) / std[c] (inorm [k][6]:
- * mean, std), repeated over the temporal slots; a patch with src[p] >= 0
- * instead copies row src[p] of staged (images given as pixel values). */
+ * clef_image_patch_row() makes them: patch p of temporal group k = img[p]
+ * (an image, or a video's frame pair) at (row, col) rc[p] reads, in
+ * temporal slot t, its ps x ps pixels of frame min(t, imeta[4k + 2] - 1)
+ * from rgb + imeta[4k] (imeta[4k + 1] bytes a frame, imeta[4k + 3]
+ * pixels wide) as (px - mean[c]) / std[c]
+ * (inorm [k][6]: mean, std); a patch with src[p] >= 0 instead copies row
+ * src[p] of staged (items given as pixel values). */
 typedef struct {
     const uint8_t    *rgb;
     const int64_t    *imeta;

@@ -1,12 +1,14 @@
 /*
  * The vision tower's place in a CUDA forward (see vision.h): the per-batch
- * metadata built on the host from the batch's images (vision_layout.h) and
- * uploaded with one copy, the workspace, and the launch sequence
+ * metadata built on the host from the batch's images and videos
+ * (vision_layout.h; a video is one temporal group a frame pair, attending
+ * within itself, as an image is one) and uploaded with one copy, the
+ * workspace, and the launch sequence
  *
  *   RGB bytes -> patch rows (bf16) --GEMM--> + bias + resampled position
  *   table (fp32 x)
  *   depth x [ LayerNorm -> qkv GEMM -> bias + 2D rotary
- *             -> bidirectional attention per image (attention.cu)
+ *             -> bidirectional attention per group (attention.cu)
  *             -> proj GEMM -> x += . + bias
  *             LayerNorm -> fc1 GEMM -> bias + gelu(tanh) -> fc2 GEMM
  *             -> x += . + bias ]
@@ -72,7 +74,7 @@ vplan_layout(const cuda_vision *v, cuda_vplan *p)
     p->o_rgb = o;
     o = align256(o + (size_t) p->rgb_bytes);
     p->o_imeta = o;
-    o = align256(o + (size_t) p->n_img * 2 * 8);
+    o = align256(o + (size_t) p->n_img * 4 * 8);
     p->o_inorm = o;
     o = align256(o + (size_t) p->n_img * 6 * 4);
     p->o_img = o;
@@ -185,7 +187,10 @@ ensure_vws(cuda_vision *v, int64_t P, clef_error *err)
     return 0;
 }
 
-/* The staging buffer's contents for the batch (sizes already laid out). */
+/* The staging buffer's contents for the batch (sizes already laid out):
+ * per temporal group (an image, or one frame pair of a video) where its
+ * frames are, its normalisation, and per patch its group, place and
+ * position taps. */
 static int
 vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
 {
@@ -201,11 +206,12 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     int32_t           *src = (int32_t *) (s + p->o_src);
     const clef_media_item  *im;
     const char             *why = NULL;
-    int64_t                *cu, g = 0, lp, n, i, rgb = 0, staged = 0, bytes;
+    int64_t                *cu, g = 0, lp, n, i, rgb = 0, staged = 0, frame;
+    int64_t                 first, frames;
     float                  *row;
-    int                     m, c;
+    int                     m, c, k = 0, t;
 
-    cu = malloc(sizeof(int64_t) * ((size_t) batch->n_items + 1));
+    cu = malloc(sizeof(int64_t) * ((size_t) p->n_img + 1));
     row = malloc(sizeof(float) * (size_t) v->row);
     if (cu == NULL || row == NULL) {
         free(cu);
@@ -216,39 +222,52 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     for (m = 0; m < batch->n_items; m++) {
         im = clef_batch_item(batch, m);
         n = (int64_t) im->grid_h * im->grid_w;
-        /* RGB bytes go up as they are (a quarter of the bf16 rows) and
+        /* RGB frames go up as they are (a quarter of the bf16 rows) and
          * become patch rows on the device; pixel values given as floats
          * (the tests' reference pixels) become rows here */
-        bytes = n * im->patch * im->patch * 3;
-        imeta[2 * m] = rgb;
-        imeta[2 * m + 1] = (int64_t) im->grid_w * im->patch;
-        for (c = 0; c < 3; c++) {
-            inorm[6 * m + c] = im->mean[c];
-            inorm[6 * m + 3 + c] = im->std[c];
+        frame = n * im->patch * im->patch * 3;
+        for (t = 0; t < im->grid_t; t++, k++) {
+            /* the group's first frame and the frames there are from it:
+             * slot s shows frame first + min(s, there - 1), as
+             * clef_image_patch_row() reads them (an image's one frame in
+             * every slot, an odd count's last pair its last frame twice) */
+            frames = im->frames > 0 ? im->frames : 1;
+            first = (int64_t) t * im->temporal;
+            first = first < frames ? first : frames - 1;
+            imeta[4 * k] = rgb + first * frame;
+            imeta[4 * k + 1] = frame;
+            imeta[4 * k + 2] = frames - first;
+            imeta[4 * k + 3] = (int64_t) im->grid_w * im->patch;
+            for (c = 0; c < 3; c++) {
+                inorm[6 * k + c] = im->mean[c];
+                inorm[6 * k + 3 + c] = im->std[c];
+            }
+            for (lp = 0; lp < n; lp++, g++) {
+                img[g] = k;
+                src[g] = -1;
+                if (im->values != NULL) {
+                    clef_image_patch_row(im, (int64_t) t * n + lp, row);
+                    for (i = 0; i < v->row; i++) {
+                        rows[staged * v->row + i] = clef_f32_to_bf16(row[i]);
+                    }
+                    src[g] = (int32_t) staged++;
+                }
+                clef_vision_patch_rc(im, lp, &rc[2 * g], &rc[2 * g + 1]);
+                clef_vision_pos_taps(rc[2 * g], rc[2 * g + 1], im->grid_h,
+                                     im->grid_w, v->side, &tap[4 * g],
+                                     &pw[4 * g]);
+            }
+            cu[k + 1] = cu[k] + n;
         }
         if (im->values == NULL) {
-            memcpy(s + p->o_rgb + rgb, im->bytes, (size_t) bytes);
-            rgb += bytes;
+            memcpy(s + p->o_rgb + rgb, im->bytes,
+                   (size_t) (frame * (im->frames > 0 ? im->frames : 1)));
+            rgb += frame * (im->frames > 0 ? im->frames : 1);
         }
-        for (lp = 0; lp < n; lp++, g++) {
-            img[g] = m;
-            src[g] = -1;
-            if (im->values != NULL) {
-                clef_image_patch_row(im, lp, row);
-                for (i = 0; i < v->row; i++) {
-                    rows[staged * v->row + i] = clef_f32_to_bf16(row[i]);
-                }
-                src[g] = (int32_t) staged++;
-            }
-            clef_vision_patch_rc(im, lp, &rc[2 * g], &rc[2 * g + 1]);
-            clef_vision_pos_taps(rc[2 * g], rc[2 * g + 1], im->grid_h, im->grid_w,
-                                 v->side, &tap[4 * g], &pw[4 * g]);
-        }
-        cu[m + 1] = cu[m] + n;
     }
     clef_vision_rotary_table(v->hd, v->theta, p->n_pos,
                              (float *) (s + p->o_cos), (float *) (s + p->o_sin));
-    clef_vision_attn_tiles(cu, batch->n_items, CLEF_K_ATTN_TILE,
+    clef_vision_attn_tiles(cu, p->n_img, CLEF_K_ATTN_TILE,
                            (int32_t *) (s + p->o_tiles));
     free(cu);
     free(row);
@@ -259,13 +278,29 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     return 0;
 }
 
+/* The error of a batch with media for a model without a tower, in the
+ * words of the first item's kind. */
+static int
+no_tower(const clef_batch *batch, clef_error *err)
+{
+    const clef_media_item  *im = clef_batch_item(batch, 0);
+
+    if (im != NULL && im->kind == CLEF_MEDIA_VIDEO) {
+        return clef_error_set(err, 400, "videos_unsupported", NULL,
+                              "This model does not accept videos.");
+    }
+    return clef_error_set(err, 400, "images_unsupported", NULL,
+                          "This model does not accept images.");
+}
+
 int
 cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
 {
     cuda_vision            *v = b->vision;
     cuda_vplan             *p;
     const clef_media_item  *im;
-    int64_t                 P = 0, side = 1, P1 = 0, rgb = 0, n;
+    int64_t                 P = 0, side = 1, P1 = 0, rgb = 0, n, groups = 0;
+    int64_t                 tiles = 0;
     int                     r, m, any = 0;
 
     if (v != NULL) {
@@ -278,37 +313,41 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
         return 0;                       /* text: the path of old, untouched */
     }
     if (v == NULL) {
-        return clef_error_set(err, 400, "images_unsupported", NULL,
-                              "This model does not accept images.");
+        return no_tower(batch, err);
     }
     if (batch->positions == NULL) {
-        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with images "
+        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with media "
                                "needs its media (clef_batch_set_media)");
     }
     for (m = 0; m < batch->n_items; m++) {
         im = clef_batch_item(batch, m);
-        if (im == NULL || im->kind != CLEF_MEDIA_IMAGE
-            || clef_image_row_size(im) != v->row
+        if (im == NULL
+            || (im->kind != CLEF_MEDIA_IMAGE && im->kind != CLEF_MEDIA_VIDEO)
+            || (im->kind == CLEF_MEDIA_IMAGE && im->grid_t != 1)
+            || im->grid_t < 1 || clef_image_row_size(im) != v->row
             || im->patch != v->ps || im->temporal != v->temporal
             || im->merge != v->merge || im->grid_h < v->merge || im->grid_w < v->merge
             || im->grid_h % v->merge != 0 || im->grid_w % v->merge != 0
             || (im->bytes == NULL && im->values == NULL))
         {
             return clef_error_fail(err, CLEF_E_INTERNAL,
-                "image %d was prepared for another tower", m);
+                "media item %d was prepared for another tower", m);
         }
         n = (int64_t) im->grid_h * im->grid_w;
-        P += n;
+        P += n * im->grid_t;
+        groups += im->grid_t;
+        tiles += im->grid_t * ((n + CLEF_K_ATTN_TILE - 1) / CLEF_K_ATTN_TILE);
         if (im->values != NULL) {
-            P1 += n;
+            P1 += n * im->grid_t;
         } else {
-            rgb += n * im->patch * im->patch * 3;
+            rgb += n * im->patch * im->patch * 3
+                   * (im->frames > 0 ? im->frames : 1);
         }
         side = im->grid_h > side ? im->grid_h : side;
         side = im->grid_w > side ? im->grid_w : side;
         if (P > MAX_PATCHES) {
             return clef_error_fail(err, CLEF_E_INTERNAL,
-                "cuda backend: a batch holds at most %d image "
+                "cuda backend: a batch holds at most %d image or video "
                 "patches", MAX_PATCHES);
         }
     }
@@ -323,15 +362,11 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     p->P = P;
     p->P1 = P1;
     p->rgb_bytes = rgb;
-    p->n_img = batch->n_items;
+    p->n_img = (int) groups;
     p->R = P / v->unit;
     p->T = clef_batch_tokens(batch);
     p->n_pos = (int) side;
-    for (m = 0; m < batch->n_items; m++) {
-        im = clef_batch_item(batch, m);
-        p->n_tiles += ((int64_t) im->grid_h * im->grid_w + CLEF_K_ATTN_TILE - 1)
-                      / CLEF_K_ATTN_TILE;
-    }
+    p->n_tiles = tiles;
     vplan_layout(v, p);
     if (grow_stage(v, p->bytes, err) != 0 || ensure_vws(v, P, err) != 0
         || vplan_fill(v, batch, err) != 0)
@@ -533,8 +568,7 @@ clef_cuda_vision_features(clef_backend *b, const clef_batch *batch,
     int           i, rc = -1;
 
     if (v == NULL) {
-        return clef_error_set(err, 400, "images_unsupported", NULL,
-                              "This model does not accept images.");
+        return no_tower(batch, err);
     }
     if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
         || cuda_vision_prepare(b, batch, err) != 0)

@@ -48,18 +48,22 @@ typedef struct {
 /* The per-batch metadata, byte offsets into one staging buffer (pinned)
  * and its device copy, each 256-byte aligned; sizes in elements. */
 typedef struct {
-    int64_t  P;              /* patches of the batch's images */
+    int64_t  P;              /* patches of the batch's items */
     int64_t  R;              /* merged rows: P / merge^2 */
     int64_t  n_tiles;        /* attention tiles */
     int64_t  T;              /* tokens of the batch */
     int      n_pos;          /* rows of the rotary tables */
-    int      n_img;          /* images */
-    int64_t  P1;             /* patches of images given as pixel values */
-    int64_t  rgb_bytes;      /* RGB bytes of the other images */
-    size_t   o_rgb;          /* uint8: each image's RGB pixels */
-    size_t   o_imeta;        /* int64 [n_img][2]: RGB offset, pixel width */
+    int      n_img;          /* temporal groups: an image is one, a video
+                                one per frame pair */
+    int64_t  P1;             /* patches of items given as pixel values */
+    int64_t  rgb_bytes;      /* RGB bytes of the other items */
+    size_t   o_rgb;          /* uint8: each item's RGB frames */
+    size_t   o_imeta;        /* int64 [n_img][4]: the RGB offset of the
+                                group's first frame, the bytes of a
+                                frame, the frames there from it (>= 1),
+                                the pixel width */
     size_t   o_inorm;        /* f32 [n_img][6]: mean, std */
-    size_t   o_img, o_src;   /* int32 [P]: image; staged row or -1 */
+    size_t   o_img, o_src;   /* int32 [P]: group; staged row or -1 */
     size_t   o_rows;         /* bf16 [P1][row]: rows given as pixel values */
     size_t   o_tap, o_pw;    /* int32 / f32 [P][4]: position-table taps */
     size_t   o_rc;           /* int32 [P][2]: (row, col) of each patch */
@@ -92,7 +96,7 @@ typedef struct cuda_vision {
     cuda_vmerger ds[CUDA_VISION_DEEPSTACK_MAX];
 
     /* the current batch (vision.c) */
-    int          active;             /* it has images */
+    int          active;             /* it has images or videos */
     cuda_vplan   plan;
     unsigned char *hstage, *dmeta;
     size_t       stage_cap, dmeta_cap;

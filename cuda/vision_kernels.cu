@@ -78,13 +78,16 @@ vpatchify_kernel(clef_k_patch_args a)
     k = a.img[p];
     r = a.rc[2 * p];
     col = a.rc[2 * p + 1];
-    off = a.imeta[2 * k];
-    W = a.imeta[2 * k + 1];
+    off = a.imeta[4 * k];
+    W = a.imeta[4 * k + 3];
     for (int e = threadIdx.x; e < n; e += blockDim.x) {
         int      c = e / (a.temporal * plane), yx = e % plane;
+        int      t = e / plane % a.temporal;
+        int64_t  fr = t < a.imeta[4 * k + 2] ? t : a.imeta[4 * k + 2] - 1;
         int      y = yx / a.ps, x = yx % a.ps;
-        uint8_t  px = a.rgb[off + (((int64_t) r * a.ps + y) * W
-                                   + (int64_t) col * a.ps + x) * 3 + c];
+        uint8_t  px = a.rgb[off + fr * a.imeta[4 * k + 1]
+                            + (((int64_t) r * a.ps + y) * W
+                               + (int64_t) col * a.ps + x) * 3 + c];
 
         dst[e] = tobf(((float) px - a.inorm[6 * k + c]) / a.inorm[6 * k + 3 + c]);
     }

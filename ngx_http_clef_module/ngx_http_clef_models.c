@@ -23,6 +23,32 @@ ngx_http_clef_precision_name(ngx_http_clef_model_t *m)
 }
 
 
+/* What a request may carry (an extension the SDKs ignore): the media
+ * kinds the model takes, each with its location's count. */
+static int
+capabilities(clef_buf *b, const ngx_http_clef_model_t *m,
+    const ngx_http_clef_loc_conf_t *llcf)
+{
+    int  img = ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE);
+    int  vid = ngx_http_clef_takes(m, CLEF_MEDIA_VIDEO);
+
+    if (clef_buf_printf(b, ",\"capabilities\":[\"systemone\"%s%s]",
+                        img ? ",\"images\"" : "", vid ? ",\"videos\"" : "")
+        != 0)
+    {
+        return -1;
+    }
+    if (img && clef_buf_printf(b, ",\"max_images\":%d",
+                               (int) llcf->max_images) != 0)
+    {
+        return -1;
+    }
+    return vid ? clef_buf_printf(b, ",\"max_videos\":%d",
+                                 (int) llcf->max_videos)
+               : 0;
+}
+
+
 ngx_int_t
 ngx_http_clef_models_handler(ngx_http_request_t *r)
 {
@@ -67,12 +93,7 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
          && clef_buf_printf(&b, ",\"precision\":\"%s\"",
                             ngx_http_clef_precision_name(m)) == 0
          /* an extension the SDKs ignore: what a request may carry */
-         && (ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
-             ? clef_buf_printf(&b, ",\"capabilities\":[\"systemone\","
-                               "\"images\"],\"max_images\":%d",
-                               (int) llcf->max_images) == 0
-             : clef_buf_append(&b, ",\"capabilities\":[\"systemone\"]",
-                               29) == 0)
+         && capabilities(&b, m, llcf) == 0
          && clef_buf_append(&b, "}]}", 3) == 0;
 
     body = ok ? ngx_pnalloc(r->pool, b.len) : NULL;

@@ -92,6 +92,7 @@ typedef struct {
     ngx_uint_t                 handler;       /* NGX_HTTP_CLEF_* */
     ngx_int_t                  max_questions;
     ngx_int_t                  max_images;
+    ngx_int_t                  max_videos;
     ngx_int_t                  max_tokens;
     ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
                                                  empty: off */

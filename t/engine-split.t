@@ -3,7 +3,8 @@
 # the client part of libclef alone, resolves every symbol it needs from
 # nginx and its own libraries, and exports no engine code; a running
 # worker maps no BLAS, image codec, media decoder or backend, while the
-# engine process does; a module without its engine library beside it is
+# engine process does, except FFmpeg, which only the decode process
+# clef-decoder links; a module without its engine library beside it is
 # refused by `nginx -t`.
 use strict;
 use warnings;
@@ -46,6 +47,20 @@ my @engine_exports = map { (split)[-1] } grep { /\s[TDBR]\s/ }
                      `nm -D --defined-only $engine_lib`;
 is_deeply \@engine_exports, ['clef_engine_library'],
     'libclef_engine.so exports its table alone';
+
+# FFmpeg only in the decode process (README "Videos"): neither the module
+# nor the engine library links it; the engine runs clef-decoder, beside
+# it, for each video
+my @engine_needed = map { /^\s*(\S+)/ ? $1 : () } `ldd $engine_lib`;
+is_deeply [grep { /libav|libswscale|libswresample|libseccomp/ } @engine_needed],
+    [], 'libclef_engine.so links no FFmpeg';
+SKIP: {
+    skip 'no clef-decoder beside the module (a build with FFMPEG=no)', 1
+        unless -x "$dir/clef-decoder";
+    my @dec = `ldd $dir/clef-decoder`;
+    ok((grep { /libavcodec/ } @dec) && (grep { /libseccomp/ } @dec),
+       'clef-decoder beside it links FFmpeg and libseccomp');
+}
 
 # nginx -t refuses a module whose engine library is missing
 {

@@ -1,8 +1,9 @@
 # make install / make uninstall into a DESTDIR: exactly the files a Debian
-# libnginx-mod-* package installs (the module, the CUDA library when it was
-# built, the modules-available snippet and its modules-enabled link), the
-# module byte for byte, a snippet that the packaged nginx loads the module
-# with, and nothing left after make uninstall.
+# libnginx-mod-* package installs (the module, the engine library, the
+# video decoder, the CUDA library when it was built, the modules-available
+# snippet and its modules-enabled link), the module byte for byte, a
+# snippet that the packaged nginx loads the module with, and nothing left
+# after make uninstall.
 use strict;
 use warnings;
 use Cwd qw(abs_path);
@@ -50,11 +51,12 @@ my @want = (
         . '/usr/share/nginx/modules-available/mod-http-clef.conf',
     'usr/lib/nginx/modules/ngx_http_clef_module.so',
     'usr/lib/nginx/modules/libclef_engine.so',
+    'usr/lib/nginx/modules/clef-decoder',
     ($cuda ? 'usr/lib/nginx/modules/libclef_cuda.so' : ()),
     'usr/share/nginx/modules-available/mod-http-clef.conf',
 );
 is_deeply [ installed($dest) ], [ sort @want ],
-    'exactly the module, the engine library'
+    'exactly the module, the engine library, the video decoder'
     . ($cuda ? ', the CUDA library' : '')
     . ', the snippet and its link';
 
@@ -64,6 +66,10 @@ is mode("$lib/ngx_http_clef_module.so"), '0644', 'mode 0644, as Debian installs 
 is compare("$lib/libclef_engine.so", "$root/build/libclef_engine.so"), 0,
     'the engine library as built, next to the module (the engine loads it '
     . 'from there)';
+is compare("$lib/clef-decoder", "$root/build/clef-decoder"), 0,
+    'the video decoder as built, next to the engine library (the engine '
+    . 'runs it from there)';
+is mode("$lib/clef-decoder"), '0755', 'mode 0755: a program';
 if ($cuda) {
     is compare("$lib/libclef_cuda.so", "$root/build/libclef_cuda.so"), 0,
         'the CUDA library as built, next to the module';

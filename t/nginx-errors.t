@@ -4,8 +4,9 @@
 # "message"}}, 422 as {"detail": [{"type","loc","msg","input"}]}, 405, 413
 # (also nginx's own, from client_max_body_size), 415 (multipart too), and
 # the media this server cannot take (images, assets, image parts of a
-# state: 400 *_unsupported, typed; videos, audio and media_kwargs, which
-# no model is served with yet, with their loc: the TEST 5m* blocks).
+# state: 400 *_unsupported, typed; videos to a model without a tower,
+# audio, and media_kwargs keys the server does not take, with their loc:
+# the TEST 5m* blocks).
 # Every response is JSON and carries x-typesafe-request-id.  The SDK's headers are accepted.
 # (429, 503 and 504 need a stopped engine: t/nginx-overload.t and
 # t/nginx-lifecycle.t.)
@@ -165,13 +166,13 @@ POST /v1/systemone
 --- error_code: 200
 --- decide
 
-=== TEST 5m1: media not served yet (issues 21, 22): videos, refused by name
+=== TEST 5m1: videos to a model without a vision tower, refused by name
 --- request
 POST /v1/systemone
 {"model":"m","state":"s","videos":["data:video/mp4;base64,AAAA",{"content_type":"video/webm","base64":"AAAA"}],"questions":{"q":{"type":"noul"}}}
 --- error_code: 400
 --- response_body canon_json
-{"detail":{"error_type":"videos_unsupported","message":"This server does not take videos yet (2 given): remove \"videos\"; text and JSON states are supported.","loc":["body","videos"]}}
+{"detail":{"error_type":"videos_unsupported","message":"This model does not accept videos (2 given): remove \"videos\"; text and JSON states are supported.","loc":["body","videos"]}}
 
 === TEST 5m2: media not served yet: audio
 --- request
@@ -181,13 +182,13 @@ POST /v1/systemone
 --- response_body canon_json
 {"detail":{"error_type":"audio_unsupported","message":"This server does not take audio clips yet (1 given): remove \"audio\"; text and JSON states are supported.","loc":["body","audio"]}}
 
-=== TEST 5m3: media not served yet: a media_kwargs key, named
+=== TEST 5m3: a media_kwargs key the server does not take, named
 --- request
 POST /v1/systemone
-{"model":"m","state":"s","media_kwargs":{"max_pixels":1000000},"questions":{"q":{"type":"noul"}}}
+{"model":"m","state":"s","media_kwargs":{"fps":2,"do_resize":false},"questions":{"q":{"type":"noul"}}}
 --- error_code: 400
 --- response_body canon_json
-{"detail":{"error_type":"media_kwargs_unsupported","message":"The media_kwargs key \"max_pixels\" is not supported: this server passes no arguments to its media processors; remove it.","loc":["body","media_kwargs","max_pixels"]}}
+{"detail":{"error_type":"media_kwargs_unsupported","message":"The media_kwargs key \"do_resize\" is not supported: this server takes fps, size, min_pixels, max_pixels, cap_pixels_per_frame and max_video_tokens; remove it.","loc":["body","media_kwargs","do_resize"]}}
 
 === TEST 5m4: media not served yet: an input_audio part in the state
 --- request

@@ -131,7 +131,7 @@ __DATA__
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "capabilities":\["systemone","images"\],"max_images":4[,}]
+--- response_body_like: "capabilities":\["systemone","images","videos"\],"max_images":4,"max_videos":2[,}]
 
 === TEST 8: remote URL
 --- request eval
@@ -236,18 +236,18 @@ main::ask(qq{["data:image/png;base64,$main::png"]})
 --- error_code: 200
 --- response_body_like: ^\{"model":"clef-tiny","answers":\{"q":\{"type":"noul","noul":
 
-=== TEST 23: media not served yet beside images the model takes (issues 21, 22): a video, refused by name
+=== TEST 23: media not served yet beside images the model takes (issue 22): audio, refused by name
 --- request eval
 "POST /v1/systemone\n" . '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},"images":'
-. qq{["data:image/png;base64,$main::png"],"videos":["data:video/mp4;base64,AAAA"]\}}
+. qq{["data:image/png;base64,$main::png"],"audio":["data:audio/wav;base64,AAAA"]\}}
 --- error_code: 400
 --- response_body chomp
-{"detail":{"error_type":"videos_unsupported","message":"This server does not take videos yet (1 given): remove \"videos\"; text, JSON states and images are supported.","loc":["body","videos"]}}
+{"detail":{"error_type":"audio_unsupported","message":"This server does not take audio clips yet (1 given): remove \"audio\"; text, JSON states, images and videos are supported.","loc":["body","audio"]}}
 
-=== TEST 24: media not served yet beside images: media_kwargs, refused by name
+=== TEST 24: media_kwargs beside images: an unknown key, refused by name
 --- request eval
 "POST /v1/systemone\n" . '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},"images":'
-. qq{["data:image/png;base64,$main::png"],"media_kwargs":\{"min_pixels":1024\}\}}
+. qq{["data:image/png;base64,$main::png"],"media_kwargs":\{"image_mean":[0,0,0]\}\}}
 --- error_code: 400
 --- response_body chomp
-{"detail":{"error_type":"media_kwargs_unsupported","message":"The media_kwargs key \"min_pixels\" is not supported: this server passes no arguments to its media processors; remove it.","loc":["body","media_kwargs","min_pixels"]}}
+{"detail":{"error_type":"media_kwargs_unsupported","message":"The media_kwargs key \"image_mean\" is not supported: this server takes fps, size, min_pixels, max_pixels, cap_pixels_per_frame and max_video_tokens; remove it.","loc":["body","media_kwargs","image_mean"]}}

@@ -280,8 +280,23 @@ cpu_visual(clef_media_kind k)
     return k == CLEF_MEDIA_IMAGE || k == CLEF_MEDIA_VIDEO;
 }
 
+/* The video kind: the same tower, each frame pair a temporal group of
+ * two frames (cpu/model/vision.c). */
+static int
+cpu_encode_videos(clef_backend *b, const clef_media_item *const *items, int n,
+    float *features, int64_t level_stride, clef_error *err)
+{
+    if (b->vision == NULL) {
+        return clef_error_set(err, 400, "videos_unsupported", NULL,
+                              "This model does not accept videos.");
+    }
+    return clef_cpu_vision_forward_levels(b->vision, items, n, features,
+                                          level_stride, err);
+}
+
 static const cpu_encoder  cpu_encoders[CLEF_MEDIA_KINDS] = {
     [CLEF_MEDIA_IMAGE] = cpu_encode_images,
+    [CLEF_MEDIA_VIDEO] = cpu_encode_videos,
 };
 
 /* The batch's items through their kinds' encoders, each kind's items

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "media/image_input.h"
+#include "media/video_decode.h"
+#include "media/video_input.h"
 
 
 /* An image's pads from its header's size (smart_resize is symmetric, so an
@@ -20,6 +22,42 @@ image_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 }
 
 
+/* A video's least ids from its header: each pair's start, pads and end,
+ * and at least one token of its "<t seconds>" text.  The header's frame
+ * rate is not the decoder's (a scan of every packet: variable-rate clips,
+ * edit lists), so the count is tried for any rate within 10% of it and
+ * the least taken; a header that does not state frames and duration
+ * (Matroska) gives the least any video makes, one pair of one pad. */
+static int64_t
+video_header_ids(const clef_media_input *in, const clef_media_conf *mc)
+{
+    const clef_video_config  *vc = &mc->video;
+    const char               *why;
+    double                    fps, secs = (double) in->duration_us / 1e6;
+    int64_t                   oh, ow, least = INT64_MAX, ids, pad, m;
+    int32_t                   n, lo, hi;
+
+    if (in->frames <= 0 || secs <= 0 || in->width <= 0 || in->height <= 0) {
+        return 4;
+    }
+    fps = (double) in->frames / secs;
+    lo = clef_video_sample_count(in->frames, fps * 1.1, vc);
+    hi = clef_video_sample_count(in->frames, fps / 1.1, vc);
+    m = (int64_t) vc->merge_size * vc->merge_size;
+    for (n = lo; n <= hi; n++) {
+        if (clef_video_smart_resize(n, in->height, in->width, vc, &oh, &ow,
+                                    &why) != 0)
+        {
+            continue;
+        }
+        pad = (oh / vc->patch_size) * (ow / vc->patch_size) / m;
+        ids = (int64_t) clef_video_grid_t(n, vc) * (pad + 3);
+        least = ids < least ? ids : least;
+    }
+    return least == INT64_MAX ? 4 : least;
+}
+
+
 static const clef_media_kind_info  kinds[CLEF_MEDIA_KINDS] = {
     [CLEF_MEDIA_IMAGE] = {
         CLEF_MEDIA_IMAGE, "images", "image", "images", "Image",
@@ -29,13 +67,14 @@ static const clef_media_kind_info  kinds[CLEF_MEDIA_KINDS] = {
           CLEF_IMAGE_MAX_PIXELS },
         clef_image_inputs_read, image_header_ids
     },
-    /* Cloudflare's Clef takes up to 2 videos (issue 21) */
+    /* Cloudflare's Clef takes up to 2 videos (video_input.h) */
     [CLEF_MEDIA_VIDEO] = {
         CLEF_MEDIA_VIDEO, "videos", "video", "videos", "Video",
         "videos_unsupported", "too_many_videos",
         { "video_url", NULL },
-        { 2, 0, 0, 0 },
-        NULL, NULL
+        { CLEF_VIDEO_MAX_ITEMS, CLEF_VIDEO_MAX_BASE64, CLEF_VIDEO_MAX_BYTES,
+          CLEF_VIDEO_MAX_PIXELS },
+        clef_video_inputs_read, video_header_ids
     },
     /* Clef Omni takes up to 4 audio clips (issue 22) */
     [CLEF_MEDIA_AUDIO] = {
@@ -73,6 +112,7 @@ clef_media_conf_default(clef_media_conf *mc)
 {
     memset(mc, 0, sizeof(*mc));
     clef_processor_config_default(&mc->processor);
+    clef_video_config_default(&mc->video);
 }
 
 

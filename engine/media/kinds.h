@@ -10,10 +10,9 @@
  * The engine's half, a decoder and a processor per kind, is prepare.h.
  *
  * A kind is served when its row has a reader and the model has an encoder
- * for it (clef_media_conf).  "videos" and "audio" have rows without a
- * reader yet: their fields are known, so a request that has them is
- * refused by name (400 videos_unsupported), never answered as if they were
- * absent.
+ * for it (clef_media_conf).  "audio" has a row without a reader yet: its
+ * field is known, so a request that has it is refused by name (400
+ * audio_unsupported), never answered as if it were absent.
  */
 #ifndef CLEF_MEDIA_KINDS_H
 #define CLEF_MEDIA_KINDS_H
@@ -25,6 +24,7 @@
 #include "base/error.h"
 #include "media/media.h"
 #include "media/processor.h"
+#include "media/video_sample.h"
 #include "text/json.h"
 
 /* What the serving model takes: the kinds it has an encoder for, their
@@ -32,8 +32,10 @@
 typedef struct {
     unsigned               accepts;     /* CLEF_MEDIA_BIT() of each kind */
     clef_media_tokens      tokens[CLEF_MEDIA_KINDS];
-    clef_processor_config  processor;   /* kinds with pixels
+    clef_processor_config  processor;   /* images
                                            (preprocessor_config.json) */
+    clef_video_config      video;       /* videos (video_preprocessor_
+                                           config.json) */
     int                    newline_each;   /* each item's text ends in a
                                               newline of its own (Clef
                                               Omni), else one after all */
@@ -60,9 +62,10 @@ typedef struct {
     int               (*read)(clef_arena *a, const clef_json *items,
                               const clef_media_limits *lim,
                               clef_media_input **out, clef_error *err);
-    /* The ids an item adds to a record, from its header alone: exact for
-     * its pads, a lower bound for what surrounds them; -1 when its
-     * processor refuses the header's size (the engine then says why). */
+    /* The ids an item adds to a record, from its header alone: a lower
+     * bound (an image's pads exactly; a video's header does not say all
+     * its decoder will); -1 when its processor refuses the header's size
+     * (the engine then says why). */
     int64_t           (*header_ids)(const clef_media_input *in,
                                     const clef_media_conf *mc);
 } clef_media_kind_info;

@@ -8,6 +8,10 @@
  *   image   image_decode.h (PNG, JPEG, WebP, EXIF), then processor.h
  *           (smart_resize, the antialiased bicubic, the normalisation);
  *           <|vision_start|>, its pads, <|vision_end|>
+ *   video   decoded, sampled and resized by the engine's sandboxed decode
+ *           process (decoder.h, video_process.h), made an item by
+ *           video_item.h; per frame pair "<t seconds>", then
+ *           <|vision_start|>, its pads, <|vision_end|> (one span a pair)
  */
 #ifndef CLEF_MEDIA_PREPARE_H
 #define CLEF_MEDIA_PREPARE_H
@@ -18,13 +22,23 @@
 #include "media/media.h"
 #include "text/tokenizer.h"
 
+/* How a preparation runs: progress (may be NULL) is called now and then
+ * while a long item decodes, so that the engine's watchdog does not take
+ * it for a hung forward. */
+typedef struct {
+    void           (*progress)(void *ctx);
+    void            *ctx;
+} clef_media_run;
+
 typedef struct {
     clef_media_kind  kind;
-    /* Decodes and processes in into out; a refusal names the item by its
-     * index among the request's items of its kind. */
+    /* Decodes and processes in into out (mc: the model's configuration as
+     * the request's media_kwargs change it); a refusal names the item by
+     * its index among the request's items of its kind; run may be NULL. */
     int            (*prepare)(const clef_media_input *in, int index,
-                              const clef_media_conf *mc, clef_media_item *out,
-                              clef_error *err);
+                              const clef_media_conf *mc,
+                              const clef_media_run *run,
+                              clef_media_item *out, clef_error *err);
     /* Appends the item's ids in the record's media text to ids (its kind's
      * start, pad and end tokens, and any text of its own, tokenized with
      * tk) and its spans to spans (starts counted in ids, item: the item's

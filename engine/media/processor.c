@@ -76,28 +76,37 @@ clef_image_patch_row(const clef_media_item *im, int64_t p, float *row)
     int64_t         bw = im->grid_w / im->merge, block, in, r, col, y, x;
     int64_t         W = (int64_t) im->grid_w * im->patch, ps = im->patch;
     int64_t         plane = ps * ps, n = clef_image_row_size(im);
+    int64_t         per = (int64_t) im->grid_h * im->grid_w, group, fr;
+    size_t          frame = (size_t) (per * plane * 3);
     const uint8_t  *px;
     int             c, t;
-    float           v;
 
     if (im->values != NULL) {
         memcpy(row, im->values + p * n, sizeof(float) * (size_t) n);
         return;
     }
 
-    /* p = (block row, block col, in-block row, in-block col) */
+    /* p = (temporal group, block row, block col, in-block row, in-block
+     * col); the group's slot t shows frame group * temporal + t, the last
+     * frame where there is none (an image's one frame, an odd count's
+     * last pair) */
+    group = p / per;
+    p %= per;
     block = p / (im->merge * im->merge);
     in = p % (im->merge * im->merge);
     r = block / bw * im->merge + in / im->merge;
     col = block % bw * im->merge + in % im->merge;
 
     for (c = 0; c < 3; c++) {
-        for (y = 0; y < ps; y++) {
-            px = im->bytes + ((r * ps + y) * W + col * ps) * 3 + c;
-            for (x = 0; x < ps; x++) {
-                v = ((float) px[3 * x] - im->mean[c]) / im->std[c];
-                for (t = 0; t < im->temporal; t++) {
-                    row[(c * im->temporal + t) * plane + y * ps + x] = v;
+        for (t = 0; t < im->temporal; t++) {
+            fr = group * im->temporal + t;
+            fr = fr < im->frames ? fr : im->frames > 1 ? im->frames - 1 : 0;
+            for (y = 0; y < ps; y++) {
+                px = im->bytes + (size_t) fr * frame
+                     + ((r * ps + y) * W + col * ps) * 3 + c;
+                for (x = 0; x < ps; x++) {
+                    row[(c * im->temporal + t) * plane + y * ps + x] =
+                        ((float) px[3 * x] - im->mean[c]) / im->std[c];
                 }
             }
         }

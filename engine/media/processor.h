@@ -67,7 +67,10 @@ int64_t clef_image_pad_tokens(int64_t h, int64_t w,
 int clef_image_preprocess(const clef_rgb_image *in, int index,
     const clef_processor_config *pc, clef_media_item *out, clef_error *err);
 
-/* Step 4 for patch row p (merge-block order) of an image into row. */
+/* Step 4 for patch row p of an item with pixels into row: rows in
+ * (temporal group, merge-block) order, each group's temporal slots its
+ * frames (an image: its one frame in every slot; a video: a frame pair,
+ * an odd count's last pair repeating its last frame). */
 void clef_image_patch_row(const clef_media_item *im, int64_t p, float *row);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "media/processor.h"
 #include "media/resize.h"
 
 typedef struct {
@@ -69,13 +70,12 @@ clef_video_load(const uint8_t *data, size_t len, int index,
     clef_error *err)
 {
     clef_video_decoder  *d;
+    clef_video_shape     sh;
     load_ctx             c;
     const char          *why;
     char                 loc[64];
-    int64_t              oh, ow;
     int32_t              n;
-    float                inv;
-    int                  ch, rc;
+    int                  rc;
 
     memset(out, 0, sizeof(*out));
     snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", index);
@@ -83,28 +83,31 @@ clef_video_load(const uint8_t *data, size_t len, int index,
         return -1;
     }
     out->info = *clef_video_decoder_info(d);
-    n = clef_video_sample_count(out->info.n_frames, out->info.fps, vc);
-    if (clef_video_smart_resize(n, out->info.height, out->info.width, vc,
-                                &oh, &ow, &why) != 0)
+    if (clef_video_shape_of(out->info.n_frames, out->info.fps,
+                            out->info.height, out->info.width, vc, &sh, &why)
+        != 0)
     {
         clef_video_close(d);
         return clef_error_set(err, 400,
-            n < vc->temporal_patch_size ? "video_one_frame" : "video_invalid",
-            loc, "Video %d (%dx%d, %lld frames) %s.", index,
+            sh.n_frames < vc->temporal_patch_size ? "video_one_frame"
+                                                  : "video_invalid",
+            loc, "Video %d (%dx%d, %lld frame%s) %s.", index,
             (int) out->info.width, (int) out->info.height,
-            (long long) out->info.n_frames, why);
+            (long long) out->info.n_frames,
+            out->info.n_frames == 1 ? "" : "s", why);
     }
 
+    n = sh.n_frames;
     out->n_frames = n;
-    out->grid_t = clef_video_grid_t(n, vc);
-    out->grid_h = (int32_t) (oh / vc->patch_size);
-    out->grid_w = (int32_t) (ow / vc->patch_size);
+    out->grid_t = sh.grid_t;
+    out->grid_h = sh.grid_h;
+    out->grid_w = sh.grid_w;
     out->patch = vc->patch_size;
     out->temporal = vc->temporal_patch_size;
     out->merge = vc->merge_size;
     out->indices = malloc(sizeof(int64_t) * (size_t) n);
     out->times = malloc(sizeof(double) * (size_t) out->grid_t);
-    out->rgb = malloc((size_t) n * (size_t) (oh * ow * 3));
+    out->rgb = malloc((size_t) n * (size_t) (sh.height * sh.width * 3));
     if (out->indices == NULL || out->times == NULL || out->rgb == NULL) {
         clef_video_close(d);
         clef_video_free(out);
@@ -117,21 +120,15 @@ clef_video_load(const uint8_t *data, size_t len, int index,
     c.indices = out->indices;
     c.sw = out->info.width;
     c.sh = out->info.height;
-    c.dw = (int32_t) ow;
-    c.dh = (int32_t) oh;
+    c.dw = (int32_t) sh.width;
+    c.dh = (int32_t) sh.height;
     rc = clef_video_decode_frames(d, out->indices, n, resize_frame, &c, err);
     clef_video_close(d);
     if (rc != 0) {
         clef_video_free(out);
         return -1;
     }
-
-    /* torch.tensor(mean) * (1.0 / rescale_factor), as for images */
-    inv = (float) (1.0 / vc->rescale_factor);
-    for (ch = 0; ch < 3; ch++) {
-        out->mean[ch] = (float) vc->mean[ch] * inv;
-        out->std[ch] = (float) vc->std[ch] * inv;
-    }
+    clef_video_norm(vc, out->mean, out->std);
     return 0;
 }
 
@@ -139,35 +136,21 @@ clef_video_load(const uint8_t *data, size_t len, int index,
 void
 clef_video_patch_row(const clef_video *v, int64_t p, float *row)
 {
-    int64_t         per = (int64_t) v->grid_h * v->grid_w, pair, q, block;
-    int64_t         in, r, col, y, x, bw = v->grid_w / v->merge;
-    int64_t         ps = v->patch, W = (int64_t) v->grid_w * ps;
-    int64_t         plane = ps * ps, frame_px = per * plane, fr;
-    const uint8_t  *px;
-    int             c, t;
+    clef_media_item  it;
 
-    pair = p / per;
-    q = p % per;
-    block = q / (v->merge * v->merge);
-    in = q % (v->merge * v->merge);
-    r = block / bw * v->merge + in / v->merge;
-    col = block % bw * v->merge + in % v->merge;
-
-    for (c = 0; c < 3; c++) {
-        for (t = 0; t < v->temporal; t++) {
-            /* an odd count's last pair repeats the last frame */
-            fr = pair * v->temporal + t;
-            if (fr >= v->n_frames) {
-                fr = v->n_frames - 1;
-            }
-            for (y = 0; y < ps; y++) {
-                px = v->rgb + (size_t) (fr * frame_px * 3)
-                     + ((r * ps + y) * W + col * ps) * 3 + c;
-                for (x = 0; x < ps; x++) {
-                    row[(c * v->temporal + t) * plane + y * ps + x] =
-                        ((float) px[3 * x] - v->mean[c]) / v->std[c];
-                }
-            }
-        }
-    }
+    /* the frames as a media item with pixels, whose rows processor.h
+     * makes */
+    memset(&it, 0, sizeof(it));
+    it.kind = CLEF_MEDIA_VIDEO;
+    it.grid_t = v->grid_t;
+    it.grid_h = v->grid_h;
+    it.grid_w = v->grid_w;
+    it.bytes = v->rgb;
+    it.frames = v->n_frames;
+    it.patch = v->patch;
+    it.temporal = v->temporal;
+    it.merge = v->merge;
+    memcpy(it.mean, v->mean, sizeof(it.mean));
+    memcpy(it.std, v->std, sizeof(it.std));
+    clef_image_patch_row(&it, p, row);
 }

@@ -183,17 +183,47 @@ clef_video_time_text(double t, char *buf, size_t size)
 }
 
 
+int
+clef_video_shape_of(int64_t total, double video_fps, int64_t h, int64_t w,
+    const clef_video_config *vc, clef_video_shape *s, const char **why)
+{
+    s->n_frames = clef_video_sample_count(total, video_fps, vc);
+    if (clef_video_smart_resize(s->n_frames, h, w, vc, &s->height,
+                                &s->width, why) != 0)
+    {
+        return -1;
+    }
+    s->grid_t = clef_video_grid_t(s->n_frames, vc);
+    s->grid_h = (int32_t) (s->height / vc->patch_size);
+    s->grid_w = (int32_t) (s->width / vc->patch_size);
+    return 0;
+}
+
+
+void
+clef_video_norm(const clef_video_config *vc, float mean[3], float std[3])
+{
+    float  inv = (float) (1.0 / vc->rescale_factor);
+    int    c;
+
+    /* torch.tensor(mean) * (1.0 / rescale_factor), as for images */
+    for (c = 0; c < 3; c++) {
+        mean[c] = (float) vc->mean[c] * inv;
+        std[c] = (float) vc->std[c] * inv;
+    }
+}
+
+
 int64_t
 clef_video_pad_tokens(int64_t total, double video_fps, int64_t h, int64_t w,
     const clef_video_config *vc)
 {
-    const char  *why;
-    int64_t      oh, ow, ps = vc->patch_size, m = vc->merge_size;
-    int32_t      n = clef_video_sample_count(total, video_fps, vc);
+    clef_video_shape  s;
+    const char       *why;
 
-    if (clef_video_smart_resize(n, h, w, vc, &oh, &ow, &why) != 0) {
+    if (clef_video_shape_of(total, video_fps, h, w, vc, &s, &why) != 0) {
         return -1;
     }
-    return (int64_t) clef_video_grid_t(n, vc) * (oh / ps) * (ow / ps)
-           / (m * m);
+    return (int64_t) s.grid_t * s.grid_h * s.grid_w
+           / (vc->merge_size * vc->merge_size);
 }

@@ -54,6 +54,25 @@ void clef_video_sample_indices(int64_t total, int32_t n, int64_t *idx);
 int clef_video_smart_resize(int64_t n, int64_t h, int64_t w,
     const clef_video_config *vc, int64_t *oh, int64_t *ow, const char **why);
 
+/* What the processor makes of a video of total frames at video_fps, h x w
+ * upright: the count sampled, the resized size and the grid. */
+typedef struct {
+    int32_t  n_frames;
+    int64_t  height, width;
+    int32_t  grid_t, grid_h, grid_w;
+} clef_video_shape;
+
+/* -1 with *why as clef_video_smart_resize()'s (s->n_frames is set: below
+ * the temporal patch, the video has one frame only). */
+int clef_video_shape_of(int64_t total, double video_fps, int64_t h,
+    int64_t w, const clef_video_config *vc, clef_video_shape *s,
+    const char **why);
+
+/* The fused normalisation constants, as for images (processor.h):
+ * float(mean) * float(1 / rescale_factor), the same for std. */
+void clef_video_norm(const clef_video_config *vc, float mean[3],
+    float std[3]);
+
 /* Temporal patches (frame pairs) of n frames. */
 int32_t clef_video_grid_t(int32_t n, const clef_video_config *vc);
 

@@ -1,8 +1,9 @@
 /*
  * A Clef release directory as a container (container.h; spec/clef-encoder-
  * and-head.md §1, §7 and spec/qwen35-backbone.md §1-§2): config.json,
- * joint_head_config.json, preprocessor_config.json when the tower is
- * there, model.safetensors.index.json + shards (or one model.safetensors),
+ * joint_head_config.json, preprocessor_config.json and
+ * video_preprocessor_config.json when the tower is there,
+ * model.safetensors.index.json + shards (or one model.safetensors),
  * joint_head.safetensors, tokenizer.json.  Tensors stay in the mapped
  * files.  A checkpoint with Qwen3_5ForCausalLM names ("model.X") is mapped
  * onto the canonical "model.language_model.X"; mtp.* is never read, nor
@@ -196,6 +197,23 @@ release_configs(void *c, clef_model_configs *cfg, clef_error *err)
         }
         rc = clef_processor_config_parse(root, path, &cfg->vision,
                                          &cfg->vision.processor, err);
+        json_decref(root);
+        if (rc != 0) {
+            goto done;
+        }
+        free(path);
+        path = clef_path_join(r->dir, "video_preprocessor_config.json");
+        if (path == NULL) {
+            rc = oom(err);
+            goto done;
+        }
+        root = exists(path) ? load_json(path, err) : NULL;
+        if (exists(path) && root == NULL) {
+            rc = -1;
+            goto done;
+        }
+        rc = clef_video_processor_config_parse(root, path, &cfg->vision,
+                                               &cfg->vision.video, err);
         json_decref(root);
         if (rc != 0) {
             goto done;

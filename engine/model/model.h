@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "media/processor.h"
+#include "media/video_sample.h"
 #include "model/tensor.h"
 #include "text/tokenizer.h"
 
@@ -127,7 +128,10 @@ typedef struct {
     int     image_token_id;
     int     vision_start_token_id;
     int     vision_end_token_id;
+    int     video_token_id;         /* 0: the config names none (then the
+                                       model takes no videos) */
     clef_processor_config  processor;
+    clef_video_config      video;   /* video_preprocessor_config.json */
 } clef_vision_config;
 
 /* Clef Omni's audio tower (transformers' Qwen3OmniMoeAudioEncoderConfig:

@@ -7,10 +7,13 @@
 /* What Clef Omni's reference does differently (its joint_schema_model.py
  * encoder): each placeholder with its own "\n", images opened with PIL
  * (no EXIF orientation) and sized within its IMAGE_SIZE, shortest_edge
- * 65536 and longest_edge 1048576 pixels. */
+ * 65536 and longest_edge 1048576 pixels.  Its videos (sampled and
+ * placed its own way, with their sound) are not served yet: refused by
+ * name, never run through Clef's video processor. */
 static void
 omni_media_conf(clef_media_conf *mc)
 {
+    mc->accepts &= ~CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO);
     mc->newline_each = 1;
     mc->processor.exif_orientation = 0;
     mc->processor.min_pixels = 65536;
@@ -29,6 +32,15 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
         mc->tokens[CLEF_MEDIA_IMAGE].pad = vc->image_token_id;
         mc->tokens[CLEF_MEDIA_IMAGE].end = vc->vision_end_token_id;
         mc->processor = vc->processor;
+        mc->video = vc->video;
+    }
+    /* videos: the same tower, frame pairs, when the config names their
+     * pad token */
+    if (vc != NULL && vc->video_token_id > 0) {
+        mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO);
+        mc->tokens[CLEF_MEDIA_VIDEO].start = vc->vision_start_token_id;
+        mc->tokens[CLEF_MEDIA_VIDEO].pad = vc->video_token_id;
+        mc->tokens[CLEF_MEDIA_VIDEO].end = vc->vision_end_token_id;
     }
     if (clef_model_family(m) == CLEF_FAMILY_OMNI) {
         omni_media_conf(mc);

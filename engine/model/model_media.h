@@ -1,7 +1,9 @@
 /*
  * What a model takes of each media kind (media/kinds.h's clef_media_conf),
  * read from its configuration: images, their tokens and processor when it
- * has a vision tower (model.h's clef_vision_config).  The worker's checks
+ * has a vision tower (model.h's clef_vision_config); videos too when its
+ * config names a video pad token (video_token_id), with the video
+ * processor's configuration.  The worker's checks
  * (through clef_model_inspect) and the engine's encoder
  * (protocol/encode_media.h) read the same answer.  A model that takes
  * another kind says so here.

@@ -59,6 +59,7 @@ clef_vision_config_parse(const json_t *root, const char *file,
 
     memset(v, 0, sizeof(*v));
     clef_processor_config_default(&v->processor);
+    clef_video_config_default(&v->video);
     if (vc == NULL || json_is_null(vc)) {
         return 0;
     }
@@ -144,6 +145,13 @@ clef_vision_config_parse(const json_t *root, const char *file,
                 &v->vision_start_token_id, file, err) != 0
         || vint(root, "", "vision_end_token_id", 0, 1 << 28,
                 &v->vision_end_token_id, file, err) != 0)
+    {
+        return -1;
+    }
+    /* a config without it takes no videos */
+    if (json_object_get(root, "video_token_id") != NULL
+        && vint(root, "", "video_token_id", 1, 1 << 28, &v->video_token_id,
+                file, err) != 0)
     {
         return -1;
     }
@@ -261,6 +269,111 @@ clef_processor_config_parse(const json_t *root, const char *file,
         return verror(err, file, "patch_size %d, temporal_patch_size %d, "
                       "merge_size %d differ from the vision tower's %d, %d, %d",
                       pc->patch_size, pc->temporal_patch_size, pc->merge_size,
+                      v->patch_size, v->temporal_patch_size,
+                      v->spatial_merge_size);
+    }
+    return 0;
+}
+
+
+/* A bool of a video processor config: absent keeps *out; null is false
+ * (transformers' None for cap_pixels_per_frame). */
+static int
+pbool(const json_t *o, const char *key, int *out, const char *file,
+    clef_error *err)
+{
+    const json_t  *x = json_object_get(o, key);
+
+    if (x == NULL) {
+        return 0;
+    }
+    if (!json_is_boolean(x) && !json_is_null(x)) {
+        return verror(err, file, "%s is not a boolean", key);
+    }
+    *out = json_is_true(x);
+    return 0;
+}
+
+
+int
+clef_video_processor_config_parse(const json_t *root, const char *file,
+    const clef_vision_config *v, clef_video_config *vc, clef_error *err)
+{
+    const json_t  *size, *x;
+    double         d;
+    int            sample = 1;
+
+    clef_video_config_default(vc);
+    if (root != NULL) {
+        x = json_object_get(root, "video_processor_type");
+        if (x != NULL && (!json_is_string(x)
+                          || strcmp(json_string_value(x),
+                                    "Qwen3VLVideoProcessor") != 0))
+        {
+            return verror(err, file, "video_processor_type: only "
+                          "Qwen3VLVideoProcessor is supported");
+        }
+        size = json_object_get(root, "size");
+        if (size != NULL) {
+            d = (double) vc->min_pixels;
+            if (pnum(size, "shortest_edge", &d, file, err) != 0) {
+                return -1;
+            }
+            vc->min_pixels = (int64_t) d;
+            d = (double) vc->max_pixels;
+            if (pnum(size, "longest_edge", &d, file, err) != 0) {
+                return -1;
+            }
+            vc->max_pixels = (int64_t) d;
+        }
+#define INT_KEY(key, field)                                                 \
+        d = (double) vc->field;                                             \
+        if (pnum(root, key, &d, file, err) != 0) {                          \
+            return -1;                                                      \
+        }                                                                   \
+        vc->field = (int) d
+        INT_KEY("patch_size", patch_size);
+        INT_KEY("temporal_patch_size", temporal_patch_size);
+        INT_KEY("merge_size", merge_size);
+        INT_KEY("min_frames", min_frames);
+        INT_KEY("max_frames", max_frames);
+#undef INT_KEY
+        d = (double) vc->max_video_tokens;
+        if (pnum(root, "max_video_tokens", &d, file, err) != 0
+            || pnum(root, "fps", &vc->fps, file, err) != 0
+            || pnum(root, "rescale_factor", &vc->rescale_factor, file, err)
+               != 0
+            || ptriple(root, "image_mean", vc->mean, file, err) != 0
+            || ptriple(root, "image_std", vc->std, file, err) != 0
+            || pbool(root, "cap_pixels_per_frame", &vc->cap_pixels_per_frame,
+                     file, err) != 0
+            || pbool(root, "do_sample_frames", &sample, file, err) != 0)
+        {
+            return -1;
+        }
+        vc->max_video_tokens = (int64_t) d;
+    }
+    if (!sample) {
+        return verror(err, file, "do_sample_frames: only sampled frames (true) "
+                      "are supported");
+    }
+    if (vc->min_pixels < 1 || vc->max_pixels < vc->min_pixels
+        || vc->max_pixels > INT64_C(1) << 32 || vc->rescale_factor <= 0
+        || !(vc->fps > 0 && vc->fps <= 1000) || vc->min_frames < 1
+        || vc->max_frames < vc->min_frames || vc->max_frames > 4096
+        || vc->max_video_tokens < 1)
+    {
+        return verror(err, file, "size, fps, min_frames, max_frames, "
+                      "max_video_tokens or rescale_factor out of range");
+    }
+    if (v != NULL && v->present
+        && (vc->patch_size != v->patch_size
+            || vc->temporal_patch_size != v->temporal_patch_size
+            || vc->merge_size != v->spatial_merge_size))
+    {
+        return verror(err, file, "patch_size %d, temporal_patch_size %d, "
+                      "merge_size %d differ from the vision tower's %d, %d, %d",
+                      vc->patch_size, vc->temporal_patch_size, vc->merge_size,
                       v->patch_size, v->temporal_patch_size,
                       v->spatial_merge_size);
     }

@@ -36,6 +36,10 @@ typedef struct {
     int                n_media;
     clef_media_tokens  tokens[CLEF_MEDIA_KINDS];   /* each kind's, from
                                                       config.json */
+    /* called now and then while a long media item is prepared (the
+     * engine's watchdog heartbeat); may be NULL */
+    void             (*progress)(void *ctx);
+    void              *progress_ctx;
     int                newline_each;   /* Clef Omni: a "\n" after each
                                           item instead of one after all */
 } clef_encode_opts;

@@ -31,6 +31,8 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     const clef_media_kind_info  *kind;
     const clef_media_prep       *prep;
     const clef_media_input      *in;
+    clef_media_conf              conf = *mc;
+    clef_media_run               run;
     int64_t                      ids;
     int                          k, index, max_length;
 
@@ -62,6 +64,10 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     }
     opts->n_media = plan->n_media;
     memcpy(opts->tokens, mc->tokens, sizeof(opts->tokens));
+    /* what the request's media_kwargs change in its processors */
+    clef_media_conf_apply_kwargs(&conf, &plan->kwargs);
+    run.progress = opts->progress;
+    run.ctx = opts->progress_ctx;
     opts->newline_each = mc->newline_each;
 
     /* one item at a time: at most one decoded frame is held; a refusal
@@ -72,7 +78,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
             index = 0;
         }
         prep = clef_media_prep_of(in->kind);
-        if (prep->prepare(in, index, mc, &opts->media[k], err) != 0) {
+        if (prep->prepare(in, index, &conf, &run, &opts->media[k], err) != 0) {
             clef_encode_media_release(opts);
             return -1;
         }

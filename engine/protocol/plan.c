@@ -10,8 +10,9 @@
 #include "base/mem.h"
 #include "text/render.h"
 
-#define PLAN_MAGIC     0x33504c43u   /* "CLP3" */
+#define PLAN_MAGIC     0x34504c43u   /* "CLP4" */
 #define PLAN_MAGIC_V2  0x32504c43u   /* "CLP2": images without a kind */
+#define PLAN_MAGIC_V3  0x33504c43u   /* "CLP3": no media_kwargs */
 /* the bytes of a media item without its file */
 #define MEDIA_HEAD     (2 + 3 * 4 + 8 + 4)
 
@@ -50,6 +51,30 @@ put_media(clef_buf *out, clef_media_kind kind, const clef_media_input *in)
            || put_u32(out, in != NULL ? (uint32_t) in->len : 0) != 0
            || (in != NULL && clef_buf_append(out, in->data, in->len) != 0)
            ? -1 : 0;
+}
+
+
+static int
+put_u64(clef_buf *out, uint64_t v)
+{
+    return clef_buf_append(out, &v, sizeof(v));
+}
+
+
+/* The request's media_kwargs, every field whether set or not. */
+static int
+put_kwargs(clef_buf *out, const clef_media_kwargs *kw)
+{
+    uint8_t  cap = (uint8_t) kw->cap_pixels_per_frame;
+
+    return put_u32(out, kw->set) != 0
+           || clef_buf_append(out, &kw->fps, sizeof(kw->fps)) != 0
+           || put_u64(out, (uint64_t) kw->size_shortest) != 0
+           || put_u64(out, (uint64_t) kw->size_longest) != 0
+           || put_u64(out, (uint64_t) kw->min_pixels) != 0
+           || put_u64(out, (uint64_t) kw->max_pixels) != 0
+           || clef_buf_append(out, &cap, 1) != 0
+           || put_u64(out, (uint64_t) kw->max_video_tokens) != 0 ? -1 : 0;
 }
 
 
@@ -193,6 +218,9 @@ clef_plan_build(const clef_request *req, clef_buf *out, clef_error *err)
             }
         }
     }
+    if (put_kwargs(out, &req->kwargs) != 0) {
+        goto nomem;
+    }
     return 0;
 
 nomem:
@@ -249,6 +277,42 @@ get_u64(reader *r)
 }
 
 
+static int
+pixels_in_bounds(int64_t v)
+{
+    return v >= 0 && v <= CLEF_KW_PIXELS_LIMIT;
+}
+
+
+/* The media_kwargs as put_kwargs() wrote them, checked as a worker reads
+ * them (a blob is the worker's, but the engine trusts no size in it). */
+static int
+get_kwargs(reader *r, clef_media_kwargs *kw)
+{
+    uint32_t  set = get_u32(r);
+    uint64_t  fps = get_u64(r);
+
+    memcpy(&kw->fps, &fps, sizeof(fps));
+    kw->set = set;
+    kw->size_shortest = (int64_t) get_u64(r);
+    kw->size_longest = (int64_t) get_u64(r);
+    kw->min_pixels = (int64_t) get_u64(r);
+    kw->max_pixels = (int64_t) get_u64(r);
+    kw->cap_pixels_per_frame = get_u8(r);
+    kw->max_video_tokens = (int64_t) get_u64(r);
+    return r->bad || (set & ~(unsigned) CLEF_KW_ALL)
+           || kw->cap_pixels_per_frame > 1
+           || ((set & CLEF_KW_FPS)
+               && !(kw->fps > 0 && kw->fps <= CLEF_KW_FPS_LIMIT))
+           || !pixels_in_bounds(kw->size_shortest)
+           || !pixels_in_bounds(kw->size_longest)
+           || !pixels_in_bounds(kw->min_pixels)
+           || !pixels_in_bounds(kw->max_pixels)
+           || kw->max_video_tokens < 0
+           || kw->max_video_tokens > CLEF_KW_TOKENS_LIMIT ? -1 : 0;
+}
+
+
 static clef_text
 get_text(reader *r)
 {
@@ -279,11 +343,11 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
 
     memset(p, 0, sizeof(*p));
     magic = get_u32(&r);
-    if (magic == PLAN_MAGIC_V2) {
+    if (magic == PLAN_MAGIC_V2 || magic == PLAN_MAGIC_V3) {
         return clef_error_set(err, 500, "plan_invalid", "",
-            "The record handed to the engine is a plan of version CLP2; this "
-            "engine reads CLP3 (a worker and an engine of different "
-            "builds).");
+            "The record handed to the engine is a plan of version CLP%c; this "
+            "engine reads CLP4 (a worker and an engine of different "
+            "builds).", magic == PLAN_MAGIC_V2 ? '2' : '3');
     }
     if (magic != PLAN_MAGIC) {
         goto bad;
@@ -355,7 +419,7 @@ clef_plan_view(clef_plan *p, const void *blob, size_t len, clef_error *err)
         }
         in->kind = (clef_media_kind) kind;
     }
-    if (r.bad || r.left != 0) {
+    if (get_kwargs(&r, &p->kwargs) != 0 || r.bad || r.left != 0) {
         goto bad;
     }
     return 0;
@@ -427,9 +491,11 @@ int64_t
 clef_plan_media_ids(const clef_plan *p, const clef_media_conf *mc)
 {
     const clef_media_kind_info  *kind;
+    clef_media_conf              c = *mc;
     int64_t                      ids = 0, n;
     int                          k;
 
+    clef_media_conf_apply_kwargs(&c, &p->kwargs);
     for (k = 0; k < p->n_media; k++) {
         kind = clef_media_kind_of(p->media[k].kind);
         if (p->media[k].format == 0 || kind == NULL
@@ -437,7 +503,7 @@ clef_plan_media_ids(const clef_plan *p, const clef_media_conf *mc)
         {
             continue;
         }
-        n = kind->header_ids(&p->media[k], mc);
+        n = kind->header_ids(&p->media[k], &c);
         if (n < 0) {
             return -1;
         }

@@ -14,7 +14,7 @@
  *
  * The blob, little-endian u32 fields unless said, no padding, read with
  * memcpy:
- *   "CLP3", n_questions, n_options, n_media,
+ *   "CLP4", n_questions, n_options, n_media,
  *   n_questions x { type, n_options },
  *   then the texts, each as { length, bytes }: the state, then for every
  *   question its header and its instruction, then its options' texts,
@@ -22,9 +22,12 @@
  *   duration_us (u64), { length, bytes } }: the request's media items in
  *   kind order (media/kinds.h), as the worker read them (media/media.h;
  *   format 0 and no bytes for an item it never read).  The engine decodes
- *   them (it never parses JSON or base64).
- * A blob of another version (CLP2: images without a kind) is refused, with
- * a message that names both versions.
+ *   them (it never parses JSON or base64).  Last, the request's
+ *   media_kwargs (media/media_kwargs.h): set (u32), fps (f64),
+ *   size_shortest, size_longest, min_pixels, max_pixels (u64 each),
+ *   cap_pixels_per_frame (u8), max_video_tokens (u64).
+ * A blob of another version (CLP2: images without a kind; CLP3: no
+ * media_kwargs) is refused, with a message that names both versions.
  */
 #ifndef CLEF_PLAN_H
 #define CLEF_PLAN_H
@@ -71,6 +74,8 @@ typedef struct {
     int                  n_media;
     clef_media_input    *media;       /* owned by the view, bytes in the
                                          blob; format 0: never read */
+    clef_media_kwargs    kwargs;      /* what the request's media_kwargs
+                                         change in its processors */
 } clef_plan;
 
 /* Renders req into a blob appended to out.  Returns 0, or -1 (500) on
@@ -97,10 +102,12 @@ size_t clef_plan_min_ids(const clef_plan *p, size_t max_token_bytes,
 
 /*
  * The ids the plan's media items add, from their headers alone (kinds.h's
- * header_ids: an image's pads and its <|vision_start|> and <|vision_end|>;
+ * header_ids, with what the plan's media_kwargs change in mc: an image's
+ * pads and its <|vision_start|> and <|vision_end|>;
  * the one "\n" after all of them is left out: a lower bound).  Exact for
- * the pads, so a worker can refuse a record whose media alone cannot fit
- * before the engine decodes a pixel.  0 without media, or for items never
+ * an image's pads, a lower bound for a video's (its header does not say
+ * what the decoder's scan will), so a worker can refuse a record whose
+ * media alone cannot fit before the engine decodes a pixel.  0 without media, or for items never
  * read; -1 when a processor refuses a size (the engine then says which
  * item).
  */

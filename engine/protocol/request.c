@@ -632,18 +632,19 @@ failed:
 
 /*
  * An array of a kind the model does not take, or that this server does
- * not read yet (videos, audio), and the processor arguments of
- * "media_kwargs": refused by name, never answered as if they were not
- * there.
+ * not read yet (audio), refused by name, never answered as if it were not
+ * there; then "media_kwargs", read into req->kwargs.
  */
 static int
-check_unserved(const clef_request *req, unsigned accepts, clef_error *err)
+check_unserved(clef_request *req, unsigned accepts, clef_error *err)
 {
     const clef_media_kind_info  *kind;
     const clef_json             *v;
+    clef_kw_verdict              verdict;
+    const char                  *why = NULL;
     char                         loc[ECHO_MAX + 64], key[ECHO_MAX + 8];
     char                         words[128];
-    size_t                       n;
+    size_t                       n, bad = 0;
     int                          k;
 
     clef_media_accepted_words(accepts, words, sizeof(words));
@@ -667,17 +668,24 @@ check_unserved(const clef_request *req, unsigned accepts, clef_error *err)
             words);
     }
 
+    /* the reference's processor arguments: those that change its output,
+     * within bounds; every other key by name (media/media_kwargs.h) */
     v = clef_json_get(req->root, "media_kwargs");
-    if (v != NULL && v->type == CLEF_JSON_OBJECT && v->len > 0) {
+    verdict = clef_media_kwargs_read(v, &req->kwargs, &bad, &why);
+    if (verdict != CLEF_KW_OK) {
         n = (size_t) snprintf(loc, sizeof(loc),
                               "[\"body\",\"media_kwargs\",\"");
-        n += echo(loc + n, sizeof(loc) - n, v->keys[0].s, v->keys[0].len, 1,
-                  ECHO_MAX);
+        n += echo(loc + n, sizeof(loc) - n, v->keys[bad].s, v->keys[bad].len,
+                  1, ECHO_MAX);
         snprintf(loc + n, sizeof(loc) - n, "\"]");
-        echo(key, sizeof(key), v->keys[0].s, v->keys[0].len, 0, ECHO_MAX);
-        return clef_error_set(err, 400, "media_kwargs_unsupported", loc,
-            "The media_kwargs key \"%s\" is not supported: this server "
-            "passes no arguments to its media processors; remove it.", key);
+        echo(key, sizeof(key), v->keys[bad].s, v->keys[bad].len, 0, ECHO_MAX);
+        if (verdict == CLEF_KW_UNSUPPORTED) {
+            return clef_error_set(err, 400, "media_kwargs_unsupported", loc,
+                "The media_kwargs key \"%s\" is not supported: %s.", key,
+                why);
+        }
+        return clef_error_set(err, 400, "media_kwargs_invalid", loc,
+            "The media_kwargs key \"%s\" %s.", key, why);
     }
     return 0;
 }

@@ -25,6 +25,7 @@
 #include "base/error.h"
 #include "media/kinds.h"
 #include "media/media.h"
+#include "media/media_kwargs.h"
 #include "text/json.h"
 
 typedef enum {
@@ -79,6 +80,8 @@ typedef struct {
         clef_media_limits   limits;
         clef_media_input   *inputs;
     }                 media[CLEF_MEDIA_KINDS];
+    clef_media_kwargs  kwargs;       /* "media_kwargs", once read by
+                                        clef_request_check_media() */
 } clef_request;
 
 /* Items of every kind. */
@@ -101,9 +104,12 @@ void clef_request_free(clef_request *req);
  *   audio_unsupported   server does not read yet (videos, audio); loc
  *                       ["body",FIELD]
  *   media_kwargs_unsupported
- *                       a non-empty "media_kwargs" object (the reference's
- *                       processor arguments), naming its first key; loc
- *                       ["body","media_kwargs",KEY]
+ *                       a "media_kwargs" key other than those that change
+ *                       the reference's processors, naming it; loc
+ *                       ["body","media_kwargs",KEY] (media/media_kwargs.h)
+ *   media_kwargs_invalid
+ *                       one of those whose value has the wrong type or is
+ *                       out of its bounds
  *   images_unsupported  OpenRouter-style {"type": "image_url"} parts in a
  *   videos_unsupported  state array ("input_image" too; "video_url",
  *   audio_unsupported   "input_audio"); loc ["body","state",I]

@@ -111,6 +111,13 @@ engine_answer_error(engine *e, uint32_t slot, const clef_error *err)
 }
 
 
+static void
+engine_prep_progress(void *ctx)
+{
+    clef_queue_progress(ctx);
+}
+
+
 /* prepare() of the scheduler: the worker handed over a rendered plan
  * (plan.h); tokenize it, bounded by the record's limit. */
 static int
@@ -143,8 +150,11 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     clef_encode_opts_default(&opts);
     opts.max_length = s->max_length > 0 ? s->max_length : e->conf->max_length;
     opts.truncate = (clef_truncate) s->truncate;
-    /* media are decoded and processed here, in the preparing thread,
-     * never in an nginx worker */
+    /* media are decoded and processed here, in the preparing thread (a
+     * video in the decode process it waits for), never in an nginx
+     * worker; a long one beats the watchdog's heart */
+    opts.progress = engine_prep_progress;
+    opts.progress_ctx = e->q;
     clef_model_media_conf(e->model, &mc);
     if (plan.n_media > 0
         && clef_encode_media_prepare(&mc, &plan, &opts, &err) != 0)

@@ -21,10 +21,12 @@
 #   tests.log        test_cuda_open, test_cuda_kernels NAME for each
 #                    sub-test, test_cuda_vision NAME for each sub-test (the
 #                    vision tower: kernels, then images end to end against
-#                    the CPU backend), test_cuda_forward (tiny releases and
-#                    the GGUF fixtures Q4_K_M/Q8_0/F16/BF16 against the CPU
-#                    backend), test_cuda_omni (Clef Omni's routed experts
-#                    and DeepStack), test_cuda_tp (TAP)
+#                    the CPU backend, then video_v1: videos' frame pairs,
+#                    their frames random, beside images; the decoded clips
+#                    only where FFmpeg is), test_cuda_forward (tiny releases
+#                    and the GGUF fixtures Q4_K_M/Q8_0/F16/BF16 against the
+#                    CPU backend), test_cuda_omni (Clef Omni's routed
+#                    experts and DeepStack), test_cuda_tp (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
 #                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)
@@ -281,7 +283,10 @@ note "dependencies" ok "$deps_note; tokenizer $TOKENIZER"
 # ---- build -------------------------------------------------------------
 
 B0=$(date +%s)
-timeout -k 5 "$(budget 240 "$R_KERNELS")" "$MAKE" -j"$JOBS" "${MAKEVARS[@]}" build/clef cuda \
+# the decode process where FFmpeg is (test_cuda_vision's decoded clips)
+DECODER=build/clef-decoder
+case " ${MAKEVARS[*]} " in *" FFMPEG=no "*) DECODER= ;; esac
+timeout -k 5 "$(budget 240 "$R_KERNELS")" "$MAKE" -j"$JOBS" "${MAKEVARS[@]}" build/clef $DECODER cuda \
     >> "$OUT/build.log" 2>&1
 rc=$?
 note "build" "$(status_of $rc)" "$(( $(date +%s) - B0 )) s, make ${MAKEVARS[*]:0:1} -j$JOBS"
@@ -392,7 +397,7 @@ for s in $VSUBTESTS; do
     fi
     run_test "vision/$s" "$(budget 120 "$R_VISION")" build/t/cuda/test_cuda_vision "$s"
 done
-grep -E '^# (v1|vision72): ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM"
+grep -E '^# (v1|vision72|video_v1): ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM"
 
 run_test "test_cuda_forward" "$(budget 120 "$R_FORWARD")" build/t/cuda/test_cuda_forward
 

@@ -6,8 +6,10 @@
  *
  * Kernels, on random bf16-valued inputs, against the CPU tower's own ops
  * (engine/cpu/ops/vision_ops.c) or plain loops; outputs poisoned with NaN:
- *   vpatchify    patch rows from RGB bytes and from staged pixel values:
- *                clef_image_patch_row()'s in bf16, bit for bit
+ *   vpatchify    patch rows from a video's RGB frames (an odd count: its
+ *                last pair the last frame twice) and from an image's
+ *                staged pixel values: clef_image_patch_row()'s in bf16,
+ *                bit for bit
  *   vlayernorm   rows of 1152 (Clef) and 64 (test towers), bf16 out: 1e-2
  *   vpos         bias + resampled position table, fp32: 1e-5
  *   vrotary      qkv bias + 2D rotary, heads 16 x 72 and 4 x 16: 1e-2
@@ -20,7 +22,10 @@
  * end-to-end test's, t/fixtures/models/v1.json, head dim 16; vision72:
  * t/cuda/models/vision72.json, Clef's tower sizes at depth 2, head dim 72)
  * and the requests of t/fixtures/vision (all 32 on v1, 4 on vision72):
- *   tower_v1, tower_vision72
+ *   tower_v1, tower_vision72, and video_v1 (v1 with the requests of
+ *   t/fixtures/vision/videos.jsonl: frame pairs as temporal groups, an
+ *   odd frame count, videos beside images; their frames random, then,
+ *   where build/clef-decoder is built, those up to 700 tokens decoded)
  *   - merged features within FEAT_TOL of the CPU tower's (max error over
  *     max |ref|, per request);
  *   - option probabilities within PROB_TOL (2e-2, the backend's bf16
@@ -52,7 +57,9 @@
 #include "cuda_test.h"
 #include "kernels.h"
 #include "model/model.h"
+#include "model/model_media.h"
 #include "protocol/encode_media.h"
+#include "protocol/plan.h"
 #include "protocol/request.h"
 #include "vision_cases.h"
 
@@ -113,26 +120,29 @@ test_vlayernorm(void)
     }
 }
 
-/* Two images as the plan lays them out (cuda/vision.c): one of RGB bytes
- * (6 x 4 patches), one given as pixel values (4 x 4), rows staged. */
+/* A video and an image as the plan lays them out (cuda/vision.c): a video
+ * of three RGB frames (6 x 4 patches, two frame pairs, the second its
+ * last frame twice) and an image given as pixel values (4 x 4), rows
+ * staged. */
 static void
 test_vpatchify(void)
 {
     const int          ps = 16, tp = 2, row = 3 * tp * ps * ps;
     clef_media_item    im[2];
     clef_k_patch_args  a;
-    int64_t            imeta[4], P, np[2], n;
-    float              inorm[12], *want, *got, *f;
+    int64_t            imeta[12], P, np[2], n, frame, first;
+    float              inorm[18], *want, *got, *f;
     uint16_t          *staged;
     int32_t           *img, *rc, *src;
     void              *rgb_d, *im_d, *in_d, *img_d, *rc_d, *src_d, *st_d, *rows_d;
-    int                k, c, i, ok;
+    int                k, c, i, ok, t, grp;
     int64_t            p, g;
 
     memset(im, 0, sizeof(im));
     for (k = 0; k < 2; k++) {
-        im[k].kind = CLEF_MEDIA_IMAGE;
-        im[k].grid_t = 1;
+        im[k].kind = k == 0 ? CLEF_MEDIA_VIDEO : CLEF_MEDIA_IMAGE;
+        im[k].grid_t = k == 0 ? 2 : 1;
+        im[k].frames = k == 0 ? 3 : 1;
         im[k].grid_h = k == 0 ? 6 : 4;
         im[k].grid_w = 4;
         im[k].patch = ps;
@@ -144,7 +154,8 @@ test_vpatchify(void)
         }
         np[k] = (int64_t) im[k].grid_h * im[k].grid_w;
     }
-    n = np[0] * ps * ps * 3;
+    frame = np[0] * ps * ps * 3;
+    n = frame * im[0].frames;
     im[0].bytes = malloc((size_t) n);
     for (i = 0; i < n; i++) {
         im[0].bytes[i] = (uint8_t) (rnd_u64() >> 56);
@@ -154,38 +165,44 @@ test_vpatchify(void)
     /* a value bf16 cannot hold exactly, to see the rounding */
     im[1].values[5] = 0.1f;
 
-    P = np[0] + np[1];
+    P = np[0] * im[0].grid_t + np[1];
     want = fvec((size_t) P * row);
     f = fvec((size_t) row);
     staged = malloc(sizeof(uint16_t) * (size_t) np[1] * row);
     img = malloc(sizeof(int32_t) * (size_t) P);
     rc = malloc(sizeof(int32_t) * 2 * (size_t) P);
     src = malloc(sizeof(int32_t) * (size_t) P);
-    for (k = 0, g = 0; k < 2; k++) {
-        imeta[2 * k] = 0;
-        imeta[2 * k + 1] = (int64_t) im[k].grid_w * ps;
-        for (c = 0; c < 3; c++) {
-            inorm[6 * k + c] = im[k].mean[c];
-            inorm[6 * k + 3 + c] = im[k].std[c];
-        }
-        for (p = 0; p < np[k]; p++, g++) {
-            clef_image_patch_row(&im[k], p, f);
-            for (i = 0; i < row; i++) {
-                want[g * row + i] = clef_bf16_to_f32(clef_f32_to_bf16(f[i]));
-                if (k == 1) {
-                    staged[p * row + i] = clef_f32_to_bf16(f[i]);
-                }
+    for (k = 0, g = 0, grp = 0; k < 2; k++) {
+        for (t = 0; t < im[k].grid_t; t++, grp++) {
+            first = (int64_t) t * tp < im[k].frames ? (int64_t) t * tp
+                                                    : im[k].frames - 1;
+            imeta[4 * grp] = first * frame;
+            imeta[4 * grp + 1] = frame;
+            imeta[4 * grp + 2] = im[k].frames - first;
+            imeta[4 * grp + 3] = (int64_t) im[k].grid_w * ps;
+            for (c = 0; c < 3; c++) {
+                inorm[6 * grp + c] = im[k].mean[c];
+                inorm[6 * grp + 3 + c] = im[k].std[c];
             }
-            img[g] = k;
-            src[g] = k == 1 ? (int32_t) p : -1;
-            clef_vision_patch_rc(&im[k], p, &rc[2 * g], &rc[2 * g + 1]);
+            for (p = 0; p < np[k]; p++, g++) {
+                clef_image_patch_row(&im[k], t * np[k] + p, f);
+                for (i = 0; i < row; i++) {
+                    want[g * row + i] = clef_bf16_to_f32(clef_f32_to_bf16(f[i]));
+                    if (k == 1) {
+                        staged[p * row + i] = clef_f32_to_bf16(f[i]);
+                    }
+                }
+                img[g] = grp;
+                src[g] = k == 1 ? (int32_t) p : -1;
+                clef_vision_patch_rc(&im[k], p, &rc[2 * g], &rc[2 * g + 1]);
+            }
         }
     }
     die_cuda(cudaMalloc(&rgb_d, (size_t) n), "cudaMalloc");
     die_cuda(cudaMemcpy(rgb_d, im[0].bytes, (size_t) n, cudaMemcpyHostToDevice), "rgb");
     die_cuda(cudaMalloc(&im_d, sizeof(imeta)), "cudaMalloc");
     die_cuda(cudaMemcpy(im_d, imeta, sizeof(imeta), cudaMemcpyHostToDevice), "imeta");
-    in_d = up_f32(inorm, 12);
+    in_d = up_f32(inorm, 18);
     img_d = up_i32(img, (size_t) P);
     rc_d = up_i32(rc, 2 * (size_t) P);
     src_d = up_i32(src, (size_t) P);
@@ -207,7 +224,8 @@ test_vpatchify(void)
     die_cuda(clef_k_vpatchify(&a, 0), "vpatchify");
     got = down_bf(rows_d, (size_t) P * row);
     ok = memcmp(got, want, sizeof(float) * (size_t) P * row) == 0;
-    CHECK(ok, "patch rows of an RGB image (6 x 4 patches) and of pixel values "
+    CHECK(ok, "patch rows of a video's two frame pairs (3 RGB frames of 6 x 4 "
+          "patches: the last frame twice) and of an image's pixel values "
           "(4 x 4): clef_image_patch_row's, rounded to bf16, bit for bit");
     free(im[0].bytes);
     free(im[1].values);
@@ -619,8 +637,98 @@ features_error(clef_cpu_vision *cv, clef_backend *gb, const clef_record *rec,
     return e;
 }
 
+/* A request's videos (and images) as synthetic items: the request read as
+ * a worker reads it (its clips' headers probed, no codec), then each item
+ * random RGB frames of a small grid in place of the decode process's (a
+ * build without FFmpeg, as on the GPU machine, has none: what is checked
+ * here is the tower over frame pairs, not decoding), encoded with their
+ * "<t seconds>" texts, pads and M-RoPE groups.  A video of grid_t pairs
+ * has 2 grid_t - 1 frames: its last pair is its last frame twice. */
+static int
+synth_case(const clef_model *m, json_t *c, clef_record *rec)
+{
+    const clef_vision_config  *vc = clef_model_vision_config(m);
+    clef_media_item           *it;
+    clef_media_conf            mc;
+    clef_encode_opts           eo;
+    clef_request               req;
+    clef_error                 err;
+    clef_plan                  plan;
+    clef_buf                   blob = { NULL, 0, 0 };
+    char                      *body = body_of(c);
+    int64_t                    n, i;
+    int                        k, j, rc, f;
+
+    memset(&err, 0, sizeof(err));
+    memset(rec, 0, sizeof(*rec));
+    clef_encode_opts_default(&eo);
+    rc = clef_request_parse(&req, body, strlen(body), NULL, &err);
+    free(body);
+    if (rc != 0) {
+        return -1;
+    }
+    rc = clef_request_check_media(&req, CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
+                                  | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO), &err);
+    if (rc == 0) {
+        rc = clef_plan_build(&req, &blob, &err) == 0
+             && clef_plan_view(&plan, blob.data, blob.len, &err) == 0 ? 0 : -1;
+    }
+    clef_request_free(&req);
+    if (rc != 0) {
+        printf("#   %s\n", err.message);
+        clef_buf_free(&blob);
+        return -1;
+    }
+    clef_model_media_conf(m, &mc);
+    memcpy(eo.tokens, mc.tokens, sizeof(eo.tokens));
+    eo.media = calloc((size_t) plan.n_media + 1, sizeof(clef_media_item));
+    eo.n_media = plan.n_media;
+    for (k = 0; k < plan.n_media; k++) {
+        it = &eo.media[k];
+        it->kind = plan.media[k].kind;
+        it->patch = vc->patch_size;
+        it->temporal = vc->temporal_patch_size;
+        it->merge = vc->spatial_merge_size;
+        it->grid_t = it->kind == CLEF_MEDIA_VIDEO ? 2 + k % 2 : 1;
+        it->frames = it->kind == CLEF_MEDIA_VIDEO
+                     ? it->grid_t * it->temporal - 1 : 1;
+        it->grid_h = it->merge * (2 + k % 3);
+        it->grid_w = it->merge * (3 + k % 2);
+        it->tokens = (int64_t) it->grid_t * it->grid_h * it->grid_w
+                     / (it->merge * it->merge);
+        for (f = 0; f < 3; f++) {
+            it->mean[f] = 127.5f;
+            it->std[f] = 127.5f;
+        }
+        n = (int64_t) it->frames * it->grid_h * it->grid_w * it->patch
+            * it->patch * 3;
+        it->bytes = malloc((size_t) n);
+        for (i = 0; it->bytes != NULL && i < n; i++) {
+            it->bytes[i] = (uint8_t) (rnd_u64() >> 56);
+        }
+        if (it->kind == CLEF_MEDIA_VIDEO) {
+            it->timestamps = malloc(sizeof(double) * (size_t) it->grid_t);
+            for (j = 0; it->timestamps != NULL && j < it->grid_t; j++) {
+                it->timestamps[j] = 0.25 + 1.0 * j;
+            }
+        }
+    }
+    rc = clef_encode_plan(clef_model_tokenizer(m), &plan, &eo, rec, &err);
+    if (rc != 0) {
+        printf("#   %s\n", err.message);
+    }
+    clef_encode_media_release(&eo);
+    clef_plan_free(&plan);
+    clef_buf_free(&blob);
+    return rc;
+}
+
+/* The requests of t/fixtures/vision/FILE on a checkpoint: at most
+ * max_cases of them, each of at most max_tokens tokens (the device
+ * check's time); synth: their media as synth_case() makes them. */
 static void
-test_model(const char *name, const char *config, int seed, int max_cases)
+test_model(const char *name, const char *config, int seed, const char *file,
+    int max_cases, size_t max_tokens, int synth)
 {
     const clef_backend_ops  *cpu;
     clef_backend            *cb = NULL, *gb = NULL;
@@ -632,7 +740,7 @@ test_model(const char *name, const char *config, int seed, int max_cases)
     const clef_record       *ptrs[42];
     json_t                  *cases = json_array(), *c;
     char                     dir[] = "/tmp/clef-cuda-vision-XXXXXX", cmd[2048];
-    char                     line[1 << 16];
+    static char              line[1 << 20];
     FILE                    *f;
     float                   *alone[40], *packed, lc[256], lg[256], tl[2][16], tl2[16];
     float                    again[256], pc[256], pg[256];
@@ -664,7 +772,7 @@ test_model(const char *name, const char *config, int seed, int max_cases)
     }
     out = clef_model_vision_config(m)->out_hidden_size;
 
-    snprintf(line, sizeof(line), "%s/vision/cases.jsonl", check_fixtures());
+    snprintf(line, sizeof(line), "%s/vision/%s", check_fixtures(), file);
     f = fopen(line, "r");
     while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
         json_array_append_new(cases, json_loads(line, 0, NULL));
@@ -672,7 +780,8 @@ test_model(const char *name, const char *config, int seed, int max_cases)
     if (f != NULL) {
         fclose(f);
     }
-    CHECK(json_array_size(cases) >= 4, "%zu requests with images", json_array_size(cases));
+    CHECK(json_array_size(cases) >= 4, "%zu requests of %s", json_array_size(cases),
+          file);
 
     /* a text-only batch before any image */
     ok = encode_text(m, &text[0]) == 0 && encode_text(m, &text[1]) == 0
@@ -694,13 +803,16 @@ test_model(const char *name, const char *config, int seed, int max_cases)
         if (n >= max_cases || n >= 40) {
             break;
         }
-        if (encode_case(m, c, rec) != 0) {
+        if (json_array_size(json_object_get(c, "input_ids")) > max_tokens) {
+            continue;
+        }
+        if ((synth ? synth_case(m, c, rec) : encode_case(m, c, rec)) != 0) {
             CHECK(0, "%s: encoded", cname);
             continue;
         }
         e = features_error(cv, gb, rec, out, &ok);
         worst_f = e > worst_f ? e : worst_f;
-        CHECK(ok && e <= FEAT_TOL, "%s %s (%d images): merged features within %g "
+        CHECK(ok && e <= FEAT_TOL, "%s %s (%d items): merged features within %g "
               "of the CPU tower's (%.3g)", name, cname, rec->n_media, FEAT_TOL, e);
 
         ok = rec->n_options <= 256
@@ -757,7 +869,7 @@ test_model(const char *name, const char *config, int seed, int max_cases)
     }
     same &= ok && memcmp(packed + off, tl[1],
                          sizeof(float) * (size_t) text[1].n_options) == 0;
-    CHECK(same, "%s: %d records with images packed between two without: every "
+    CHECK(same, "%s: %d records with media packed between two without: every "
           "logit bit-identical to the record alone", name, n);
     free(packed);
 
@@ -771,41 +883,44 @@ test_model(const char *name, const char *config, int seed, int max_cases)
                        sizeof(float) * (size_t) recs[n - 1].n_options) == 0;
     }
     clef_cuda_graph_stats(gb, &rep1, &cap1);
-    CHECK(ok && rep1 == rep0 && cap1 == cap0, "%s: a batch with images three "
+    CHECK(ok && rep1 == rep0 && cap1 == cap0, "%s: a batch with media three "
           "times: the same bits, eager (%ld replays, %ld captures)", name,
           rep1 - rep0, cap1 - cap0);
     ok = forward(&clef_cuda_backend_ops, gb, (const clef_record *const []) { &text[0] },
                  1, tl2) == 0
          && memcmp(tl2, tl[0], sizeof(float) * (size_t) text[0].n_options) == 0;
-    CHECK(ok, "%s: a text-only record after batches with images: its first bits",
+    CHECK(ok, "%s: a text-only record after batches with media: its first bits",
           name);
-    /* an item of a kind this backend has no encoder for (the video kind,
-     * which nothing prepares yet: an image relabelled): refused before
-     * anything is launched, and the next forward as before */
+    /* an item of a kind this backend has no encoder for (an audio clip,
+     * which nothing prepares yet: a record's first item relabelled):
+     * refused before anything is launched, and the next forward as
+     * before */
     if (n > 0) {
         clef_batch  batch;
         clef_error  err;
         int32_t     cu[2];
+        int         kind;
 
         memset(&err, 0, sizeof(err));
-        recs[0].media[0].kind = CLEF_MEDIA_VIDEO;
+        kind = recs[0].media[0].kind;
+        recs[0].media[0].kind = CLEF_MEDIA_AUDIO;
         clef_batch_init(&batch, (const clef_record *const []) { &recs[0] }, 1,
                         cu);
         ok = clef_batch_set_media(&batch, &err) == 0
              && clef_cuda_backend_ops.forward(gb, &batch, again, &err) == -1
              && err.status == 400
-             && strcmp(err.type, "videos_unsupported") == 0
+             && strcmp(err.type, "audio_unsupported") == 0
              && strcmp(err.message, "The cuda backend has no encoder for "
-                       "videos.") == 0;
+                       "audio clips.") == 0;
         clef_batch_free_media(&batch);
-        recs[0].media[0].kind = CLEF_MEDIA_IMAGE;
-        CHECK(ok, "%s: a video item: 400 videos_unsupported (%s)", name,
+        recs[0].media[0].kind = kind;
+        CHECK(ok, "%s: an audio item: 400 audio_unsupported (%s)", name,
               err.message);
         ok = forward(&clef_cuda_backend_ops, gb,
                      (const clef_record *const []) { &recs[0] }, 1, again) == 0
              && memcmp(again, alone[0],
                        sizeof(float) * (size_t) recs[0].n_options) == 0;
-        CHECK(ok, "%s: the image record after the refusal: its bits", name);
+        CHECK(ok, "%s: the first record after the refusal: its bits", name);
     }
     {
         long  fallbacks, heur;
@@ -837,14 +952,36 @@ test_tower_v1(void)
 
     /* the seed t/unit/test_vision_e2e.c makes v1 with */
     snprintf(cfg, sizeof(cfg), "%s/models/v1.json", check_fixtures());
-    test_model("v1", cfg, 11, 40);
+    test_model("v1", cfg, 11, "cases.jsonl", 40, 1 << 20, 0);
+}
+
+static void
+test_video_v1(void)
+{
+    char  cfg[1024];
+
+    /* the requests with videos (and images) of t/unit/test_video_e2e.c
+     * (each clip's header probed, every frame random), up to 40 records
+     * packed in one batch; decoded as the engine decodes them where the
+     * decode process is built (not on the GPU machine: FFMPEG=no), those
+     * of at most 700 tokens */
+    snprintf(cfg, sizeof(cfg), "%s/models/v1.json", check_fixtures());
+    test_model("video_v1", cfg, 11, "videos.jsonl", 40, 1 << 20, 1);
+    if (access("build/clef-decoder", X_OK) != 0) {
+        printf("# video_v1: decoded clips skipped: build/clef-decoder is not "
+               "built (FFMPEG=no)\n");
+        return;
+    }
+    use_build_decoder();
+    test_model("video_v1_decoded", cfg, 11, "videos.jsonl", 40, 700, 0);
 }
 
 static void
 test_tower_vision72(void)
 {
     /* one request each of 1, 2, 3 and 4 images (cases v00..v03) */
-    test_model("vision72", "t/cuda/models/vision72.json", 7, 4);
+    test_model("vision72", "t/cuda/models/vision72.json", 7, "cases.jsonl", 4,
+               1 << 20, 0);
 }
 
 /* ---- driver ---------------------------------------------------------------- */
@@ -858,6 +995,7 @@ static const cuda_subtest  subtests[] = {
     { "velementwise", test_velementwise },
     { "tower_v1", test_tower_v1 },
     { "tower_vision72", test_tower_vision72 },
+    { "video_v1", test_video_v1 },
 };
 
 #define N_SUBTESTS  (sizeof(subtests) / sizeof(subtests[0]))

@@ -47,7 +47,10 @@ SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
      media/decode_jpeg media/decode_webp media/exif media/resize
      media/processor media/image_size media/media media/kinds media/prepare
      model/gguf model/quant model/quant_legacy model/quant_k model/tensor
-     media/video_decode media/video_sample media/video_process"
+     model/dtype media/video_decode media/video_sample media/video_process
+     media/media_kwargs media/media_wire media/video_input media/video_probe
+     media/video_item media/decoder media/decoder_wire base/dl
+     base/path"
 
 mkdir -p $OUT/obj $OUT/artifacts
 objs=

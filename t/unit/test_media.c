@@ -1,8 +1,8 @@
 /*
  * Media items whatever their kind (media/media.h): the kinds' table, the
- * plan's CLP3 items with their kind byte (and a CLP2 blob refused by
- * name), and a kind no model takes yet refused by the engine's path as it
- * is by the worker's.  (The M-RoPE positions of spans: test_image_input.)
+ * plan's CLP4 items with their kind byte and its media_kwargs (CLP2 and
+ * CLP3 blobs refused by name), and an item nobody read refused by the
+ * engine's path.  (The M-RoPE positions of spans: test_image_input.)
  */
 #include "check.h"
 
@@ -23,6 +23,8 @@ static const char  png1[] =
 /* the bytes of an item in the blob before its file: kind, format, width,
  * height, frames, duration_us, length (plan.h) */
 #define HEAD  26
+/* the media_kwargs at the blob's end: set, fps, four sizes, cap, tokens */
+#define KW    (4 + 8 + 4 * 8 + 1 + 8)
 
 
 static void
@@ -41,17 +43,22 @@ test_kinds(void)
           && strcmp(k->unsupported, "images_unsupported") == 0,
           "images: the field, a reader, 4 a request");
     k = clef_media_kind_of(CLEF_MEDIA_VIDEO);
-    CHECK(k != NULL && strcmp(k->field, "videos") == 0 && k->read == NULL
+    CHECK(k != NULL && strcmp(k->field, "videos") == 0 && k->read != NULL
+          && k->header_ids != NULL && k->limits.max_items == 2
+          && k->limits.max_base64 == 13u << 20
+          && k->limits.max_bytes == 10u << 20
+          && k->limits.max_pixels == 16 << 20
           && strcmp(k->parts[0], "video_url") == 0,
-          "videos: known, not read yet");
+          "videos: a reader, 2 a request, 13 MiB of base64 each, 10 MiB "
+          "decoded in all, 16 Mi pixels a frame");
     k = clef_media_kind_of(CLEF_MEDIA_AUDIO);
     CHECK(k != NULL && strcmp(k->field, "audio") == 0 && k->read == NULL
           && strcmp(k->many, "audio clips") == 0, "audio: known, not read yet");
     CHECK(clef_media_prep_of(CLEF_MEDIA_IMAGE) != NULL
-          && clef_media_prep_of(CLEF_MEDIA_VIDEO) == NULL
+          && clef_media_prep_of(CLEF_MEDIA_VIDEO) != NULL
           && clef_media_prep_of(CLEF_MEDIA_AUDIO) == NULL
           && clef_media_prep_of(0) == NULL,
-          "the engine prepares images only");
+          "the engine prepares images and videos");
 
     clef_media_accepted_words(0, words, sizeof(words));
     CHECK_STR(words, "text and JSON states", "accepted: nothing");
@@ -105,9 +112,9 @@ test_plan(void)
         goto done;
     }
     b = (uint8_t *) blob.data;
-    at = blob.len - HEAD - req.media[CLEF_MEDIA_IMAGE].inputs[0].len;
-    CHECK(memcmp(blob.data, "CLP3", 4) == 0 && b[at] == CLEF_MEDIA_IMAGE
-          && b[at + 1] == CLEF_IMAGE_PNG, "CLP3: the item's kind and format "
+    at = blob.len - KW - HEAD - req.media[CLEF_MEDIA_IMAGE].inputs[0].len;
+    CHECK(memcmp(blob.data, "CLP4", 4) == 0 && b[at] == CLEF_MEDIA_IMAGE
+          && b[at + 1] == CLEF_IMAGE_PNG, "CLP4: the item's kind and format "
           "bytes");
     ok = clef_plan_view(&plan, blob.data, blob.len, &err) == 0;
     CHECK(ok && plan.n_media == 1 && plan.media[0].kind == CLEF_MEDIA_IMAGE
@@ -115,7 +122,7 @@ test_plan(void)
           && plan.media[0].width == 1 && plan.media[0].height == 1
           && plan.media[0].frames == 1 && plan.media[0].duration_us == 0
           && plan.media[0].len == req.media[CLEF_MEDIA_IMAGE].inputs[0].len,
-          "CLP3: the item read back");
+          "CLP4: the item read back");
     CHECK_STR(clef_plan_media_noun(&plan), "images", "one kind: its noun");
     if (ok) {
         clef_plan_free(&plan);
@@ -136,9 +143,40 @@ test_plan(void)
           && err.status == 500 && strcmp(err.type, "plan_invalid") == 0,
           "a CLP2 blob: 500 plan_invalid");
     CHECK_STR(err.message, "The record handed to the engine is a plan of "
-              "version CLP2; this engine reads CLP3 (a worker and an engine "
+              "version CLP2; this engine reads CLP4 (a worker and an engine "
               "of different builds).", "a CLP2 blob: both versions named");
+    memcpy(blob.data, "CLP3", 4);
+    CHECK(clef_plan_view(&plan, blob.data, blob.len, &err) == -1
+          && err.status == 500 && strstr(err.message, "version CLP3; this "
+                                         "engine reads CLP4") != NULL,
+          "a CLP3 blob (no media_kwargs): both versions named");
     clef_request_free(&req);
+
+    /* media_kwargs: carried, and checked again when read back */
+    body.len = 0;
+    clef_buf_printf(&body, Q "\"media_kwargs\":{\"fps\":0.5,\"size\":"
+                    "{\"shortest_edge\":1024,\"longest_edge\":200000},"
+                    "\"max_pixels\":70000,\"cap_pixels_per_frame\":true,"
+                    "\"max_video_tokens\":99}}");
+    ok = plan_of(body.data, 1, &req, &blob, &err) == 0
+         && clef_plan_view(&plan, blob.data, blob.len, &err) == 0;
+    CHECK(ok && plan.kwargs.set == (CLEF_KW_FPS | CLEF_KW_SIZE
+                                    | CLEF_KW_MAX_PIXELS | CLEF_KW_CAP
+                                    | CLEF_KW_VIDEO_TOKENS)
+          && plan.kwargs.fps == 0.5 && plan.kwargs.size_shortest == 1024
+          && plan.kwargs.size_longest == 200000
+          && plan.kwargs.max_pixels == 70000
+          && plan.kwargs.cap_pixels_per_frame == 1
+          && plan.kwargs.max_video_tokens == 99, "media_kwargs read back");
+    if (ok) {
+        clef_plan_free(&plan);
+        b = (uint8_t *) blob.data;
+        memset(b + blob.len - KW + 4, 0, 8);            /* fps 0 */
+        CHECK(clef_plan_view(&plan, blob.data, blob.len, &err) == -1
+              && strcmp(err.type, "plan_invalid") == 0,
+              "a media_kwargs fps out of bounds in a blob: refused");
+        clef_request_free(&req);
+    }
 
     /* items never read: an image, then a video (kind order) */
     body.len = 0;
@@ -154,8 +192,8 @@ test_plan(void)
                   "two kinds: media items");
         clef_plan_free(&plan);
         b = (uint8_t *) blob.data;
-        b[blob.len - 2 * HEAD] = CLEF_MEDIA_VIDEO;
-        b[blob.len - HEAD] = CLEF_MEDIA_IMAGE;
+        b[blob.len - KW - 2 * HEAD] = CLEF_MEDIA_VIDEO;
+        b[blob.len - KW - HEAD] = CLEF_MEDIA_IMAGE;
         CHECK(clef_plan_view(&plan, blob.data, blob.len, &err) == -1
               && strcmp(err.type, "plan_invalid") == 0,
               "items out of kind order: refused");
@@ -168,8 +206,8 @@ done:
 }
 
 
-/* A video's prepared form has not been built yet, but the engine's path
- * refuses it by name whatever reaches it. */
+/* An item the worker never read (format 0: no bytes) is refused by the
+ * engine's path by name, whatever its kind. */
 static void
 test_engine_refuses(void)
 {
@@ -195,8 +233,7 @@ test_engine_refuses(void)
     clef_encode_opts_default(&opts);
     CHECK(clef_encode_media_prepare(&mc, &plan, &opts, &err) == -1
           && err.status == 400 && strcmp(err.type, "videos_unsupported") == 0
-          && opts.media == NULL, "prepare: a video is refused (no reader, no "
-          "processor)");
+          && opts.media == NULL, "prepare: a video nobody read is refused");
     CHECK_STR(err.message, "This model does not accept videos.",
               "prepare: the message names videos");
     clef_plan_free(&plan);

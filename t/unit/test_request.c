@@ -614,9 +614,9 @@ test_options(void)
 }
 
 
-/* clef_request_check_media() on the media fields this server does not read
- * yet: each refused by name, with where it is (issue 21, issue 22);
- * status 0: accepted. */
+/* clef_request_check_media() on media fields a model does not take or this
+ * server does not read yet, and on media_kwargs: each refused by name,
+ * with where it is (issue 21, issue 22); status 0: accepted. */
 static void
 media_check(const char *name, const char *tail, unsigned accepts, int status,
     const char *type, const char *loc, const char *message)
@@ -653,35 +653,108 @@ media_check(const char *name, const char *tail, unsigned accepts, int status,
 static void
 test_media_fields(void)
 {
-    media_check("two videos", ",\"videos\":[\"data:video/mp4;base64,AAAA\","
+    media_check("two videos, a model without videos",
+                ",\"videos\":[\"data:video/mp4;base64,AAAA\","
                 "{\"content_type\":\"video/webm\",\"base64\":\"AAAA\"}]", 0,
                 400, "videos_unsupported", "[\"body\",\"videos\"]",
-                "This server does not take videos yet (2 given): remove "
+                "This model does not accept videos (2 given): remove "
                 "\"videos\"; text and JSON states are supported.");
     media_check("a video beside images a model takes",
                 ",\"videos\":[\"x\"]", 1, 400, "videos_unsupported",
                 "[\"body\",\"videos\"]",
-                "This server does not take videos yet (1 given): remove "
+                "This model does not accept videos (1 given): remove "
                 "\"videos\"; text, JSON states and images are supported.");
     media_check("audio", ",\"audio\":[\"data:audio/wav;base64,AAAA\"]", 0,
                 400, "audio_unsupported", "[\"body\",\"audio\"]",
                 "This server does not take audio clips yet (1 given): "
                 "remove \"audio\"; text and JSON states are supported.");
-    media_check("media_kwargs", ",\"media_kwargs\":{\"fps\":1,\"x\":2}", 1,
+    media_check("media_kwargs: an unknown key after a known one",
+                ",\"media_kwargs\":{\"fps\":1,\"x\":2}", 1,
                 400, "media_kwargs_unsupported",
-                "[\"body\",\"media_kwargs\",\"fps\"]",
-                "The media_kwargs key \"fps\" is not supported: this "
-                "server passes no arguments to its media processors; "
-                "remove it.");
+                "[\"body\",\"media_kwargs\",\"x\"]",
+                "The media_kwargs key \"x\" is not supported: this server "
+                "takes fps, size, min_pixels, max_pixels, cap_pixels_per_frame "
+                "and max_video_tokens; remove it.");
     media_check("a media_kwargs key with a quote and a newline",
                 ",\"media_kwargs\":{\"a\\\"b\\nc\":null}", 0, 400,
                 "media_kwargs_unsupported",
                 "[\"body\",\"media_kwargs\",\"a\\\"b\\u000ac\"]",
                 "The media_kwargs key \"a\"b\\u000ac\" is not supported: "
-                "this server passes no arguments to its media "
-                "processors; remove it.");
+                "this server takes fps, size, min_pixels, max_pixels, "
+                "cap_pixels_per_frame and max_video_tokens; remove it.");
+    media_check("media_kwargs: min_frames, which the reference drops",
+                ",\"media_kwargs\":{\"min_frames\":8}", 0, 400,
+                "media_kwargs_unsupported",
+                "[\"body\",\"media_kwargs\",\"min_frames\"]",
+                "The media_kwargs key \"min_frames\" is not supported: the "
+                "reference's video processor reads it from its configuration "
+                "only, so a request's changes nothing; remove it.");
+    media_check("media_kwargs: max_frames too", ",\"media_kwargs\":"
+                "{\"max_frames\":8}", 0, 400, "media_kwargs_unsupported",
+                "[\"body\",\"media_kwargs\",\"max_frames\"]", NULL);
+    media_check("media_kwargs: num_frames", ",\"media_kwargs\":"
+                "{\"num_frames\":8}", 0, 400, "media_kwargs_unsupported",
+                "[\"body\",\"media_kwargs\",\"num_frames\"]",
+                "The media_kwargs key \"num_frames\" is not supported: the "
+                "reference's video processor refuses it beside its fps, "
+                "which is always set; send fps instead.");
+    media_check("media_kwargs: the tower's patch size", ",\"media_kwargs\":"
+                "{\"patch_size\":14}", 0, 400, "media_kwargs_unsupported",
+                "[\"body\",\"media_kwargs\",\"patch_size\"]",
+                "The media_kwargs key \"patch_size\" is not supported: it is "
+                "the vision tower's own; remove it.");
+    media_check("media_kwargs: fps 0", ",\"media_kwargs\":{\"fps\":0}", 0,
+                400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"fps\"]",
+                "The media_kwargs key \"fps\" must be a number above 0 and at "
+                "most 120.");
+    media_check("media_kwargs: fps 120.5", ",\"media_kwargs\":"
+                "{\"fps\":120.5}", 0, 400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"fps\"]", NULL);
+    media_check("media_kwargs: fps a string", ",\"media_kwargs\":"
+                "{\"fps\":\"2\"}", 0, 400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"fps\"]", NULL);
+    media_check("media_kwargs: size with one edge", ",\"media_kwargs\":"
+                "{\"size\":{\"longest_edge\":100000}}", 0, 400,
+                "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"size\"]",
+                "The media_kwargs key \"size\" must be an object of two "
+                "integers, shortest_edge and longest_edge, each from 1 to "
+                "16777216.");
+    media_check("media_kwargs: size over the bound", ",\"media_kwargs\":"
+                "{\"size\":{\"shortest_edge\":1,\"longest_edge\":"
+                "16777217}}", 0, 400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"size\"]", NULL);
+    media_check("media_kwargs: size with a third key", ",\"media_kwargs\":"
+                "{\"size\":{\"shortest_edge\":1,\"longest_edge\":2,"
+                "\"height\":3}}", 0, 400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"size\"]", NULL);
+    media_check("media_kwargs: max_pixels 1.5", ",\"media_kwargs\":"
+                "{\"max_pixels\":1.5}", 0, 400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"max_pixels\"]",
+                "The media_kwargs key \"max_pixels\" must be an integer from "
+                "1 to 16777216.");
+    media_check("media_kwargs: min_pixels 0", ",\"media_kwargs\":"
+                "{\"min_pixels\":0}", 0, 400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"min_pixels\"]", NULL);
+    media_check("media_kwargs: a huge integer", ",\"media_kwargs\":"
+                "{\"max_video_tokens\":123456789012345678901234567890}", 0,
+                400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"max_video_tokens\"]",
+                "The media_kwargs key \"max_video_tokens\" must be an integer "
+                "from 1 to 24576.");
+    media_check("media_kwargs: cap_pixels_per_frame 1", ",\"media_kwargs\":"
+                "{\"cap_pixels_per_frame\":1}", 0, 400, "media_kwargs_invalid",
+                "[\"body\",\"media_kwargs\",\"cap_pixels_per_frame\"]",
+                "The media_kwargs key \"cap_pixels_per_frame\" must be true or "
+                "false.");
+    media_check("media_kwargs: every key it takes, in bounds",
+                ",\"media_kwargs\":{\"fps\":120,\"size\":{\"shortest_edge\":"
+                "1,\"longest_edge\":16777216},\"min_pixels\":1,"
+                "\"max_pixels\":16777216,\"cap_pixels_per_frame\":false,"
+                "\"max_video_tokens\":24576}", 0, 0, NULL, NULL, NULL);
     media_check("videos before media_kwargs",
-                ",\"media_kwargs\":{\"fps\":1},\"videos\":[1]", 0, 400,
+                ",\"media_kwargs\":{\"x\":1},\"videos\":[1]", 0, 400,
                 "videos_unsupported", "[\"body\",\"videos\"]", NULL);
     media_check("OpenRouter's video part in a state",
                 ",\"state\":[\"see\",{\"type\":\"video_url\",\"video_url\":"

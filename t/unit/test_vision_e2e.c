@@ -309,9 +309,10 @@ main(void)
         clef_record_free(&text[1]);
     }
 
-    /* an item of a kind the CPU backend has no encoder for (the video
-     * kind, which nothing prepares yet: the first image relabelled) is
-     * refused by the backend's table, before any encoder runs */
+    /* the first image relabelled: as a video of one frame pair whose two
+     * frames are that image, the tower sees what it saw (bit for bit);
+     * as an audio clip, a kind the CPU backend has no encoder for, it is
+     * refused by the backend's table before any encoder runs */
     if (n > 0) {
         clef_batch  batch;
         int32_t     cu[2];
@@ -321,14 +322,25 @@ main(void)
         clef_batch_init(&batch, (const clef_record *const []) { &recs[0] }, 1,
                         cu);
         ok = clef_batch_set_media(&batch, &err) == 0
+             && ops->forward(b, &batch, lg, &err) == 0;
+        clef_batch_free_media(&batch);
+        for (o = 0; ok && o < recs[0].n_options; o++) {
+            ok &= lg[o] == alone[0][o];
+        }
+        CHECK(ok, "an image as a one-pair video of itself: the same logits");
+
+        recs[0].media[0].kind = CLEF_MEDIA_AUDIO;
+        clef_batch_init(&batch, (const clef_record *const []) { &recs[0] }, 1,
+                        cu);
+        ok = clef_batch_set_media(&batch, &err) == 0
              && ops->forward(b, &batch, lg, &err) == -1;
         clef_batch_free_media(&batch);
         recs[0].media[0].kind = CLEF_MEDIA_IMAGE;
         CHECK(ok && err.status == 400
-              && strcmp(err.type, "videos_unsupported") == 0
+              && strcmp(err.type, "audio_unsupported") == 0
               && strcmp(err.message, "The cpu backend has no encoder for "
-                        "videos.") == 0,
-              "a video item on the CPU backend: 400 videos_unsupported (%s)",
+                        "audio clips.") == 0,
+              "an audio item on the CPU backend: 400 audio_unsupported (%s)",
               err.message);
     }
 

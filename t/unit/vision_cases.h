@@ -1,14 +1,17 @@
 /*
  * The requests of t/fixtures/vision as the engine receives them, shared by
- * the CPU (test_vision_e2e) and CUDA (test_cuda_vision) tests of the
- * vision tower: a case's images read from the corpus into data URLs, the
- * request encoded with its images, a batch of records run through a
- * backend with its media.  Include after check.h.
+ * the CPU (test_vision_e2e, test_video_e2e) and CUDA (test_cuda_vision)
+ * tests of the vision tower: a case's images read from the corpus and its
+ * videos from the clips into data URLs, the request encoded with its media
+ * (videos through build/clef-decoder, as the engine decodes them), a batch
+ * of records run through a backend with its media.  Include after check.h.
  */
 #ifndef CLEF_TEST_VISION_CASES_H
 #define CLEF_TEST_VISION_CASES_H
 
 #include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -42,34 +45,71 @@ b64(clef_buf *out, const unsigned char *p, size_t n)
 }
 
 
-static char * __attribute__((unused))
-body_of(json_t *c)
+/* The data URLs of a body's "images" ("corpus:NAME") or "videos"
+ * ("clip:NAME"), in place. */
+static void
+data_urls(json_t *items, int video)
 {
-    json_t      *body = json_deep_copy(json_object_get(c, "body"));
-    json_t      *images = json_object_get(body, "images"), *v;
-    clef_buf     url = { NULL, 0, 0 };
-    const char  *name, *ext;
-    char         path[1024], *bytes, *text;
-    size_t       i, len;
+    static const char *const  types[][2] = {
+        { "png", "image/png" }, { "jpg", "image/jpeg" },
+        { "webp", "image/webp" }, { "mp4", "video/mp4" },
+        { "mov", "video/quicktime" }, { "mkv", "video/x-matroska" },
+        { "webm", "video/webm" },
+    };
+    json_t                   *v;
+    clef_buf                  url = { NULL, 0, 0 };
+    const char               *name, *ext, *type = "";
+    char                      path[1024], *bytes;
+    size_t                    i, k, len;
 
-    json_array_foreach(images, i, v) {
-        name = json_string_value(v) + 7;
+    json_array_foreach(items, i, v) {
+        name = strchr(json_string_value(v), ':') + 1;
         ext = strrchr(name, '.') + 1;
-        snprintf(path, sizeof(path), "%s/images/corpus/%s", check_fixtures(), name);
+        for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+            type = strcmp(types[k][0], ext) == 0 ? types[k][1] : type;
+        }
+        snprintf(path, sizeof(path), "%s/%s/%s", check_fixtures(),
+                 video ? "video/clips" : "images/corpus", name);
         bytes = slurp(path, &len);
         url.len = 0;
-        clef_buf_printf(&url, "data:image/%s;base64,",
-                        strcmp(ext, "jpg") == 0 ? "jpeg" : ext);
+        clef_buf_printf(&url, "data:%s;base64,", type);
         if (bytes != NULL) {
             b64(&url, (unsigned char *) bytes, len);
         }
-        json_array_set_new(images, i, json_string(url.data));
+        json_array_set_new(items, i, json_string(url.data));
         free(bytes);
     }
     clef_buf_free(&url);
+}
+
+
+static char * __attribute__((unused))
+body_of(json_t *c)
+{
+    json_t  *body = json_deep_copy(json_object_get(c, "body"));
+    char    *text;
+
+    data_urls(json_object_get(body, "images"), 0);
+    data_urls(json_object_get(body, "videos"), 1);
     text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     return text;
+}
+
+
+/* The engine runs the decode process from beside its library; a test
+ * binary is elsewhere, so it names build/clef-decoder (tests run from the
+ * repository's root). */
+static void __attribute__((unused))
+use_build_decoder(void)
+{
+    char  path[4096];
+
+    if (getenv("CLEF_DECODER") == NULL
+        && realpath("build/clef-decoder", path) != NULL)
+    {
+        setenv("CLEF_DECODER", path, 1);
+    }
 }
 
 
@@ -85,7 +125,8 @@ encode_body(const clef_model *m, const char *body, const clef_encode_opts *eo,
     memset(&err, 0, sizeof(err));
     rc = clef_request_parse(&req, body, strlen(body), NULL, &err);
     if (rc == 0) {
-        rc = clef_request_check_media(&req, 1, &err);
+        rc = clef_request_check_media(&req, CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
+                                      | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO), &err);
         if (rc == 0) {
             rc = clef_encode_with_media(m, &req, eo, rec, &err);
         }

@@ -281,11 +281,16 @@ failed:
 
 /* ---- forward -------------------------------------------------------------- */
 
+/* The tower attends within each temporal group of an item (an image is
+ * one, a video one per frame pair: the reference's cu_seqlens), and every
+ * other step works on one patch, so a batch is a list of groups. */
 typedef struct {
     const clef_cpu_vision         *v;
-    const clef_media_item *const  *images;
-    const int64_t                 *cu;         /* patch offsets of the images */
-    int                            n_images;
+    const clef_media_item *const  *items;
+    const int64_t                 *cu;         /* patch offsets of the groups */
+    const int32_t                 *item;       /* each group's item */
+    const int64_t                 *base;       /* its first patch in the item */
+    int                            n_groups;
     int64_t                        p0;         /* first patch of the tile */
     float                         *rows;       /* [tile][row] */
     float                         *x;          /* [P][H] */
@@ -294,14 +299,20 @@ typedef struct {
 
 
 static int
-image_of(const int64_t *cu, int n, int64_t p)
+group_of(const int64_t *cu, int n, int64_t p)
 {
-    int  k = 0;
+    int  lo = 0, hi = n - 1, mid;
 
-    while (k + 1 < n && cu[k + 1] <= p) {
-        k++;
+    /* the last group starting at or before p */
+    while (lo < hi) {
+        mid = lo + (hi - lo + 1) / 2;
+        if (cu[mid] <= p) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
     }
-    return k;
+    return lo;
 }
 
 
@@ -314,8 +325,9 @@ rows_task(void *ctx, int64_t begin, int64_t end, int worker)
 
     (void) worker;
     for (p = begin; p < end; p++) {
-        k = image_of(j->cu, j->n_images, j->p0 + p);
-        clef_image_patch_row(j->images[k], j->p0 + p - j->cu[k],
+        k = group_of(j->cu, j->n_groups, j->p0 + p);
+        clef_image_patch_row(j->items[j->item[k]],
+                             j->base[k] + j->p0 + p - j->cu[k],
                              j->rows + p * j->v->row);
     }
 }
@@ -336,8 +348,8 @@ pos_task(void *ctx, int64_t begin, int64_t end, int worker)
 
     (void) worker;
     for (p = begin; p < end; p++) {
-        k = image_of(j->cu, j->n_images, p);
-        im = j->images[k];
+        k = group_of(j->cu, j->n_groups, p);
+        im = j->items[j->item[k]];
         clef_vision_patch_rc(im, p - j->cu[k], &r, &c);
         clef_vision_pos_taps(r, c, im->grid_h, im->grid_w, v->side, tap, wgt);
         for (i = 0; i < 4; i++) {
@@ -435,55 +447,69 @@ clef_cpu_vision_deepstack(const clef_cpu_vision *v)
 
 int
 clef_cpu_vision_forward(clef_cpu_vision *v,
-    const clef_media_item *const *images, int n_images, float *features,
+    const clef_media_item *const *items, int n_items, float *features,
     clef_error *err)
 {
-    return clef_cpu_vision_forward_levels(v, images, n_images, features, 0,
+    return clef_cpu_vision_forward_levels(v, items, n_items, features, 0,
                                           err);
 }
 
 int
 clef_cpu_vision_forward_levels(clef_cpu_vision *v,
-    const clef_media_item *const *images, int n_images, float *features,
+    const clef_media_item *const *items, int n_items, float *features,
     int64_t level_stride, clef_error *err)
 {
     const clef_vision_config  *c = &v->cfg;
     clef_cpu_pool             *pool = v->pool;
+    const clef_media_item     *it;
     const vblock              *b;
     patch_job                  pj;
-    int64_t                   *cu, *blocks, P, H = c->hidden_size;
+    int64_t                   *cu, *blocks, *base, P, H = c->hidden_size;
     int64_t                    I = c->intermediate_size, M, t0, n, longest = 0;
     int64_t                    kmax;
+    int32_t                   *item;
     float                     *x = NULL, *xn = NULL, *qkv = NULL, *o = NULL;
     float                     *mlp = NULL, *rows = NULL, *cs = NULL, *sn = NULL;
     float                     *gemm = NULL, *scratch = NULL;
     size_t                     per_worker;
-    int                        k, l, d, rc = -1, unit;
+    int                        k, g, n_groups = 0, l, d, rc = -1, unit;
 
     unit = c->spatial_merge_size * c->spatial_merge_size;
     M = H * unit;
-    cu = malloc(sizeof(int64_t) * ((size_t) n_images + 1) * 2);
-    if (cu == NULL) {
+    for (k = 0; k < n_items; k++) {
+        it = items[k];
+        if ((it->kind != CLEF_MEDIA_IMAGE && it->kind != CLEF_MEDIA_VIDEO)
+            || it->patch != c->patch_size
+            || it->temporal != c->temporal_patch_size
+            || it->merge != c->spatial_merge_size
+            || clef_image_row_size(it) != v->row || it->grid_t < 1
+            || (it->kind == CLEF_MEDIA_IMAGE && it->grid_t != 1))
+        {
+            return clef_error_fail(err, CLEF_E_INTERNAL,
+                "media item %d was prepared for another tower", k);
+        }
+        n_groups += it->grid_t;
+    }
+    cu = malloc(sizeof(int64_t) * ((size_t) n_groups + 1) * 3);
+    item = malloc(sizeof(int32_t) * ((size_t) n_groups + 1));
+    if (cu == NULL || item == NULL) {
+        free(cu);
+        free(item);
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
-    blocks = cu + n_images + 1;
+    blocks = cu + n_groups + 1;
+    base = blocks + n_groups + 1;
     cu[0] = 0;
-    for (k = 0; k < n_images; k++) {
-        if (images[k]->kind != CLEF_MEDIA_IMAGE
-            || images[k]->patch != c->patch_size
-            || images[k]->temporal != c->temporal_patch_size
-            || images[k]->merge != c->spatial_merge_size
-            || clef_image_row_size(images[k]) != v->row)
-        {
-            free(cu);
-            return clef_error_fail(err, CLEF_E_INTERNAL,
-                "image %d was prepared for another tower", k);
+    for (k = 0, g = 0; k < n_items; k++) {
+        n = (int64_t) items[k]->grid_h * items[k]->grid_w;
+        for (t0 = 0; t0 < items[k]->grid_t; t0++, g++) {
+            item[g] = k;
+            base[g] = t0 * n;
+            cu[g + 1] = cu[g] + n;
         }
-        n = (int64_t) images[k]->grid_h * images[k]->grid_w;
-        cu[k + 1] = cu[k] + n;
         longest = n > longest ? n : longest;
     }
-    P = cu[n_images];
+    P = cu[n_groups];
 
     kmax = M > I ? M : I;
     kmax = v->row > kmax ? v->row : kmax;
@@ -510,9 +536,11 @@ clef_cpu_vision_forward_levels(clef_cpu_vision *v,
 
     /* patch embedding, TILE patch rows at a time */
     pj.v = v;
-    pj.images = images;
+    pj.items = items;
     pj.cu = cu;
-    pj.n_images = n_images;
+    pj.item = item;
+    pj.base = base;
+    pj.n_groups = n_groups;
     pj.rows = rows;
     pj.x = x;
     pj.cos = cs;
@@ -535,7 +563,7 @@ clef_cpu_vision_forward_levels(clef_cpu_vision *v,
         clef_cpu_add_bias(pool, qkv, 3 * H, P, (int) (3 * H), b->qkv_b);
         clef_cpu_vision_rotary(pool, qkv, 3 * H, P, c->num_heads, v->hd, H, cs,
                                sn);
-        clef_cpu_vision_attention(pool, qkv, 3 * H, o, H, cu, n_images,
+        clef_cpu_vision_attention(pool, qkv, 3 * H, o, H, cu, n_groups,
                                   c->num_heads, v->hd,
                                   1.0f / sqrtf((float) v->hd), scratch,
                                   per_worker, blocks);
@@ -574,6 +602,7 @@ clef_cpu_vision_forward_levels(clef_cpu_vision *v,
 
 done:
     free(cu);
+    free(item);
     free(x);
     free(xn);
     free(qkv);

@@ -4,8 +4,9 @@
  * table resampled bilinearly (align_corners) to each image's grid, the 2D
  * rotary, pre-LN blocks of bidirectional attention inside each image and a
  * GELU MLP, and the merger of each 2 x 2 block into one token of the text
- * stack.  All images of a batch run through it together; an image's
- * features depend on that image alone (attention never crosses images,
+ * stack.  All images of a batch run through it together (and all videos,
+ * frame pair by frame pair); an image's features depend on that image
+ * alone (attention never crosses images or a video's pairs,
  * every other op works on one patch, and the products compute each row
  * alike, gemm.h), so a record's answer does not depend on its batch.
  */
@@ -32,12 +33,13 @@ void clef_cpu_vision_close(clef_cpu_vision *v);
 void clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
     void *ctx);
 
-/* The CPU backend's encoder of the image kind: images are media items of
- * that kind (media/processor.h); features: [sum of their tokens]
- * [out_hidden_size], the images' merged tokens one image after the
- * other. */
+/* The CPU backend's encoder of the image and video kinds: items of either
+ * (media/processor.h: pixels; an image one temporal group, a video one per
+ * frame pair, each attending within itself as the reference's cu_seqlens
+ * say); features: [sum of their tokens][out_hidden_size], the items'
+ * merged tokens one item after the other, a video's pair after pair. */
 int  clef_cpu_vision_forward(clef_cpu_vision *v,
-    const clef_media_item *const *images, int n_images, float *features,
+    const clef_media_item *const *items, int n_items, float *features,
     clef_error *err);
 
 /* DeepStack (Clef Omni, spec/qwen35-backbone.md §6): the number of
@@ -49,7 +51,7 @@ int  clef_cpu_vision_forward(clef_cpu_vision *v,
  * above; the backbone adds level d + 1 after decoder layer d. */
 int  clef_cpu_vision_deepstack(const clef_cpu_vision *v);
 int  clef_cpu_vision_forward_levels(clef_cpu_vision *v,
-    const clef_media_item *const *images, int n_images, float *features,
+    const clef_media_item *const *items, int n_items, float *features,
     int64_t level_stride, clef_error *err);
 
 #endif

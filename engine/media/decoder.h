@@ -1,0 +1,81 @@
+/*
+ * Video decoding in a process of its own, under a sandbox: how the engine
+ * decodes a request's videos (media/prepare.c's video row).
+ *
+ * Why: FFmpeg's demuxers and decoders are a large body of C with a steady
+ * stream of memory-safety fixes.  The allow-lists of video_decode.h shrink
+ * what a file can reach, but a bug in the H.264 or HEVC decoder would still
+ * run in the process that holds the model, the shared-memory queue and
+ * every waiting request.  And FFmpeg's ~150 libraries, linked into
+ * libclef_engine.so, added ~0.1 s to every engine start.  So the engine
+ * links no FFmpeg at all: build/clef-decoder (decoder/, installed beside
+ * the module) alone links it, and every video is decoded by a fresh
+ * process of its:
+ *
+ *   engine  --spawn once, at the first video-->  clef-decoder --serve
+ *           (its fd 3: a control socket; it closes every other inherited
+ *           descriptor, and dies with the thread that spawned it)
+ *   per video: the engine makes a socketpair and hands one end over; the
+ *   decoder forks a child for it (cheap: FFmpeg is already loaded), which
+ *     - keeps that socket and stderr, closes the rest,
+ *     - limits its address space (CLEF_DECODER_MAX_AS) and CPU time,
+ *     - sets no_new_privs and a seccomp filter: read and write on what it
+ *       holds, memory (mmap/mprotect without PROT_EXEC, brk, munmap,
+ *       madvise), futex, threads (clone with CLONE_THREAD only), clocks,
+ *       exit; open and stat fail with EACCES, sysinfo with EPERM;
+ *       anything else (socket,
+ *       execve, ptrace, ...) kills it,
+ *     - then reads the file, decodes, samples and resizes it
+ *       (video_process.h) and writes its answer, and exits.
+ *   The decoder reports the child's pid, then how it ended.
+ *
+ * The engine trusts the child with pixels only: it recomputes the frames
+ * sampled, their times and the grid from the scan the child reports
+ * (video_item.h) and takes the frames only at exactly the size that says;
+ * a child that crashes, is killed by the filter, runs past its time or
+ * answers malformed bytes makes that video's 400 video_invalid naming what
+ * happened, and the next video gets a fresh child.  A decoder that is not
+ * installed (a build made with FFMPEG=no has none) makes every video 500
+ * media_unsupported; one that cannot be run or is of another build, 500
+ * internal_error naming its path.
+ */
+#ifndef CLEF_DECODER_H
+#define CLEF_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "media/media.h"
+#include "media/video_decode.h"
+#include "media/video_sample.h"
+
+#define CLEF_DECODER_NAME    "clef-decoder"
+#define CLEF_DECODER_MAX_AS  (UINT64_C(4) << 30)   /* a child's address
+                                                      space */
+#define CLEF_DECODER_GRACE   15.0    /* seconds past the decode budget
+                                        before a child is killed */
+
+/* Where the decoder is: $CLEF_DECODER, else build/clef-decoder beside the
+ * object this code is linked into (libclef_engine.so beside the module,
+ * build/clef), into path[0..size); -1 when neither names one. */
+int  clef_decoder_path(char *path, size_t size);
+
+/*
+ * Decodes the video data[0..len) in a child of the decode process into
+ * out (a media item of the video kind, media.h), as clef_video_load()
+ * would; index names it in refusals.  progress (may be NULL) is called
+ * about once a second while the child works: the engine's watchdog must
+ * not take a long video for a hung forward.  One video at a time per
+ * process (callers serialise on a lock here).
+ */
+int  clef_decoder_video(const uint8_t *data, size_t len, int index,
+    const clef_video_limits *lim, const clef_video_config *vc,
+    void (*progress)(void *ctx), void *ctx, clef_media_item *out,
+    clef_error *err);
+
+/* Ends the decode process, if one runs (tests; an engine's exit ends it
+ * by itself). */
+void clef_decoder_stop(void);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * What the engine and its decode process (build/clef-decoder, decoder/)
+ * say to each other; see decoder.h for why there is a decode process.
+ * Both come from one build (the hello says which), so fixed-size records
+ * go as their bytes; everything the decode side sends back is checked by
+ * the engine as untrusted input.
+ *
+ * The control socket (fd 3 of the decode process, a stream):
+ *   decoder -> engine  once, at start: clef_dec_hello
+ *   engine -> decoder  per item: clef_dec_request, with the item's own
+ *                      socket passed as SCM_RIGHTS; its file then goes
+ *                      down that socket (request.len bytes)
+ *   decoder -> engine  clef_dec_status { CLEF_DEC_FORKED, pid } when the
+ *                      item's process exists, { CLEF_DEC_EXITED, pid,
+ *                      wait status } when it has ended
+ * The item's socket, read and written by the item's process only:
+ *   clef_dec_result, then for a video its frames (result.rgb_len bytes)
+ */
+#ifndef CLEF_DECODER_WIRE_H
+#define CLEF_DECODER_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "media/video_decode.h"
+#include "media/video_sample.h"
+
+#define CLEF_DEC_MAGIC      0x43444c43u      /* "CLDC" */
+#define CLEF_DEC_VERSION    1
+#define CLEF_DEC_FD         3                /* the control socket */
+
+typedef struct {
+    uint32_t  magic;
+    uint32_t  version;
+    uint32_t  request_size;     /* sizeof(clef_dec_request) of its build */
+    uint32_t  result_size;      /* sizeof(clef_dec_result) */
+} clef_dec_hello;
+
+typedef struct {
+    uint32_t           magic;
+    uint32_t           kind;        /* CLEF_MEDIA_VIDEO */
+    int32_t            index;       /* the item among its kind's, for
+                                       refusals */
+    uint32_t           pad;
+    uint64_t           len;         /* the file's bytes */
+    clef_video_limits  limits;
+    clef_video_config  video;
+} clef_dec_request;
+
+enum {
+    CLEF_DEC_FORKED = 1,
+    CLEF_DEC_EXITED = 2
+};
+
+typedef struct {
+    uint32_t  magic;
+    uint32_t  what;             /* CLEF_DEC_FORKED, CLEF_DEC_EXITED */
+    int32_t   pid;
+    int32_t   wait_status;      /* EXITED: waitpid()'s status; FORKED: 0,
+                                   or an errno when no process was made */
+} clef_dec_status;
+
+typedef struct {
+    uint32_t         magic;
+    uint32_t         ok;            /* 1: info and frames follow; 0: err */
+    clef_error       err;
+    clef_video_info  info;          /* the decoder's scan */
+    uint64_t         rgb_len;       /* the resized frames' bytes */
+} clef_dec_result;
+
+/* All of buf[0..len) to / from a socket, over short counts and EINTR,
+ * never raising SIGPIPE; -1 on an error or an early end. */
+int  clef_dec_write_all(int fd, const void *buf, size_t len);
+int  clef_dec_read_all(int fd, void *buf, size_t len);
+
+/* The most bytes a file may have on its way to the decoder. */
+#define CLEF_DEC_MAX_FILE  (64u << 20)
+
+#endif
