@@ -91,7 +91,7 @@ __DATA__
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, cpu backend; text and images
+--- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, BF16 weights, cpu backend; text and images
 
 === TEST 9: audio is refused by name
 --- request

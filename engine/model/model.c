@@ -565,7 +565,9 @@ clef_model_weights(const clef_model *m, char *buf, size_t size)
         m->kind->weights(m->container, buf, size);
     }
     if (buf[0] == '\0') {
-        t = clef_model_role(m, CLEF_ROLE_MLP_UP, 0);
+        /* a release stores its matrices as its embedding (Omni's layers
+         * have no dense MLP to ask) */
+        t = clef_model_role(m, CLEF_ROLE_EMBED, 0);
         snprintf(buf, size, "%s", t != NULL ? clef_dtype_name(t->dtype) : "?");
     }
 }
