@@ -428,4 +428,4 @@ Accept-Encoding: gzip, deflate
 GET /v1/models
 --- error_code: 200
 --- response_body canon_json
-{"models":[{"name":"clef-tiny","description":"Clef decision model clef-tiny: 4 layers, hidden size 64, cpu backend; text only","release_date":"RELEASE_DATE","capabilities":["systemone"]}]}
+{"models":[{"name":"clef-tiny","description":"Clef decision model clef-tiny: 4 layers, hidden size 64, BF16 weights, cpu backend; text only","release_date":"RELEASE_DATE","weights":"BF16","precision":"fp32","capabilities":["systemone"]}]}

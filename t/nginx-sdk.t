@@ -138,7 +138,8 @@ is_deeply $got->{score},
 my $release = POSIX::strftime('%Y-%m-%d',
     gmtime((stat ClefNginx->model_dir(1) . '/config.json')[9]));
 is_deeply $got->{models}, [ [ 'clef-tiny',
-    'Clef decision model clef-tiny: 4 layers, hidden size 64, cpu backend; '
+    'Clef decision model clef-tiny: 4 layers, hidden size 64, BF16 weights, '
+    . 'cpu backend; '
     . 'text and images (PNG, JPEG, WebP)',
     $release ] ], 'SDK: models.list()';
 my $long = $srv->post_json('{"state":"' . ('The export button does nothing. '
