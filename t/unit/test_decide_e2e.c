@@ -721,44 +721,44 @@ main(void)
         return check_done();
     }
     for (m = 0; m < sizeof(manifests) / sizeof(manifests[0]); m++) {
-    snprintf(path, sizeof(path), "%s/e2e/%s", check_fixtures(), manifests[m]);
-    manifest = json_load_file(path, 0, &jerr);
-    CHECK(manifest != NULL, "read %s", path);
-    models = json_object_get(manifest, "models");
+        snprintf(path, sizeof(path), "%s/e2e/%s", check_fixtures(), manifests[m]);
+        manifest = json_load_file(path, 0, &jerr);
+        CHECK(manifest != NULL, "read %s", path);
+        models = json_object_get(manifest, "models");
 
-    json_object_foreach(models, name, mv) {
-        int          seed = (int) json_integer_value(json_object_get(mv, "seed"));
-        int          shards = (int) json_integer_value(json_object_get(mv, "shards"));
-        const char  *tk = json_string_value(json_object_get(mv, "tokenizer"));
-        char         tokenizer[2048];
+        json_object_foreach(models, name, mv) {
+            int          seed = (int) json_integer_value(json_object_get(mv, "seed"));
+            int          shards = (int) json_integer_value(json_object_get(mv, "shards"));
+            const char  *tk = json_string_value(json_object_get(mv, "tokenizer"));
+            char         tokenizer[2048];
 
-        /* a model made with another tokenizer names it (Clef Omni's) */
-        if (tk != NULL) {
-            snprintf(tokenizer, sizeof(tokenizer), "%s/%s/%s", root,
-                     check_fixtures(), tk);
-        } else {
-            snprintf(tokenizer, sizeof(tokenizer), "%s",
-                     check_qwen3_tokenizer());
+            /* a model made with another tokenizer names it (Clef Omni's) */
+            if (tk != NULL) {
+                snprintf(tokenizer, sizeof(tokenizer), "%s/%s/%s", root,
+                         check_fixtures(), tk);
+            } else {
+                snprintf(tokenizer, sizeof(tokenizer), "%s",
+                         check_qwen3_tokenizer());
+            }
+            snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
+            CHECK_INT(sh("'%s/build/clef' mkmodel --config '%s/%s/models/%s.json' "
+                         "--tokenizer '%s' --seed %d --shards %d "
+                         "--out '%s' > /dev/null", root, root, check_fixtures(), name,
+                         tokenizer, seed, shards, dir), 0,
+                      "%s: mkmodel --seed %d --shards %d", name, seed, shards);
+            CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/%s.sha256'", dir, root,
+                         check_fixtures(), name), 0, "%s: files as t/fixtures/models/%s.sha256",
+                      name, name);
+
+            snprintf(path, sizeof(path), "%s/e2e/%s.jsonl", check_fixtures(), name);
+            check_model(name, dir, path, mv, 1);
         }
-        snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
-        CHECK_INT(sh("'%s/build/clef' mkmodel --config '%s/%s/models/%s.json' "
-                     "--tokenizer '%s' --seed %d --shards %d "
-                     "--out '%s' > /dev/null", root, root, check_fixtures(), name,
-                     tokenizer, seed, shards, dir), 0,
-                  "%s: mkmodel --seed %d --shards %d", name, seed, shards);
-        CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/%s.sha256'", dir, root,
-                     check_fixtures(), name), 0, "%s: files as t/fixtures/models/%s.sha256",
-                  name, name);
-
-        snprintf(path, sizeof(path), "%s/e2e/%s.jsonl", check_fixtures(), name);
-        check_model(name, dir, path, mv, 1);
-    }
-    if (m == 0 && json_object_size(models) > 0) {
-        snprintf(dir, sizeof(dir), "%s/%s", tmp,
-                 json_object_iter_key(json_object_iter(models)));
-        check_refusals(dir);
-    }
-    json_decref(manifest);
+        if (m == 0 && json_object_size(models) > 0) {
+            snprintf(dir, sizeof(dir), "%s/%s", tmp,
+                     json_object_iter_key(json_object_iter(models)));
+            check_refusals(dir);
+        }
+        json_decref(manifest);
     }
 
     /* the Clef GGUF fixtures (t/fixtures/gguf: llama.cpp's converter and
