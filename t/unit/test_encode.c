@@ -482,8 +482,9 @@ test_cli(const char *tokdir)
              "</dev/null 2>/dev/null", tokdir);
     CHECK_INT(WEXITSTATUS(system(cmd)), 2, "clef encode: bad usage exits 2");
     CHECK_INT(WEXITSTATUS(system("build/clef encode >/dev/null 2>&1")), 2,
-              "clef encode: no MODEL_DIR exits 2");
-    CHECK_INT(WEXITSTATUS(system("build/clef encode --help | grep -q MODEL_DIR")),
+              "clef encode: no MODEL exits 2");
+    CHECK_INT(WEXITSTATUS(system("build/clef encode --help "
+                                 "| grep -q 'usage: clef encode MODEL '")),
               0, "clef encode --help");
 
     free(line);
