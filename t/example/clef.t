@@ -89,4 +89,4 @@ GET /nothing
 --- suppress_stderr
 --- error_log
 [emerg]
-invalid "precision=fp16": precision is fp32 or bf16
+invalid "precision=fp16": precision is fp32, bf16 or q8
