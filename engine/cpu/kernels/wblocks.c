@@ -34,8 +34,8 @@ clef_cpu_wblocks_held(const clef_cpu_wpack *w)
 }
 
 int
-clef_cpu_wblocks_add(clef_cpu_wpack *w, int64_t row, const clef_tensor *t,
-    int64_t t_row, int64_t n, int64_t t_col)
+clef_cpu_wblocks_add(clef_cpu_wpack *w, clef_cpu_pool *pool, int64_t row,
+    const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col)
 {
     clef_cpu_wblocks      *v = w->data;
     clef_cpu_wblocks_run  *r;

@@ -42,8 +42,9 @@ typedef struct {
 /* The format's entries (wpack.c's table). */
 size_t clef_cpu_wblocks_bytes(int64_t rows, int64_t cols);
 size_t clef_cpu_wblocks_held(const clef_cpu_wpack *w);
-int    clef_cpu_wblocks_add(clef_cpu_wpack *w, int64_t row,
-    const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col);
+int    clef_cpu_wblocks_add(clef_cpu_wpack *w, clef_cpu_pool *pool,
+    int64_t row, const clef_tensor *t, int64_t t_row, int64_t n,
+    int64_t t_col);
 void   clef_cpu_wblocks_fill(const clef_cpu_wpack *w, int64_t j0, int64_t n,
     int64_t k0, int64_t kc, float *panels);
 

@@ -265,6 +265,14 @@ clef_cpu_wpack_bytes(const clef_cpu_wpack *w)
 }
 
 int
+clef_cpu_wpack_view_tensor(clef_cpu_wpack *w, clef_cpu_pool *pool,
+    int64_t row, const clef_tensor *t, int64_t t_row, int64_t n,
+    int64_t t_col)
+{
+    return w->traits->view(w, pool, row, t, t_row, n, t_col);
+}
+
+int
 clef_cpu_wpack_is_view(const clef_cpu_wpack *w)
 {
     return w->traits != NULL && w->traits->view != NULL;
@@ -295,7 +303,7 @@ clef_cpu_wpack_from_tensor(clef_cpu_wpack *w, int64_t row,
     float   *f;
 
     if (w->traits->view != NULL) {
-        return w->traits->view(w, row, t, t_row, n, t_col);
+        return w->traits->view(w, NULL, row, t, t_row, n, t_col);
     }
     if (!clef_tensor_is_plain(t)) {
         /* rows stored apart or columns elsewhere: row by row through fp32 */

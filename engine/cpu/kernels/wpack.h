@@ -69,9 +69,12 @@ typedef struct {
                          clef_precision prec);
     /* a view of the model's tensors rather than a copy (NULL for the
      * others): rows [row, row + n) of W are rows [t_row, ..) and columns
-     * [t_col, ..) of t, which outlives W; called once per range of rows */
-    int        (*view)(clef_cpu_wpack *w, int64_t row, const clef_tensor *t,
-                       int64_t t_row, int64_t n, int64_t t_col);
+     * [t_col, ..) of t, which outlives W; called once per range of rows,
+     * with the pool any work on the rows may run on (NULL: the caller's
+     * thread) */
+    int        (*view)(clef_cpu_wpack *w, clef_cpu_pool *pool, int64_t row,
+                       const clef_tensor *t, int64_t t_row, int64_t n,
+                       int64_t t_col);
     /* fp32 panels of rows [j0, j0 + n) (n <= 2 CLEF_GEMM_NR) and columns
      * [k0, k0 + kc) of W, as a product packs them (gemm.h's
      * clef_cpu_filled_linear); NULL when the product reads W's own */
@@ -143,6 +146,12 @@ void   clef_cpu_wpack_rows_bf16(clef_cpu_wpack *w, int64_t row, int64_t n,
  * of memory for the conversion. */
 int    clef_cpu_wpack_from_tensor(clef_cpu_wpack *w, int64_t row,
     const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col);
+
+/* The same for a view format, its work on the rows (q8's repacking of the
+ * blocks) spread over pool. */
+int    clef_cpu_wpack_view_tensor(clef_cpu_wpack *w, clef_cpu_pool *pool,
+    int64_t row, const clef_tensor *t, int64_t t_row, int64_t n,
+    int64_t t_col);
 
 /* 1 when w's format views the model's tensors (nothing to copy, and their
  * pages stay mapped). */

@@ -1,5 +1,6 @@
 #include "cpu/kernels/wqdot.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,67 +125,114 @@ set_order(clef_cpu_wqdot *v, const int32_t *amap, int64_t nq)
     return 0;
 }
 
-/* Rows [r, e) of the range, all of type dt, into group at row + r. */
+/* The rows of one run as pack_run() planned them, for the pool. */
+typedef struct {
+    clef_cpu_wqdot      *v;
+    const clef_tensor   *t;
+    int64_t              row;      /* W's row of the run's first */
+    int64_t              t_row;    /* t's row of the run's first */
+    const int64_t       *gather;   /* W's block k is the stored row's
+                                      gather[k] (first < 0) */
+    int64_t              first;    /* >= 0: W's blocks start at the stored
+                                      row's block first, in order */
+    int64_t              nb;       /* blocks in one of W's rows */
+    int64_t              bb;       /* bytes of a block */
+    int                  in_order;
+    atomic_int           failed;
+} pack_job;
+
+/* Rows [begin, end) of the run: each row's blocks go to their own bytes of
+ * its panel (qpack.c), so any split of the rows gives the same panels. */
+static void
+pack_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    pack_job       *j = ctx;
+    const uint8_t  *src;
+    uint8_t        *tmp = NULL;
+    clef_dtype      dt;
+    int64_t         r, k;
+
+    (void) worker;
+    if (!j->in_order) {
+        tmp = malloc((size_t) (j->nb * j->bb));
+        if (tmp == NULL) {
+            atomic_store(&j->failed, 1);
+            return;
+        }
+    }
+    for (r = begin; r < end; r++) {
+        src = clef_tensor_row(j->t, j->t_row + r, &dt);
+        if (j->first >= 0) {
+            src += j->first * j->bb;
+        } else if (j->in_order) {
+            src += j->gather[0] * j->bb;
+        } else {
+            /* W's blocks gathered from the stored row, in W's order */
+            for (k = 0; k < j->nb; k++) {
+                memcpy(tmp + k * j->bb, src + j->gather[k] * j->bb,
+                       (size_t) j->bb);
+            }
+            src = tmp;
+        }
+        clef_qdot_pack_rows(&j->v->q, j->row + r, 1, src, 0);
+    }
+    free(tmp);
+}
+
+/* Rows [r, e) of the range, all of type dt, into group at row + r, the
+ * rows repacked over the pool (a 27B file's blocks take minutes on one
+ * thread). */
 static int
-pack_run(clef_cpu_wqdot *v, int64_t row, const clef_tensor *t, int64_t t_row,
-    int64_t r, int64_t e, int64_t t_col, clef_dtype dt)
+pack_run(clef_cpu_wqdot *v, clef_cpu_pool *pool, int64_t row,
+    const clef_tensor *t, int64_t t_row, int64_t r, int64_t e, int64_t t_col,
+    clef_dtype dt)
 {
     const clef_dtype_traits  *tr = clef_dtype_traits_of(dt);
-    const uint8_t            *src;
-    int64_t                   bv = tr->block, bb = (int64_t) tr->block_bytes;
-    int64_t                   k, nb = v->q.cols / bv, nq = v->q.cols / QK;
-    int64_t                   first, *gather;
+    int64_t                   bv = tr->block, k, nq = v->q.cols / QK;
+    int64_t                  *gather;
     int32_t                  *amap;
-    uint8_t                  *tmp = NULL;
-    int                       in_order = 1, rc = -1;
+    pack_job                  j;
+    int                       rc = -1;
 
     if (!clef_cpu_wqdot_takes(dt) || v->q.cols % bv != 0) {
         return -1;
     }
-    gather = malloc(sizeof(int64_t) * (size_t) nb);
+    j.nb = v->q.cols / bv;
+    j.bb = (int64_t) tr->block_bytes;
+    gather = malloc(sizeof(int64_t) * (size_t) j.nb);
     amap = malloc(sizeof(int32_t) * (size_t) nq);
     if (gather == NULL || amap == NULL
-        || plan_columns(t, t_col, v->q.cols, bv, gather, amap, &first) != 0
-        || set_order(v, first >= 0 ? amap : NULL, nq) != 0
+        || plan_columns(t, t_col, v->q.cols, bv, gather, amap, &j.first) != 0
+        || set_order(v, j.first >= 0 ? amap : NULL, nq) != 0
         || clef_qdot_mat_add(&v->q, (uint32_t) tr->ggml, row + r, e - r) != 0)
     {
         goto done;
     }
-    for (k = 1; first < 0 && k < nb; k++) {
-        in_order &= gather[k] == gather[0] + k;
+    j.in_order = 1;
+    for (k = 1; j.first < 0 && k < j.nb; k++) {
+        j.in_order &= gather[k] == gather[0] + k;
     }
-    if (!in_order) {
-        tmp = malloc((size_t) (nb * bb));
-        if (tmp == NULL) {
-            goto done;
-        }
+    j.v = v;
+    j.t = t;
+    j.row = row + r;
+    j.t_row = t_row + r;
+    j.gather = gather;
+    atomic_init(&j.failed, 0);
+    if (pool != NULL) {
+        clef_cpu_pool_for(pool, e - r, CLEF_QDOT_PANEL, pack_task, &j);
+    } else {
+        pack_task(&j, 0, e - r, 0);
     }
-    for (; r < e; r++) {
-        src = clef_tensor_row(t, t_row + r, &dt);
-        if (first >= 0) {
-            src += first * bb;
-        } else if (in_order) {
-            src += gather[0] * bb;
-        } else {
-            /* W's blocks gathered from the stored row, in W's order */
-            for (k = 0; k < nb; k++) {
-                memcpy(tmp + k * bb, src + gather[k] * bb, (size_t) bb);
-            }
-            src = tmp;
-        }
-        clef_qdot_pack_rows(&v->q, row + r, 1, src, 0);
-    }
-    rc = 0;
+    rc = atomic_load(&j.failed) ? -1 : 0;
 done:
-    free(tmp);
     free(amap);
     free(gather);
     return rc;
 }
 
 int
-clef_cpu_wqdot_add(clef_cpu_wpack *w, int64_t row, const clef_tensor *t,
-    int64_t t_row, int64_t n, int64_t t_col)
+clef_cpu_wqdot_add(clef_cpu_wpack *w, clef_cpu_pool *pool, int64_t row,
+    const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col)
 {
     clef_cpu_wqdot  *v = w->data;
     clef_dtype       dt, first;
@@ -204,7 +252,7 @@ clef_cpu_wqdot_add(clef_cpu_wpack *w, int64_t row, const clef_tensor *t,
                 break;
             }
         }
-        if (pack_run(v, row, t, t_row, r, e, t_col, first) != 0) {
+        if (pack_run(v, pool, row, t, t_row, r, e, t_col, first) != 0) {
             return -1;
         }
     }

@@ -34,8 +34,9 @@ int    clef_cpu_wqdot_takes(clef_dtype dt);
 /* The format's entries (wpack.c's table). */
 size_t clef_cpu_wqdot_bytes(int64_t rows, int64_t cols);
 size_t clef_cpu_wqdot_held(const clef_cpu_wpack *w);
-int    clef_cpu_wqdot_add(clef_cpu_wpack *w, int64_t row,
-    const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col);
+int    clef_cpu_wqdot_add(clef_cpu_wpack *w, clef_cpu_pool *pool,
+    int64_t row, const clef_tensor *t, int64_t t_row, int64_t n,
+    int64_t t_col);
 void   clef_cpu_wqdot_linear(clef_cpu_pool *pool, const float *x,
     int64_t ldx, int64_t m, const clef_cpu_wpack *w, float *y, int64_t ldy,
     float beta, float *scratch, clef_precision prec);

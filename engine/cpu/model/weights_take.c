@@ -106,8 +106,8 @@ take_slice(clef_cpu_loader *ld, clef_role r, int layer, int expert,
     if (pack != NULL && clef_cpu_wpack_is_view(pack)) {
         /* nothing to copy: the view records the range, and the tensor's
          * pages stay where the products read them */
-        if (clef_cpu_wpack_from_tensor(pack, row0, t, j.s.row0, j.s.rows,
-                                       j.s.col0) != 0)
+        if (clef_cpu_wpack_view_tensor(pack, ld->pool, row0, t, j.s.row0,
+                                       j.s.rows, j.s.col0) != 0)
         {
             return clef_error_fail(ld->err, CLEF_E_INTERNAL,
                                    "%s: too many parts in one matrix", name);
