@@ -11,7 +11,8 @@
  *     fp32`) difference beside; and deterministically: the same bytes with
  *     records packed into one forward (--batch 16), one thread (-t 1), and
  *     on the AVX2 kernel where the CPU picks a VNNI one
- *     (CLEF_CPU_QDOT_KERNEL=avx2);
+ *     (CLEF_CPU_QDOT_KERNEL=avx2); at --tp 2 the bytes of tp=1 on Q8_0,
+ *     within Q8_TOL on Q4_K_M (cpu/model/weights.c, q8_segments);
  *   - gg2 (t/fixtures/gguf/llama/, t/reference/gen_llama_answers.py: a
  *     checkpoint llama.cpp loads, which gg1 is not): within Q8_TOL of the
  *     reference on the same requests, and no further from it than
@@ -219,6 +220,25 @@ check_file(const char *what, const char *model, const char *ref,
         CHECK(q8 != NULL && again != NULL && strcmp(q8, again) == 0,
               "%s %s %s: the bytes of --precision q8 alone", what,
               same[i][0], same[i][1]);
+        free(again);
+        json_decref(other);
+    }
+    if (same_runs) {
+        /* two ranks: Q8_0's blocks of 32 let q8 keep the model's fixed
+         * segments, so the sums and the bytes are tp=1's; a K type's 256
+         * values cut across the ranks' columns, so each rank has its own
+         * segment and the answers are only as close to the reference */
+        other = json_array();
+        again = decide(model, cases, "", "--precision q8 --tp 2", other);
+        if (strstr(model, "q8_0") != NULL) {
+            CHECK(q8 != NULL && again != NULL && strcmp(q8, again) == 0,
+                  "%s --precision q8 --tp 2: the bytes of tp=1", what);
+        } else {
+            d_both = worst_diff(cases, other, 0, NULL, &n_both);
+            CHECK(again != NULL && n_both == n && d_both <= Q8_TOL,
+                  "%s --precision q8 --tp 2: within %g of the reference "
+                  "(%.3g)", what, Q8_TOL, d_both);
+        }
         free(again);
         json_decref(other);
     }

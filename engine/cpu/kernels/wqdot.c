@@ -125,6 +125,34 @@ set_order(clef_cpu_wqdot *v, const int32_t *amap, int64_t nq)
     return 0;
 }
 
+int
+clef_cpu_wqdot_cuts(const clef_tensor *t, int64_t t_col, int64_t cols)
+{
+    const clef_dtype_traits  *tr;
+    clef_dtype                types[4];
+    int64_t                   first, *gather;
+    int32_t                  *amap;
+    int                       k, n = clef_tensor_types(t, types, 4), ok;
+
+    for (k = 0; k < n; k++) {
+        if (!clef_cpu_wqdot_takes(types[k])) {
+            return 1;
+        }
+    }
+    gather = malloc(sizeof(int64_t) * (size_t) (cols / QK + 1));
+    amap = malloc(sizeof(int32_t) * (size_t) (cols / QK + 1));
+    ok = gather != NULL && amap != NULL && cols % QK == 0;
+    for (k = 0; ok && k < n; k++) {
+        tr = clef_dtype_traits_of(types[k]);
+        ok = cols % tr->block == 0
+             && plan_columns(t, t_col, cols, tr->block, gather, amap, &first)
+                == 0;
+    }
+    free(amap);
+    free(gather);
+    return ok;
+}
+
 /* The rows of one run as pack_run() planned them, for the pool. */
 typedef struct {
     clef_cpu_wqdot      *v;

@@ -31,6 +31,14 @@ typedef struct {
 /* 1 when weights stored in dt are multiplied by this format. */
 int    clef_cpu_wqdot_takes(clef_dtype dt);
 
+/* 1 unless t is stored in types these products take and its columns
+ * [t_col, t_col + cols) cannot be taken apart from the rest of its rows:
+ * a segment must hold whole blocks of each type its rows are stored in,
+ * in one range of whole blocks where the file keeps the columns in
+ * another order (GGUF's value heads of the delta rule). */
+int    clef_cpu_wqdot_cuts(const clef_tensor *t, int64_t t_col,
+    int64_t cols);
+
 /* The format's entries (wpack.c's table). */
 size_t clef_cpu_wqdot_bytes(int64_t rows, int64_t cols);
 size_t clef_cpu_wqdot_held(const clef_cpu_wpack *w);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/kernels/qdot.h"
+#include "cpu/kernels/wqdot.h"
 #include "cpu/model/weights_parts.h"
 
 static int
@@ -127,6 +128,51 @@ clef_cpu_layer_parts(const clef_layer_desc *d, int layer,
 
 #define MAX_PARTS  4
 
+/* 1 when q8's products take role r's tensors of the model's layers
+ * `segs` segments of `width` columns at a time. */
+static int
+segments_cut(const clef_model *m, const clef_text_config *c, clef_role r,
+    int64_t width, int segs)
+{
+    const clef_tensor  *t;
+    int                 i, j;
+
+    for (i = 0; i < c->num_hidden_layers; i++) {
+        t = clef_model_role(m, r, i);
+        for (j = 0; t != NULL && j < segs; j++) {
+            if (!clef_cpu_wqdot_cuts(t, j * width, width)) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* The row-parallel segments at q8.  Its products read whole blocks of the
+ * stored weights (a K type's are 256 values) and of the activations (32),
+ * so the model's fixed segments (the same sums on any number of ranks, as
+ * at fp32) are kept where q8 takes each segment of down, o_proj and
+ * out_proj apart; elsewhere one segment per rank (q8's answers at tp > 1
+ * are then not those of tp = 1), a rank's segment q8 cannot take
+ * multiplied at fp32 (clef_cpu_take_segments). */
+static int
+q8_segments(const clef_model *m, const clef_text_config *c, int tp)
+{
+    int      s = clef_shard_segments(c, tp);
+    int64_t  o = (int64_t) c->num_attention_heads * c->head_dim;
+    int64_t  v = (int64_t) c->linear_num_value_heads
+                 * c->linear_value_head_dim;
+
+    if (s > tp
+        && segments_cut(m, c, CLEF_ROLE_MLP_DOWN, c->intermediate_size / s, s)
+        && segments_cut(m, c, CLEF_ROLE_ATTN_O, o / s, s)
+        && segments_cut(m, c, CLEF_ROLE_GDN_OUT, v / s, s))
+    {
+        return s;
+    }
+    return tp;
+}
+
 int
 clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     clef_cpu_pool *pool, clef_precision prec, const clef_shard *shard,
@@ -159,10 +205,8 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     }
     sh = &w->shard;
     /* fixed segments make the row-parallel products' sums the same on any
-     * number of ranks; the fast precision's products are not bit-exact
-     * against fp32 anyway, and a segment need not hold whole blocks of a
-     * K type (256 values): one per rank */
-    w->segs = prec == CLEF_PRECISION_Q8 ? sh->size
+     * number of ranks */
+    w->segs = prec == CLEF_PRECISION_Q8 ? q8_segments(m, c, sh->size)
                                         : clef_shard_segments(c, sh->size);
     w->nseg = w->segs / sh->size;
     w->seg0 = sh->rank * w->nseg;

@@ -5,6 +5,7 @@
  * packed.
  */
 #include "cpu/model/weights_parts.h"
+#include "cpu/kernels/wqdot.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -207,13 +208,29 @@ int
 clef_cpu_take_segments(clef_cpu_loader *ld, clef_role r, int layer,
     int64_t rows, int64_t cols, int64_t col0, clef_cpu_wpack *packs)
 {
-    int64_t  k = cols / ld->w->nseg;
-    slice    sl;
-    int      j;
+    const clef_tensor  *t = clef_model_role(ld->m, r, layer);
+    int64_t             k = cols / ld->w->nseg;
+    slice               sl;
+    int                 j;
 
     for (j = 0; j < ld->w->nseg; j++) {
         if (clef_cpu_alloc_pack(ld, &r, 1, layer, rows, k, &packs[j]) != 0) {
             return clef_cpu_loader_nomem(ld);
+        }
+        if (t != NULL
+            && packs[j].traits == clef_cpu_wformat_traits(CLEF_CPU_WQDOT)
+            && !clef_cpu_wqdot_cuts(t, col0 + j * k, k))
+        {
+            /* q8 cannot take these columns apart from the others (a tp
+             * rank's value heads of a GGUF's delta rule): its blocks as
+             * stored, multiplied at fp32 */
+            clef_cpu_wpack_free(&packs[j]);
+            if (clef_cpu_wpack_alloc_format(&packs[j], CLEF_CPU_WBLOCKS, rows,
+                                            k)
+                != 0)
+            {
+                return clef_cpu_loader_nomem(ld);
+            }
         }
         sl = (slice) { 0, rows, col0 + j * k, 0 };
         if (take_slice(ld, r, layer, -1, &sl, NULL, &packs[j], 0) != 0) {
