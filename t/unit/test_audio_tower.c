@@ -1,0 +1,664 @@
+/*
+ * Clef Omni's audio tower and the placement of audio clips against the
+ * reference (t/fixtures/audio, written by t/reference/gen_omni_audio_
+ * fixtures.py from transformers 5.10.2's Qwen3-Omni thinker and Cloudflare's
+ * Clef Omni code in fp32), on the checkpoint t/fixtures/models/omni1.json
+ * that `clef mkmodel` writes again here:
+ *
+ *   - clef_audio_output_tokens() and the tower's chunks, paddings and
+ *     attention windows (backend/audio_layout.h) on known lengths;
+ *   - fed the reference's log-mel features, the CPU tower's rows of every
+ *     clip within 1e-5 of the reference's (all of them);
+ *   - the record's ids, question and option spans identical to the
+ *     reference's, from our own expansion of the clips (their frame counts
+ *     alone) and of its images (decoded and processed by the engine);
+ *   - the CPU backend's probabilities within 1e-5;
+ *   - a clip's rows bit-identical whether its record's clips run alone or
+ *     with every other record's clips, and every record's logits
+ *     bit-identical whether alone or packed into one batch;
+ *   - refusals: a clip prepared for another tower, a model without one.
+ */
+#include <jansson.h>
+#include <unistd.h>
+
+#include "backend/audio_layout.h"
+#include "backend/backend.h"
+#include "check.h"
+#include "cpu/model/audio.h"
+#include "cpu/parallel/pool.h"
+#include "media/audio_tokens.h"
+#include "media/base64.h"
+#include "model/model.h"
+#include "model/model_media.h"
+#include "protocol/encode_media.h"
+#include "protocol/plan.h"
+#include "protocol/request.h"
+#include "shell.h"
+#include "vision_cases.h"
+
+#define TOWER_TOL  1e-5
+#define PROB_TOL   1e-5
+#define MAX_RECS   32
+#define MAX_CLIPS  4
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CASES  4
+#else
+#define CASES  1000
+#endif
+
+static char    tmp[] = "/tmp/clef_audio_XXXXXX";
+static double  worst_tower, worst_prob;
+
+
+/* A base64 float32 array of the fixture: n floats (malloc'ed), NULL when
+ * it does not decode to exactly n. */
+static float *
+floats(json_t *v, int64_t n)
+{
+    const char  *s = json_string_value(v), *why;
+    uint8_t     *buf;
+    size_t       bad;
+    int64_t      got;
+
+    if (s == NULL) {
+        return NULL;
+    }
+    buf = malloc(clef_base64_max_decoded(strlen(s)) + 4);
+    got = buf != NULL ? clef_base64_decode(s, strlen(s), buf, &bad, &why) : -1;
+    if (got != n * 4) {
+        free(buf);
+        return NULL;
+    }
+    return (float *) buf;
+}
+
+
+/* The case's clips as the audio kind's items (media.h), their features the
+ * reference's. */
+static int
+clip_items(json_t *c, clef_media_item *items)
+{
+    json_t  *a;
+    size_t   k;
+
+    json_array_foreach(json_object_get(c, "audio"), k, a) {
+        clef_media_item  *it = &items[k];
+        int64_t           frames, mels;
+
+        frames = json_integer_value(json_object_get(a, "frames"));
+        mels = json_integer_value(json_object_get(a, "mels"));
+        memset(it, 0, sizeof(*it));
+        it->kind = CLEF_MEDIA_AUDIO;
+        it->grid_t = 1;
+        it->grid_h = (int32_t) mels;
+        it->grid_w = (int32_t) frames;
+        it->frames = 1;
+        it->tokens = clef_audio_output_tokens(frames);
+        it->values = floats(json_object_get(a, "features"), mels * frames);
+        if (it->values == NULL) {
+            return -1;
+        }
+    }
+    return (int) k;
+}
+
+
+/* The record of case c: its body parsed and planned as the engine does,
+ * its images decoded and processed by the engine, then the clips (items,
+ * moved into the record) after them, as the reference's text puts its
+ * placeholders. */
+static int
+encode_case_audio(const clef_model *m, json_t *c, clef_media_item *clips,
+    int n_clips, clef_record *rec)
+{
+    clef_request       req;
+    clef_error         err;
+    clef_media_conf    mc;
+    clef_encode_opts   eo;
+    clef_buf           blob = { NULL, 0, 0 };
+    clef_plan          plan;
+    clef_media_input  *inputs = NULL, *saved;
+    clef_media_item   *all = NULL;
+    char              *body = body_of(c);
+    int                rc = -1, k, n_img;
+
+    memset(&err, 0, sizeof(err));
+    memset(rec, 0, sizeof(*rec));
+    clef_model_media_conf(m, &mc);
+    clef_encode_opts_default(&eo);
+    if (clef_request_parse(&req, body, strlen(body), NULL, &err) != 0) {
+        free(body);
+        printf("#   %s\n", err.message);
+        return -1;
+    }
+    if (clef_request_check_media(&req, mc.accepts, &err) != 0
+        || clef_plan_build(&req, &blob, &err) != 0
+        || clef_plan_view(&plan, blob.data, blob.len, &err) != 0)
+    {
+        goto done;
+    }
+    n_img = plan.n_media;
+    if (n_img > 0 && clef_encode_media_prepare(&mc, &plan, &eo, &err) != 0) {
+        clef_plan_free(&plan);
+        goto done;
+    }
+    inputs = calloc((size_t) (n_img + n_clips), sizeof(*inputs));
+    all = calloc((size_t) (n_img + n_clips), sizeof(*all));
+    if (inputs != NULL && all != NULL) {
+        for (k = 0; k < n_img; k++) {
+            inputs[k] = plan.media[k];
+            all[k] = eo.media[k];
+        }
+        for (k = 0; k < n_clips; k++) {
+            inputs[n_img + k].kind = CLEF_MEDIA_AUDIO;
+            all[n_img + k] = clips[k];
+        }
+        free(eo.media);
+        eo.media = all;
+        eo.n_media = n_img + n_clips;
+        all = NULL;
+        memcpy(eo.tokens, mc.tokens, sizeof(eo.tokens));
+        eo.newline_each = mc.newline_each;
+        saved = plan.media;
+        plan.media = inputs;
+        plan.n_media = n_img + n_clips;
+        rc = clef_encode_plan(clef_model_tokenizer(m), &plan, &eo, rec, &err);
+        plan.media = saved;
+        /* the record took the clips' features */
+        for (k = 0; k < n_clips; k++) {
+            clips[k].values = NULL;
+        }
+    }
+    clef_encode_media_release(&eo);
+    clef_plan_free(&plan);
+
+done:
+    if (rc != 0) {
+        printf("#   %s\n", err.message);
+    }
+    free(inputs);
+    free(all);
+    clef_buf_free(&blob);
+    clef_request_free(&req);
+    free(body);
+    return rc;
+}
+
+
+static void
+probs(const float *logits, int n, double *p)
+{
+    double  mx = logits[0], s = 0;
+    int     i;
+
+    for (i = 1; i < n; i++) {
+        mx = logits[i] > mx ? logits[i] : mx;
+    }
+    for (i = 0; i < n; i++) {
+        p[i] = exp((double) logits[i] - mx);
+        s += p[i];
+    }
+    for (i = 0; i < n; i++) {
+        p[i] /= s;
+    }
+}
+
+
+/* max |p - reference| over every option; whether each question's argmax
+ * is the reference's */
+static double
+compare(json_t *c, const clef_record *rec, const float *lg, int *same)
+{
+    json_t  *rp = json_object_get(c, "probabilities"), *q;
+    double   p[256], d = 0, ref, best, rbest;
+    int      qi, o, n, arg, rarg;
+
+    *same = (int) json_array_size(rp) == rec->n_questions;
+    for (qi = 0; *same && qi < rec->n_questions; qi++) {
+        q = json_array_get(rp, (size_t) qi);
+        n = rec->option_offset[qi + 1] - rec->option_offset[qi];
+        probs(lg + rec->option_offset[qi], n, p);
+        arg = rarg = 0;
+        best = rbest = -1;
+        for (o = 0; o < n; o++) {
+            ref = json_number_value(json_array_get(q, (size_t) o));
+            d = fabs(p[o] - ref) > d ? fabs(p[o] - ref) : d;
+            if (p[o] > best) {
+                best = p[o];
+                arg = o;
+            }
+            if (ref > rbest) {
+                rbest = ref;
+                rarg = o;
+            }
+        }
+        *same &= arg == rarg && (int) json_array_size(q) == n;
+    }
+    return d;
+}
+
+
+static void
+check_encoding(json_t *c, const clef_record *rec, const char *name,
+    int n_clips)
+{
+    json_t   *ids = json_object_get(c, "input_ids"), *q, *opts;
+    json_t   *qs = json_object_get(c, "questions");
+    size_t    i;
+    int       ok, qi, o, off, k, first;
+    int64_t   t;
+
+    ok = json_array_size(ids) == rec->ids.n;
+    for (i = 0; ok && i < rec->ids.n; i++) {
+        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
+    }
+    CHECK(ok, "%s: %zu input ids identical", name, rec->ids.n);
+    ok = (int) json_array_size(qs) == rec->n_questions;
+    for (qi = 0; ok && qi < rec->n_questions; qi++) {
+        q = json_array_get(qs, (size_t) qi);
+        ok = json_integer_value(json_array_get(json_object_get(q, "span"), 0))
+                 == rec->question_spans[qi].start
+             && json_integer_value(json_array_get(json_object_get(q, "span"), 1))
+                 == rec->question_spans[qi].end;
+        opts = json_object_get(q, "options");
+        off = rec->option_offset[qi];
+        for (o = 0; ok && o < rec->option_offset[qi + 1] - off; o++) {
+            ok = json_integer_value(json_array_get(json_array_get(opts, (size_t) o), 0))
+                     == rec->option_spans[off + o].start
+                 && json_integer_value(json_array_get(json_array_get(opts, (size_t) o), 1))
+                     == rec->option_spans[off + o].end;
+        }
+    }
+    CHECK(ok, "%s: question and option spans identical", name);
+
+    /* the clips' spans: after the images', each its item's tokens; their
+     * positions count on as text */
+    first = rec->n_spans - n_clips;
+    ok = first >= 0;
+    for (k = 0; ok && k < n_clips; k++) {
+        const clef_media_span  *s = &rec->spans[first + k];
+
+        ok = s->item == rec->n_media - n_clips + k && s->row == 0
+             && s->len == rec->media[s->item].tokens
+             && rec->ids.v[s->start - 1] == 151669
+             && rec->ids.v[s->start + s->len] == 151670;
+        for (t = s->start - 1; ok && t <= s->start + s->len; t++) {
+            ok = rec->positions[t] == rec->positions[t - 1] + 1
+                 && rec->positions[rec->ids.n + t] == rec->positions[t]
+                 && rec->positions[2 * rec->ids.n + t] == rec->positions[t];
+        }
+    }
+    CHECK(ok, "%s: %d clips: <|audio_start|>, their pads, <|audio_end|>, "
+          "positions on as text", name, n_clips);
+}
+
+
+/* ---- what needs no model ---------------------------------------------- */
+
+static void
+check_tokens(void)
+{
+    static const int64_t  want[][2] = {
+        { 0, 0 }, { 1, 1 }, { 2, 1 }, { 8, 1 }, { 9, 2 }, { 20, 3 },
+        { 50, 7 }, { 73, 10 }, { 99, 13 }, { 100, 13 }, { 101, 14 },
+        { 150, 20 }, { 199, 26 }, { 200, 26 }, { 810, 106 },
+        { 1200, 156 }, { 6000, 780 }, { -5, 0 },
+    };
+    size_t                i;
+    int                   ok = 1;
+
+    for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (clef_audio_output_tokens(want[i][0]) != want[i][1]) {
+            printf("#   %lld frames: %lld tokens, want %lld\n",
+                   (long long) want[i][0],
+                   (long long) clef_audio_output_tokens(want[i][0]),
+                   (long long) want[i][1]);
+            ok = 0;
+        }
+    }
+    CHECK(ok, "clef_audio_output_tokens: %zu lengths as the reference's "
+          "formula", i);
+}
+
+
+static void
+check_layout(void)
+{
+    clef_audio_tower_config  a = { 0 };
+    clef_audio_layout        l;
+    clef_media_item          it[3];
+    const clef_media_item   *p[3] = { &it[0], &it[1], &it[2] };
+    const char              *why = NULL;
+    float                    v = 0;
+    int32_t                  g[3] = { 0, 0, 1 };
+    int                      k, ok;
+
+    a.num_mel_bins = 128;
+    a.n_window = 50;
+    a.n_window_infer = 800;
+    a.d_model = 32;
+    memset(it, 0, sizeof(it));
+    for (k = 0; k < 3; k++) {
+        it[k].kind = CLEF_MEDIA_AUDIO;
+        it[k].grid_t = 1;
+        it[k].grid_h = 128;
+        it[k].values = &v;
+    }
+    it[0].grid_w = 50;
+    it[1].grid_w = 73;
+    it[2].grid_w = 1200;
+    for (k = 0; k < 3; k++) {
+        it[k].tokens = clef_audio_output_tokens(it[k].grid_w);
+    }
+    ok = clef_audio_layout_build(&a, p, g, 3, &l, &why) == 0
+         && l.n_chunks == 14 && l.rows == 7 + 10 + 156
+         && l.chunks[0].width == 73 && l.chunks[1].width == 73
+         && l.chunks[2].width == 100 && l.chunks[13].frames == 100
+         && l.chunks[13].row == 7 + 10 + 143 && l.chunks[13].rows == 13
+         && l.n_windows == 4 && l.cu[1] == 7 && l.cu[2] == 17
+         && l.cu[3] == 17 + 104 && l.cu[4] == 173 && l.longest == 104
+         && l.widest == 100;
+    CHECK(ok, "layout: 50 and 73 frames of one record padded to 73, one "
+          "window each; 1200 frames: 12 chunks of 100, windows 104 + 52");
+    clef_audio_layout_free(&l);
+
+    /* the short clip with the long one of its record: padded to 100 */
+    g[0] = 1;
+    ok = clef_audio_layout_build(&a, p, g, 3, &l, &why) == 0
+         && l.chunks[0].width == 100 && l.chunks[1].width == 73
+         && l.cu[1] == 7;
+    clef_audio_layout_free(&l);
+    ok = ok && clef_audio_layout_build(&a, p, NULL, 3, &l, &why) == 0
+         && l.chunks[0].width == 50 && l.chunks[1].width == 73;
+    clef_audio_layout_free(&l);
+    CHECK(ok, "layout: a clip's padding is its record's longest chunk");
+
+    /* 210 frames, windows of 13 * 2 with n_window_infer 200: 27 rows in
+     * windows of 26 and 1 */
+    a.n_window_infer = 200;
+    it[0].grid_w = 210;
+    it[0].tokens = clef_audio_output_tokens(210);
+    ok = clef_audio_layout_build(&a, p, NULL, 1, &l, &why) == 0
+         && l.n_chunks == 3 && l.chunks[2].frames == 10
+         && l.chunks[2].rows == 2 && l.chunks[2].width == 100
+         && l.n_windows == 2 && l.cu[1] == 26 && l.cu[2] == 28;
+    clef_audio_layout_free(&l);
+    CHECK(ok, "layout: n_window_infer 200: windows of 26 rows");
+
+    it[0].tokens++;
+    ok = clef_audio_layout_build(&a, p, NULL, 1, &l, &why) == -1
+         && strstr(why, "another tower") != NULL;
+    it[0].tokens--;
+    it[0].grid_h = 80;
+    ok = ok && clef_audio_layout_build(&a, p, NULL, 1, &l, &why) == -1;
+    it[0].grid_h = 128;
+    it[0].grid_w = 0;
+    it[0].tokens = 0;
+    ok = ok && clef_audio_layout_build(&a, p, NULL, 1, &l, &why) == -1;
+    CHECK(ok, "layout: refuses clips of the wrong token count, mel bins, or "
+          "no frames (%s)", why != NULL ? why : "");
+
+    a.n_window = 40;
+    ok = clef_audio_config_refusal(&a) != NULL;
+    a.n_window = 50;
+    a.n_window_infer = 99;
+    ok = ok && clef_audio_config_refusal(&a) != NULL;
+    a.n_window_infer = 800;
+    CHECK(ok && clef_audio_config_refusal(&a) == NULL,
+          "the tower refuses chunks other than 100 frames, windows under one");
+}
+
+
+static void
+check_positions(void)
+{
+    float   pos[13 * 32];
+    double  inc = log(10000.0) / 15, d = 0, e;
+    int     t, i;
+
+    clef_audio_positions(32, 13, pos);
+    for (t = 0; t < 13; t++) {
+        for (i = 0; i < 16; i++) {
+            e = fabs(pos[t * 32 + i] - sin(t * exp(-inc * i)));
+            d = e > d ? e : d;
+            e = fabs(pos[t * 32 + 16 + i] - cos(t * exp(-inc * i)));
+            d = e > d ? e : d;
+        }
+    }
+    CHECK(d < 1e-5 && pos[0] == 0.0f && pos[16] == 1.0f,
+          "sinusoidal positions: sin | cos of t / 10000^(i / 15) (max %.2g)",
+          d);
+}
+
+
+int
+main(void)
+{
+    const clef_backend_ops  *ops;
+    clef_backend            *b = NULL;
+    clef_backend_opts        bo = { 0 };
+    clef_cpu_audio          *tower = NULL;
+    clef_cpu_pool           *pool;
+    clef_model              *m = NULL;
+    clef_error               err;
+    clef_record              recs[MAX_RECS];
+    const clef_record       *ptrs[MAX_RECS];
+    const clef_media_item   *all[MAX_RECS * MAX_CLIPS];
+    int32_t                  group[MAX_RECS * MAX_CLIPS];
+    int64_t                  first_row[MAX_RECS], rows = 0;
+    json_t                  *cases = json_array(), *c;
+    char                     path[1024], dir[1100], *line = NULL;
+    size_t                   cap = 0;
+    FILE                    *f;
+    float                   *alone[MAX_RECS], *packed, *batched = NULL;
+    float                   *clip_rows[MAX_RECS];
+    double                   d;
+    int                      n = 0, i, k, same, ok, off, o, total, n_all = 0;
+    int                      hidden = 0;
+
+    check_tokens();
+    check_layout();
+    check_positions();
+
+    if (access("build/clef", X_OK) != 0 || mkdtemp(tmp) == NULL) {
+        printf("1..0 # SKIP build/clef is not built\n");
+        return 0;
+    }
+    snprintf(dir, sizeof(dir), "%s/omni1", tmp);
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/omni1.json' "
+                 "--tokenizer '%s/tokenizer/qwen3-omni' --seed 21 --shards 2 "
+                 "--out '%s' > /dev/null", check_fixtures(), check_fixtures(),
+                 dir), 0, "mkmodel omni1");
+    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/omni1.sha256'",
+                 dir, getcwd(path, sizeof(path)), check_fixtures()), 0,
+              "omni1: files as t/fixtures/models/omni1.sha256");
+
+    snprintf(path, sizeof(path), "%s/audio/omni1.jsonl", check_fixtures());
+    f = fopen(path, "r");
+    while (f != NULL && getline(&line, &cap, f) > 0) {
+        json_array_append_new(cases, json_loads(line, 0, NULL));
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    free(line);
+    CHECK(json_array_size(cases) >= 12, "%zu records with audio clips",
+          json_array_size(cases));
+
+    m = clef_model_open(dir, 0, &err);
+    ops = clef_backend_find("cpu", &err);
+    bo.threads = 2;
+    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
+          "omni1 opens on the CPU backend");
+    pool = clef_cpu_pool_create(2, &err);
+    CHECK(m != NULL && pool != NULL
+          && clef_cpu_audio_open(m, pool, &tower, &err) == 0 && tower != NULL,
+          "omni1's audio tower opens");
+    if (b == NULL || tower == NULL) {
+        return check_done();
+    }
+    hidden = clef_model_text_config(m)->hidden_size;
+
+    json_array_foreach(cases, i, c) {
+        const char       *name = json_string_value(json_object_get(c, "name"));
+        clef_media_item   clips[MAX_CLIPS];
+        clef_record      *rec = &recs[n];
+        json_t           *a;
+        float             lg[256], *want;
+        int               nc, first;
+        int64_t           r0, T;
+
+        if (n >= CASES || n >= MAX_RECS) {
+            break;
+        }
+        nc = clip_items(c, clips);
+        CHECK(nc >= 1 && nc <= MAX_CLIPS, "%s: %d clips of reference "
+              "features", name, nc);
+        if (nc < 1 || nc > MAX_CLIPS) {
+            continue;
+        }
+        if (encode_case_audio(m, c, clips, nc, rec) != 0) {
+            CHECK(0, "%s: encoded", name);
+            for (k = 0; k < nc; k++) {
+                clef_media_item_free(&clips[k]);
+            }
+            continue;
+        }
+        check_encoding(c, rec, name, nc);
+
+        /* the tower on the record's clips alone */
+        first = rec->n_media - nc;
+        T = 0;
+        for (k = 0; k < nc; k++) {
+            all[n_all + k] = &rec->media[first + k];
+            group[n_all + k] = n;
+            T += rec->media[first + k].tokens;
+        }
+        clip_rows[n] = malloc(sizeof(float) * (size_t) (T * hidden + 1));
+        ok = clip_rows[n] != NULL
+             && clef_cpu_audio_forward(tower, all + n_all, group + n_all,
+                                       nc, clip_rows[n], &err) == 0;
+        d = ok ? 0 : 1;
+        r0 = 0;
+        json_array_foreach(json_object_get(c, "audio"), k, a) {
+            int64_t  tk = json_integer_value(json_object_get(a, "tokens")), e;
+
+            want = floats(json_object_get(a, "output"), tk * hidden);
+            ok &= want != NULL && tk == rec->media[first + k].tokens;
+            for (e = 0; ok && e < tk * hidden; e++) {
+                double  dd = fabs(clip_rows[n][r0 * hidden + e] - want[e]);
+
+                d = dd > d ? dd : d;
+            }
+            r0 += tk;
+            free(want);
+        }
+        worst_tower = d > worst_tower ? d : worst_tower;
+        CHECK(ok && d <= TOWER_TOL, "%s: the tower's %lld rows within %g of "
+              "the reference's (max %.3g)", name, (long long) T, TOWER_TOL, d);
+        /* the reference pads a record's chunks to its longest: its short
+         * clips padded alone are not what it computed */
+        if (strcmp(name, "two-short") == 0) {
+            json_t   *a0 = json_array_get(json_object_get(c, "audio"), 0);
+            int64_t   t0 = rec->media[first].tokens, j;
+            double    e = 0;
+
+            want = floats(json_object_get(a0, "output"), t0 * hidden);
+            ok = want != NULL
+                 && clef_cpu_audio_forward(tower, all + n_all, NULL, nc,
+                                           clip_rows[n], &err) == 0;
+            for (j = 0; ok && j < t0 * hidden; j++) {
+                e = fabs(clip_rows[n][j] - want[j]) > e
+                    ? fabs(clip_rows[n][j] - want[j]) : e;
+            }
+            free(want);
+            CHECK(ok && e > 1e-4, "%s: each clip padded alone instead: the "
+                  "first clip's rows off by %.3g", name, e);
+            clef_cpu_audio_forward(tower, all + n_all, group + n_all, nc,
+                                   clip_rows[n], &err);
+        }
+        first_row[n] = rows;
+        rows += T;
+        n_all += nc;
+
+        ok = forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
+        d = ok ? compare(c, rec, lg, &same) : 1;
+        worst_prob = d > worst_prob ? d : worst_prob;
+        CHECK(ok && d <= PROB_TOL && same, "%s: probabilities within %g "
+              "(max %.3g), the reference's argmax", name, PROB_TOL, d);
+        alone[n] = malloc(sizeof(float) * (size_t) rec->n_options);
+        memcpy(alone[n], lg, sizeof(float) * (size_t) rec->n_options);
+        n++;
+    }
+
+    /* every record's clips through the tower together, each record its
+     * group: each clip's rows those of its record alone */
+    batched = malloc(sizeof(float) * (size_t) (rows * hidden + 1));
+    ok = batched != NULL
+         && clef_cpu_audio_forward(tower, all, group, n_all, batched, &err)
+            == 0;
+    for (k = 0; ok && k < n; k++) {
+        int64_t  T = (k + 1 < n ? first_row[k + 1] : rows) - first_row[k];
+
+        ok = memcmp(batched + first_row[k] * hidden, clip_rows[k],
+                    sizeof(float) * (size_t) (T * hidden)) == 0;
+    }
+    CHECK(ok, "%d clips of %d records in one tower call: each clip's rows "
+          "bit-identical to its record's alone", n_all, n);
+    free(batched);
+
+    /* one packed batch of every record: the logits of each alone */
+    total = 0;
+    for (k = 0; k < n; k++) {
+        ptrs[k] = &recs[k];
+        total += recs[k].n_options;
+    }
+    packed = malloc(sizeof(float) * (size_t) (total + 1));
+    ok = packed != NULL && forward(ops, b, ptrs, n, packed) == 0;
+    off = 0;
+    for (k = 0; ok && k < n; k++) {
+        for (o = 0; o < recs[k].n_options; o++) {
+            ok &= packed[off + o] == alone[k][o];
+        }
+        off += recs[k].n_options;
+    }
+    CHECK(ok, "%d records with clips packed into one batch: every logit "
+          "bit-identical to the record alone", n);
+    free(packed);
+
+    /* a clip whose token count is not the tower's: refused, not run */
+    if (n > 0) {
+        clef_batch  batch;
+        int32_t     cu[2];
+        float       lg[256];
+        int         last = recs[0].n_media - 1;
+
+        recs[0].media[last].tokens++;
+        clef_batch_init(&batch, (const clef_record *const []) { &recs[0] }, 1,
+                        cu);
+        ok = clef_batch_set_media(&batch, &err) == 0
+             && ops->forward(b, &batch, lg, &err) == -1;
+        clef_batch_free_media(&batch);
+        recs[0].media[last].tokens--;
+        CHECK(ok && err.code == CLEF_E_INTERNAL
+              && strstr(err.message, "prepared for another tower") != NULL,
+              "a clip of the wrong token count: refused (%s)", err.message);
+    }
+
+    printf("# audio tower: max |rows - reference| %.3g, max |p - reference| "
+           "%.3g over %d records, %d clips\n", worst_tower, worst_prob, n,
+           n_all);
+    for (k = 0; k < n; k++) {
+        clef_record_free(&recs[k]);
+        free(alone[k]);
+        free(clip_rows[k]);
+    }
+    clef_cpu_audio_close(tower);
+    clef_cpu_pool_destroy(pool);
+    ops->close(b);
+    clef_model_close(m);
+    json_decref(cases);
+    sh("rm -rf '%s'", tmp);
+    return check_done();
+}
