@@ -133,6 +133,50 @@ clef_audio_layout_build(const clef_audio_tower_config *a,
 }
 
 
+int
+clef_audio_scatter_rows(const clef_batch *b, int32_t *dst, int64_t rows,
+    const char **why)
+{
+    const clef_media_span  *s;
+    const clef_media_item  *it;
+    int64_t                 first, T = clef_batch_tokens(b), i;
+    int                     k, m;
+
+    for (i = 0; i < rows; i++) {
+        dst[i] = -1;
+    }
+    for (k = 0; k < b->n_spans; k++) {
+        s = &b->spans[k];
+        if (s->item < 0 || s->item >= b->n_items || s->start < 0 || s->len < 0
+            || s->row < 0 || (int64_t) s->start + s->len > T)
+        {
+            *why = "a media span is outside the batch";
+            return -1;
+        }
+        it = clef_batch_item(b, s->item);
+        if (it->kind != CLEF_MEDIA_AUDIO) {
+            continue;
+        }
+        first = 0;
+        for (m = 0; m < s->item; m++) {
+            if (clef_batch_item(b, m)->kind == CLEF_MEDIA_AUDIO) {
+                first += clef_batch_item(b, m)->tokens;
+            }
+        }
+        if ((int64_t) s->row + s->len > it->tokens
+            || first + s->row + s->len > rows)
+        {
+            *why = "a media span reads past its clip's rows";
+            return -1;
+        }
+        for (i = 0; i < s->len; i++) {
+            dst[first + s->row + i] = s->start + (int32_t) i;
+        }
+    }
+    return 0;
+}
+
+
 void
 clef_audio_positions(int d, int n, float *pos)
 {

@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "media/media.h"
 #include "model/model.h"
 
@@ -54,6 +55,15 @@ int  clef_audio_layout_build(const clef_audio_tower_config *a,
     const clef_media_item *const *items, const int32_t *group, int n,
     clef_audio_layout *l, const char **why);
 void clef_audio_layout_free(clef_audio_layout *l);
+
+/* dst[row] for every row of the audio tower's output over the batch's
+ * audio clips (clef_batch_item() order, the audio items alone, each
+ * clip's rows after those of the clips before it): the packed token whose
+ * embedding the row replaces, -1 where no span does.  rows: the sum of
+ * the clips' tokens.  -1 with *why when a span leaves the batch or its
+ * clip. */
+int  clef_audio_scatter_rows(const clef_batch *b, int32_t *dst, int64_t rows,
+    const char **why);
 
 /* Why the tower cannot run with config a (the reference's own limits), or
  * NULL: chunks of 100 frames (its output-length formula states 100), and
