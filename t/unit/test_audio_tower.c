@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "backend/audio_layout.h"
+#include "backend/vision_layout.h"
 #include "backend/backend.h"
 #include "check.h"
 #include "cpu/model/audio.h"
@@ -42,10 +43,12 @@
 #define MAX_RECS   32
 #define MAX_CLIPS  4
 
+/* under the sanitizers a few records: short clips of one record padded
+ * together, the 12-second clip (two windows), a clip after an image */
 #if defined(__SANITIZE_ADDRESS__)
-#define CASES  4
+#define RUN_CASE(i)  ((i) < 4 || (i) == 6)
 #else
-#define CASES  1000
+#define RUN_CASE(i)  1
 #endif
 
 static char    tmp[] = "/tmp/clef_audio_XXXXXX";
@@ -322,8 +325,11 @@ main(void)
         int               nc, first;
         int64_t           r0, T;
 
-        if (n >= CASES || n >= MAX_RECS) {
+        if (n >= MAX_RECS) {
             break;
+        }
+        if (!RUN_CASE(i)) {
+            continue;
         }
         nc = clip_items(c, clips);
         CHECK(nc >= 1 && nc <= MAX_CLIPS, "%s: %d clips of reference "
@@ -439,6 +445,52 @@ main(void)
     CHECK(ok, "%d records with clips packed into one batch: every logit "
           "bit-identical to the record alone", n);
     free(packed);
+
+    /* the packed batch's rows of each tower over their own pad tokens:
+     * the audio tower's over <|audio_pad|>, the vision tower's over
+     * <|image_pad|> (audio clips left out of its numbering) */
+    {
+        clef_batch  batch;
+        int32_t     cu[MAX_RECS + 1], *dst, *ids;
+        int64_t     arows = 0, vrows = 0, T, j, hit;
+        const char *why = "";
+        int         rr;
+
+        clef_batch_init(&batch, ptrs, n, cu);
+        ok = clef_batch_set_media(&batch, &err) == 0;
+        for (k = 0; ok && k < batch.n_items; k++) {
+            const clef_media_item  *it = clef_batch_item(&batch, k);
+
+            *(it->kind == CLEF_MEDIA_AUDIO ? &arows : &vrows) += it->tokens;
+        }
+        T = clef_batch_tokens(&batch);
+        ids = malloc(sizeof(int32_t) * (size_t) (T + 1));
+        dst = malloc(sizeof(int32_t) * (size_t) (arows + vrows + 1));
+        for (rr = 0; rr < n; rr++) {
+            memcpy(ids + cu[rr], recs[rr].ids.v,
+                   sizeof(int32_t) * recs[rr].ids.n);
+        }
+        hit = 0;
+        ok = ok && clef_audio_scatter_rows(&batch, dst, arows, &why) == 0;
+        for (j = 0; ok && j < arows; j++) {
+            ok = dst[j] >= 0 && ids[dst[j]] == 151675
+                 && (j == 0 || dst[j] > dst[j - 1]);
+        }
+        for (j = 0; ok && j < T; j++) {
+            hit += ids[j] == 151675;
+        }
+        ok = ok && hit == arows
+             && clef_vision_scatter_rows(&batch, dst, vrows, &why) == 0;
+        for (j = 0; ok && j < vrows; j++) {
+            ok = dst[j] >= 0 && ids[dst[j]] == 151655;
+        }
+        CHECK(ok && arows > 0 && vrows > 0, "one batch: %lld audio rows over "
+              "its audio pads, %lld image rows over its image pads (%s)",
+              (long long) arows, (long long) vrows, why);
+        clef_batch_free_media(&batch);
+        free(ids);
+        free(dst);
+    }
 
     /* a clip whose token count is not the tower's: refused, not run */
     if (n > 0) {
