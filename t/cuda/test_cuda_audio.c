@@ -198,7 +198,8 @@ test_akernels(void)
         ok = 1;
         for (r = 0; r < P; r++) {
             for (i = 0; i < D; i++) {
-                ok &= xs2[r * D + i] == y[r * D + i] + pos[rm[2 * r + 1] * D + i];
+                ok &= xs2[r * D + i]
+                      == y[r * D + i] + pos[rm[2 * r + 1] * D + i];
             }
         }
         CHECK(ok, "apos: + the step's sinusoid, exactly");
@@ -362,12 +363,14 @@ test_audio_omni1(void)
         for (q = 0; q < recs[n].n_questions; q++) {
             json_t  *rq = json_array_get(json_object_get(c, "probabilities"),
                                          (size_t) q);
-            int      no = recs[n].option_offset[q + 1] - recs[n].option_offset[q];
+            int      no = recs[n].option_offset[q + 1]
+                          - recs[n].option_offset[q];
             float    pr[64];
             int      s = 1;
 
             for (o = 0; o < no && o < 64; o++) {
-                pr[o] = (float) json_number_value(json_array_get(rq, (size_t) o));
+                pr[o] = (float) json_number_value(json_array_get(rq,
+                                                                 (size_t) o));
                 d = fabs(pr[o] - pg[qo + o]);
                 worst_ref = d > worst_ref ? d : worst_ref;
             }

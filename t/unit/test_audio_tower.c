@@ -425,6 +425,33 @@ main(void)
     }
     CHECK(ok, "%d clips of %d records in one tower call: each clip's rows "
           "bit-identical to its record's alone", n_all, n);
+
+    /* one thread or three: the same bits */
+    {
+        clef_cpu_pool   *p1 = clef_cpu_pool_create(1, &err);
+        clef_cpu_pool   *p3 = clef_cpu_pool_create(3, &err);
+        clef_cpu_audio  *t1 = NULL, *t3 = NULL;
+        size_t           sz = sizeof(float) * (size_t) (rows * hidden + 1);
+        float           *o1 = malloc(sz), *o3 = malloc(sz);
+
+        ok = batched != NULL && p1 != NULL && p3 != NULL && o1 != NULL
+             && o3 != NULL
+             && clef_cpu_audio_open(m, p1, &t1, &err) == 0
+             && clef_cpu_audio_open(m, p3, &t3, &err) == 0
+             && clef_cpu_audio_forward(t1, all, group, n_all, o1, &err) == 0
+             && clef_cpu_audio_forward(t3, all, group, n_all, o3, &err) == 0
+             && memcmp(o1, batched, sizeof(float) * (size_t) (rows * hidden))
+                == 0
+             && memcmp(o3, batched, sizeof(float) * (size_t) (rows * hidden))
+                == 0;
+        CHECK(ok, "the tower on 1, 2 and 3 threads: the same bits");
+        clef_cpu_audio_close(t1);
+        clef_cpu_audio_close(t3);
+        clef_cpu_pool_destroy(p1);
+        clef_cpu_pool_destroy(p3);
+        free(o1);
+        free(o3);
+    }
     free(batched);
 
     /* one packed batch of every record: the logits of each alone */

@@ -30,10 +30,9 @@ conv1_task(void *ctx, int64_t begin, int64_t end, int worker)
                 for (kw = 0; kw < 3; kw++) {
                     h = (int) (2 * oh - 1 + kh);
                     t = 2 * ow - 1 + kw;
-                    x[kh * 3 + kw] = h >= 0 && h < j->mels && t >= 0
-                                     && t < j->frames
-                                     ? j->mel[(int64_t) h * j->ld + j->first + t]
-                                     : 0.0f;
+                    x[kh * 3 + kw] =
+                        h >= 0 && h < j->mels && t >= 0 && t < j->frames
+                        ? j->mel[(int64_t) h * j->ld + j->first + t] : 0.0f;
                 }
             }
             o = j->out + (oh * j->wo + ow) * j->C;
