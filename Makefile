@@ -176,7 +176,7 @@ test-asan: $(SAN_BIN)
 # (AVX-512) pass runs on CPUs without AVX-512 too, on purpose: there it
 # fails loudly if any OpenBLAS routine is ever called on this path.
 CORE_TESTS := $(addprefix $(BUILD)/t/,test_cpu_gemm test_cpu_gemm_bf16 test_cpu_ops \
-              test_cpu_backbone test_head test_decide_e2e)
+              test_cpu_backbone test_head test_decide_e2e test_audio_tower)
 #
 # And once more on the AVX2 kernel where the CPU would run the wide AVX-512
 # one (gemm_kernel.h): every check must hold on both kernels.

@@ -11,6 +11,7 @@
 
 #include "cuda_backend.h"
 #include "media/kinds.h"
+#include "audio.h"
 #include "vision.h"
 
 static int
@@ -325,6 +326,7 @@ rank_free(clef_backend *b)
         cudaFreeHost(b->hout);
     }
     cuda_vision_close(b);           /* images (vision.c) */
+    cuda_audio_close(b);            /* audio clips (audio.c) */
     cuda_weights_free(b);
     clef_gemm_destroy(b->gemm);
     if (b->stream != NULL) {
@@ -536,9 +538,11 @@ open_replica(const clef_model *m, const clef_backend_opts *o, const char *comm,
             return -1;
         }
     }
-    /* images (vision.c): the tower on rank 0, which alone runs it */
+    /* images (vision.c) and audio clips (audio.c): the towers on rank 0,
+     * which alone runs them */
     if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
-        || cuda_vision_open(b, err) != 0)
+        || cuda_vision_open(b, err) != 0
+        || cuda_audio_open(b, err) != 0)
     {
         cuda_close(b);
         return -1;
@@ -609,10 +613,11 @@ capture(clef_backend *b, const cuda_plan *p, cuda_graph *g, clef_error *err)
 
 /* The media kinds this backend has an encoder for: images and videos, on
  * the vision tower (vision.c, whose prepare, embed and rope hooks run
- * every forward; a video's frame pairs are its temporal groups).  A batch
+ * every forward; a video's frame pairs are its temporal groups), and
+ * audio clips on the audio tower (audio.c: prepare and embed).  A batch
  * holding another kind is refused before anything is launched. */
 static const clef_media_kind  cuda_encoders[] = {
-    CLEF_MEDIA_IMAGE, CLEF_MEDIA_VIDEO
+    CLEF_MEDIA_IMAGE, CLEF_MEDIA_VIDEO, CLEF_MEDIA_AUDIO
 };
 
 static int
@@ -670,9 +675,11 @@ prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
             return -1;
         }
     }
-    /* images (vision.c): after the workspace, as the tower's plan reads it */
+    /* images (vision.c) and audio clips (audio.c): after the workspace,
+     * as the towers' plans read it */
     if (cuda_rank_device(b, 0, &cur, err) != 0
-        || cuda_vision_prepare(b, batch, err) != 0)
+        || cuda_vision_prepare(b, batch, err) != 0
+        || cuda_audio_prepare(b, batch, err) != 0)
     {
         return -1;
     }
@@ -738,7 +745,7 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
      * eagerly; so does a batch with images: the graph key does not hold
      * its images' grids (vision.c). */
     if (b->use_graphs && !b->profile && b->tp == 1 && b->comm == NULL
-        && !cuda_vision_active(b))
+        && !cuda_vision_active(b) && !cuda_audio_active(b))
     {
         g = cuda_graph_lookup(b, &p, &fresh);
     }

@@ -75,4 +75,13 @@ void clef_cuda_profile_reset(clef_backend *b);
 int  clef_cuda_vision_features(clef_backend *b, const clef_batch *batch,
     float *features, clef_error *err);
 
+/* The audio tower alone over the batch's audio clips (each record's
+ * clips padded alike, backend/audio_layout.h): features [sum of the
+ * clips' tokens][output_dim], clip after clip in batch order, as
+ * clef_cpu_audio_forward() gives them (bf16 GEMM outputs plus the fp32
+ * last bias).  400 audio_unsupported for a model without one.  For the
+ * tests. */
+int  clef_cuda_audio_features(clef_backend *b, const clef_batch *batch,
+    float *features, clef_error *err);
+
 #endif

@@ -182,6 +182,7 @@ struct clef_backend {
     cuda_layer  layers[CLEF_MAX_LAYERS];
     cuda_head_w head;
     struct cuda_vision *vision;      /* vision.h; NULL: no tower */
+    struct cuda_audio  *audio;       /* audio.h; NULL: no audio tower */
 
     /* per forward (ranks > 0: the backbone's buffers and dmeta only) */
     void       *ws_mem;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "audio.h"
 #include "vision.h"
 
 int
@@ -274,6 +275,11 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
         /* images: the tower, its features over the pad tokens (vision.c;
          * rank 0 only, which is every rank when images run: tp = 1) */
         if (r == 0 && cuda_vision_embed(k, err) != 0) {
+            return -1;
+        }
+        /* audio clips: the audio tower, its rows over the audio-pad
+         * tokens (audio.c; rank 0, every rank with media: tp = 1) */
+        if (r == 0 && cuda_audio_embed(k, err) != 0) {
             return -1;
         }
     }

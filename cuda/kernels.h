@@ -214,6 +214,39 @@ cudaError_t clef_k_vscatter(const clef_bf16 *f, const float *b,
 cudaError_t clef_k_vscatter_add(const clef_bf16 *f, const float *b,
     const int32_t *dst, clef_bf16 *hid, int rows, int n, cudaStream_t s);
 
+/* ---- audio tower (audio_kernels.cu), Clef Omni ----------------------- */
+
+/* The first convolution over nc chunks (feat [nc][mels][w0] fp32, chunk
+ * ch's frames valid up to cw[ch], zeros after): out [nc][mels'][w0'][C]
+ * = bf16(gelu_erf(w . window + b)), ' = halved rounded up (stride 2,
+ * padding 1); time steps past the chunk's own halved width are 0.
+ * w [C][9] fp32. */
+cudaError_t clef_k_aconv1(const float *feat, const int32_t *cw,
+    const float *w, const float *b, clef_bf16 *out, int nc, int mels, int w0,
+    int C, cudaStream_t s);
+
+/* The im2col rows of a 3 x 3 stride-2 padding-1 convolution over x
+ * [nc][h][w][C]: cols [nc][h'][w'][9 C] (c * 9 + kh * 3 + kw, the weight's
+ * order), zero outside x and past chunk ch's valid width, cw[ch] halved
+ * `level` times. */
+cudaError_t clef_k_aim2col(const clef_bf16 *x, const int32_t *cw, int level,
+    int nc, int h, int w, int C, clef_bf16 *cols, cudaStream_t s);
+
+/* flat [P][C F]: row r = (chunk rowmeta[2r], step rowmeta[2r + 1]) of
+ * act3 [.][F][w3][C] (which holds chunks c0 onwards), flattened (channel,
+ * mel) as the reference's conv_out reads it. */
+cudaError_t clef_k_aflatten(const clef_bf16 *act3, const int32_t *rowmeta,
+    int P, int c0, int F, int w3, int C, clef_bf16 *flat, cudaStream_t s);
+
+/* x [P][n] fp32 = y + pos[rowmeta[2r + 1]] (pos [steps][n] fp32): the
+ * sinusoidal positions, restarting in every chunk. */
+cudaError_t clef_k_apos(const clef_bf16 *y, const float *pos,
+    const int32_t *rowmeta, float *x, int P, int n, cudaStream_t s);
+
+/* y = bf16(y + b) in place on rows of n. */
+cudaError_t clef_k_abias(clef_bf16 *y, const float *b, int rows, int n,
+    cudaStream_t s);
+
 /* ---- routed experts (moe.cu), Clef Omni ------------------------------ */
 
 /* logits[t][e] = <xn[t], w[e]> in fp32 (w: the router, fp32 [E][H]). */

@@ -221,6 +221,9 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     cu[0] = 0;
     for (m = 0; m < batch->n_items; m++) {
         im = clef_batch_item(batch, m);
+        if (im->kind == CLEF_MEDIA_AUDIO) {
+            continue;                   /* audio.c's */
+        }
         n = (int64_t) im->grid_h * im->grid_w;
         /* RGB frames go up as they are (a quarter of the bf16 rows) and
          * become patch rows on the device; pixel values given as floats
@@ -278,12 +281,27 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     return 0;
 }
 
+/* Whether item m is the vision tower's (an image or a video; audio clips
+ * have a tower of their own, audio.c). */
+static int
+visual(const clef_batch *batch, int m)
+{
+    const clef_media_item  *im = clef_batch_item(batch, m);
+
+    return im == NULL || im->kind != CLEF_MEDIA_AUDIO;
+}
+
 /* The error of a batch with media for a model without a tower, in the
- * words of the first item's kind. */
+ * words of the first visual item's kind. */
 static int
 no_tower(const clef_batch *batch, clef_error *err)
 {
-    const clef_media_item  *im = clef_batch_item(batch, 0);
+    const clef_media_item  *im = NULL;
+    int                     m;
+
+    for (m = 0; m < batch->n_items && im == NULL; m++) {
+        im = visual(batch, m) ? clef_batch_item(batch, m) : NULL;
+    }
 
     if (im != NULL && im->kind == CLEF_MEDIA_VIDEO) {
         return clef_error_set(err, 400, "videos_unsupported", NULL,
@@ -312,6 +330,14 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     if (!any && batch->n_spans == 0 && batch->positions == NULL) {
         return 0;                       /* text: the path of old, untouched */
     }
+    /* audio clips alone: their positions count on as text's (mrope.c),
+     * so the text rope serves them and the tower has nothing to do */
+    for (m = 0, any = 0; m < batch->n_items; m++) {
+        any |= visual(batch, m);
+    }
+    if (!any) {
+        return 0;
+    }
     if (v == NULL) {
         return no_tower(batch, err);
     }
@@ -320,6 +346,9 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
                                "needs its media (clef_batch_set_media)");
     }
     for (m = 0; m < batch->n_items; m++) {
+        if (!visual(batch, m)) {
+            continue;
+        }
         im = clef_batch_item(batch, m);
         if (im == NULL
             || (im->kind != CLEF_MEDIA_IMAGE && im->kind != CLEF_MEDIA_VIDEO)

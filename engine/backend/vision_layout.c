@@ -127,9 +127,15 @@ clef_vision_scatter_rows(const clef_batch *b, int32_t *dst, int64_t rows,
             *why = "a media span is outside the batch";
             return -1;
         }
+        /* audio clips have a tower of their own (audio_layout.h) */
+        if (clef_batch_item(b, s->item)->kind == CLEF_MEDIA_AUDIO) {
+            continue;
+        }
         first = 0;
         for (m = 0; m < s->item; m++) {
-            first += clef_batch_item(b, m)->tokens;
+            if (clef_batch_item(b, m)->kind != CLEF_MEDIA_AUDIO) {
+                first += clef_batch_item(b, m)->tokens;
+            }
         }
         if ((int64_t) s->row + s->len > clef_batch_item(b, s->item)->tokens
             || first + s->row + s->len > rows)

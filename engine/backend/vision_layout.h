@@ -48,10 +48,11 @@ int64_t clef_vision_attn_tiles(const int64_t *cu, int n, int tile,
     int32_t *out);
 
 /* dst[row] for every merged row of the tower's output over the batch's
- * items (item m's rows after those of items 0..m-1): the packed token
+ * images and videos (item m's rows after those of the visual items before
+ * it; audio clips, which have their own tower, left out): the packed token
  * whose embedding the row replaces, -1 where no span does.  rows: the sum
- * of the tokens of clef_batch_item(b, 0..n_items-1).  -1 with *why when a
- * span leaves the batch or its item. */
+ * of the visual items' tokens.  -1 with *why when a span leaves the batch
+ * or its item. */
 int     clef_vision_scatter_rows(const clef_batch *b, int32_t *dst,
     int64_t rows, const char **why);
 

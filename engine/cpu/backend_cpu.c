@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/model/audio.h"
 #include "cpu/model/head.h"
 #include "cpu/model/vision.h"
 #include "cpu/parallel/comm_cpu.h"
@@ -21,6 +22,8 @@ struct clef_backend {
     clef_cpu_backbone  *backbone;       /* rank 0's */
     clef_cpu_head      *head;
     clef_cpu_vision    *vision;         /* NULL: a model without a tower */
+    clef_cpu_audio     *audio;          /* NULL: a model without an audio
+                                           tower */
     int                 hidden_size;
     clef_precision  prec;
     double              backbone_s, head_s;
@@ -58,6 +61,7 @@ cpu_close(clef_backend *b)
     }
     clef_cpu_head_close(b->head);
     clef_cpu_vision_close(b->vision);
+    clef_cpu_audio_close(b->audio);
     /* the rank threads first: none may still use a backbone */
     clef_cpu_ranks_destroy(b->ranks);
     for (r = 0; b->backbones != NULL && r < b->tp; r++) {
@@ -156,6 +160,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
      * on rank 0's thread and workers, before and after the ranks' forward */
     if (cpu_open_ranks(b, m, o, err) != 0
         || clef_cpu_vision_open(m, b->pool, &b->vision, err) != 0
+        || clef_cpu_audio_open(m, b->pool, &b->audio, err) != 0
         || clef_cpu_head_open(m, &b->head, err) != 0)
     {
         cpu_close(b);
@@ -168,6 +173,10 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         if (b->vision != NULL) {
             clef_cpu_vision_set_progress(b->vision, o->progress,
                                          o->progress_ctx);
+        }
+        if (b->audio != NULL) {
+            clef_cpu_audio_set_progress(b->audio, o->progress,
+                                        o->progress_ctx);
         }
     }
     /* OpenBLAS is linked into the process but never called here: its core
@@ -253,16 +262,18 @@ cpu_backbone(clef_backend *b, const int32_t *ids, const int32_t *cu_seqlens,
 /* The encoder of a media kind on the CPU: items (all of the kind) to their
  * merged rows at the text stack's width, one item after the other; a kind
  * with DeepStack levels (the vision tower's, Clef Omni) writes level d + 1
- * at features + (d + 1) level_stride. */
+ * at features + (d + 1) level_stride.  group[k]: item k's record in the
+ * batch (the audio tower pads a record's clips alike). */
 typedef int (*cpu_encoder)(clef_backend *b,
-    const clef_media_item *const *items, int n, float *features,
-    int64_t level_stride, clef_error *err);
+    const clef_media_item *const *items, const int32_t *group, int n,
+    float *features, int64_t level_stride, clef_error *err);
 
 /* The image kind: the vision tower over every image of the batch at once
  * (cpu/model/vision.c). */
 static int
-cpu_encode_images(clef_backend *b, const clef_media_item *const *items, int n,
-    float *features, int64_t level_stride, clef_error *err)
+cpu_encode_images(clef_backend *b, const clef_media_item *const *items,
+    const int32_t *group, int n, float *features, int64_t level_stride,
+    clef_error *err)
 {
     if (b->vision == NULL) {
         return clef_error_set(err, 400, "images_unsupported", NULL,
@@ -283,8 +294,9 @@ cpu_visual(clef_media_kind k)
 /* The video kind: the same tower, each frame pair a temporal group of
  * two frames (cpu/model/vision.c). */
 static int
-cpu_encode_videos(clef_backend *b, const clef_media_item *const *items, int n,
-    float *features, int64_t level_stride, clef_error *err)
+cpu_encode_videos(clef_backend *b, const clef_media_item *const *items,
+    const int32_t *group, int n, float *features, int64_t level_stride,
+    clef_error *err)
 {
     if (b->vision == NULL) {
         return clef_error_set(err, 400, "videos_unsupported", NULL,
@@ -294,9 +306,26 @@ cpu_encode_videos(clef_backend *b, const clef_media_item *const *items, int n,
                                           level_stride, err);
 }
 
+/* The audio kind: Clef Omni's audio tower over every clip of the batch,
+ * each record's clips padded alike (cpu/model/audio.c); rows at the text
+ * stack's width, no DeepStack levels. */
+static int
+cpu_encode_audio(clef_backend *b, const clef_media_item *const *items,
+    const int32_t *group, int n, float *features, int64_t level_stride,
+    clef_error *err)
+{
+    (void) level_stride;
+    if (b->audio == NULL) {
+        return clef_error_set(err, 400, "audio_unsupported", NULL,
+                              "This model does not accept audio clips.");
+    }
+    return clef_cpu_audio_forward(b->audio, items, group, n, features, err);
+}
+
 static const cpu_encoder  cpu_encoders[CLEF_MEDIA_KINDS] = {
     [CLEF_MEDIA_IMAGE] = cpu_encode_images,
     [CLEF_MEDIA_VIDEO] = cpu_encode_videos,
+    [CLEF_MEDIA_AUDIO] = cpu_encode_audio,
 };
 
 /* The batch's items through their kinds' encoders, each kind's items
@@ -312,9 +341,10 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     clef_media_span             *spans, *visual;
     clef_cpu_media               media;
     int64_t                     *first, rows = 0, krow[CLEF_MEDIA_KINDS];
+    int32_t                     *group;
     float                       *features = NULL;
     int                          m, k, n, at[CLEF_MEDIA_KINDS], rc = -1;
-    int                          levels, nv = 0;
+    int                          levels, nv = 0, r, rm;
 
     if (batch->positions == NULL) {
         return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with media "
@@ -324,15 +354,24 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     first = calloc((size_t) batch->n_items + 1, sizeof(*first));
     spans = calloc((size_t) batch->n_spans + 1, sizeof(*spans));
     visual = calloc((size_t) batch->n_spans + 1, sizeof(*visual));
-    if (items == NULL || first == NULL || spans == NULL || visual == NULL) {
+    group = calloc((size_t) batch->n_items + 1, sizeof(*group));
+    if (items == NULL || first == NULL || spans == NULL || visual == NULL
+        || group == NULL)
+    {
         clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         goto done;
     }
-    /* items[] by kind; first[m]: item m's first row of features */
+    /* items[] by kind, group[]: their records; first[m]: item m's first
+     * row of features */
     for (k = 1, n = 0; k < CLEF_MEDIA_KINDS; k++) {
         at[k] = n;
         krow[k] = rows;
-        for (m = 0; m < batch->n_items; m++) {
+        for (m = 0, r = 0, rm = 0; m < batch->n_items; m++) {
+            while (r < batch->n_records
+                   && m - rm >= batch->records[r]->n_media)
+            {
+                rm += batch->records[r++]->n_media;
+            }
             it = clef_batch_item(batch, m);
             if (it->kind != (clef_media_kind) k) {
                 continue;
@@ -344,6 +383,7 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
                                info->many);
                 goto done;
             }
+            group[n] = r;
             items[n++] = it;
             first[m] = rows;
             rows += it->tokens;
@@ -364,7 +404,7 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
         n = (k + 1 < CLEF_MEDIA_KINDS ? at[k + 1] : batch->n_items) - at[k];
         if (n > 0
-            && cpu_encoders[k](b, items + at[k], n,
+            && cpu_encoders[k](b, items + at[k], group + at[k], n,
                                features + krow[k] * b->hidden_size,
                                rows * b->hidden_size, err) != 0)
         {
@@ -393,6 +433,7 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
 
 done:
     free(features);
+    free(group);
     free(items);
     free(first);
     free(spans);

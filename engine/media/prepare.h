@@ -12,6 +12,9 @@
  *           process (decoder.h, video_process.h), made an item by
  *           video_item.h; per frame pair "<t seconds>", then
  *           <|vision_start|>, its pads, <|vision_end|> (one span a pair)
+ *   audio   log-mel features [mels][frames] (media.h), as many tokens as
+ *           the audio tower's rows (audio_tokens.h); <|audio_start|>, its
+ *           pads, <|audio_end|> (one span)
  */
 #ifndef CLEF_MEDIA_PREPARE_H
 #define CLEF_MEDIA_PREPARE_H

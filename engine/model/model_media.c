@@ -23,7 +23,9 @@ omni_media_conf(clef_media_conf *mc)
 void
 clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
 {
-    const clef_vision_config  *vc = clef_model_vision_config(m);
+    const clef_vision_config       *vc = clef_model_vision_config(m);
+    const clef_audio_tower_config  *ac;
+    const clef_omni_config         *oc;
 
     clef_media_conf_default(mc);
     if (vc != NULL) {
@@ -44,5 +46,16 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
     }
     if (clef_model_family(m) == CLEF_FAMILY_OMNI) {
         omni_media_conf(mc);
+    }
+    /* audio clips (Clef Omni's audio tower): <|audio_start|>, one
+     * <|audio_pad|> per row of the tower, <|audio_end|>.  The kind is
+     * accepted once the request's "audio" is read (media/kinds.c): until
+     * then its refusal names what is served. */
+    ac = clef_model_audio_config(m);
+    oc = clef_model_omni_config(m);
+    if (ac != NULL && ac->present && oc != NULL) {
+        mc->tokens[CLEF_MEDIA_AUDIO].start = oc->audio_start_token_id;
+        mc->tokens[CLEF_MEDIA_AUDIO].pad = oc->audio_token_id;
+        mc->tokens[CLEF_MEDIA_AUDIO].end = oc->audio_end_token_id;
     }
 }

@@ -25,6 +25,14 @@ clef_mrope_positions(int64_t n, const clef_media_item *items,
             break;
         }
         it = &items[spans[k].item];
+        /* an audio clip's rows count on as text does, on every axis
+         * (the reference's get_rope_index for audio alone) */
+        if (it->kind == CLEF_MEDIA_AUDIO) {
+            for (end = t + spans[k].len; t < end; t++, cur++) {
+                T[t] = H[t] = W[t] = cur;
+            }
+            continue;
+        }
         gh = it->grid_h / it->merge;
         gw = it->grid_w / it->merge;
         groups = gh * gw > 0 ? spans[k].len / (gh * gw) : 0;

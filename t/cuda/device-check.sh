@@ -26,7 +26,10 @@
 #                    only where FFmpeg is), test_cuda_forward (tiny releases
 #                    and the GGUF fixtures Q4_K_M/Q8_0/F16/BF16 against the
 #                    CPU backend), test_cuda_omni (Clef Omni's routed
-#                    experts and DeepStack), test_cuda_tp (TAP)
+#                    experts and DeepStack), test_cuda_audio (Clef Omni's
+#                    audio tower: kernels, then the audio fixtures fed the
+#                    reference's features against the CPU backend),
+#                    test_cuda_tp (TAP)
 #   mkmodel.log      clef mkmodel --shape clef-flash
 #   bench.txt        cuda_bench, each figure printed as measured, then
 #                    cuda_bench_tp (tp=1 / tp=2 tokens/s, all-reduce share)
@@ -407,6 +410,12 @@ run_test "test_cuda_forward" "$(budget 120 "$R_FORWARD")" build/t/cuda/test_cuda
 run_test "test_cuda_omni" "$(budget 60 "$R_MKMODEL")" build/t/cuda/test_cuda_omni
 grep -E '^# probabilities: ' "$TLOG" | sed 's/^# /    omni /' | tee -a "$SUM"
 
+# Clef Omni's audio tower (cuda/audio*.c): its kernels, then the records
+# of t/fixtures/audio against the CPU tower and backend and the reference;
+# one process, kept short.
+run_test "test_cuda_audio" "$(budget 60 "$R_MKMODEL")" build/t/cuda/test_cuda_audio
+grep -E '^# audio: ' "$TLOG" | sed 's/^# /    /' | tee -a "$SUM"
+
 # Tensor parallelism: tp=1 over both communicators, tp=2 and 4 as logical
 # ranks of this GPU, NCCL across GPUs where several exist (test_cuda_tp.c).
 run_test "test_cuda_tp" "$(budget 90 "$R_MKMODEL")" build/t/cuda/test_cuda_tp
@@ -459,9 +468,10 @@ if [ -z "$SAN" ]; then
     note "memcheck" "not run" "no compute-sanitizer"
 else
     # the delta rule and attention first: shared-memory tiles and tile edges
-    # (vision:NAME, omni:NAME: a sub-test of test_cuda_vision, _omni)
+    # (vision:NAME, omni:NAME, audio:NAME: a sub-test of
+    # test_cuda_vision, _omni, _audio)
     for s in gdn gdn_slow_decay attention omni:moe_route omni:moe_gemm \
-             vision:vattention vision:vrotary \
+             audio:akernels vision:vattention vision:vrotary \
              vision:vpatchify vision:vpos vision:vlayernorm vision:velementwise \
              conv rmsnorm \
              gated_norm embed swiglu group_attention span_mean fields_scores \
@@ -475,6 +485,7 @@ else
         case $s in
         vision:*) bin=build/t/cuda/test_cuda_vision; sub=${s#vision:} ;;
         omni:*)   bin=build/t/cuda/test_cuda_omni; sub=${s#omni:} ;;
+        audio:*)  bin=build/t/cuda/test_cuda_audio; sub=${s#audio:} ;;
         *)        bin=build/t/cuda/test_cuda_kernels; sub=$s ;;
         esac
         timeout -k 5 "$limit" "$SAN" --tool memcheck --error-exitcode 9 --print-limit 10 \

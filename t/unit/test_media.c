@@ -56,9 +56,25 @@ test_kinds(void)
           && strcmp(k->many, "audio clips") == 0, "audio: known, not read yet");
     CHECK(clef_media_prep_of(CLEF_MEDIA_IMAGE) != NULL
           && clef_media_prep_of(CLEF_MEDIA_VIDEO) != NULL
-          && clef_media_prep_of(CLEF_MEDIA_AUDIO) == NULL
+          && clef_media_prep_of(CLEF_MEDIA_AUDIO) != NULL
           && clef_media_prep_of(0) == NULL,
-          "the engine prepares images and videos");
+          "the engine prepares images and videos, and places audio clips");
+    {
+        const clef_media_prep  *ap = clef_media_prep_of(CLEF_MEDIA_AUDIO);
+        clef_media_input        in = { 0 };
+        clef_media_item         it = { 0 };
+        clef_media_conf         mc;
+        clef_error              err;
+
+        in.kind = CLEF_MEDIA_AUDIO;
+        clef_media_conf_default(&mc);
+        CHECK(ap->prepare(&in, 2, &mc, NULL, &it, &err) == -1
+              && err.status == 400
+              && strcmp(err.type, "audio_unsupported") == 0
+              && strstr(err.message, "audio clip 2") != NULL,
+              "audio clips are not decoded yet: 400 audio_unsupported (%s)",
+              err.message);
+    }
 
     clef_media_accepted_words(0, words, sizeof(words));
     CHECK_STR(words, "text and JSON states", "accepted: nothing");

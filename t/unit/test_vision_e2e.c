@@ -311,8 +311,8 @@ main(void)
 
     /* the first image relabelled: as a video of one frame pair whose two
      * frames are that image, the tower sees what it saw (bit for bit);
-     * as an audio clip, a kind the CPU backend has no encoder for, it is
-     * refused by the backend's table before any encoder runs */
+     * as an audio clip, on a model without an audio tower (v1 is Clef's),
+     * it is refused by the audio kind's encoder before anything runs */
     if (n > 0) {
         clef_batch  batch;
         int32_t     cu[2];
@@ -338,9 +338,10 @@ main(void)
         recs[0].media[0].kind = CLEF_MEDIA_IMAGE;
         CHECK(ok && err.status == 400
               && strcmp(err.type, "audio_unsupported") == 0
-              && strcmp(err.message, "The cpu backend has no encoder for "
-                        "audio clips.") == 0,
-              "an audio item on the CPU backend: 400 audio_unsupported (%s)",
+              && strcmp(err.message, "This model does not accept audio "
+                        "clips.") == 0,
+              "an audio item on a model without an audio tower: 400 "
+              "audio_unsupported (%s)",
               err.message);
     }
 
