@@ -62,8 +62,8 @@ if [ "${1:-}" = omni ]; then
     REFENV=${REFENV:-build/refenv-omni}
     REF=build/reference/ollajev/_vendor/clef_omni/joint_schema_model.py
     SHA=21d05ebb8cbea26a26af65eca3d16cf4b69bf80a320e2d5b203e86f0d632a670
-    venv "$REFENV" 'import torch, torchvision, av, transformers, safetensors, numpy, PIL, gguf; assert transformers.__version__ == "5.10.2"' \
-        torch torchvision av 'transformers==5.10.2' safetensors numpy pillow gguf
+    venv "$REFENV" 'import torch, torchvision, av, transformers, accelerate, safetensors, numpy, PIL, gguf; assert transformers.__version__ == "5.10.2"' \
+        torch torchvision av 'transformers==5.10.2' accelerate safetensors numpy pillow gguf
     vendored "$REF" 'ollajev/_vendor/clef_omni/*' 'ollajev==0.4.0' \
         --python-version 3.12 --only-binary=:all:
 else
