@@ -20,7 +20,8 @@ Writes t/fixtures/vision/omni_videos.jsonl, one request per line:
     reference does instead (a record whose every video has an audio track
     is heard, use_audio_in_video; media_kwargs beside its videos_kwargs
     raise or apply its own way), or
-  - input_ids, questions (id, span, option spans), video_grid_thw,
+  - input_ids, questions (id, span, option spans, option ids),
+    video_grid_thw,
     image_grid_thw, video_second_per_grid, use_audio_in_video (false),
     frames: per video the weighted sums (gen_video_fixtures.py's wsum) of
     load_video's frames (the odd count's repeated last included),
@@ -219,7 +220,8 @@ def main():
                 "body": body,
                 "input_ids": list(enc.input_ids),
                 "questions": [{"id": q.question_id, "span": list(q.question_span),
-                               "options": [list(s) for s in q.option_spans]}
+                               "options": [list(s) for s in q.option_spans],
+                               "option_ids": list(q.option_ids)}
                               for q in enc.questions],
                 "video_grid_thw": grids,
                 "image_grid_thw": (enc.media["image_grid_thw"].tolist()
