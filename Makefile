@@ -310,7 +310,7 @@ clean: clean-cuda
 
 # ---- end of the CUDA section ---------------------------------------------
 
--include $(OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_BIN:=.d) $(SAN_BIN:=.d) $(wildcard $(BUILD)/t/cuda/*.d)
+-include $(OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DECODER_OBJ:.o=.d) $(UNIT_BIN:=.d) $(SAN_BIN:=.d) $(wildcard $(BUILD)/t/cuda/*.d)
 
 # ==== nginx module ========================================================
 # build/ngx_http_clef_module.so, built out of tree against Debian's nginx-dev

@@ -1,5 +1,5 @@
 /*
- * clef video [--dump DIR] [--bench SECONDS] FILE...
+ * clef video [--omni] [--dump DIR] [--bench SECONDS] FILE...
  *
  * What the engine makes of video files (engine/media/video_process.h):
  * each is decoded, sampled and resized as a request's video, and described
@@ -15,6 +15,10 @@
  * --bench S: decodes + samples + resizes each file for about S seconds and
  * prints {"file", "video_seconds", "seconds"} (seconds per run);
  * t/bench/video.sh compares it with the reference processor.
+ * --omni: Clef Omni's sampling and processor (video_sample.h's timed
+ * sampling); "decoded" is then each frame kept, as scaled before the
+ * processor, and "kept" and "n_frames" (with the pair padding) say how
+ * many.
  * --sandboxed: with --bench, each run as the engine runs it, in a child of
  * the decode process (media/decoder.h: build/clef-decoder beside this
  * program, its sandbox, the frames sent back and rechecked), to price the
@@ -40,7 +44,7 @@ typedef struct {
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: clef video [--dump DIR] [--bench SECONDS "
+    fprintf(f, "usage: clef video [--omni] [--dump DIR] [--bench SECONDS "
             "[--sandboxed]] FILE...\n");
 }
 
@@ -108,16 +112,18 @@ print_video(const char *path, const clef_video *v)
            v->info.codec, (long long) v->info.n_frames, v->info.fps,
            v->info.duration, (int) v->info.width, (int) v->info.height,
            v->info.rotation, v->info.has_audio ? "true" : "false");
-    for (i = 0; i < v->n_frames; i++) {
+    for (i = 0; v->indices != NULL && i < v->n_frames; i++) {
         printf("%s%lld", i ? ", " : "", (long long) v->indices[i]);
     }
     printf("], \"grid\": [%d, %d, %d], \"times\": [", (int) v->grid_t,
            (int) v->grid_h, (int) v->grid_w);
-    for (i = 0; i < v->grid_t; i++) {
+    for (i = 0; v->times != NULL && i < v->grid_t; i++) {
         clef_video_time_text(v->times[i], text, sizeof(text));
         printf("%s\"%s\"", i ? ", " : "", text);
     }
-    printf("], \"tokens\": %lld}\n", (long long) clef_video_tokens(v));
+    printf("], \"kept\": %d, \"n_frames\": %d, \"tokens\": %lld}\n",
+           (int) v->info.kept, (int) v->n_frames,
+           (long long) clef_video_tokens(v));
 }
 
 
@@ -136,29 +142,40 @@ dump_frame(void *ctx, int32_t k, const uint8_t *rgb, clef_error *err)
 /* the decoded sampled frames and the resized ones, to DIR/NAME.* */
 static int
 dump(const char *dir, const char *path, const uint8_t *data, size_t len,
-    const clef_video_limits *lim, const clef_video *v, clef_error *err)
+    const clef_video_limits *lim, const clef_video_config *vc,
+    const clef_video *v, clef_error *err)
 {
     clef_video_decoder     *d;
     const clef_video_info  *info;
     const char             *base = strrchr(path, '/');
     char                    out[4096];
     dump_ctx                c;
+    int32_t                 tw, th;
     int                     rc;
 
     base = base ? base + 1 : path;
     snprintf(out, sizeof(out), "%s/%s.decoded", dir, base);
-    if (clef_video_open(data, len, 0, lim, &d, err) != 0) {
+    if ((vc->sampling == CLEF_VIDEO_TIMED
+         ? clef_video_open_timed(data, len, 0, lim, vc, &d, err)
+         : clef_video_open(data, len, 0, lim, &d, err)) != 0)
+    {
         return -1;
     }
     info = clef_video_decoder_info(d);
     c.frame = (size_t) info->width * (size_t) info->height * 3;
+    if (vc->sampling == CLEF_VIDEO_TIMED) {
+        clef_video_timed_size(info->width, info->height, vc, &tw, &th);
+        c.frame = (size_t) tw * (size_t) th * 3;
+    }
     c.f = fopen(out, "wb");
     if (c.f == NULL) {
         clef_video_close(d);
         return clef_error_fail(err, CLEF_E_INTERNAL, "cannot write %s", out);
     }
-    rc = clef_video_decode_frames(d, v->indices, v->n_frames, dump_frame, &c,
-                                  err);
+    rc = vc->sampling == CLEF_VIDEO_TIMED
+         ? clef_video_decode_timed(d, dump_frame, &c, err)
+         : clef_video_decode_frames(d, v->indices, v->n_frames, dump_frame,
+                                    &c, err);
     clef_video_close(d);
     fclose(c.f);
     if (rc != 0) {
@@ -210,6 +227,7 @@ clef_cmd_video(int argc, char **argv)
         { "dump", required_argument, NULL, 'd' },
         { "bench", required_argument, NULL, 'b' },
         { "sandboxed", no_argument, NULL, 's' },
+        { "omni", no_argument, NULL, 'o' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -222,7 +240,7 @@ clef_cmd_video(int argc, char **argv)
     size_t             len = 0;
     double             bench = 0, t0, t = 0;
     long               runs;
-    int                c, i, status = 0, sandboxed = 0;
+    int                c, i, status = 0, sandboxed = 0, omni = 0;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -234,6 +252,9 @@ clef_cmd_video(int argc, char **argv)
             break;
         case 's':
             sandboxed = 1;
+            break;
+        case 'o':
+            omni = 1;
             break;
         case 'h':
             usage(stdout);
@@ -249,6 +270,9 @@ clef_cmd_video(int argc, char **argv)
     }
     clef_video_limits_default(&lim);
     clef_video_config_default(&vc);
+    if (omni) {
+        clef_video_config_omni(&vc, CLEF_OMNI_POSITIONS_PER_SECOND);
+    }
 
     for (i = optind; i < argc; i++) {
         data = slurp(argv[i], &len);
@@ -281,7 +305,7 @@ clef_cmd_video(int argc, char **argv)
             print_video(argv[i], &v);
         }
         if (dir != NULL
-            && dump(dir, argv[i], data, len, &lim, &v, &err) != 0)
+            && dump(dir, argv[i], data, len, &lim, &vc, &v, &err) != 0)
         {
             print_error(argv[i], &err);
             status = 1;

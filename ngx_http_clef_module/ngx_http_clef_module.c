@@ -663,17 +663,22 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                               | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO));
     }
 
-    m->description.data = ngx_pnalloc(cf->pool, 256);
+    m->description.data = ngx_pnalloc(cf->pool, 320);
     if (m->description.data == NULL) {
         return NGX_CONF_ERROR;
     }
-    p = ngx_snprintf(m->description.data, 256,
+    p = ngx_snprintf(m->description.data, 320,
                      "Clef %sdecision model %V: %d layers, hidden size %d, "
                      "%V weights, %V backend%s", info.omni ? "Omni " : "",
                      &m->name, info.layers, info.hidden_size, &m->weights,
                      &m->backend,
-                     ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
-                     ? "; text and images (PNG, JPEG, WebP)" : "; text only");
+                     !ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
+                     ? "; text only"
+                     /* Clef Omni's videos: heard only once audio is in */
+                     : info.omni && ngx_http_clef_takes(m, CLEF_MEDIA_VIDEO)
+                     ? "; text, images (PNG, JPEG, WebP) and videos without "
+                       "sound (MP4, Matroska, WebM)"
+                     : "; text and images (PNG, JPEG, WebP)");
     m->description.len = p - m->description.data;
 
     /* checking the release read its tokenizer: give that memory back

@@ -3,7 +3,7 @@
 # decide` answers (the same JSON), the reference's token count and its
 # probabilities within rounding (transformers 5.10.2's Qwen3-Omni thinker
 # and Cloudflare's Omni ClefModel); /v1/models names the model Clef Omni;
-# a request with audio is refused by name.
+# a request with audio is refused by name (videos: nginx-omni-videos.t).
 use strict;
 use warnings;
 use FindBin;
@@ -91,7 +91,7 @@ __DATA__
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, BF16 weights, cpu backend; text and images
+--- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, BF16 weights, cpu backend; text, images \(PNG, JPEG, WebP\) and videos without sound.*"capabilities":\["systemone","images","videos"\]
 
 === TEST 9: audio is refused by name
 --- request

@@ -27,7 +27,7 @@
 #include "media/video_sample.h"
 
 #define CLEF_DEC_MAGIC      0x43444c43u      /* "CLDC" */
-#define CLEF_DEC_VERSION    1
+#define CLEF_DEC_VERSION    2
 #define CLEF_DEC_FD         3                /* the control socket */
 
 typedef struct {

@@ -27,7 +27,8 @@ image_header_ids(const clef_media_input *in, const clef_media_conf *mc)
  * rate is not the decoder's (a scan of every packet: variable-rate clips,
  * edit lists), so the count is tried for any rate within 10% of it and
  * the least taken; a header that does not state frames and duration
- * (Matroska) gives the least any video makes, one pair of one pad. */
+ * (Matroska) gives the least any video makes, one pair of one pad.
+ * Timed sampling (Clef Omni) counts one pair of the least area. */
 static int64_t
 video_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 {
@@ -37,6 +38,12 @@ video_header_ids(const clef_media_input *in, const clef_media_conf *mc)
     int64_t                   oh, ow, least = INT64_MAX, ids, pad, m;
     int32_t                   n, lo, hi;
 
+    if (vc->sampling == CLEF_VIDEO_TIMED) {
+        /* Clef Omni: at least one pair, which smart_resize gives at least
+         * min_pixels, in one span */
+        m = (int64_t) vc->patch_size * vc->merge_size;
+        return vc->min_pixels / (m * m) + 2;
+    }
     if (in->frames <= 0 || secs <= 0 || in->width <= 0 || in->height <= 0) {
         return 4;
     }

@@ -27,6 +27,17 @@
 #include "media/video_sample.h"
 #include "text/json.h"
 
+/* What a model makes of a record whose videos all have an audio stream
+ * (clef_media_conf.videos_with_sound). */
+enum {
+    CLEF_VIDEO_SOUND_IGNORED = 0,   /* Clef: its reference never reads it */
+    CLEF_VIDEO_SOUND_REFUSED = 1    /* Clef Omni: its reference would
+                                       interleave the sound with the
+                                       frames (use_audio_in_video), which
+                                       this server does not do yet: 400
+                                       videos_with_sound_unsupported */
+};
+
 /* What the serving model takes: the kinds it has an encoder for, their
  * tokens (config.json) and their processors' settings. */
 typedef struct {
@@ -39,6 +50,7 @@ typedef struct {
     int                    newline_each;   /* each item's text ends in a
                                               newline of its own (Clef
                                               Omni), else one after all */
+    int                    videos_with_sound;   /* CLEF_VIDEO_SOUND_* */
 } clef_media_conf;
 
 /* Accepts nothing; the processor's defaults. */

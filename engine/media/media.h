@@ -74,6 +74,12 @@ typedef struct {
                                       group (a video's frame pairs, as the
                                       reference computes them, in double);
                                       NULL for a kind without time */
+    int32_t          t_step;       /* > 0: the item is one span whose
+                                      temporal groups are t_step M-RoPE
+                                      time positions apart (Clef Omni's
+                                      videos); 0: a span a group */
+    int              has_audio;    /* a video whose file has an audio
+                                      stream */
     int              patch;        /* kinds with pixels: patch side, */
     int              temporal;     /* temporal slots and merge of the */
     int              merge;        /* tower's patches */

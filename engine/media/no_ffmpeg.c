@@ -21,6 +21,24 @@ clef_video_open(const uint8_t *data, size_t len, int index,
 }
 
 
+int
+clef_video_open_timed(const uint8_t *data, size_t len, int index,
+    const clef_video_limits *lim, const clef_video_config *vc,
+    clef_video_decoder **out, clef_error *err)
+{
+    return clef_video_open(data, len, index, lim, out, err);
+}
+
+
+int
+clef_video_decode_timed(clef_video_decoder *d, clef_video_frame_fn fn,
+    void *ctx, clef_error *err)
+{
+    return clef_error_fail(err, CLEF_E_INTERNAL,
+                           "No video decoder: built with FFMPEG=no.");
+}
+
+
 const clef_video_info *
 clef_video_decoder_info(const clef_video_decoder *d)
 {

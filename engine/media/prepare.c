@@ -85,6 +85,10 @@ video_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
     char     text[64];
     int      j, n;
 
+    if (it->t_step > 0) {
+        /* Clef Omni: the whole video in one span, as an image */
+        return image_expand(it, item, tok, tk, ids, spans);
+    }
     for (j = 0; j < it->grid_t; j++) {
         n = clef_video_time_text(it->timestamps[j], text, sizeof(text));
         if (n <= 0 || (size_t) n >= sizeof(text)

@@ -18,6 +18,7 @@
 #include <libavutil/display.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
 #include "base/clock.h"
@@ -43,6 +44,9 @@ struct clef_video_decoder {
     clef_video_limits   lim;
     clef_video_info     info;
     int                 index;
+    int                 timed;        /* Clef Omni's sampling */
+    int32_t             tw, th;       /* timed: the scaled size */
+    clef_video_config   tconf;        /* timed: the processor's */
     char                loc[64];
     AVFormatContext    *fmt;
     AVIOContext        *pb;
@@ -55,6 +59,9 @@ struct clef_video_decoder {
     AVFilterContext    *src, *sink;
     int                 conv_w, conv_h, conv_fmt, conv_cs, conv_range;
     uint8_t            *rgb;          /* [height][width][3] */
+    uint8_t            *wide;         /* timed: libswscale's output, rows
+                                         of stride bytes */
+    int                 stride;
 };
 
 
@@ -406,9 +413,10 @@ quiet_ffmpeg(void)
 }
 
 
-int
-clef_video_open(const uint8_t *data, size_t len, int index,
-    const clef_video_limits *lim, clef_video_decoder **out, clef_error *err)
+static int
+video_open_as(const uint8_t *data, size_t len, int index,
+    const clef_video_limits *lim, const clef_video_config *timed,
+    clef_video_decoder **out, clef_error *err)
 {
     clef_video_decoder  *d;
 
@@ -420,6 +428,10 @@ clef_video_open(const uint8_t *data, size_t len, int index,
     }
     d->lim = *lim;
     d->index = index;
+    d->timed = timed != NULL;
+    if (timed != NULL) {
+        d->tconf = *timed;
+    }
     d->stream = -1;
     snprintf(d->loc, sizeof(d->loc), "[\"body\",\"videos\",%d]", index);
     d->io.p = data;
@@ -431,6 +443,39 @@ clef_video_open(const uint8_t *data, size_t len, int index,
     }
     *out = d;
     return 0;
+}
+
+
+int
+clef_video_open(const uint8_t *data, size_t len, int index,
+    const clef_video_limits *lim, clef_video_decoder **out, clef_error *err)
+{
+    return video_open_as(data, len, index, lim, NULL, out, err);
+}
+
+
+int
+clef_video_open_timed(const uint8_t *data, size_t len, int index,
+    const clef_video_limits *lim, const clef_video_config *vc,
+    clef_video_decoder **out, clef_error *err)
+{
+    return video_open_as(data, len, index, lim, vc, out, err);
+}
+
+
+/* PyAV's choice: the first stream whose type is video */
+static int
+first_video_stream(AVFormatContext *fmt, const AVCodec **codec)
+{
+    unsigned  i;
+
+    for (i = 0; i < fmt->nb_streams; i++) {
+        if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO) {
+            *codec = avcodec_find_decoder(fmt->streams[i]->codecpar->codec_id);
+            return (int) i;
+        }
+    }
+    return AVERROR_STREAM_NOT_FOUND;
 }
 
 
@@ -497,7 +542,9 @@ video_open(clef_video_decoder *d, clef_error *err)
         return refuse_av(d, err, "reading its streams", rc);
     }
 
-    rc = av_find_best_stream(d->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    rc = d->timed ? first_video_stream(d->fmt, &codec)
+                  : av_find_best_stream(d->fmt, AVMEDIA_TYPE_VIDEO, -1, -1,
+                                        &codec, 0);
     if (rc == AVERROR_STREAM_NOT_FOUND) {
         return refuse(d, err, "video_no_stream", "has no video stream");
     }
@@ -524,7 +571,8 @@ video_open(clef_video_decoder *d, clef_error *err)
         }
     }
 
-    d->info.rotation = stream_rotation(st);
+    /* PyAV hands the frames over as decoded */
+    d->info.rotation = d->timed ? 0 : stream_rotation(st);
     if (d->info.rotation != 0 && d->info.rotation != 90
         && d->info.rotation != -90 && d->info.rotation != 180
         && d->info.rotation != -180)
@@ -543,7 +591,21 @@ video_open(clef_video_decoder *d, clef_error *err)
     if (scan(d, err) != 0 || open_decoder(d, codec, err) != 0) {
         return -1;
     }
-    d->rgb = malloc((size_t) w * (size_t) h * 3);
+    d->tw = w;
+    d->th = h;
+    if (d->timed) {
+        clef_video_timed_size(w, h, &d->tconf, &d->tw, &d->th);
+    }
+    d->rgb = malloc((size_t) (w * h > d->tw * d->th ? w * h : d->tw * d->th)
+                    * 3);
+    if (d->timed) {
+        /* FFmpeg's own frame buffers: 64-byte rows and a row of slack */
+        d->stride = FFALIGN(d->tw * 3, 64);
+        d->wide = av_malloc((size_t) d->stride * (size_t) (d->th + 1));
+        if (d->wide == NULL) {
+            return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
+        }
+    }
     if (d->rgb == NULL) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
     }
@@ -670,6 +732,115 @@ conv_free(clef_video_decoder *d)
     avfilter_graph_free(&d->graph);
     d->src = NULL;
     d->sink = NULL;
+}
+
+
+/* Where libswscale puts a subsampled frame's chroma: what FFmpeg 8's
+ * sws_scale_frame takes from the frame (an unspecified location is the
+ * centre), in the units of the legacy options (256 a luma sample);
+ * -513 where the format is not subsampled that way. */
+static void
+chroma_pos(const AVFrame *f, int *h, int *v)
+{
+    const AVPixFmtDescriptor  *desc = av_pix_fmt_desc_get(f->format);
+    enum AVChromaLocation      loc = f->chroma_location;
+    int                        x, y;
+
+    if (loc == AVCHROMA_LOC_UNSPECIFIED) {
+        loc = AVCHROMA_LOC_CENTER;
+    }
+    if (desc == NULL || avcodec_enum_to_chroma_pos(&x, &y, loc) < 0) {
+        *h = *v = -513;
+        return;
+    }
+    *h = desc->log2_chroma_w ? x * ((1 << desc->log2_chroma_w) - 1) : -513;
+    *v = desc->log2_chroma_h ? y * ((1 << desc->log2_chroma_h) - 1) : -513;
+}
+
+
+/* PyAV's to_ndarray(format="rgb24", width=, height=): FFmpeg 8's
+ * sws_scale_frame with SWS_BILINEAR, which builds a libswscale context
+ * from the frame's tags: its chroma location, its range (limited unless
+ * tagged full), its matrix (sws_getCoefficients: an unspecified one is
+ * BT.601); RGB out is full range. */
+static int
+timed_setup(clef_video_decoder *d, const AVFrame *f)
+{
+    const int  *coef;
+    int        *inv, *tab, src_range, dst_range, bright, contrast, sat;
+    int         h, v;
+
+    d->sws = sws_alloc_context();
+    if (d->sws == NULL) {
+        return -1;
+    }
+    chroma_pos(f, &h, &v);
+    if (av_opt_set_int(d->sws, "srcw", f->width, 0) < 0
+        || av_opt_set_int(d->sws, "srch", f->height, 0) < 0
+        || av_opt_set_int(d->sws, "src_format", f->format, 0) < 0
+        || av_opt_set_int(d->sws, "dstw", d->tw, 0) < 0
+        || av_opt_set_int(d->sws, "dsth", d->th, 0) < 0
+        || av_opt_set_int(d->sws, "dst_format", AV_PIX_FMT_RGB24, 0) < 0
+        || av_opt_set_int(d->sws, "sws_flags", SWS_BILINEAR, 0) < 0
+        || av_opt_set_int(d->sws, "src_range",
+                          f->color_range == AVCOL_RANGE_JPEG, 0) < 0
+        || av_opt_set_int(d->sws, "dst_range", 1, 0) < 0
+        || av_opt_set_int(d->sws, "src_h_chr_pos", h, 0) < 0
+        || av_opt_set_int(d->sws, "src_v_chr_pos", v, 0) < 0
+        || sws_init_context(d->sws, NULL, NULL) < 0
+        || sws_getColorspaceDetails(d->sws, &inv, &src_range, &tab,
+                                    &dst_range, &bright, &contrast, &sat)
+           == -1)
+    {
+        return -1;
+    }
+    coef = sws_getCoefficients(f->colorspace);
+    return sws_setColorspaceDetails(d->sws, coef, src_range,
+                                    sws_getCoefficients(AVCOL_SPC_RGB),
+                                    dst_range, bright, contrast, sat) == -1
+           ? -1 : 0;
+}
+
+
+/* f scaled to d->rgb ([th][tw][3]); libswscale writes whole SIMD blocks
+ * past a row's end, so into padded rows first (as into an AVFrame's) */
+static int
+convert_timed(clef_video_decoder *d, AVFrame *f, clef_error *err)
+{
+    uint8_t  *dst[4] = { d->wide, NULL, NULL, NULL };
+    int       ls[4] = { d->stride, 0, 0, 0 }, y;
+
+    if (f->width != d->info.width || f->height != d->info.height) {
+        return refuse(d, err, "video_invalid",
+            "has a frame of %dx%d in a stream of %dx%d", f->width,
+            f->height, (int) d->info.width, (int) d->info.height);
+    }
+    if (d->sws == NULL || f->format != d->conv_fmt
+        || (int) f->colorspace != d->conv_cs
+        || (int) f->color_range != d->conv_range)
+    {
+        conv_free(d);
+        d->conv_fmt = f->format;
+        d->conv_cs = f->colorspace;
+        d->conv_range = f->color_range;
+        if (timed_setup(d, f) != 0) {
+            conv_free(d);
+            return refuse(d, err, "video_invalid",
+                "cannot be converted to RGB (pixel format %s)",
+                av_get_pix_fmt_name(f->format) ? av_get_pix_fmt_name(f->format)
+                                               : "unknown");
+        }
+    }
+    if (sws_scale(d->sws, (const uint8_t *const *) f->data, f->linesize, 0,
+                  f->height, dst, ls) != d->th)
+    {
+        return refuse(d, err, "video_invalid", "cannot be converted to RGB");
+    }
+    for (y = 0; y < d->th; y++) {
+        memcpy(d->rgb + (size_t) y * d->tw * 3,
+               d->wide + (size_t) y * d->stride, (size_t) d->tw * 3);
+    }
+    return 0;
 }
 
 
@@ -846,6 +1017,111 @@ clef_video_decode_frames(clef_video_decoder *d, const int64_t *indices,
 }
 
 
+/* One step of decoding: a frame into f (1), or nothing yet after a
+ * packet was sent (0), or the end of the stream (2); -1 with err. */
+static int
+next_frame(clef_video_decoder *d, AVPacket *pkt, AVFrame *f, int *eof,
+    clef_error *err)
+{
+    int  rc;
+
+    for ( ;; ) {
+        rc = avcodec_receive_frame(d->dec, f);
+        if (rc == 0) {
+            return 1;
+        }
+        if (rc == AVERROR_EOF) {
+            return 2;
+        }
+        if (rc != AVERROR(EAGAIN) || *eof) {
+            return refuse_av(d, err, "decoding a frame", rc);
+        }
+        if (clef_clock_seconds() > d->io.deadline) {
+            return refuse_av(d, err, "decoding", AVERROR_EXIT);
+        }
+        rc = av_read_frame(d->fmt, pkt);
+        if (rc == AVERROR_EOF) {
+            *eof = 1;
+            rc = avcodec_send_packet(d->dec, NULL);
+        } else if (rc >= 0) {
+            if (pkt->stream_index != d->stream) {
+                av_packet_unref(pkt);
+                continue;
+            }
+            rc = avcodec_send_packet(d->dec, pkt);
+            av_packet_unref(pkt);
+        } else {
+            return refuse_av(d, err, "reading a packet", rc);
+        }
+        if (rc < 0) {
+            return refuse_av(d, err, "decoding a packet", rc);
+        }
+    }
+}
+
+
+int
+clef_video_decode_timed(clef_video_decoder *d, clef_video_frame_fn fn,
+    void *ctx, clef_error *err)
+{
+    AVRational  tb = d->fmt->streams[d->stream]->time_base;
+    AVPacket   *pkt = av_packet_alloc();
+    AVFrame    *f = av_frame_alloc();
+    int64_t     decoded = 0;
+    int32_t     kept = 0;
+    double      t;
+    int         rc = 0, eof = 0;
+
+    if (pkt == NULL || f == NULL) {
+        av_packet_free(&pkt);
+        av_frame_free(&f);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
+    }
+    d->info.kept = 0;
+    for ( ;; ) {
+        rc = next_frame(d, pkt, f, &eof, err);
+        if (rc != 1) {
+            break;
+        }
+        decoded++;
+        if (decoded > d->info.n_frames + 16) {
+            rc = refuse(d, err, "video_invalid",
+                        "cannot be decoded (more frames than packets)");
+            break;
+        }
+        if (check_budget(d, decoded, err) != 0) {
+            rc = -1;
+            break;
+        }
+        /* PyAV's frame.time: float(pts) * num / den; the reference keeps a
+         * frame unless it comes more than 1e-6 s before the next step */
+        if (f->pts != AV_NOPTS_VALUE) {
+            t = (double) f->pts * tb.num / tb.den;
+            if (!(t + 1e-6 < (double) kept / d->tconf.fps)) {
+                if (convert_timed(d, f, err) != 0
+                    || fn(ctx, kept, d->rgb, err) != 0)
+                {
+                    rc = -1;
+                    break;
+                }
+                kept++;
+            }
+        }
+        av_frame_unref(f);
+    }
+    av_packet_free(&pkt);
+    av_frame_free(&f);
+    if (rc != 2) {
+        return -1;
+    }
+    if (kept == 0) {
+        return refuse(d, err, "video_invalid", "has no decodable frames");
+    }
+    d->info.kept = kept;
+    return 0;
+}
+
+
 void
 clef_video_close(clef_video_decoder *d)
 {
@@ -861,5 +1137,6 @@ clef_video_close(clef_video_decoder *d)
     }
     free(d->pts);
     free(d->rgb);
+    av_free(d->wide);
     free(d);
 }

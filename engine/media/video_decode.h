@@ -54,6 +54,18 @@
  *   - a time budget: a deadline checked by libavformat's interrupt
  *     callback, by the read callback and between packets.
  *
+ * Clef Omni's timed sampling (video_sample.h) decodes as its reference's
+ * PyAV loop does instead (clef_video_open_timed, clef_video_decode_timed):
+ *
+ *   stream   the file's first video stream (PyAV's container.streams
+ *            order), the display matrix ignored;
+ *   frames   every frame the decoder outputs, in order, to the end;
+ *            those without a pts are skipped (PyAV's frame.time is None);
+ *   scale    to rgb24 at the timed size by libswscale with SWS_BILINEAR,
+ *            the frame's matrix and range as PyAV's reformat hands them
+ *            to sws_scale_frame (an unspecified matrix is BT.601, an
+ *            unspecified range limited, RGB out full range).
+ *
  * Further isolation (not done here, see README "Video"): decoding runs in
  * the engine process, never in an nginx worker; a decode process with a
  * seccomp filter (read/write/mmap/exit only, no open, no socket) would
@@ -67,6 +79,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "media/video_sample.h"
 
 #define CLEF_VIDEO_MAX_SECONDS        600.0       /* 10 minutes */
 #define CLEF_VIDEO_MAX_FRAMES         36000       /* 10 minutes at 60 fps */
@@ -97,7 +110,8 @@ typedef struct {
     int32_t  width, height;     /* of the frames returned (upright) */
     int      rotation;          /* 0, 90, -90 or 180 */
     char     codec[16];         /* "h264", "hevc", "vp8", "vp9", "av1" */
-    int      has_audio;
+    int      has_audio;         /* the file has an audio stream */
+    int32_t  kept;              /* timed sampling: the frames kept */
 } clef_video_info;
 
 typedef struct clef_video_decoder  clef_video_decoder;
@@ -114,6 +128,11 @@ int clef_video_open(const uint8_t *data, size_t len, int index,
     const clef_video_limits *lim, clef_video_decoder **out,
     clef_error *err);
 
+/* The same for timed sampling (its stream choice and orientation). */
+int clef_video_open_timed(const uint8_t *data, size_t len, int index,
+    const clef_video_limits *lim, const clef_video_config *vc,
+    clef_video_decoder **out, clef_error *err);
+
 const clef_video_info *clef_video_decoder_info(const clef_video_decoder *d);
 
 /* Called once per requested position k with the frame, rgb24 upright,
@@ -128,6 +147,15 @@ typedef int (*clef_video_frame_fn)(void *ctx, int32_t k, const uint8_t *rgb,
  */
 int clef_video_decode_frames(clef_video_decoder *d, const int64_t *indices,
     int32_t n, clef_video_frame_fn fn, void *ctx, clef_error *err);
+
+/*
+ * Timed sampling: decodes the whole stream, calling fn with each frame
+ * kept (k counts them), rgb24 of clef_video_timed_size() of the stream's
+ * size; info.kept is set at the end.  Errors as clef_video_open's, and
+ * 400 video_invalid when no frame is kept.
+ */
+int clef_video_decode_timed(clef_video_decoder *d, clef_video_frame_fn fn,
+    void *ctx, clef_error *err);
 
 void clef_video_close(clef_video_decoder *d);
 

@@ -15,6 +15,11 @@
  *      frame; rows (pair, merge-block row, merge-block col, 2, 2), each
  *      3 x 2 x 16 x 16 values (channel, frame of the pair, y, x).
  *
+ * With vc's timed sampling (Clef Omni, video_sample.h), steps 1-3 are
+ * its reference's instead: every frame at or past each 1 / fps step,
+ * scaled as PyAV scales it (video_decode.h), an odd count repeating its
+ * last, then one smart_resize for all frames.
+ *
  * The result is plain data: the resized frames, the grid (t, h, w), the
  * sampled indices, the fps and each pair's time.  Placing it in a request
  * (pad tokens, "<t seconds>" texts, M-RoPE) is the caller's.
@@ -31,9 +36,11 @@
 
 typedef struct {
     clef_video_info  info;          /* the decoder's scan */
-    int32_t   n_frames;             /* sampled, before the pair padding */
-    int64_t  *indices;              /* [n_frames] */
-    double   *times;                /* [grid_t] seconds, each pair's mean */
+    int32_t   n_frames;             /* sampled, before the pair padding
+                                       (timed sampling: after it) */
+    int64_t  *indices;              /* [n_frames]; NULL when timed */
+    double   *times;                /* [grid_t] seconds, each pair's mean;
+                                       NULL when timed */
     int32_t   grid_t, grid_h, grid_w;
     uint8_t  *rgb;                  /* [n_frames][grid_h patch][grid_w
                                        patch][3], resized */

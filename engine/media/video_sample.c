@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "media/processor.h"
 #include "media/video_decode.h"
 
 
@@ -28,6 +29,9 @@ clef_video_config_default(clef_video_config *vc)
 {
     int  c;
 
+    vc->sampling = CLEF_VIDEO_SPREAD;
+    vc->max_frame_pixels = 256 * 32 * 32;
+    vc->position_step = 1;
     vc->fps = 2.0;
     vc->min_frames = 4;
     vc->max_frames = 768;
@@ -43,6 +47,24 @@ clef_video_config_default(clef_video_config *vc)
         vc->mean[c] = 0.5;
         vc->std[c] = 0.5;
     }
+}
+
+
+void
+clef_video_config_omni(clef_video_config *vc, int position_id_per_seconds)
+{
+    float  step;
+
+    vc->sampling = CLEF_VIDEO_TIMED;
+    vc->max_frame_pixels = 256 * 32 * 32;
+    vc->fps = 2.0;
+    vc->min_pixels = 128 * 32 * 32;
+    vc->max_pixels = 768 * 32 * 32;
+    vc->cap_pixels_per_frame = 0;
+    /* torch: arange(t) * float32(temporal / fps) * position_id_per_seconds */
+    step = (float) (vc->temporal_patch_size / vc->fps)
+           * (float) position_id_per_seconds;
+    vc->position_step = (int32_t) step;
 }
 
 
@@ -226,4 +248,49 @@ clef_video_pad_tokens(int64_t total, double video_fps, int64_t h, int64_t w,
     }
     return (int64_t) s.grid_t * s.grid_h * s.grid_w
            / (vc->merge_size * vc->merge_size);
+}
+
+
+void
+clef_video_timed_size(int64_t w, int64_t h, const clef_video_config *vc,
+    int32_t *ow, int32_t *oh)
+{
+    double  scale, x;
+
+    /* min(1.0, math.sqrt(MAX / (w * h))); round() half to even */
+    scale = sqrt((double) vc->max_frame_pixels / (double) (w * h));
+    if (scale > 1.0) {
+        scale = 1.0;
+    }
+    x = nearbyint((double) w * scale / 2) * 2;
+    *ow = x < 2 ? 2 : (int32_t) x;
+    x = nearbyint((double) h * scale / 2) * 2;
+    *oh = x < 2 ? 2 : (int32_t) x;
+}
+
+
+int
+clef_video_timed_shape(int64_t kept, int64_t w, int64_t h,
+    const clef_video_config *vc, clef_video_shape *s, const char **why)
+{
+    int32_t  sw, sh;
+
+    if (kept < 1 || w < 1 || h < 1) {
+        *why = "has no decodable frames";
+        return -1;
+    }
+    clef_video_timed_size(w, h, vc, &sw, &sh);
+    s->n_frames = (int32_t) (kept + (vc->temporal_patch_size
+                                     - kept % vc->temporal_patch_size)
+                                    % vc->temporal_patch_size);
+    if (clef_smart_resize(sh, sw, vc->patch_size * vc->merge_size,
+                          vc->min_pixels, vc->max_pixels, &s->height,
+                          &s->width, why) != 0)
+    {
+        return -1;
+    }
+    s->grid_t = clef_video_grid_t(s->n_frames, vc);
+    s->grid_h = (int32_t) (s->height / vc->patch_size);
+    s->grid_w = (int32_t) (s->width / vc->patch_size);
+    return 0;
 }

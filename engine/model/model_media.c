@@ -7,13 +7,30 @@
 /* What Clef Omni's reference does differently (its joint_schema_model.py
  * encoder): each placeholder with its own "\n", images opened with PIL
  * (no EXIF orientation) and sized within its IMAGE_SIZE, shortest_edge
- * 65536 and longest_edge 1048576 pixels.  Its videos (sampled and
- * placed its own way, with their sound) are not served yet: refused by
- * name, never run through Clef's video processor. */
+ * 65536 and longest_edge 1048576 pixels; videos decoded with PyAV at 2
+ * frames a second and processed by Qwen2VLVideoProcessor with the
+ * patches and normalisation of preprocessor_config.json (the timed
+ * sampling of media/video_sample.h), in one span whose frame pairs are
+ * position_id_per_seconds apart.  Videos with sound are refused where
+ * their files are opened (protocol/encode_media.c). */
 static void
-omni_media_conf(clef_media_conf *mc)
+omni_media_conf(const clef_model *m, clef_media_conf *mc)
 {
-    mc->accepts &= ~CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO);
+    const clef_omni_config  *oc = clef_model_omni_config(m);
+    int                      c;
+
+    mc->video.patch_size = mc->processor.patch_size;
+    mc->video.temporal_patch_size = mc->processor.temporal_patch_size;
+    mc->video.merge_size = mc->processor.merge_size;
+    mc->video.rescale_factor = mc->processor.rescale_factor;
+    for (c = 0; c < 3; c++) {
+        mc->video.mean[c] = mc->processor.mean[c];
+        mc->video.std[c] = mc->processor.std[c];
+    }
+    clef_video_config_omni(&mc->video, oc != NULL
+                           ? oc->position_id_per_seconds
+                           : CLEF_OMNI_POSITIONS_PER_SECOND);
+    mc->videos_with_sound = CLEF_VIDEO_SOUND_REFUSED;
     mc->newline_each = 1;
     mc->processor.exif_orientation = 0;
     mc->processor.min_pixels = 65536;
@@ -45,7 +62,7 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
         mc->tokens[CLEF_MEDIA_VIDEO].end = vc->vision_end_token_id;
     }
     if (clef_model_family(m) == CLEF_FAMILY_OMNI) {
-        omni_media_conf(mc);
+        omni_media_conf(m, mc);
     }
     /* audio clips (Clef Omni's audio tower): <|audio_start|>, one
      * <|audio_pad|> per row of the tower, <|audio_end|>.  The kind is

@@ -80,8 +80,10 @@ typedef struct {
  * puts its token (s, i, j) (s counting the span's h x w groups) at
  * (p + s, p + i, p + j) and the text after it at p + max(groups, h, w).
  * An image is one span of one group: (p, p + i, p + j), then
- * p + max(h, w).  An audio clip's span counts on as text (p + i on every
- * axis).  pos: [3][n].
+ * p + max(h, w).  An item with a t_step (Clef Omni's video, its reference's
+ * get_rope_index without audio) puts group s at time p + s t_step, and
+ * the text after it at p + max((groups - 1) t_step + 1, h, w).  An audio
+ * clip's span counts on as text (p + i on every axis).  pos: [3][n].
  */
 void clef_mrope_positions(int64_t n, const clef_media_item *items,
     const clef_media_span *spans, int n_spans, int32_t *pos);

@@ -10,6 +10,40 @@
 #include "model/model_media.h"
 
 
+static int
+plan_has(const clef_plan *plan, clef_media_kind kind)
+{
+    int  k;
+
+    for (k = 0; k < plan->n_media; k++) {
+        if (plan->media[k].kind == kind) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+/* Clef Omni's reference takes the videos' sound (use_audio_in_video) only
+ * when every video of the record has an audio track: one silent video
+ * turns it off for all. */
+static int
+all_videos_with_sound(const clef_encode_opts *opts)
+{
+    int  k, videos = 0;
+
+    for (k = 0; k < opts->n_media; k++) {
+        if (opts->media[k].kind == CLEF_MEDIA_VIDEO) {
+            if (!opts->media[k].has_audio) {
+                return 0;
+            }
+            videos++;
+        }
+    }
+    return videos > 0;
+}
+
+
 void
 clef_encode_media_release(clef_encode_opts *opts)
 {
@@ -49,6 +83,17 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
                                   kind->many);
         }
     }
+    /* Clef Omni's reference hands its processor the request's
+     * media_kwargs beside its own videos_kwargs, which it refuses or
+     * applies its own way: none is taken with its videos */
+    if (mc->video.sampling == CLEF_VIDEO_TIMED && plan->kwargs.set != 0
+        && plan_has(plan, CLEF_MEDIA_VIDEO))
+    {
+        return clef_error_set(err, 400, "media_kwargs_unsupported",
+            "[\"body\",\"media_kwargs\"]",
+            "Clef Omni takes no media_kwargs with videos: its reference "
+            "samples them at 2 frames a second with its own sizes.");
+    }
     /* items that cannot fit are refused before a pixel is decoded */
     ids = clef_plan_media_ids(plan, mc);
     max_length = opts->max_length > 0 ? opts->max_length
@@ -82,6 +127,17 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
             clef_encode_media_release(opts);
             return -1;
         }
+    }
+    if (mc->videos_with_sound == CLEF_VIDEO_SOUND_REFUSED
+        && all_videos_with_sound(opts))
+    {
+        clef_encode_media_release(opts);
+        return clef_error_set(err, 400, "videos_with_sound_unsupported",
+            "[\"body\",\"videos\"]",
+            "Clef Omni videos with sound are not supported yet: every video "
+            "of this request has an audio track, which the model would hear "
+            "with its frames; send at least one video without an audio "
+            "track, or the videos without their sound.");
     }
     return 0;
 }
