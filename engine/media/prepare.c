@@ -87,7 +87,7 @@ video_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
 
     if (it->t_step > 0) {
         /* Clef Omni: the whole video in one span, as an image */
-        return image_expand(it, item, tok, tk, ids, spans);
+        return span_expand(it, item, tok, tk, ids, spans);
     }
     for (j = 0; j < it->grid_t; j++) {
         n = clef_video_time_text(it->timestamps[j], text, sizeof(text));
