@@ -451,7 +451,7 @@ tk_bpe_word(const tk_bpe *b, const char *w, size_t n, clef_ids *out)
         return clef_ids_push(out, b->byte_id[(unsigned char) w[0]]);
     }
     if (n <= TK_CACHE_MAX_WORD) {
-        h = tk_hash(w, n);
+        h = clef_hash(w, n);
         rc = tk_cache_get(&b->cache, h, w, n, out);
         if (rc != 0) {
             return rc > 0 ? 0 : -1;

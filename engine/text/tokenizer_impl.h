@@ -3,7 +3,7 @@
  * files:
  *   tokenizer.c          loading tokenizer.json, the encode pipeline
  *   tokenizer_vocab.c    the tokenizer.json a GGUF vocabulary stands for
- *   tokenizer_map.c      hashing and the string -> id map
+ *   tokenizer_map.c      the string -> id map
  *   tokenizer_added.c    added tokens: leftmost-longest matching + flags
  *   tokenizer_unicode.c  UTF-8 checks, White_Space / word characters, NFC
  *   tokenizer_regex.c    Oniguruma -> PCRE2 pattern translation, splitting
@@ -26,6 +26,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "text/tokenizer.h"
 
 
@@ -46,8 +47,6 @@ clef_tokenizer *tk_from_json(json_t *root, const char *what, clef_error *err);
 
 
 /* ---- tokenizer_map.c ------------------------------------------------- */
-
-uint64_t tk_hash(const void *p, size_t n);
 
 typedef struct {
     uint32_t  off;       /* key bytes at keys.data + off */
