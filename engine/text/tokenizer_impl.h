@@ -22,11 +22,11 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #endif
 #include <pcre2.h>
-#include <jansson.h>
 
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/hash.h"
+#include "text/json.h"
 #include "text/tokenizer.h"
 
 
@@ -40,10 +40,30 @@ int tk_fail(clef_error *err, const char *type, const char *what,
 /* The 500 "out_of_memory" error for a failed allocation. */
 int tk_oom(clef_error *err);
 
-/* A tokenizer from a parsed tokenizer.json (root is not kept); what names
- * its source in messages.  tokenizer_vocab.c builds one for GGUF's
- * vocabularies. */
-clef_tokenizer *tk_from_json(json_t *root, const char *what, clef_error *err);
+/* A tokenizer from the text of a tokenizer.json, parsed by text/json.h
+ * into an arena freed before the return; what names its source in
+ * messages.  tokenizer_vocab.c writes one for GGUF's vocabularies. */
+clef_tokenizer *tk_from_text(const char *text, size_t len, const char *what,
+    clef_error *err);
+
+/* The same from the parsed tree, an object (root is not kept). */
+clef_tokenizer *tk_from_json(const clef_json *root, const char *what,
+    clef_error *err);
+
+/* The tree's values are read as jansson's accessors did: an absent member
+ * (NULL) has no type, and JSON null is a value of its own. */
+static inline int
+tk_json_is(const clef_json *v, clef_json_type type)
+{
+    return v != NULL && v->type == type;
+}
+
+/* The string of v (NUL-terminated; v->len bytes), NULL for no string. */
+static inline const char *
+tk_json_str(const clef_json *v)
+{
+    return tk_json_is(v, CLEF_JSON_STRING) ? v->str : NULL;
+}
 
 
 /* ---- tokenizer_map.c ------------------------------------------------- */
@@ -238,9 +258,8 @@ typedef struct {
     tk_cache    cache;
 } tk_bpe;
 
-/* model.vocab and model.merges already checked to be an object and an
- * array; what names the file in messages. */
-int  tk_bpe_load(tk_bpe *b, json_t *model, const char *what,
+/* model is an object; what names the file in messages. */
+int  tk_bpe_load(tk_bpe *b, const clef_json *model, const char *what,
     clef_error *err);
 void tk_bpe_free(tk_bpe *b);
 
