@@ -99,17 +99,18 @@ load_options(tk_bpe *b, const clef_json *model, const char *what,
     clef_error *err)
 {
     const clef_json  *v;
-    const char       *key;
+    const char       *key, *type;
     static const char *const  affixes[] = {
         "continuing_subword_prefix", "end_of_word_suffix"
     };
     size_t            i;
 
     v = clef_json_get(model, "type");
-    if (v != NULL && !(v->type == CLEF_JSON_STRING && strcmp(v->str, "BPE") == 0)) {
+    type = tk_json_str(v);
+    if (v != NULL && (type == NULL || strcmp(type, "BPE") != 0)) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "unsupported model type \"%s\" (only BPE is supported)",
-                       v->type == CLEF_JSON_STRING ? v->str : "?");
+                       type != NULL ? type : "?");
     }
     v = clef_json_get(model, "dropout");
     if (v != NULL && v->type != CLEF_JSON_NULL && !is_zero(v)) {

@@ -572,7 +572,9 @@ tk_from_json(const clef_json *root, const char *what, clef_error *err)
         goto fail;
     }
     tk->max_id = tk->bpe.max_id;
-    if (load_normalizer(tk, clef_json_get(root, "normalizer"), what, err) != 0) {
+    if (load_normalizer(tk, clef_json_get(root, "normalizer"), what, err)
+        != 0)
+    {
         goto fail;
     }
     if (load_pre_tokenizer(tk, clef_json_get(root, "pre_tokenizer"), what, err)

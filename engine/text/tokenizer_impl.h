@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifndef PCRE2_CODE_UNIT_WIDTH
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -58,11 +59,14 @@ tk_json_is(const clef_json *v, clef_json_type type)
     return v != NULL && v->type == type;
 }
 
-/* The string of v (NUL-terminated; v->len bytes), NULL for no string. */
+/* The string of v as a C string, for names compared with strcmp(); NULL
+ * for no string, or one with a NUL inside ("NFC\u0000x" is not "NFC";
+ * jansson refused any \u0000). */
 static inline const char *
 tk_json_str(const clef_json *v)
 {
-    return tk_json_is(v, CLEF_JSON_STRING) ? v->str : NULL;
+    return tk_json_is(v, CLEF_JSON_STRING) && memchr(v->str, 0, v->len) == NULL
+           ? v->str : NULL;
 }
 
 

@@ -161,7 +161,8 @@ write_json(clef_buf *b, const clef_tokenizer_vocab *v, const char *regex,
                         "\"ignore_merges\":false") != 0
         || (unk != SIZE_MAX
             && (clef_buf_printf(b, ",\"unk_token\":") != 0
-                || clef_render_string(b, v->tokens[unk], v->token_len[unk]) != 0))
+                || clef_render_string(b, v->tokens[unk], v->token_len[unk])
+                   != 0))
         || clef_buf_printf(b, "},\"normalizer\":{\"type\":\"NFC\"},"
                            "\"pre_tokenizer\":{\"type\":\"Sequence\","
                            "\"pretokenizers\":[{\"type\":\"Split\","

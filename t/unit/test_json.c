@@ -365,7 +365,8 @@ check_duplicates_colliding(void)
     b.len--;
     off = b.len + 1;
     clef_buf_printf(&b, ",\"%s\":0,\"%s\":1}", keys[hi], keys[32 - hi]);
-    snprintf(reason, sizeof(reason), "duplicate key \"%s\" in object", keys[hi]);
+    snprintf(reason, sizeof(reason), "duplicate key \"%s\" in object",
+             keys[hi]);
     check_refusal(b.data, b.len, off, reason, "first repeat of colliding keys");
     clef_buf_free(&b);
 }

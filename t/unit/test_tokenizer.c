@@ -770,6 +770,18 @@ check_load_errors(void)
     CHECK_STR(err.message, want, "unsupported normalizer: message");
     CHECK_STR(err.type, "tokenizer_unsupported", "unsupported normalizer: type");
 
+    /* a NUL inside a name: not the name (jansson refused \u0000) */
+    path_join(path, sizeof(path), dir, "nul.json");
+    snprintf(want, sizeof(want), "{%s,\"normalizer\":{\"type\":\"NFC\\u0000x\"},"
+             "\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}", good_model);
+    write_file(path, want);
+    tk = clef_tokenizer_load(path, &err);
+    snprintf(want, sizeof(want), "tokenizer '%s': unsupported normalizer \"?\""
+             " (only NFC, or a Sequence of NFC, is supported)", path);
+    CHECK_STR(tk == NULL ? err.message : "(loaded)", want,
+              "a normalizer named NFC\\u0000x is refused");
+    unlink(path);
+
     path_join(path, sizeof(path), dir, "split.json");
     snprintf(want, sizeof(want), "{%s,\"pre_tokenizer\":{\"type\":\"Sequence\","
              "\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"a\"},"
@@ -904,20 +916,24 @@ check_from_vocab(void)
     if (tk != NULL) {
         CHECK_INT(clef_tokenizer_token_id(tk, "a"), 3,
                   "vocab with a repeat: the last id wins");
-        CHECK(encodes_to(tk, "aab", want2, 2), "vocab with a repeat: aab is 3 2");
-        CHECK_INT(clef_tokenizer_vocab_size(tk), 4, "vocab with a repeat: size");
+        CHECK(encodes_to(tk, "aab", want2, 2),
+              "vocab with a repeat: aab is 3 2");
+        CHECK_INT(clef_tokenizer_vocab_size(tk), 4,
+                  "vocab with a repeat: size");
         clef_tokenizer_free(tk);
     }
 
     tk = from_vocab("qwen2", bad, NULL, 3, &err);
     CHECK_STR(tk == NULL ? err.message : "(loaded)",
-              "vocab: token 1 is not valid UTF-8", "a token not UTF-8 is refused");
+              "vocab: token 1 is not valid UTF-8",
+              "a token not UTF-8 is refused");
     CHECK_STR(err.type, "tokenizer_invalid", "a token not UTF-8: type");
 
     tk = from_vocab("llama-bpe", dup, NULL, 4, &err);
     CHECK_STR(tk == NULL ? err.message : "(loaded)",
               "vocab: the pre-tokenizer \"llama-bpe\" is not supported"
-              " (\"qwen2\" and \"qwen35\" are)", "an unknown pre-tokenizer is refused");
+              " (\"qwen2\" and \"qwen35\" are)",
+              "an unknown pre-tokenizer is refused");
 }
 
 static int
