@@ -54,14 +54,15 @@ pair_put(tk_bpe *b, int32_t left, int32_t right, uint32_t rank, int32_t id)
 
 /* A merge as two strings: "a b" (exactly one space) or ["a", "b"]. */
 static int
-merge_parts(json_t *m, const char **a, size_t *an, const char **c, size_t *cn)
+merge_parts(const clef_json *m, const char **a, size_t *an, const char **c,
+    size_t *cn)
 {
     const char  *s, *sp;
     size_t       n;
 
-    if (json_is_string(m)) {
-        s = json_string_value(m);
-        n = json_string_length(m);
+    if (m->type == CLEF_JSON_STRING) {
+        s = m->str;
+        n = m->len;
         sp = memchr(s, ' ', n);
         if (sp == NULL || memchr(sp + 1, ' ', n - (size_t) (sp - s) - 1) != NULL) {
             return -1;
@@ -72,69 +73,78 @@ merge_parts(json_t *m, const char **a, size_t *an, const char **c, size_t *cn)
         *cn = n - *an - 1;
         return 0;
     }
-    if (json_is_array(m) && json_array_size(m) == 2
-        && json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1)))
+    if (m->type == CLEF_JSON_ARRAY && m->len == 2
+        && m->items[0]->type == CLEF_JSON_STRING
+        && m->items[1]->type == CLEF_JSON_STRING)
     {
-        *a = json_string_value(json_array_get(m, 0));
-        *an = json_string_length(json_array_get(m, 0));
-        *c = json_string_value(json_array_get(m, 1));
-        *cn = json_string_length(json_array_get(m, 1));
+        *a = m->items[0]->str;
+        *an = m->items[0]->len;
+        *c = m->items[1]->str;
+        *cn = m->items[1]->len;
         return 0;
     }
     return -1;
 }
 
+/* 0 or 0.0 (jansson's json_number_value(v) == 0) */
 static int
-load_options(tk_bpe *b, json_t *model, const char *what, clef_error *err)
+is_zero(const clef_json *v)
 {
-    json_t      *v;
-    const char  *key;
+    return (v->type == CLEF_JSON_INT && v->len == 1 && v->str[0] == '0')
+           || (v->type == CLEF_JSON_FLOAT && v->num == 0);
+}
+
+static int
+load_options(tk_bpe *b, const clef_json *model, const char *what,
+    clef_error *err)
+{
+    const clef_json  *v;
+    const char       *key, *type;
     static const char *const  affixes[] = {
         "continuing_subword_prefix", "end_of_word_suffix"
     };
-    size_t       i;
+    size_t            i;
 
-    v = json_object_get(model, "type");
-    if (v != NULL && !(json_is_string(v) && strcmp(json_string_value(v), "BPE") == 0)) {
+    v = clef_json_get(model, "type");
+    type = tk_json_str(v);
+    if (v != NULL && (type == NULL || strcmp(type, "BPE") != 0)) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "unsupported model type \"%s\" (only BPE is supported)",
-                       json_is_string(v) ? json_string_value(v) : "?");
+                       type != NULL ? type : "?");
     }
-    v = json_object_get(model, "dropout");
-    if (v != NULL && !json_is_null(v)
-        && !(json_is_number(v) && json_number_value(v) == 0))
-    {
+    v = clef_json_get(model, "dropout");
+    if (v != NULL && v->type != CLEF_JSON_NULL && !is_zero(v)) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "BPE dropout is not supported");
     }
-    v = json_object_get(model, "byte_fallback");
-    if (json_is_true(v)) {
+    v = clef_json_get(model, "byte_fallback");
+    if (tk_json_is(v, CLEF_JSON_TRUE)) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "BPE byte_fallback is not supported");
     }
     for (i = 0; i < 2; i++) {
         key = affixes[i];
-        v = json_object_get(model, key);
-        if (v != NULL && !json_is_null(v)
-            && !(json_is_string(v) && json_string_length(v) == 0))
+        v = clef_json_get(model, key);
+        if (v != NULL && v->type != CLEF_JSON_NULL
+            && !(v->type == CLEF_JSON_STRING && v->len == 0))
         {
             return tk_fail(err, "tokenizer_unsupported", what,
                            "BPE %s is not supported", key);
         }
     }
-    b->fuse_unk = json_is_true(json_object_get(model, "fuse_unk"));
-    b->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
+    b->fuse_unk = tk_json_is(clef_json_get(model, "fuse_unk"), CLEF_JSON_TRUE);
+    b->ignore_merges = tk_json_is(clef_json_get(model, "ignore_merges"),
+                                  CLEF_JSON_TRUE);
     b->unk_id = -1;
-    v = json_object_get(model, "unk_token");
-    if (json_is_string(v)) {
-        b->unk_id = tk_strmap_get(&b->vocab, json_string_value(v),
-                                  json_string_length(v));
+    v = clef_json_get(model, "unk_token");
+    if (tk_json_is(v, CLEF_JSON_STRING)) {
+        b->unk_id = tk_strmap_get(&b->vocab, v->str, v->len);
         if (b->unk_id < 0) {
             return tk_fail(err, "tokenizer_invalid", what,
                            "the BPE unk_token \"%s\" is not in the vocab",
-                           json_string_value(v));
+                           v->str);
         }
-    } else if (v != NULL && !json_is_null(v)) {
+    } else if (v != NULL && v->type != CLEF_JSON_NULL) {
         return tk_fail(err, "tokenizer_invalid", what,
                        "the BPE unk_token must be a string or null");
     }
@@ -142,9 +152,10 @@ load_options(tk_bpe *b, json_t *model, const char *what, clef_error *err)
 }
 
 static int
-load_merges(tk_bpe *b, json_t *merges, const char *what, clef_error *err)
+load_merges(tk_bpe *b, const clef_json *merges, const char *what,
+    clef_error *err)
 {
-    size_t       n = merges != NULL ? json_array_size(merges) : 0, cap, i, an, cn;
+    size_t       n = merges != NULL ? merges->len : 0, cap, i, an, cn;
     const char  *a, *c;
     int32_t      ia, ic, im;
     clef_buf     cat = { 0 };
@@ -160,7 +171,7 @@ load_merges(tk_bpe *b, json_t *merges, const char *what, clef_error *err)
     b->pair_mask = cap - 1;
 
     for (i = 0; i < n; i++) {
-        if (merge_parts(json_array_get(merges, i), &a, &an, &c, &cn) != 0) {
+        if (merge_parts(merges->items[i], &a, &an, &c, &cn) != 0) {
             clef_buf_free(&cat);
             return tk_fail(err, "tokenizer_invalid", what,
                            "model.merges[%zu] is neither \"a b\" nor [\"a\", \"b\"]", i);
@@ -184,36 +195,59 @@ load_merges(tk_bpe *b, json_t *merges, const char *what, clef_error *err)
     return 0;
 }
 
-int
-tk_bpe_load(tk_bpe *b, json_t *model, const char *what, clef_error *err)
+/* An id of model.vocab: an integer from 0 to INT32_MAX (the parser gives
+ * its decimal text, any size), else -1. */
+static int32_t
+vocab_id(const clef_json *v)
 {
-    json_t      *vocab, *merges, *v;
-    const char  *key;
-    size_t       i, n;
-    json_int_t   id;
-    char         bc[4];
+    int64_t  id = 0;
+    size_t   i;
+
+    /* "-0" arrives as "0": a sign means below zero */
+    if (v->type != CLEF_JSON_INT || v->str[0] == '-') {
+        return -1;
+    }
+    for (i = 0; i < v->len; i++) {
+        id = id * 10 + (v->str[i] - '0');
+        if (id > INT32_MAX) {
+            return -1;
+        }
+    }
+    return (int32_t) id;
+}
+
+int
+tk_bpe_load(tk_bpe *b, const clef_json *model, const char *what,
+    clef_error *err)
+{
+    const clef_json  *vocab, *merges;
+    const clef_str   *key;
+    size_t            i, n;
+    int32_t           id;
+    char              bc[4];
 
     memset(b, 0, sizeof(*b));
     b->max_id = -1;
-    vocab = json_object_get(model, "vocab");
-    merges = json_object_get(model, "merges");
-    if (!json_is_object(vocab)) {
+    vocab = clef_json_get(model, "vocab");
+    merges = clef_json_get(model, "merges");
+    if (!tk_json_is(vocab, CLEF_JSON_OBJECT)) {
         return tk_fail(err, "tokenizer_invalid", what, "model.vocab is not an object");
     }
-    if (merges != NULL && !json_is_array(merges)) {
+    if (merges != NULL && merges->type != CLEF_JSON_ARRAY) {
         return tk_fail(err, "tokenizer_invalid", what, "model.merges is not an array");
     }
-    json_object_foreach(vocab, key, v) {
-        id = json_is_integer(v) ? json_integer_value(v) : -1;
-        if (id < 0 || id > INT32_MAX) {
+    for (i = 0; i < vocab->len; i++) {
+        key = &vocab->keys[i];
+        id = vocab_id(vocab->items[i]);
+        if (id < 0) {
             return tk_fail(err, "tokenizer_invalid", what,
-                           "model.vocab[\"%s\"] is not a valid id", key);
+                           "model.vocab[\"%s\"] is not a valid id", key->s);
         }
-        if (tk_strmap_put(&b->vocab, key, strlen(key), (int32_t) id) != 0) {
+        if (tk_strmap_put(&b->vocab, key->s, key->len, id) != 0) {
             return tk_oom(err);
         }
-        if ((int32_t) id > b->max_id) {
-            b->max_id = (int32_t) id;
+        if (id > b->max_id) {
+            b->max_id = id;
         }
     }
     b->vocab_len = b->vocab.used;
@@ -451,7 +485,7 @@ tk_bpe_word(const tk_bpe *b, const char *w, size_t n, clef_ids *out)
         return clef_ids_push(out, b->byte_id[(unsigned char) w[0]]);
     }
     if (n <= TK_CACHE_MAX_WORD) {
-        h = tk_hash(w, n);
+        h = clef_hash(w, n);
         rc = tk_cache_get(&b->cache, h, w, n, out);
         if (rc != 0) {
             return rc > 0 ? 0 : -1;

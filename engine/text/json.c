@@ -51,9 +51,12 @@
  * it is; then errors come in text order, except that a duplicate key is
  * found when its object closes.
  *
- * Cost: linear but for the duplicate check of big objects.  Strings without
- * escapes are copied in one go; keys are compared pairwise in objects of up
- * to 16 members and sorted (O(n log n), no hash to flood) in bigger ones.
+ * Cost: linear.  Strings without escapes are copied in one go.  The keys
+ * of an object of up to 16 members are compared pairwise; those of a bigger
+ * one go into a hash set (a tokenizer.json's vocab has 151k).  The hash is
+ * not keyed, so a body may be crafted to make its keys collide: the set
+ * gives up after JSON_PROBES_PER_KEY probes a key on average, far beyond
+ * what chance gives, and the keys are sorted instead (O(n log n)).
  * The members of an open container wait on a scratch stack (malloc'd, freed
  * on return) until their count is known; the tree itself is in the arena.
  */
@@ -66,12 +69,14 @@
 #include <string.h>
 
 #include "base/grow.h"
+#include "base/hash.h"
 #include "base/mem.h"
 #include "text/json.h"
 #include "text/render.h"
 
 #define JSON_MAX_INT_DIGITS   4300
-#define JSON_PAIRWISE_KEYS    16       /* above this, sort to find repeats */
+#define JSON_PAIRWISE_KEYS    16       /* above this, hash to find repeats */
+#define JSON_PROBES_PER_KEY   8        /* the hash set's budget, on average */
 #define JSON_KEY_SHOWN        64
 
 typedef struct {
@@ -665,12 +670,61 @@ json_duplicate(json_parser *ps, const json_key *dup)
 }
 
 
+/*
+ * The keys in text order into an open-addressing set: the first key found
+ * already there is the repeat first in the text, as the sort finds it.
+ * Returns 0 (no repeat), -1 (refused, or out of memory), or 1 when the
+ * keys collide beyond the budget and must be sorted.
+ */
+static int
+json_check_keys_hashed(json_parser *ps, const json_key *k, size_t n)
+{
+    uint32_t  *set;
+    size_t     cap, mask, budget, i, j;
+    int        rc = 0;
+
+    if (n > UINT32_MAX / 4) {
+        return 1;
+    }
+    for (cap = 64; cap < 2 * n; cap *= 2) {
+        /* void */
+    }
+    set = clef_mem_calloc(cap * sizeof(uint32_t));      /* 0: empty */
+    if (set == NULL) {
+        return json_oom(ps);
+    }
+    mask = cap - 1;
+    budget = JSON_PROBES_PER_KEY * n;
+
+    for (i = 0; i < n && rc == 0; i++) {
+        j = clef_hash(k[i].key.s, k[i].key.len) & mask;
+        for ( /* void */ ; set[j] != 0; j = (j + 1) & mask) {
+            if (budget-- == 0) {
+                rc = 1;
+                break;
+            }
+            if (json_key_cmp(&k[set[j] - 1].key, &k[i].key) == 0) {
+                rc = json_duplicate(ps, &k[i]);
+                break;
+            }
+        }
+        if (rc == 0) {
+            set[j] = (uint32_t) (i + 1);
+        }
+    }
+
+    clef_mem_free(set);
+    return rc;
+}
+
+
 /* Refuses the object when a key repeats; names the repeat first in the text. */
 static int
 json_check_keys(json_parser *ps, const json_key *k, size_t n)
 {
     const json_key   *first = NULL, **order;
     size_t            i, j;
+    int               rc;
 
     if (n <= JSON_PAIRWISE_KEYS) {
         for (j = 1; j < n; j++) {
@@ -681,6 +735,11 @@ json_check_keys(json_parser *ps, const json_key *k, size_t n)
             }
         }
         return 0;
+    }
+
+    rc = json_check_keys_hashed(ps, k, n);
+    if (rc != 1) {
+        return rc;
     }
 
     order = clef_mem_alloc(n * sizeof(*order));

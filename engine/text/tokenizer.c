@@ -114,40 +114,38 @@ tk_oom(clef_error *err)
 }
 
 static const char *
-type_of(json_t *o)
+type_of(const clef_json *o)
 {
-    json_t  *t = json_object_get(o, "type");
-
-    return json_is_string(t) ? json_string_value(t) : NULL;
+    return tk_json_str(clef_json_get(o, "type"));
 }
 
 /* ---- normalizer ------------------------------------------------------ */
 
 static int
-load_normalizer(clef_tokenizer *tk, json_t *n, const char *what,
+load_normalizer(clef_tokenizer *tk, const clef_json *n, const char *what,
     clef_error *err)
 {
-    const char  *type;
-    json_t      *seq, *v;
-    size_t       i;
+    const char       *type;
+    const clef_json  *seq;
+    size_t            i;
 
-    if (n == NULL || json_is_null(n)) {
+    if (n == NULL || n->type == CLEF_JSON_NULL) {
         return 0;
     }
-    type = json_is_object(n) ? type_of(n) : NULL;
+    type = type_of(n);
     if (type != NULL && strcmp(type, "NFC") == 0) {
         tk->nfc = 1;
         return 0;
     }
     if (type != NULL && strcmp(type, "Sequence") == 0) {
-        seq = json_object_get(n, "normalizers");
-        if (!json_is_array(seq)) {
+        seq = clef_json_get(n, "normalizers");
+        if (!tk_json_is(seq, CLEF_JSON_ARRAY)) {
             return tk_fail(err, "tokenizer_invalid", what,
                            "normalizer Sequence has no normalizers array");
         }
         /* NFC is idempotent: any number of them is one NFC. */
-        json_array_foreach(seq, i, v) {
-            if (load_normalizer(tk, v, what, err) != 0) {
+        for (i = 0; i < seq->len; i++) {
+            if (load_normalizer(tk, seq->items[i], what, err) != 0) {
                 return -1;
             }
         }
@@ -161,35 +159,37 @@ load_normalizer(clef_tokenizer *tk, json_t *n, const char *what,
 /* ---- pre-tokenizer --------------------------------------------------- */
 
 static int
-load_split(clef_tokenizer *tk, json_t *p, const char *what, clef_error *err)
+load_split(clef_tokenizer *tk, const clef_json *p, const char *what,
+    clef_error *err)
 {
-    json_t      *pat, *s, *beh;
-    tk_regex    *re;
-    int          literal;
-    char         name[600];
+    const clef_json  *pat, *s;
+    const char       *beh;
+    tk_regex         *re;
+    int               literal;
+    char              name[600];
 
     if (tk->have_byte_level) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "a Split pre_tokenizer after ByteLevel is not supported");
     }
-    beh = json_object_get(p, "behavior");
-    if (!json_is_string(beh) || strcmp(json_string_value(beh), "Isolated") != 0) {
+    beh = tk_json_str(clef_json_get(p, "behavior"));
+    if (beh == NULL || strcmp(beh, "Isolated") != 0) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "unsupported Split behavior \"%s\" (only Isolated is supported)",
-                       json_is_string(beh) ? json_string_value(beh) : "?");
+                       beh != NULL ? beh : "?");
     }
-    if (!json_is_false(json_object_get(p, "invert"))) {
+    if (!tk_json_is(clef_json_get(p, "invert"), CLEF_JSON_FALSE)) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "a Split with invert other than false is not supported");
     }
-    pat = json_object_get(p, "pattern");
+    pat = clef_json_get(p, "pattern");
     literal = 0;
-    s = json_object_get(pat, "Regex");
+    s = clef_json_get(pat, "Regex");
     if (s == NULL) {
-        s = json_object_get(pat, "String");
+        s = clef_json_get(pat, "String");
         literal = 1;
     }
-    if (!json_is_string(s)) {
+    if (!tk_json_is(s, CLEF_JSON_STRING)) {
         return tk_fail(err, "tokenizer_invalid", what,
                        "a Split pattern must be {\"Regex\": ...} or {\"String\": ...}");
     }
@@ -199,8 +199,8 @@ load_split(clef_tokenizer *tk, json_t *p, const char *what, clef_error *err)
     }
     tk->splits = re;
     snprintf(name, sizeof(name), "%s: Split pre_tokenizer", what);
-    if (tk_regex_compile(&tk->splits[tk->n_splits], json_string_value(s),
-                         json_string_length(s), literal, name, err) != 0)
+    if (tk_regex_compile(&tk->splits[tk->n_splits], s->str, s->len, literal,
+                         name, err) != 0)
     {
         return -1;
     }
@@ -209,20 +209,20 @@ load_split(clef_tokenizer *tk, json_t *p, const char *what, clef_error *err)
 }
 
 static int
-load_byte_level(clef_tokenizer *tk, json_t *p, const char *what,
+load_byte_level(clef_tokenizer *tk, const clef_json *p, const char *what,
     clef_error *err)
 {
-    json_t  *v;
+    const clef_json  *v;
 
     if (tk->have_byte_level) {
         return tk_fail(err, "tokenizer_unsupported", what,
                        "more than one ByteLevel pre_tokenizer is not supported");
     }
     tk->have_byte_level = 1;
-    v = json_object_get(p, "add_prefix_space");
-    tk->add_prefix_space = v == NULL || json_is_true(v);
-    v = json_object_get(p, "use_regex");
-    if (v == NULL || json_is_true(v)) {
+    v = clef_json_get(p, "add_prefix_space");
+    tk->add_prefix_space = v == NULL || v->type == CLEF_JSON_TRUE;
+    v = clef_json_get(p, "use_regex");
+    if (v == NULL || v->type == CLEF_JSON_TRUE) {
         return tk_regex_compile(&tk->byte_level_re, gpt2_pattern,
                                 sizeof(gpt2_pattern) - 1, 0, what, err);
     }
@@ -230,14 +230,14 @@ load_byte_level(clef_tokenizer *tk, json_t *p, const char *what,
 }
 
 static int
-load_pre_tokenizer(clef_tokenizer *tk, json_t *p, const char *what,
+load_pre_tokenizer(clef_tokenizer *tk, const clef_json *p, const char *what,
     clef_error *err)
 {
-    const char  *type;
-    json_t      *seq, *v;
-    size_t       i;
+    const char       *type;
+    const clef_json  *seq;
+    size_t            i;
 
-    type = json_is_object(p) ? type_of(p) : NULL;
+    type = type_of(p);
     if (type != NULL && strcmp(type, "ByteLevel") == 0) {
         return load_byte_level(tk, p, what, err);
     }
@@ -245,13 +245,13 @@ load_pre_tokenizer(clef_tokenizer *tk, json_t *p, const char *what,
         return load_split(tk, p, what, err);
     }
     if (type != NULL && strcmp(type, "Sequence") == 0) {
-        seq = json_object_get(p, "pretokenizers");
-        if (!json_is_array(seq)) {
+        seq = clef_json_get(p, "pretokenizers");
+        if (!tk_json_is(seq, CLEF_JSON_ARRAY)) {
             return tk_fail(err, "tokenizer_invalid", what,
                            "pre_tokenizer Sequence has no pretokenizers array");
         }
-        json_array_foreach(seq, i, v) {
-            if (load_pre_tokenizer(tk, v, what, err) != 0) {
+        for (i = 0; i < seq->len; i++) {
+            if (load_pre_tokenizer(tk, seq->items[i], what, err) != 0) {
                 return -1;
             }
         }
@@ -285,11 +285,11 @@ same_token(const added_token *a, const added_token *b)
 }
 
 static int
-flag(json_t *o, const char *key, int dflt)
+flag(const clef_json *o, const char *key, int dflt)
 {
-    json_t  *v = json_object_get(o, key);
+    const clef_json  *v = clef_json_get(o, key);
 
-    return v == NULL ? dflt : json_is_true(v);
+    return v == NULL ? dflt : v->type == CLEF_JSON_TRUE;
 }
 
 /*
@@ -300,14 +300,14 @@ flag(json_t *o, const char *key, int dflt)
  * order they first came; the flags of a match are those of its id.
  */
 static int
-load_added(clef_tokenizer *tk, json_t *list, const char *what,
+load_added(clef_tokenizer *tk, const clef_json *list, const char *what,
     clef_error *err)
 {
     added_token   *toks = NULL;
     size_t        *order = NULL, n_order = 0, n, i, r, n_r = 0;
     id_token      *rev = NULL;
     tk_strmap      special = { 0 };
-    json_t        *o, *c;
+    const clef_json *o, *c;
     int32_t        id, amax = -1;
     const size_t   vocab_len = tk->bpe.vocab_len;
     clef_buf       norm = { 0 };
@@ -316,13 +316,13 @@ load_added(clef_tokenizer *tk, json_t *list, const char *what,
     uint8_t        fl;
     int            rc = -1;
 
-    if (list == NULL || json_is_null(list)) {
+    if (list == NULL || list->type == CLEF_JSON_NULL) {
         return 0;
     }
-    if (!json_is_array(list)) {
+    if (list->type != CLEF_JSON_ARRAY) {
         return tk_fail(err, "tokenizer_invalid", what, "added_tokens is not an array");
     }
-    n = json_array_size(list);
+    n = list->len;
     toks = calloc(n + 1, sizeof(*toks));
     order = calloc(2 * n + 1, sizeof(*order));
     rev = calloc(n + 1, sizeof(*rev));
@@ -331,15 +331,15 @@ load_added(clef_tokenizer *tk, json_t *list, const char *what,
         goto done;
     }
     for (i = 0; i < n; i++) {
-        o = json_array_get(list, i);
-        c = json_object_get(o, "content");
-        if (!json_is_string(c)) {
+        o = list->items[i];
+        c = clef_json_get(o, "content");
+        if (!tk_json_is(c, CLEF_JSON_STRING)) {
             tk_fail(err, "tokenizer_invalid", what,
                     "added_tokens[%zu] has no string content", i);
             goto done;
         }
-        toks[i].content = json_string_value(c);
-        toks[i].len = json_string_length(c);
+        toks[i].content = c->str;
+        toks[i].len = c->len;
         toks[i].special = flag(o, "special", 0);
         toks[i].normalized = flag(o, "normalized", !toks[i].special);
         toks[i].single_word = flag(o, "single_word", 0);
@@ -484,52 +484,46 @@ tk_read_file(FILE *f, size_t *len)
     return buf;
 }
 
-static json_t *
-load_json(const char *path, const char *what, clef_error *err)
-{
-    FILE          *f;
-    json_t        *root;
-    json_error_t   jerr;
-    char          *text;
-    size_t         len;
+/*
+ * The text's arena: a tokenizer.json of 151k vocab entries and merges makes
+ * some 25 MB of tree, freed in one go once the tokenizer is built from it.
+ */
+#define TK_ARENA_BLOCK  (4 << 20)
 
-    f = fopen(path, "rb");
-    if (f == NULL) {
-        clef_error_set(err, 500, "tokenizer_missing", NULL,
-                       "cannot open tokenizer '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    /* read whole, then parsed from memory: json_loadf() takes the file a
-     * getc() at a time, half the time of loading Qwen's tokenizer */
-    text = tk_read_file(f, &len);
-    fclose(f);
-    if (text == NULL) {
-        clef_error_set(err, 500, "tokenizer_invalid", NULL,
-                       "%s: cannot read it whole: %s", what, strerror(errno));
-        return NULL;
-    }
-    root = json_loadb(text, len, 0, &jerr);
-    free(text);
+clef_tokenizer *
+tk_from_text(const char *text, size_t len, const char *what, clef_error *err)
+{
+    clef_tokenizer   *tk = NULL;
+    const clef_json  *root;
+    clef_arena        arena;
+    clef_error        jerr;
+
+    clef_arena_init(&arena, TK_ARENA_BLOCK);
+    root = clef_json_parse(&arena, text, len, &jerr);
     if (root == NULL) {
-        clef_error_set(err, 500, "tokenizer_invalid", NULL,
-                       "%s: invalid JSON at line %d, column %d: %s",
-                       what, jerr.line, jerr.column, jerr.text);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
+        if (jerr.status == 422) {
+            /* "invalid JSON at byte N: why" */
+            tk_fail(err, "tokenizer_invalid", what, "%s", jerr.message);
+        } else {
+            tk_oom(err);
+        }
+    } else if (root->type != CLEF_JSON_OBJECT) {
         tk_fail(err, "tokenizer_invalid", what, "the top level is not an object");
-        json_decref(root);
-        return NULL;
+    } else {
+        tk = tk_from_json(root, what, err);
     }
-    return root;
+    clef_arena_free(&arena);
+    return tk;
 }
 
 clef_tokenizer *
 clef_tokenizer_load(const char *path, clef_error *err)
 {
     clef_tokenizer  *tk;
-    json_t          *root;
+    FILE            *f;
     struct stat      st;
+    char            *text;
+    size_t           len;
     char             file[4096], what[4200];
 
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -538,20 +532,30 @@ clef_tokenizer_load(const char *path, clef_error *err)
         snprintf(file, sizeof(file), "%s", path);
     }
     snprintf(what, sizeof(what), "tokenizer '%s'", file);
-    root = load_json(file, what, err);
-    if (root == NULL) {
+    f = fopen(file, "rb");
+    if (f == NULL) {
+        clef_error_set(err, 500, "tokenizer_missing", NULL,
+                       "cannot open tokenizer '%s': %s", file, strerror(errno));
         return NULL;
     }
-    tk = tk_from_json(root, what, err);
-    json_decref(root);
+    /* read whole, then parsed from memory (the parser wants it so) */
+    text = tk_read_file(f, &len);
+    fclose(f);
+    if (text == NULL) {
+        clef_error_set(err, 500, "tokenizer_invalid", NULL,
+                       "%s: cannot read it whole: %s", what, strerror(errno));
+        return NULL;
+    }
+    tk = tk_from_text(text, len, what, err);
+    free(text);
     return tk;
 }
 
 clef_tokenizer *
-tk_from_json(json_t *root, const char *what, clef_error *err)
+tk_from_json(const clef_json *root, const char *what, clef_error *err)
 {
-    clef_tokenizer  *tk;
-    json_t          *model;
+    clef_tokenizer   *tk;
+    const clef_json  *model;
 
     tk = calloc(1, sizeof(*tk));
     if (tk == NULL) {
@@ -559,8 +563,8 @@ tk_from_json(json_t *root, const char *what, clef_error *err)
         return NULL;
     }
     tk->max_id = -1;
-    model = json_object_get(root, "model");
-    if (!json_is_object(model)) {
+    model = clef_json_get(root, "model");
+    if (!tk_json_is(model, CLEF_JSON_OBJECT)) {
         tk_fail(err, "tokenizer_invalid", what, "there is no model object");
         goto fail;
     }
@@ -568,10 +572,12 @@ tk_from_json(json_t *root, const char *what, clef_error *err)
         goto fail;
     }
     tk->max_id = tk->bpe.max_id;
-    if (load_normalizer(tk, json_object_get(root, "normalizer"), what, err) != 0) {
+    if (load_normalizer(tk, clef_json_get(root, "normalizer"), what, err)
+        != 0)
+    {
         goto fail;
     }
-    if (load_pre_tokenizer(tk, json_object_get(root, "pre_tokenizer"), what, err)
+    if (load_pre_tokenizer(tk, clef_json_get(root, "pre_tokenizer"), what, err)
         != 0)
     {
         goto fail;
@@ -581,7 +587,7 @@ tk_from_json(json_t *root, const char *what, clef_error *err)
                 "the pre_tokenizer has no ByteLevel step: not a byte-level BPE");
         goto fail;
     }
-    if (load_added(tk, json_object_get(root, "added_tokens"), what, err) != 0) {
+    if (load_added(tk, clef_json_get(root, "added_tokens"), what, err) != 0) {
         goto fail;
     }
     tk->max_token_bytes = max_token_bytes(tk);

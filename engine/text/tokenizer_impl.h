@@ -3,7 +3,7 @@
  * files:
  *   tokenizer.c          loading tokenizer.json, the encode pipeline
  *   tokenizer_vocab.c    the tokenizer.json a GGUF vocabulary stands for
- *   tokenizer_map.c      hashing and the string -> id map
+ *   tokenizer_map.c      the string -> id map
  *   tokenizer_added.c    added tokens: leftmost-longest matching + flags
  *   tokenizer_unicode.c  UTF-8 checks, White_Space / word characters, NFC
  *   tokenizer_regex.c    Oniguruma -> PCRE2 pattern translation, splitting
@@ -17,15 +17,17 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifndef PCRE2_CODE_UNIT_WIDTH
 #define PCRE2_CODE_UNIT_WIDTH 8
 #endif
 #include <pcre2.h>
-#include <jansson.h>
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/hash.h"
+#include "text/json.h"
 #include "text/tokenizer.h"
 
 
@@ -39,15 +41,36 @@ int tk_fail(clef_error *err, const char *type, const char *what,
 /* The 500 "out_of_memory" error for a failed allocation. */
 int tk_oom(clef_error *err);
 
-/* A tokenizer from a parsed tokenizer.json (root is not kept); what names
- * its source in messages.  tokenizer_vocab.c builds one for GGUF's
- * vocabularies. */
-clef_tokenizer *tk_from_json(json_t *root, const char *what, clef_error *err);
+/* A tokenizer from the text of a tokenizer.json, parsed by text/json.h
+ * into an arena freed before the return; what names its source in
+ * messages.  tokenizer_vocab.c writes one for GGUF's vocabularies. */
+clef_tokenizer *tk_from_text(const char *text, size_t len, const char *what,
+    clef_error *err);
+
+/* The same from the parsed tree, an object (root is not kept). */
+clef_tokenizer *tk_from_json(const clef_json *root, const char *what,
+    clef_error *err);
+
+/* The tree's values are read as jansson's accessors did: an absent member
+ * (NULL) has no type, and JSON null is a value of its own. */
+static inline int
+tk_json_is(const clef_json *v, clef_json_type type)
+{
+    return v != NULL && v->type == type;
+}
+
+/* The string of v as a C string, for names compared with strcmp(); NULL
+ * for no string, or one with a NUL inside ("NFC\u0000x" is not "NFC";
+ * jansson refused any \u0000). */
+static inline const char *
+tk_json_str(const clef_json *v)
+{
+    return tk_json_is(v, CLEF_JSON_STRING) && memchr(v->str, 0, v->len) == NULL
+           ? v->str : NULL;
+}
 
 
 /* ---- tokenizer_map.c ------------------------------------------------- */
-
-uint64_t tk_hash(const void *p, size_t n);
 
 typedef struct {
     uint32_t  off;       /* key bytes at keys.data + off */
@@ -239,9 +262,8 @@ typedef struct {
     tk_cache    cache;
 } tk_bpe;
 
-/* model.vocab and model.merges already checked to be an object and an
- * array; what names the file in messages. */
-int  tk_bpe_load(tk_bpe *b, json_t *model, const char *what,
+/* model is an object; what names the file in messages. */
+int  tk_bpe_load(tk_bpe *b, const clef_json *model, const char *what,
     clef_error *err);
 void tk_bpe_free(tk_bpe *b);
 

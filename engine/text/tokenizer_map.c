@@ -1,38 +1,10 @@
 /*
- * Hashing and the string -> id map of the tokenizer (vocab, added tokens).
+ * The string -> id map of the tokenizer (vocab, added tokens).
  */
 #include "text/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-uint64_t
-tk_hash(const void *p, size_t n)
-{
-    const uint8_t  *s = p;
-    uint64_t        h, v;
-
-    /* A multiply-xorshift over 8-byte words: keys are short and the maps
-     * are probed on every word, so speed matters more than strength. */
-    h = 0x9e3779b97f4a7c15ULL ^ ((uint64_t) n * 0xff51afd7ed558ccdULL);
-    while (n >= 8) {
-        memcpy(&v, s, 8);
-        h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 31;
-        s += 8;
-        n -= 8;
-    }
-    if (n > 0) {
-        v = 0;
-        memcpy(&v, s, n);
-        h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 31;
-    }
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
 
 static int
 strmap_grow(tk_strmap *m)
@@ -81,7 +53,7 @@ tk_strmap_put(tk_strmap *m, const char *k, size_t n, int32_t val)
             return -1;
         }
     }
-    h = (uint32_t) tk_hash(k, n);
+    h = (uint32_t) clef_hash(k, n);
     for (j = h & m->mask; ; j = (j + 1) & m->mask) {
         sl = &m->slots[j];
         if (sl->val < 0) {
@@ -115,7 +87,7 @@ tk_strmap_get(const tk_strmap *m, const char *k, size_t n)
     if (m->slots == NULL) {
         return -1;
     }
-    h = (uint32_t) tk_hash(k, n);
+    h = (uint32_t) clef_hash(k, n);
     for (j = h & m->mask; ; j = (j + 1) & m->mask) {
         sl = &m->slots[j];
         if (sl->val < 0) {

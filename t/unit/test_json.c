@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/hash.h"
 #include "check.h"
 #include "text/json.h"
 
@@ -292,7 +293,7 @@ check_duplicates_big(void)
     size_t            off = 0;
     int               i, ok;
 
-    /* 1000 distinct keys (the sorting path), then two repeats */
+    /* 1000 distinct keys (the hash set), then two repeats */
     clef_buf_putc(&b, '{');
     for (i = 0; i < 1000; i++) {
         clef_buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", (i * 7919) % 1000, i);
@@ -320,6 +321,53 @@ check_duplicates_big(void)
     check_refusal(b.data, b.len, off, "duplicate key \"k700\" in object",
                   "first repeat in a big object");
 
+    clef_buf_free(&b);
+}
+
+
+/*
+ * 40 keys that all land in one slot of the parser's hash set (its 128
+ * slots, the hash of base/hash.h): the set runs out of probes and the keys
+ * are sorted, with the same answers.
+ */
+static void
+check_duplicates_colliding(void)
+{
+    clef_buf          b = { 0 };
+    clef_arena        arena;
+    clef_error        err;
+    const clef_json  *v;
+    char              keys[40][16], reason[64];
+    size_t            off, n = 0;
+    unsigned          i;
+    int               k, hi;
+
+    for (i = 0; n < 40; i++) {
+        snprintf(keys[n], sizeof(keys[n]), "c%u", i);
+        if ((clef_hash(keys[n], strlen(keys[n])) & 127) == 5) {
+            n++;
+        }
+    }
+    clef_buf_putc(&b, '{');
+    for (k = 0; k < 40; k++) {
+        clef_buf_printf(&b, "%s\"%s\":%d", k ? "," : "", keys[k], k);
+    }
+    clef_buf_putc(&b, '}');
+
+    clef_arena_init(&arena, 0);
+    v = clef_json_parse(&arena, b.data, b.len, &err);
+    CHECK(v != NULL && v->len == 40 && strcmp(v->keys[39].s, keys[39]) == 0,
+          "40 distinct colliding keys accepted");
+    clef_arena_free(&arena);
+
+    /* two repeats, the one that sorts last first in the text: it is named */
+    hi = strcmp(keys[2], keys[30]) > 0 ? 2 : 30;
+    b.len--;
+    off = b.len + 1;
+    clef_buf_printf(&b, ",\"%s\":0,\"%s\":1}", keys[hi], keys[32 - hi]);
+    snprintf(reason, sizeof(reason), "duplicate key \"%s\" in object",
+             keys[hi]);
+    check_refusal(b.data, b.len, off, reason, "first repeat of colliding keys");
     clef_buf_free(&b);
 }
 
@@ -510,6 +558,7 @@ main(void)
     check_refusals();
     check_limits();
     check_duplicates_big();
+    check_duplicates_colliding();
     check_long_key();
     check_accepted();
     check_truthy_types();

@@ -741,11 +741,22 @@ check_load_errors(void)
     path_join(path, sizeof(path), dir, "bad.json");
     write_file(path, "{\"model\": {\"vocab\": {\"a\": 0},\n  \"merges\": [,]}}");
     tk = clef_tokenizer_load(path, &err);
-    snprintf(want, sizeof(want), "tokenizer '%s': invalid JSON at line 2, column 14:"
-             " unexpected token near ','", path);
+    snprintf(want, sizeof(want), "tokenizer '%s': invalid JSON at byte 43:"
+             " expected a value", path);
     CHECK(tk == NULL, "invalid JSON is refused");
     CHECK_STR(err.message, want, "invalid JSON: message");
     CHECK_STR(err.type, "tokenizer_invalid", "invalid JSON: type");
+
+    /* jansson let the last of two equal keys win; the parser refuses */
+    path_join(path, sizeof(path), dir, "dup.json");
+    write_file(path, "{\"model\":{\"vocab\":{\"a\":0,\"b\":1,\"a\":2}}}");
+    tk = clef_tokenizer_load(path, &err);
+    snprintf(want, sizeof(want), "tokenizer '%s': invalid JSON at byte 31:"
+             " duplicate key \"a\" in object", path);
+    CHECK_STR(tk == NULL ? err.message : "(loaded)", want,
+              "a repeated vocab key is refused");
+    CHECK_STR(err.type, "tokenizer_invalid", "repeated vocab key: type");
+    unlink(path);
 
     path_join(path, sizeof(path), dir, "lower.json");
     snprintf(want, sizeof(want), "{%s,\"normalizer\":{\"type\":\"Sequence\","
@@ -758,6 +769,18 @@ check_load_errors(void)
     CHECK(tk == NULL, "an unsupported normalizer is refused");
     CHECK_STR(err.message, want, "unsupported normalizer: message");
     CHECK_STR(err.type, "tokenizer_unsupported", "unsupported normalizer: type");
+
+    /* a NUL inside a name: not the name (jansson refused \u0000) */
+    path_join(path, sizeof(path), dir, "nul.json");
+    snprintf(want, sizeof(want), "{%s,\"normalizer\":{\"type\":\"NFC\\u0000x\"},"
+             "\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}", good_model);
+    write_file(path, want);
+    tk = clef_tokenizer_load(path, &err);
+    snprintf(want, sizeof(want), "tokenizer '%s': unsupported normalizer \"?\""
+             " (only NFC, or a Sequence of NFC, is supported)", path);
+    CHECK_STR(tk == NULL ? err.message : "(loaded)", want,
+              "a normalizer named NFC\\u0000x is refused");
+    unlink(path);
 
     path_join(path, sizeof(path), dir, "split.json");
     snprintf(want, sizeof(want), "{%s,\"pre_tokenizer\":{\"type\":\"Sequence\","
@@ -818,6 +841,99 @@ check_load_errors(void)
     path_join(path, sizeof(path), dir, "bad.json");
     unlink(path);
     rmdir(dir);
+}
+
+/* ---- a GGUF vocabulary (clef_tokenizer_from_vocab) ------------------ */
+
+static clef_tokenizer *
+from_vocab(const char *pre, const char *const *tokens, const int32_t *types,
+    size_t n, clef_error *err)
+{
+    static const char *const  merges[] = { "a b" };
+    static const size_t       merge_len[] = { 3 };
+    clef_tokenizer_vocab      v;
+    size_t                    len[8], i;
+
+    for (i = 0; i < n; i++) {
+        len[i] = strlen(tokens[i]);
+    }
+    memset(&v, 0, sizeof(v));
+    v.pre = pre;
+    v.n_tokens = n;
+    v.tokens = tokens;
+    v.token_len = len;
+    v.types = types;
+    v.n_merges = 1;
+    v.merges = merges;
+    v.merge_len = merge_len;
+    return clef_tokenizer_from_vocab(&v, "vocab", err);
+}
+
+static int
+encodes_to(const clef_tokenizer *tk, const char *text, const int32_t *want,
+    size_t n)
+{
+    clef_ids  ids = { 0 };
+    int       same;
+
+    same = clef_tokenizer_encode(tk, text, strlen(text), &ids) == 0
+           && ids.n == n && memcmp(ids.v, want, n * sizeof(int32_t)) == 0;
+    clef_ids_free(&ids);
+    return same;
+}
+
+/*
+ * The tokenizer.json text a GGUF vocabulary is written as: control tokens
+ * are added tokens, unused ones left out (whatever their bytes), a token
+ * repeated in the vocab keeps its last id, and a token that is not UTF-8
+ * cannot be written.
+ */
+static void
+check_from_vocab(void)
+{
+    clef_tokenizer  *tk;
+    clef_error       err;
+    static const char *const  toks[] = { "a", "b", "ab", "<|x|>", "\xff" };
+    static const int32_t      types[] = {
+        CLEF_TOKEN_NORMAL, CLEF_TOKEN_NORMAL, CLEF_TOKEN_NORMAL,
+        CLEF_TOKEN_CONTROL, CLEF_TOKEN_UNUSED
+    };
+    static const char *const  dup[] = { "a", "b", "ab", "a" };
+    static const char *const  bad[] = { "a", "\xc3", "ab" };
+    static const int32_t      want1[] = { 3, 2 }, want2[] = { 3, 2 };
+
+    tk = from_vocab("qwen2", toks, types, 5, &err);
+    CHECK(tk != NULL, "vocab: loads: %s", tk != NULL ? "" : err.message);
+    if (tk != NULL) {
+        CHECK(encodes_to(tk, "<|x|>ab", want1, 2), "vocab: <|x|>ab is 3 2");
+        CHECK_INT(clef_tokenizer_vocab_size(tk), 4, "vocab: its size");
+        clef_tokenizer_free(tk);
+    }
+
+    tk = from_vocab("qwen35", dup, NULL, 4, &err);
+    CHECK(tk != NULL, "vocab with a repeat: loads: %s",
+          tk != NULL ? "" : err.message);
+    if (tk != NULL) {
+        CHECK_INT(clef_tokenizer_token_id(tk, "a"), 3,
+                  "vocab with a repeat: the last id wins");
+        CHECK(encodes_to(tk, "aab", want2, 2),
+              "vocab with a repeat: aab is 3 2");
+        CHECK_INT(clef_tokenizer_vocab_size(tk), 4,
+                  "vocab with a repeat: size");
+        clef_tokenizer_free(tk);
+    }
+
+    tk = from_vocab("qwen2", bad, NULL, 3, &err);
+    CHECK_STR(tk == NULL ? err.message : "(loaded)",
+              "vocab: token 1 is not valid UTF-8",
+              "a token not UTF-8 is refused");
+    CHECK_STR(err.type, "tokenizer_invalid", "a token not UTF-8: type");
+
+    tk = from_vocab("llama-bpe", dup, NULL, 4, &err);
+    CHECK_STR(tk == NULL ? err.message : "(loaded)",
+              "vocab: the pre-tokenizer \"llama-bpe\" is not supported"
+              " (\"qwen2\" and \"qwen35\" are)",
+              "an unknown pre-tokenizer is refused");
 }
 
 static int
@@ -958,5 +1074,6 @@ main(void)
     snprintf(path, sizeof(path), "%s/tokenizer/unicode.json", check_fixtures());
     check_unicode(path);
     check_load_errors();
+    check_from_vocab();
     return check_done();
 }
