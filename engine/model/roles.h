@@ -315,7 +315,10 @@ enum {
     CLEF_GGUF_MMPROJ     = 1 << 9,   /* in the tower's own file (mmproj) */
     CLEF_GGUF_EXPERTS    = 1 << 10,  /* every expert's matrix of a layer in
                                         one 3-D tensor [experts][rows][cols] */
-    CLEF_GGUF_SIGMOID    = 1 << 11   /* stores sigmoid(v) (with SCALES) */
+    CLEF_GGUF_SIGMOID    = 1 << 11,  /* stores sigmoid(v) (with SCALES) */
+    CLEF_GGUF_BIAS3      = 1 << 12   /* a vector [C] stored as [1, 1, C]
+                                        (GGML ne [C, 1, 1]: the same
+                                        bytes) */
 };
 
 /* The tensor the converter folds the head's three scalars into. */
@@ -352,6 +355,12 @@ const char *clef_role_expert_name(const clef_text_config *c, clef_role r,
  * lists as CLEF_RK_NORM_1P is applied as w (CLEF_RK_NORM) in a model
  * whose config says its RMSNorm weights are plain (Clef Omni). */
 clef_role_kind clef_role_kind_in(const clef_text_config *c, clef_role r);
+
+/* The role's CLEF_GGUF_* flags in a model of text config c (NULL: as
+ * the table has them): a Clef Omni file stores its plain RMSNorm weights
+ * as they are (its converter is Qwen3-VL-MoE's), so PLUS_ONE is dropped
+ * where c->norm_plus_one is 0. */
+unsigned clef_role_gguf_flags(const clef_text_config *c, clef_role r);
 
 /* The GGUF name of role r at block `block` (the caller adds the routing
  * layers where the flags say CLEF_GGUF_AFTER_ROUTING); NULL when the
