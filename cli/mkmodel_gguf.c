@@ -186,10 +186,17 @@ on_spec(const clef_tensor_spec *s, void *ctx)
     if (ri->gguf_flags & CLEF_GGUF_AFTER_ROUTING) {
         block += g->hc->routing_layers;
     }
+    if (ri->part == CLEF_PART_DEEPSTACK) {
+        /* v.deepstack.N: N the tower block it reads (the converter's
+         * "absolute clip layer index") */
+        block = g->cfg->vision.deepstack[s->layer];
+    }
     if (ri->gguf_flags & CLEF_GGUF_EXPERTS && s->expert > 0) {
         return 0;                   /* in expert 0's 3-D tensor */
     }
-    if (clef_role_gguf_name(s->role, block, name, sizeof(name) - 2) == NULL) {
+    if (clef_role_gguf_name_in(g->tc, s->role, block, name,
+                               sizeof(name) - 2) == NULL)
+    {
         fail("no GGUF name for %s", s->name);
         return -1;
     }
@@ -393,7 +400,11 @@ rows_fn(void *ctx, int64_t row, int64_t n, void *dst, clef_error *err)
                 t = (r - v_from) / unit;
                 rr = v_from + grouped(c, t) * unit + (r - v_from) % unit;
             }
-            base = p->part * (numel / p->n_parts) + rr * rel_cols;
+            /* a row of the file is a row of the release, or (a 4-D
+             * convolution, GGML rows of its last dimension) a run of one */
+            base = p->part * (numel / p->n_parts)
+                   + (s->ndim > 2 && !(p->flags & CLEF_GGUF_SQUEEZE)
+                      ? rr * cols : rr * rel_cols);
         }
         if (!v_cols) {
             mkmodel_values(s, kind, dt, seed, base, cols, out);

@@ -103,10 +103,16 @@ find_parts(clef_gguf_clef *m, const clef_tensor_spec *s, layout *lo,
     if (f & CLEF_GGUF_AFTER_ROUTING) {
         block += m->head.routing_layers;
     }
+    if (clef_role_of(s->role)->part == CLEF_PART_DEEPSTACK) {
+        /* named by the tower block it reads, as the converter does */
+        block = m->vision.deepstack[s->layer];
+    }
     if (f & CLEF_GGUF_SCALES) {
         return find_part(g, s, CLEF_GGUF_SCALES_TENSOR, 1, &three, lo, err);
     }
-    if (clef_role_gguf_name(s->role, block, gname, sizeof(gname)) == NULL) {
+    if (clef_role_gguf_name_in(&m->text, s->role, block, gname,
+                               sizeof(gname)) == NULL)
+    {
         return fail(g, err, "no GGUF name for %s", s->name);
     }
     nd = ggml_dims(s, ne);

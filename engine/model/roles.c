@@ -205,7 +205,8 @@ static const clef_role_info  roles[CLEF_ROLE_COUNT] = {
         "merger.linear_fc2.bias", "mm.2.bias", GM, 1, D(CLEF_D_V_OUT), F, BIAS,
         FP32),
 
-    /* Clef Omni's DeepStack mergers (LayerNorm after the 2 x 2 shuffle) */
+    /* Clef Omni's DeepStack mergers (LayerNorm after the 2 x 2 shuffle);
+     * the GGUF name's %d is the tower block the merger reads */
     ROW(CLEF_ROLE_V_DS_NORM, CLEF_PART_DEEPSTACK,
         "norm.weight", "v.deepstack.%d.norm.weight", GM, 1,
         D(CLEF_D_V_MERGED), F, NORM, FP32),
@@ -706,6 +707,19 @@ clef_role_gguf_flags(const clef_text_config *c, clef_role r)
         f &= ~(unsigned) CLEF_GGUF_PLUS_ONE;
     }
     return f;
+}
+
+const char *
+clef_role_gguf_name_in(const clef_text_config *c, clef_role r, int block,
+    char *buf, size_t size)
+{
+    /* a routed stack is named as llama.cpp's Qwen3-(VL-)MoE converters
+     * name it: its post-attention norm is the MLP's input norm */
+    if (c != NULL && c->num_experts > 0 && r == CLEF_ROLE_POST_NORM) {
+        snprintf(buf, size, "blk.%d.ffn_norm.weight", block);
+        return buf;
+    }
+    return clef_role_gguf_name(r, block, buf, size);
 }
 
 clef_role_kind

@@ -368,6 +368,12 @@ unsigned clef_role_gguf_flags(const clef_text_config *c, clef_role r);
 const char *clef_role_gguf_name(clef_role r, int block, char *buf,
     size_t size);
 
+/* The same in a model of text config c: a routed stack (Clef Omni) has
+ * its post-attention norm under blk.%d.ffn_norm (Qwen3-VL-MoE's name),
+ * the other roles as above. */
+const char *clef_role_gguf_name_in(const clef_text_config *c, clef_role r,
+    int block, char *buf, size_t size);
+
 /* Its shape under d: the number of dimensions, shape[] filled (up to 5). */
 int     clef_role_shape(clef_role r, const clef_dims *d, int64_t *shape);
 int64_t clef_role_numel(clef_role r, const clef_dims *d);
