@@ -31,7 +31,8 @@
  * The mmproj file (the tower) holds its matrices in F16 (F32, BF16 when
  * TYPE is).  --sparse leaves the matrices' data as holes (all zeros, in
  * every type a valid block), the small tensors a reader computes from
- * written for real.
+ * written for real, and in a routed model (Clef Omni) the token embedding
+ * and the routers too (routes() below).
  */
 #include "mkmodel.h"
 
@@ -834,6 +835,19 @@ small(const gtensor *p)
                            | CLEF_GGUF_SPLIT_T));
 }
 
+/* What --sparse writes for real beside the small tensors: in a routed
+ * model, the token embedding and the routers, so that with every other
+ * matrix zero each token still routes by its own hidden state (its
+ * embedding, which the zero layers pass on) and the experts a request
+ * reads are as many and as scattered as a real model's. */
+static int
+routes(const gtensor *p)
+{
+    return p->g->tc->num_experts > 0
+           && (strcmp(p->name, "token_embd.weight") == 0
+               || has(p->name, "ffn_gate_inp.weight"));
+}
+
 static int
 write_file(const mk_gguf *g, clef_gguf_writer *w, int first, int n,
     const char *path, uint64_t *bytes)
@@ -845,7 +859,7 @@ write_file(const mk_gguf *g, clef_gguf_writer *w, int first, int n,
     clef_error_clear(&err);
     for (i = first; i < first + n; i++) {
         p = &g->t[i];
-        rc = g->a->sparse && !small(p)
+        rc = g->a->sparse && !small(p) && !routes(p)
              ? clef_gguf_add_tensor_zero(w, p->name, p->type, p->ndim, p->ne,
                                          &err)
              : clef_gguf_add_tensor_rows(w, p->name, p->type, p->ndim, p->ne,

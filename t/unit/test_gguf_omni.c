@@ -295,7 +295,8 @@ worst(json_t *cases, json_t *responses, size_t *nq, size_t *argmax,
     *nq = *argmax = *tokens = 0;
     json_array_foreach(cases, i, c) {
         r = json_array_get(responses, i);
-        if (json_integer_value(json_object_get(r, "input_tokens"))
+        if (json_integer_value(json_object_get(json_object_get(r, "usage"),
+                                               "input_tokens"))
             != json_integer_value(json_object_get(c, "input_tokens")))
         {
             (*tokens)++;
