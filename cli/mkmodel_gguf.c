@@ -455,13 +455,13 @@ ends(const char *name, const char *suffix)
 }
 
 /* Kept in F32 by the converter at f16/bf16: vectors, norms, conv taps,
- * the type embedding, the tower's positions. */
+ * the type embedding, the tower's positions, the routers. */
 static int
 float_keeps_f32(const gtensor *p)
 {
     return p->torch_ndim < 2 || ends(p->name, "_norm.weight")
            || has(p->name, "ssm_conv1d") || has(p->name, "token_types")
-           || has(p->name, "position_embd");
+           || has(p->name, "position_embd") || has(p->name, "ffn_gate_inp");
 }
 
 /* What llama-quantize leaves as the f32 file has it. */
