@@ -16,7 +16,9 @@
  *
  * --gguf TYPE writes the same model as one GGUF file instead, as llama.cpp's
  * converter and llama-quantize would have made it from that release
- * (cli/mkmodel_gguf.c), the tower into the --mmproj file when given.
+ * (cli/mkmodel_gguf.c), the tower into the --mmproj file when given; a
+ * Clef Omni config as a clef-omni file (model/gguf_clef.h), its audio
+ * tower in the mmproj beside the vision tower.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -68,7 +70,9 @@ usage(FILE *f)
                "  --gguf TYPE    one GGUF file as llama.cpp makes it: f32, f16, bf16,"
                " q8_0,\n"
                "                 q4_0, q4_1, q5_0, q5_1, q6_k, q4_k_m, q5_k_m\n"
-               "  --mmproj FILE  with --gguf: the vision tower into FILE\n");
+               "  --mmproj FILE  with --gguf: the vision tower into FILE (Clef"
+               " Omni: and\n"
+               "                 its audio tower)\n");
 }
 
 static int

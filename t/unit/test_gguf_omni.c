@@ -492,8 +492,9 @@ copy_gguf(const char *src, const char *out, const char *arch,
 static void
 test_refusals(void)
 {
-    char             gg[1200], mm[1200], bad[1200];
+    char             gg[1200], mm[1200], bad[1200], wt[32] = "";
     clef_gguf_clef  *m;
+    clef_model      *mdl;
     clef_error       err;
 
     snprintf(gg, sizeof(gg), "%s/r.gguf", tmp);
@@ -508,6 +509,19 @@ test_refusals(void)
           "headers only: Clef Omni with its audio tower, no data: %s",
           m ? "" : err.message);
     clef_gguf_clef_close(m);
+
+    /* nginx -t's open: headers only, through the model layer */
+    mdl = clef_model_open_files(gg, mm, CLEF_MODEL_HEADERS_ONLY, &err);
+    if (mdl != NULL) {
+        clef_model_weights(mdl, wt, sizeof(wt));
+    }
+    CHECK(mdl != NULL && clef_model_family(mdl) == CLEF_FAMILY_OMNI
+          && strcmp(wt, "Q8_0") == 0
+          && clef_model_audio_config(mdl) != NULL
+          && clef_model_vision_config(mdl)->n_deepstack == 3,
+          "a headers-only model open (nginx -t): Clef Omni, weights %s,"
+          " vision and audio towers: %s", wt, mdl ? "" : err.message);
+    clef_model_close(mdl);
 
     copy_gguf(gg, bad, "qwen3vlmoe", NULL, &err);
     m = clef_gguf_clef_open(bad, NULL, 0, &err);
