@@ -5,8 +5,9 @@
  * that backbone_moe.c runs one product per expert over the tokens routed
  * to it.  A GGUF's experts are never copied: views of their slabs of the
  * file (the block view at fp32, groups read in place at q8, wqdot.h), so
- * only the experts tokens are routed to are read.  The experts are not split by tensor parallelism (shard.h
- * refuses tp > 1 for such a model), so there are no segments here.
+ * only the experts tokens are routed to are read.  The experts are not
+ * split by tensor parallelism (shard.h refuses tp > 1 for such a model),
+ * so there are no segments here.
  */
 #include "cpu/model/weights_parts.h"
 
