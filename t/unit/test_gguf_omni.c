@@ -21,8 +21,11 @@
  *     reference's input_tokens and choice, within 5e-2 at precision q8
  *     (both maxima printed), q8 deterministic (--batch 16 and -t 1 print
  *     the same bytes);
+ *   - omni2 in every other type (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K,
+ *     Q5_K_M): text requests answered at fp32 and q8, within the type's
+ *     error of the release's answers (F16, BF16: its own);
  *   - refusals: a plain qwen3vlmoe GGUF, a file without an expert tensor;
- *     a headers-only open maps nothing.
+ *     a headers-only open maps nothing, through the model layer too.
  */
 #include <jansson.h>
 #include <math.h>
@@ -451,6 +454,90 @@ test_f32(int k, json_t *cases)
     sh("rm -rf '%s' '%s' '%s'", rel, gg, mm);
 }
 
+/* ---- every other type ------------------------------------------------- */
+
+/* The largest |probability| difference between two runs' responses. */
+static double
+apart(json_t *a, json_t *b, size_t *n)
+{
+    json_t      *ra, *qa, *pb;
+    const char  *id;
+    size_t       i, k;
+    double       d, m = 0.0;
+
+    *n = 0;
+    json_array_foreach(a, i, ra) {
+        json_object_foreach(json_object_get(ra, "answers"), id, qa) {
+            pb = json_object_get(json_object_get(json_object_get(
+                     json_object_get(json_array_get(b, i), "answers"), id),
+                     "raw"), "probabilities");
+            qa = json_object_get(json_object_get(qa, "raw"), "probabilities");
+            if (qa == NULL || json_array_size(qa) != json_array_size(pb)) {
+                return 1.0;
+            }
+            for (k = 0; k < json_array_size(qa); k++) {
+                d = fabs(json_number_value(json_array_get(qa, k))
+                         - json_number_value(json_array_get(pb, k)));
+                m = d > m ? d : m;
+            }
+            (*n)++;
+        }
+    }
+    return m;
+}
+
+/* omni2 in the types without a reference run: every text request answered
+ * at fp32 and q8, within the type's quantization error of the release's
+ * answers (bf16 weights; measured at most 0.041, Q4_0) and q8 within its
+ * bound of fp32 on the same file; F16 and BF16 as the release. */
+static void
+test_types(json_t *cases)
+{
+    static const char  *types[] = { "f16", "bf16", "q4_0", "q4_1", "q5_0",
+                                    "q5_1", "q6_k", "q5_k_m" };
+    char                rel[1200], gg[1200], mm[1200];
+    json_t             *text = json_array(), *r0 = json_array(), *c;
+    json_t             *rf = json_array(), *rq = json_array();
+    double              df, dq, dfq;
+    size_t              i, k, n, nq;
+
+    json_array_foreach(cases, i, c) {
+        if (json_array_size(text) < 6
+            && strstr(json_string_value(json_object_get(c, "body")),
+                      "\"images\"") == NULL)
+        {
+            json_array_append(text, c);
+        }
+    }
+    snprintf(rel, sizeof(rel), "%s/omni2.types", tmp);
+    snprintf(gg, sizeof(gg), "%s/omni2.type.gguf", tmp);
+    snprintf(mm, sizeof(mm), "%s/omni2.type.mmproj.gguf", tmp);
+    CHECK_INT(mkmodel("omni2", 22, rel, NULL, NULL), 0, "omni2: the release");
+    free(decide(rel, NULL, text, "", r0));
+    for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        CHECK_INT(mkmodel("omni2", 22, gg, types[k], mm), 0,
+                  "omni2: mkmodel --gguf %s", types[k]);
+        free(decide(gg, mm, text, "--precision fp32", rf));
+        free(decide(gg, mm, text, "--precision q8", rq));
+        df = apart(r0, rf, &n);
+        dq = apart(r0, rq, &nq);
+        dfq = apart(rf, rq, &nq);
+        printf("# omni2 %s: max |probability - the release's| fp32 %.3g,"
+               " q8 %.3g (q8 - fp32 %.3g) over %zu questions\n", types[k],
+               df, dq, dfq, n);
+        CHECK(n >= 6 && nq == n && df <= (k < 2 ? 1e-6 : 0.1)
+              && dq <= (k < 2 ? 1e-6 : 0.1) && dfq <= Q8_TOL,
+              "omni2 %s: every request answered at fp32 and q8, within the"
+              " type's error of the release's answers (%.3g, %.3g)",
+              types[k], df, dq);
+    }
+    sh("rm -rf '%s' '%s' '%s'", rel, gg, mm);
+    json_decref(text);
+    json_decref(r0);
+    json_decref(rf);
+    json_decref(rq);
+}
+
 /* ---- refusals --------------------------------------------------------- */
 
 /* A copy of src with general.architecture arch (NULL: kept), without
@@ -569,6 +656,7 @@ main(void)
     for (k = 0; k < sizeof(ckpts) / sizeof(ckpts[0]); k++) {
         test_f32((int) k, cases);
     }
+    test_types(cases);
     json_decref(cases);
 
     snprintf(path, sizeof(path), "%s/gguf/e2e-omni/manifest.json",
