@@ -16,7 +16,9 @@
  *
  * --gguf TYPE writes the same model as one GGUF file instead, as llama.cpp's
  * converter and llama-quantize would have made it from that release
- * (cli/mkmodel_gguf.c), the tower into the --mmproj file when given.
+ * (cli/mkmodel_gguf.c), the tower into the --mmproj file when given; a
+ * Clef Omni config as a clef-omni file (model/gguf_clef.h), its audio
+ * tower in the mmproj beside the vision tower.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -68,7 +70,9 @@ usage(FILE *f)
                "  --gguf TYPE    one GGUF file as llama.cpp makes it: f32, f16, bf16,"
                " q8_0,\n"
                "                 q4_0, q4_1, q5_0, q5_1, q6_k, q4_k_m, q5_k_m\n"
-               "  --mmproj FILE  with --gguf: the vision tower into FILE\n");
+               "  --mmproj FILE  with --gguf: the vision tower into FILE (Clef"
+               " Omni: and\n"
+               "                 its audio tower)\n");
 }
 
 static int
@@ -645,11 +649,10 @@ done:
 /* ---- command ------------------------------------------------------------- */
 
 static int
-write_gguf(const mk_args *a, json_t *config, const clef_text_config *tc,
-    const clef_head_config *hc, const clef_vision_config *vc)
+write_gguf(const mk_args *a, json_t *config, const clef_model_configs *cfg)
 {
     mkmodel_gguf_args   g;
-    json_t             *ctx, *every;
+    json_t             *ctx, *every, *text;
     const char         *base = a->shape;
     char                name[128];
     size_t              n;
@@ -661,10 +664,13 @@ write_gguf(const mk_args *a, json_t *config, const clef_text_config *tc,
     /* the converter's name: the directory's, its first letter upper */
     snprintf(name, sizeof(name), "%.*s", (int) (n < 100 ? n : 100), base);
     name[0] = (char) toupper((unsigned char) name[0]);
-    ctx = json_object_get(json_object_get(config, "text_config"),
-                          "max_position_embeddings");
-    every = json_object_get(json_object_get(config, "text_config"),
-                            "full_attention_interval");
+    text = json_object_get(config, "text_config");
+    if (cfg->family == CLEF_FAMILY_OMNI) {
+        text = json_object_get(json_object_get(config, "thinker_config"),
+                               "text_config");
+    }
+    ctx = json_object_get(text, "max_position_embeddings");
+    every = json_object_get(text, "full_attention_interval");
     memset(&g, 0, sizeof(g));
     g.type = a->gguf;
     g.out = a->out;
@@ -676,7 +682,7 @@ write_gguf(const mk_args *a, json_t *config, const clef_text_config *tc,
     g.full_attention_interval = every ? json_integer_value(every) : 4;
     g.seed = a->seed;
     g.sparse = a->sparse;
-    return mkmodel_write_gguf(&g, tc, hc, vc);
+    return mkmodel_write_gguf(&g, cfg);
 }
 
 static int
@@ -795,12 +801,7 @@ clef_cmd_mkmodel(int argc, char **argv)
         goto done;
     }
     if (a.gguf != NULL) {
-        if (cfg.family == CLEF_FAMILY_OMNI) {
-            fail("--gguf: Clef Omni is not written as GGUF yet (its "
-                 "routed experts have no writer); make the release");
-            goto done;
-        }
-        rc = write_gguf(&a, config, &cfg.text, &cfg.head, &cfg.vision);
+        rc = write_gguf(&a, config, &cfg);
         goto done;
     }
     if (make_dirs(a.out) != 0) {

@@ -86,11 +86,12 @@ typedef struct {
 
 /* The model as llama.cpp's converter (and llama-quantize, for a block type
  * or a K mix) would have written the release of the same seed, into the
- * GGUF file a->out, the vision tower (when vc->present and a->mmproj) into
- * the mmproj file; tensors made a slice of rows at a time.  0, or 1 with
+ * GGUF file a->out, the vision tower (when cfg->vision.present and
+ * a->mmproj) into the mmproj file, with Clef Omni's audio tower when it
+ * has one (Clef Omni: in the manner of its Qwen3-VL-MoE converter,
+ * model/gguf_clef.h); tensors made a slice of rows at a time.  0, or 1 with
  * a message on stderr; 2 for an unknown TYPE. */
 int mkmodel_write_gguf(const mkmodel_gguf_args *a,
-    const clef_text_config *tc, const clef_head_config *hc,
-    const clef_vision_config *vc);
+    const clef_model_configs *cfg);
 
 #endif

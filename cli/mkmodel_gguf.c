@@ -31,7 +31,8 @@
  * The mmproj file (the tower) holds its matrices in F16 (F32, BF16 when
  * TYPE is).  --sparse leaves the matrices' data as holes (all zeros, in
  * every type a valid block), the small tensors a reader computes from
- * written for real.
+ * written for real, and in a routed model (Clef Omni) the token embedding
+ * and the routers too (routes() below).
  */
 #include "mkmodel.h"
 
@@ -41,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gguf_clef.h"
 #include "model/gguf_tokenizer.h"
 #include "model/gguf_write.h"
 #include "model/quant.h"
@@ -85,13 +87,17 @@ typedef struct {
     int               torch_ndim;   /* as the converter counts */
     uint32_t          type;
     int               block;        /* blk.N / dec.blk.N: N, else -1 */
+    int               dec;          /* a head block (dec.blk.N) */
     const struct mk_gguf  *g;
 } gtensor;
 
 typedef struct mk_gguf {
     const mkmodel_gguf_args   *a;
+    const clef_model_configs  *cfg;
     const clef_text_config    *tc;
     const clef_head_config    *hc;
+    int                        omni;        /* Clef Omni: its release's
+                                               names draw the values */
     gtensor                   *t;
     int                        n, cap;
     clef_tensor_spec           scale[3];    /* decision.scales' sources */
@@ -133,7 +139,13 @@ new_tensor(mk_gguf *g, const clef_tensor_spec *s, const char *name)
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", name);
     p->s = *s;
-    p->flags = clef_role_of(s->role)->gguf_flags;
+    p->flags = clef_role_gguf_flags(g->tc, s->role);
+    if (g->omni && clef_role_of(s->role)->part < CLEF_PART_HEAD
+        && mkmodel_omni_name(p->s.name, sizeof(p->s.name)) != 0)
+    {
+        g->n--;
+        return NULL;
+    }
     p->n_parts = 1;
     p->g = g;
     p->torch_ndim = s->ndim;
@@ -146,6 +158,7 @@ new_tensor(mk_gguf *g, const clef_tensor_spec *s, const char *name)
     {
         p->block = -1;
     }
+    p->dec = strncmp(name, "dec.", 4) == 0;
     return p;
 }
 
@@ -174,9 +187,35 @@ on_spec(const clef_tensor_spec *s, void *ctx)
     if (ri->gguf_flags & CLEF_GGUF_AFTER_ROUTING) {
         block += g->hc->routing_layers;
     }
-    if (clef_role_gguf_name(s->role, block, name, sizeof(name) - 2) == NULL) {
+    if (ri->part == CLEF_PART_DEEPSTACK) {
+        /* v.deepstack.N: N the tower block it reads (the converter's
+         * "absolute clip layer index") */
+        block = g->cfg->vision.deepstack[s->layer];
+    }
+    if (ri->gguf_flags & CLEF_GGUF_EXPERTS && s->expert > 0) {
+        return 0;                   /* in expert 0's 3-D tensor */
+    }
+    if (clef_role_gguf_name_in(g->tc, s->role, block, name,
+                               sizeof(name) - 2) == NULL)
+    {
         fail("no GGUF name for %s", s->name);
         return -1;
+    }
+    if (ri->gguf_flags & (CLEF_GGUF_EXPERTS | CLEF_GGUF_BIAS3)) {
+        p = new_tensor(g, s, name);
+        if (p == NULL) {
+            return -1;
+        }
+        p->ndim = p->torch_ndim = 3;
+        if (ri->gguf_flags & CLEF_GGUF_EXPERTS) {
+            /* [E][rows][cols]: GGML [cols, rows, E] */
+            p->ne[2] = g->tc->num_experts;
+        } else {
+            /* [C] unsqueezed to [C, 1, 1]: GGML [1, 1, C] */
+            p->ne[2] = p->ne[0];
+            p->ne[0] = p->ne[1] = 1;
+        }
+        return 0;
     }
     if (ri->gguf_flags & CLEF_GGUF_SPLIT_QKV) {
         q = strstr(name, "_q.");
@@ -254,6 +293,35 @@ convert(unsigned flags, clef_role role, float v)
     return v;
 }
 
+/* Rows [row, row + n) of a 3-D expert tensor: row r is row r % rows of
+ * expert r / rows, its values drawn under that expert's release name. */
+static int
+expert_rows(const gtensor *p, int64_t row, int64_t n, float *out)
+{
+    const clef_text_config  *c = p->g->tc;
+    clef_tensor_spec         se = p->s;
+    int64_t                  rows = p->ne[1], cols = p->ne[0], r;
+    int                      e = -1;
+
+    for (r = row; r < row + n; r++, out += cols) {
+        if (r / rows != e) {
+            e = (int) (r / rows);
+            clef_role_expert_name(c, se.role, se.layer, e, se.name,
+                                  sizeof(se.name));
+            se.expert = e;
+            if (p->g->omni
+                && mkmodel_omni_name(se.name, sizeof(se.name)) != 0)
+            {
+                return -1;
+            }
+        }
+        mkmodel_values(&se, clef_role_kind_in(c, se.role),
+                       mkmodel_release_dtype(&se), p->g->a->seed,
+                       r % rows * cols, cols, out);
+    }
+    return 0;
+}
+
 /* Rows [row, row + n) of the file's tensor, in f32. */
 static int
 rows_fn(void *ctx, int64_t row, int64_t n, void *dst, clef_error *err)
@@ -270,6 +338,14 @@ rows_fn(void *ctx, int64_t row, int64_t n, void *dst, clef_error *err)
     int                      k, reorder, v_rows, v_cols;
 
     (void) err;
+    if (p->flags & CLEF_GGUF_EXPERTS) {
+        return expert_rows(p, row, n, out);
+    }
+    if (p->flags & CLEF_GGUF_BIAS3) {
+        /* rows of one value: the vector's [row, row + n) */
+        mkmodel_values(s, kind, dt, seed, row, n, out);
+        return 0;
+    }
     if (p->flags & CLEF_GGUF_SCALES) {
         for (k = 0; k < 3; k++) {
             mkmodel_values(&p->g->scale[k],
@@ -325,7 +401,11 @@ rows_fn(void *ctx, int64_t row, int64_t n, void *dst, clef_error *err)
                 t = (r - v_from) / unit;
                 rr = v_from + grouped(c, t) * unit + (r - v_from) % unit;
             }
-            base = p->part * (numel / p->n_parts) + rr * rel_cols;
+            /* a row of the file is a row of the release, or (a 4-D
+             * convolution, GGML rows of its last dimension) a run of one */
+            base = p->part * (numel / p->n_parts)
+                   + (s->ndim > 2 && !(p->flags & CLEF_GGUF_SQUEEZE)
+                      ? rr * cols : rr * rel_cols);
         }
         if (!v_cols) {
             mkmodel_values(s, kind, dt, seed, base, cols, out);
@@ -375,13 +455,13 @@ ends(const char *name, const char *suffix)
 }
 
 /* Kept in F32 by the converter at f16/bf16: vectors, norms, conv taps,
- * the type embedding, the tower's positions. */
+ * the type embedding, the tower's positions, the routers. */
 static int
 float_keeps_f32(const gtensor *p)
 {
     return p->torch_ndim < 2 || ends(p->name, "_norm.weight")
            || has(p->name, "ssm_conv1d") || has(p->name, "token_types")
-           || has(p->name, "position_embd");
+           || has(p->name, "position_embd") || has(p->name, "ffn_gate_inp");
 }
 
 /* What llama-quantize leaves as the f32 file has it. */
@@ -390,6 +470,7 @@ quantizable(const gtensor *p)
 {
     return ggml_ndim(p) >= 2 && ends(p->name, "weight")
            && !has(p->name, "_norm.weight") && !has(p->name, "ssm_conv1d")
+           && !has(p->name, "ffn_gate_inp.weight")
            && !has(p->name, "token_types") && !has(p->name, "position_embd");
 }
 
@@ -449,6 +530,7 @@ assign_types(mk_gguf *g, const gguf_kind *k, int first, int n, int tower)
     gtensor   *p;
     uint32_t   t;
     int        i, n_wv = 0, i_wv = 0, i_down = 0, tied = 1;
+    int        experts = g->tc->num_experts;
 
     if (!tower && k->base != CLEF_GGML_F32 && k->base != CLEF_GGML_F16
         && k->base != CLEF_GGML_BF16)
@@ -488,9 +570,25 @@ assign_types(mk_gguf *g, const gguf_kind *k, int first, int n, int tower)
             if (k->k_mix && more_bits(i_wv, n_wv)) {
                 t = CLEF_GGML_Q6_K;
             }
+            if (experts == 8) {
+                t = CLEF_GGML_Q8_0;     /* "trades just ~128MB" */
+            }
             i_wv++;
+        } else if (has(p->name, "attn_k.weight")) {
+            if (experts == 8) {
+                t = CLEF_GGML_Q8_0;
+            }
+        } else if (has(p->name, "attn_output.weight")) {
+            if (experts == 8 && k->file_type == FT_Q4_K_M) {
+                t = CLEF_GGML_Q5_K;
+            }
         } else if (has(p->name, "ffn_down")) {
-            if (k->k_mix && more_bits(i_down, g->tc->num_hidden_layers)) {
+            /* with experts, the layer is the name's block (llama-quantize
+             * parses blk.N; the head's dec.blk.N it cannot, ours takes
+             * N), else the count of ffn_down tensors so far */
+            if (k->k_mix && more_bits(experts > 1 ? p->block : i_down,
+                                      g->tc->num_hidden_layers))
+            {
                 t = CLEF_GGML_Q6_K;
             }
             i_down++;
@@ -582,6 +680,92 @@ text_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
         ? -1 : 0;
 }
 
+#define OA  CLEF_GGUF_OMNI_ARCH "."
+
+/* Clef Omni's thinker as llama.cpp's Qwen3-VL-MoE converter writes its
+ * qwen3vlmoe keys, under CLEF_GGUF_OMNI_ARCH (gguf_clef.h), and the
+ * head's as Clef's. */
+static int
+omni_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
+    clef_error *err)
+{
+    const clef_text_config  *c = g->tc;
+    const clef_head_config  *h = g->hc;
+    int32_t                  sec[4];
+    int                      l;
+    int                      rope = (int) (c->partial_rotary_factor
+                                           * c->head_dim + 0.5);
+
+    for (l = 0; l < 3; l++) {
+        sec[l] = c->mrope_section[l];
+    }
+    sec[3] = 0;
+    return put_s(w, "general.architecture", CLEF_GGUF_OMNI_ARCH, err)
+        || put_s(w, "general.type", "model", err)
+        || put_s(w, "general.name", g->a->name, err)
+        || put_u32(w, OA "block_count", c->num_hidden_layers, err)
+        || put_u32(w, OA "context_length", g->a->context_length, err)
+        || put_u32(w, OA "embedding_length", c->hidden_size, err)
+        || put_u32(w, OA "feed_forward_length", c->intermediate_size, err)
+        || put_u32(w, OA "attention.head_count", c->num_attention_heads, err)
+        || put_u32(w, OA "attention.head_count_kv", c->num_key_value_heads,
+                   err)
+        || put_f32(w, OA "rope.freq_base", c->rope_theta, err)
+        || put_f32(w, OA "attention.layer_norm_rms_epsilon", c->rms_norm_eps,
+                   err)
+        || put_u32(w, OA "expert_used_count", c->num_experts_per_tok, err)
+        || put_u32(w, OA "attention.key_length", c->head_dim, err)
+        || put_u32(w, OA "attention.value_length", c->head_dim, err)
+        || put_u32(w, "general.file_type", k->file_type, err)
+        || put_u32(w, OA "expert_count", c->num_experts, err)
+        || put_u32(w, OA "expert_feed_forward_length",
+                   c->moe_intermediate_size, err)
+        || clef_gguf_put_uint(w, OA "expert_weights_norm", CLEF_GGUF_BOOL,
+                              (uint64_t) c->norm_topk_prob, err)
+        || clef_gguf_put_arr(w, OA "rope.dimension_sections", CLEF_GGUF_INT32,
+                             sec, 4, err)
+        || put_u32(w, OA "rope.dimension_count", rope, err)
+        || put_u32(w, OA "n_deepstack_layers", g->cfg->vision.present
+                                               ? g->cfg->vision.n_deepstack
+                                               : 0, err)
+        || put_u32(w, OA "position_id_per_seconds",
+                   g->cfg->omni.position_id_per_seconds, err)
+        || put_s(w, OA "decision.type", "clef", err)
+        || put_u32(w, OA "decision.routing_block_count", h->routing_layers,
+                   err)
+        || put_u32(w, OA "decision.block_count", h->layers, err)
+        || put_u32(w, OA "decision.head_count", h->heads, err)
+        || put_f32(w, OA "attention.layer_norm_epsilon", 1e-5, err)
+        || clef_gguf_put_tokenizer(w, g->a->tokenizer_dir, c->vocab_size,
+                                   "qwen2", err)
+        || put_u32(w, "general.quantization_version", 2, err)
+        ? -1 : 0;
+}
+
+/* Clef Omni's audio tower as llama.cpp's Qwen3-Omni mmproj has it
+ * (Qwen25AudioModel's keys), and ours it lacks (gguf_clef.h). */
+static int
+audio_meta(clef_gguf_writer *w, const clef_audio_tower_config *a,
+    clef_error *err)
+{
+    return clef_gguf_put_uint(w, "clip.has_audio_encoder", CLEF_GGUF_BOOL, 1,
+                              err)
+        || put_s(w, "clip.audio.projector_type", "qwen3a", err)
+        || put_u32(w, "clip.audio.num_mel_bins", a->num_mel_bins, err)
+        || put_f32(w, "clip.audio.attention.layer_norm_epsilon", 1e-5, err)
+        || put_u32(w, "clip.audio.embedding_length", a->d_model, err)
+        || put_u32(w, "clip.audio.feed_forward_length", a->encoder_ffn_dim,
+                   err)
+        || put_u32(w, "clip.audio.block_count", a->encoder_layers, err)
+        || put_u32(w, "clip.audio.attention.head_count",
+                   a->encoder_attention_heads, err)
+        || put_u32(w, "clip.audio.projection_dim", a->output_dim, err)
+        || put_u32(w, "clip.audio.n_window", a->n_window, err)
+        || put_u32(w, "clip.audio.n_window_infer", a->n_window_infer, err)
+        || put_u32(w, "clip.audio.max_pos_emb", a->max_source_positions, err)
+        ? -1 : 0;
+}
+
 static int
 tower_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
     const clef_vision_config *v, clef_error *err)
@@ -595,6 +779,11 @@ tower_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
         std[i] = (float) v->processor.std[i];
     }
     memset(deep, 0, sizeof(deep));
+    for (i = 0; i < v->n_deepstack; i++) {
+        if (v->deepstack[i] >= 0 && v->deepstack[i] < 1024) {
+            deep[v->deepstack[i]] = 1;
+        }
+    }
     while ((side + 1) * (side + 1) <= v->num_position_embeddings) {
         side++;
     }
@@ -618,7 +807,10 @@ tower_meta(clef_gguf_writer *w, const mk_gguf *g, const gguf_kind *k,
                              mean, 3, err)
         || clef_gguf_put_arr(w, "clip.vision.image_std", CLEF_GGUF_FLOAT32,
                              std, 3, err)
-        || put_s(w, "clip.projector_type", "qwen3vl_merger", err)
+        || put_s(w, g->omni ? "clip.vision.projector_type"
+                            : "clip.projector_type", "qwen3vl_merger", err)
+        || (g->omni && g->cfg->audio.present
+            && audio_meta(w, &g->cfg->audio, err) != 0)
         || clef_gguf_put_uint(w, "clip.use_gelu", CLEF_GGUF_BOOL, 1, err)
         || put_u32(w, "clip.vision.spatial_merge_size", v->spatial_merge_size,
                    err)
@@ -643,6 +835,19 @@ small(const gtensor *p)
                            | CLEF_GGUF_SPLIT_T));
 }
 
+/* What --sparse writes for real beside the small tensors: in a routed
+ * model, the token embedding and the routers, so that with every other
+ * matrix zero each token still routes by its own hidden state (its
+ * embedding, which the zero layers pass on) and the experts a request
+ * reads are as many and as scattered as a real model's. */
+static int
+routes(const gtensor *p)
+{
+    return p->g->tc->num_experts > 0
+           && (strcmp(p->name, "token_embd.weight") == 0
+               || has(p->name, "ffn_gate_inp.weight"));
+}
+
 static int
 write_file(const mk_gguf *g, clef_gguf_writer *w, int first, int n,
     const char *path, uint64_t *bytes)
@@ -654,7 +859,7 @@ write_file(const mk_gguf *g, clef_gguf_writer *w, int first, int n,
     clef_error_clear(&err);
     for (i = first; i < first + n; i++) {
         p = &g->t[i];
-        rc = g->a->sparse && !small(p)
+        rc = g->a->sparse && !small(p) && !routes(p)
              ? clef_gguf_add_tensor_zero(w, p->name, p->type, p->ndim, p->ne,
                                          &err)
              : clef_gguf_add_tensor_rows(w, p->name, p->type, p->ndim, p->ne,
@@ -674,9 +879,11 @@ write_file(const mk_gguf *g, clef_gguf_writer *w, int first, int n,
 }
 
 int
-mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_text_config *tc,
-    const clef_head_config *hc, const clef_vision_config *vc)
+mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_model_configs *cfg)
 {
+    const clef_text_config    *tc = &cfg->text;
+    const clef_head_config    *hc = &cfg->head;
+    const clef_vision_config  *vc = &cfg->vision;
     const gguf_kind   *k = NULL;
     clef_gguf_writer  *w = NULL;
     clef_error         err;
@@ -697,8 +904,10 @@ mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_text_config *tc,
     }
     memset(&g, 0, sizeof(g));
     g.a = a;
+    g.cfg = cfg;
     g.tc = tc;
     g.hc = hc;
+    g.omni = cfg->family == CLEF_FAMILY_OMNI;
     clef_error_clear(&err);
     if (clef_text_tensors(tc, on_spec, &g) != 0
         || clef_head_tensors(hc, on_spec, &g) != 0)
@@ -712,7 +921,9 @@ mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_text_config *tc,
         goto done;
     }
     if (a->mmproj != NULL && vc->present
-        && clef_vision_tensors(vc, on_spec, &g) != 0)
+        && (clef_vision_tensors(vc, on_spec, &g) != 0
+            || (g.omni && cfg->audio.present
+                && clef_audio_tensors(&cfg->audio, on_spec, &g) != 0)))
     {
         fail("out of memory");
         goto done;
@@ -721,7 +932,10 @@ mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_text_config *tc,
     assign_types(&g, k, n_model, g.n - n_model, 1);
 
     w = clef_gguf_writer_new();
-    if (w == NULL || text_meta(w, &g, k, &err) != 0) {
+    if (w == NULL
+        || (g.omni ? omni_meta(w, &g, k, &err) : text_meta(w, &g, k, &err))
+           != 0)
+    {
         fail("%s", w == NULL ? "out of memory" : err.message);
         goto done;
     }

@@ -70,15 +70,25 @@ gguf_open(const char *path, const char *mmproj, int flags, clef_error *err)
 static int
 gguf_configs(void *c, clef_model_configs *cfg, clef_error *err)
 {
-    gguf_container            *g = c;
-    const clef_vision_config  *v = clef_gguf_clef_vision_config(g->m);
+    gguf_container                 *g = c;
+    const clef_vision_config       *v = clef_gguf_clef_vision_config(g->m);
+    const clef_audio_tower_config  *a = clef_gguf_clef_audio_config(g->m);
+    const clef_omni_config         *o = clef_gguf_clef_omni_config(g->m);
 
+    cfg->family = clef_gguf_clef_family(g->m);
     cfg->text = *clef_gguf_clef_text_config(g->m);
     cfg->head = *clef_gguf_clef_head_config(g->m);
+    memset(&cfg->vision, 0, sizeof(cfg->vision));
+    memset(&cfg->audio, 0, sizeof(cfg->audio));
+    memset(&cfg->omni, 0, sizeof(cfg->omni));
     if (v != NULL) {
         cfg->vision = *v;
-    } else {
-        memset(&cfg->vision, 0, sizeof(cfg->vision));
+    }
+    if (a != NULL) {
+        cfg->audio = *a;
+    }
+    if (o != NULL) {
+        cfg->omni = *o;
     }
     return 0;
 }

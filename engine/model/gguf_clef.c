@@ -14,7 +14,11 @@
 #include "model/model_vision.h"
 #include "text/tokenizer.h"
 
-#define fail  clef_gguf_clef_fail
+#define fail         clef_gguf_clef_fail
+#define need_int     clef_gguf_clef_need_int
+#define need_float   clef_gguf_clef_need_float
+#define need_tensor  clef_gguf_clef_need_tensor
+#define token_id     clef_gguf_clef_token_id
 
 int
 clef_gguf_clef_fail(const clef_gguf *g, clef_error *err, const char *fmt, ...)
@@ -29,9 +33,9 @@ clef_gguf_clef_fail(const clef_gguf *g, clef_error *err, const char *fmt, ...)
 }
 
 /* A required integer key into an int. */
-static int
-need_int(const clef_gguf *g, const char *key, int lo, int hi, int *out,
-    clef_error *err)
+int
+clef_gguf_clef_need_int(const clef_gguf *g, const char *key, int lo,
+    int hi, int *out, clef_error *err)
 {
     int64_t  v;
     int      rc = clef_gguf_get_int(g, key, lo, hi, &v, err);
@@ -45,8 +49,9 @@ need_int(const clef_gguf *g, const char *key, int lo, int hi, int *out,
     return rc;
 }
 
-static int
-need_float(const clef_gguf *g, const char *key, double *out, clef_error *err)
+int
+clef_gguf_clef_need_float(const clef_gguf *g, const char *key, double *out,
+    clef_error *err)
 {
     int  rc = clef_gguf_get_float(g, key, out, err);
 
@@ -70,10 +75,10 @@ not_decision(const clef_gguf *g, clef_error *err, const char *what)
 }
 
 static int
-check_kind(const clef_gguf *g, clef_error *err)
+check_kind(const clef_gguf *g, clef_family *family, clef_error *err)
 {
     const clef_gguf_str  *arch = NULL, *dt = NULL;
-    char                  what[400];
+    char                  what[400], key[64];
 
     if (clef_gguf_get_str(g, "general.architecture", &arch, err) < 0) {
         return -1;
@@ -97,26 +102,41 @@ check_kind(const clef_gguf *g, clef_error *err)
                  " llama.cpp's convert_hf_to_gguf.py", arch->s);
         return not_decision(g, err, what);
     }
-    if (!is_str(arch, "clef")) {
-        snprintf(what, sizeof(what), "is a GGUF of architecture \"%.40s\", not"
-                 " a Clef decision model (general.architecture \"clef\")",
+    if (is_str(arch, "qwen3vlmoe") || is_str(arch, "qwen3omnimoe")) {
+        snprintf(what, sizeof(what), "is a plain Qwen3-Omni / Qwen3-VL-MoE"
+                 " GGUF (general.architecture \"%.20s\"): it has no joint"
+                 " schema head.  Use a Clef Omni GGUF (general.architecture"
+                 " \"" CLEF_GGUF_OMNI_ARCH "\", `clef mkmodel --gguf`)",
                  arch->s);
         return not_decision(g, err, what);
     }
-    if (clef_gguf_get_str(g, "clef.decision.type", &dt, err) < 0) {
+    if (is_str(arch, CLEF_GGUF_OMNI_ARCH)) {
+        *family = CLEF_FAMILY_OMNI;
+    } else if (is_str(arch, "clef")) {
+        *family = CLEF_FAMILY_CLEF;
+    } else {
+        snprintf(what, sizeof(what), "is a GGUF of architecture \"%.40s\", not"
+                 " a Clef decision model (general.architecture \"clef\" or"
+                 " \"" CLEF_GGUF_OMNI_ARCH "\")", arch->s);
+        return not_decision(g, err, what);
+    }
+    snprintf(key, sizeof(key), "%s.decision.type", arch->s);
+    if (clef_gguf_get_str(g, key, &dt, err) < 0) {
         return -1;
     }
     if (!is_str(dt, "clef")) {
-        return not_decision(g, err, "has no clef.decision.type \"clef\": convert"
-                            " the Clef release again with a current llama.cpp");
+        snprintf(what, sizeof(what), "has no %s \"clef\": convert the Clef"
+                 " release again with a current llama.cpp", key);
+        return not_decision(g, err, what);
     }
     return 0;
 }
 
 /* ---- configuration --------------------------------------------------- */
 
-static const clef_gguf_tensor *
-need_tensor(const clef_gguf *g, const char *name, int ndim, clef_error *err)
+const clef_gguf_tensor *
+clef_gguf_clef_need_tensor(const clef_gguf *g, const char *name, int ndim,
+    clef_error *err)
 {
     const clef_gguf_tensor  *t = clef_gguf_tensor_find(g, name);
 
@@ -279,17 +299,20 @@ text_config(const clef_gguf *g, clef_text_config *c, clef_error *err)
 }
 
 static int
-head_config(const clef_gguf *g, const clef_text_config *tc,
+head_config(const clef_gguf *g, const char *arch, const clef_text_config *tc,
     clef_head_config *h, clef_error *err)
 {
     const clef_gguf_tensor  *mem, *up;
+    char                     k[3][64];
 
     memset(h, 0, sizeof(*h));
     h->hidden_size = tc->hidden_size;
-    if (need_int(g, "clef.decision.routing_block_count", 0, 1024,
-                 &h->routing_layers, err)
-        || need_int(g, "clef.decision.block_count", 0, 1024, &h->layers, err)
-        || need_int(g, "clef.decision.head_count", 1, 4096, &h->heads, err))
+    snprintf(k[0], sizeof(k[0]), "%s.decision.routing_block_count", arch);
+    snprintf(k[1], sizeof(k[1]), "%s.decision.block_count", arch);
+    snprintf(k[2], sizeof(k[2]), "%s.decision.head_count", arch);
+    if (need_int(g, k[0], 0, 1024, &h->routing_layers, err)
+        || need_int(g, k[1], 0, 1024, &h->layers, err)
+        || need_int(g, k[2], 1, 4096, &h->heads, err))
     {
         return -1;
     }
@@ -309,8 +332,9 @@ head_config(const clef_gguf *g, const clef_text_config *tc,
     return 0;
 }
 
-static int
-token_id(const clef_gguf *g, const char *tok, int *out, clef_error *err)
+int
+clef_gguf_clef_token_id(const clef_gguf *g, const char *tok, int *out,
+    clef_error *err)
 {
     const clef_gguf_value  *toks = NULL;
     const clef_gguf_str    *s;
@@ -329,12 +353,46 @@ token_id(const clef_gguf *g, const char *tok, int *out, clef_error *err)
             return 0;
         }
     }
-    return fail(g, err, "the vocabulary has no %s token, which images need", tok);
+    return fail(g, err, "the vocabulary has no %s token, which the model"
+                " needs", tok);
+}
+
+/* The tower blocks whose DeepStack mergers feed the decoder
+ * (clip.vision.is_deepstack_layers, true at each, as llama.cpp's Qwen3-VL
+ * converter writes it). */
+static int
+deepstack(const clef_gguf *vis, clef_vision_config *v, clef_error *err)
+{
+    const clef_gguf_value  *ds = NULL;
+    int64_t                 b;
+    uint64_t                i;
+
+    if (clef_gguf_get_arr(vis, "clip.vision.is_deepstack_layers",
+                          CLEF_GGUF_BOOL, &ds, err) < 0)
+    {
+        return -1;
+    }
+    for (i = 0; ds != NULL && i < ds->v.arr.n; i++) {
+        clef_gguf_arr_int(ds, i, &b);
+        if (!b) {
+            continue;
+        }
+        if (i >= (uint64_t) v->depth
+            || v->n_deepstack == (int) (sizeof(v->deepstack)
+                                        / sizeof(v->deepstack[0])))
+        {
+            return fail(vis, err, "clip.vision.is_deepstack_layers: layer"
+                        " %llu is past the tower or one too many",
+                        (unsigned long long) i);
+        }
+        v->deepstack[v->n_deepstack++] = (int) i;
+    }
+    return 0;
 }
 
 static int
-vision_config(const clef_gguf *g, const clef_gguf *vis, clef_vision_config *v,
-    clef_error *err)
+vision_config(const clef_gguf *g, const clef_gguf *vis, clef_family family,
+    clef_vision_config *v, clef_error *err)
 {
     const clef_gguf_tensor  *pos, *patch;
     const clef_gguf_value   *mean = NULL, *std = NULL;
@@ -377,7 +435,10 @@ vision_config(const clef_gguf *g, const clef_gguf *vis, clef_vision_config *v,
     v->rope_theta = 10000.0;
     if (token_id(g, "<|image_pad|>", &v->image_token_id, err) != 0
         || token_id(g, "<|vision_start|>", &v->vision_start_token_id, err) != 0
-        || token_id(g, "<|vision_end|>", &v->vision_end_token_id, err) != 0)
+        || token_id(g, "<|vision_end|>", &v->vision_end_token_id, err) != 0
+        || deepstack(vis, v, err) != 0
+        || (family == CLEF_FAMILY_OMNI
+            && token_id(g, "<|video_pad|>", &v->video_token_id, err) != 0))
     {
         return -1;
     }
@@ -441,9 +502,16 @@ clef_gguf_clef_open(const char *path, const char *mmproj, int flags,
         return NULL;
     }
     m->g = clef_gguf_open(path, flags, err);
-    if (m->g == NULL || check_kind(m->g, err) != 0
-        || text_config(m->g, &m->text, err) != 0
-        || head_config(m->g, &m->text, &m->head, err) != 0)
+    if (m->g == NULL || check_kind(m->g, &m->family, err) != 0) {
+        goto fail;
+    }
+    m->arch = m->family == CLEF_FAMILY_OMNI ? CLEF_GGUF_OMNI_ARCH : "clef";
+    if ((m->family == CLEF_FAMILY_OMNI
+         ? clef_gguf_clef_omni_text(m->g, &m->text, err)
+         : text_config(m->g, &m->text, err)) != 0
+        || head_config(m->g, m->arch, &m->text, &m->head, err) != 0
+        || (m->family == CLEF_FAMILY_OMNI
+            && clef_gguf_clef_omni_ids(m->g, &m->omni, err) != 0))
     {
         goto fail;
     }
@@ -454,7 +522,15 @@ clef_gguf_clef_open(const char *path, const char *mmproj, int flags,
     } else if (clef_gguf_tensor_find(m->g, "v.position_embd.weight") != NULL) {
         m->vis = m->g;
     }
-    if (m->vis != NULL && vision_config(m->g, m->vis, &m->vision, err) != 0) {
+    if (m->vis != NULL
+        && vision_config(m->g, m->vis, m->family, &m->vision, err) != 0)
+    {
+        goto fail;
+    }
+    if (m->family == CLEF_FAMILY_OMNI && m->vis != NULL
+        && clef_gguf_clef_omni_audio(m->g, m->vis, &m->text, &m->audio,
+                                     err) != 0)
+    {
         goto fail;
     }
     if (m->vis != NULL && m->vision.out_hidden_size != m->text.hidden_size) {
@@ -505,6 +581,24 @@ const clef_vision_config *
 clef_gguf_clef_vision_config(const clef_gguf_clef *m)
 {
     return m->vision.present ? &m->vision : NULL;
+}
+
+clef_family
+clef_gguf_clef_family(const clef_gguf_clef *m)
+{
+    return m->family;
+}
+
+const clef_audio_tower_config *
+clef_gguf_clef_audio_config(const clef_gguf_clef *m)
+{
+    return m->audio.present ? &m->audio : NULL;
+}
+
+const clef_omni_config *
+clef_gguf_clef_omni_config(const clef_gguf_clef *m)
+{
+    return m->family == CLEF_FAMILY_OMNI ? &m->omni : NULL;
 }
 
 const clef_gguf *

@@ -73,6 +73,47 @@
  *     blocks dec.blk.R.., one numbering.
  * llama-quantize keeps 1-D tensors and norms in F32; the rest may be any
  * block type of dtype.h.
+ *
+ * Clef Omni.  llama.cpp's Clef converter does not take a Clef Omni release
+ * (conversion/clef.py is Qwen3.5's dense stack; its Qwen3-Omni support,
+ * conversion/qwen3vl.py, writes the thinker as general.architecture
+ * "qwen3vlmoe" and the towers to an mmproj, without the head).  `clef
+ * mkmodel --gguf` writes the Omni thinker in the same manner, keys and
+ * tensor names as llama.cpp's qwen3vlmoe and Qwen3-Omni mmproj files, the
+ * head as in a Clef file:
+ *   general.architecture = CLEF_GGUF_OMNI_ARCH ("clef-omni", so that no
+ *   Qwen3-VL-MoE reader takes it for a plain LLM), and under that prefix:
+ *   embedding_length, feed_forward_length (the dense MLP of the layers the
+ *   release lists in mlp_only_layers), block_count, context_length,
+ *   attention.{head_count, head_count_kv, key_length, value_length,
+ *   layer_norm_rms_epsilon}, rope.{freq_base, dimension_count,
+ *   dimension_sections} (as Clef's), expert_count, expert_used_count,
+ *   expert_feed_forward_length, expert_weights_norm (norm_topk_prob),
+ *   n_deepstack_layers, position_id_per_seconds (the thinker config's),
+ *   decision.{type "clef", routing_block_count, block_count, head_count},
+ *   attention.layer_norm_epsilon (the head's); tokenizer.ggml.* as Clef's.
+ *   Every layer is full attention without an output gate, RMSNorm weights
+ *   stored as the release holds them (no 1 + w); a layer routes when it
+ *   has blk.N.ffn_gate_inp.weight (the router, [E][H], F32 after
+ *   llama-quantize), its experts as three 3-D tensors
+ *   blk.N.ffn_{gate,up,down}_exps.weight of GGML ne [H, I, E], [H, I, E]
+ *   and [I, H, E] (expert e's matrix the e-th [rows][cols] slab: each
+ *   expert's canonical tensor is a view of its slab, nothing copied, so
+ *   only the routed experts' pages are read); the other layers have
+ *   blk.N.ffn_{gate,up,down}.weight.  The token ids the thinker config
+ *   states (image, video, audio pad, start, end) by their tokens.
+ *   The mmproj (general.architecture "clip") holds the vision tower as
+ *   Clef's with clip.vision.is_deepstack_layers true at each DeepStack
+ *   merger's tower block and the mergers as v.deepstack.N.{norm, fc1,
+ *   fc2} (N that block), and, when clip.has_audio_encoder, the audio
+ *   tower as llama.cpp's Qwen3-Omni mmproj: clip.audio.{num_mel_bins,
+ *   embedding_length, feed_forward_length, block_count,
+ *   attention.head_count, projection_dim} and ours, absent from
+ *   llama.cpp's files (transformers' defaults then): clip.audio.
+ *   {n_window, n_window_infer, max_pos_emb}; tensors a.conv2d.{1,2,3}
+ *   (biases [1, 1, C]), a.conv_out, a.blk.N.{attn_q, attn_k, attn_v,
+ *   attn_out, ln1, ffn_up, ffn_down, ln2}, a.post_ln, mm.a.mlp.{1,2};
+ *   the convolutions' channels from a.conv2d.1's shape.
  */
 #ifndef CLEF_GGUF_CLEF_H
 #define CLEF_GGUF_CLEF_H
@@ -83,6 +124,9 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/roles.h"
+
+/* general.architecture of a Clef Omni GGUF, and its keys' prefix. */
+#define CLEF_GGUF_OMNI_ARCH  "clef-omni"
 
 /* One canonical tensor of the model. */
 typedef struct {
@@ -119,6 +163,12 @@ const clef_head_config   *clef_gguf_clef_head_config(const clef_gguf_clef *m);
 /* NULL without a tower. */
 const clef_vision_config *clef_gguf_clef_vision_config(const clef_gguf_clef *m);
 const clef_gguf          *clef_gguf_clef_file(const clef_gguf_clef *m);
+/* Clef or Clef Omni; Omni's token ids and time scale (NULL for Clef);
+ * its audio tower (NULL without one in the mmproj). */
+clef_family               clef_gguf_clef_family(const clef_gguf_clef *m);
+const clef_omni_config   *clef_gguf_clef_omni_config(const clef_gguf_clef *m);
+const clef_audio_tower_config *clef_gguf_clef_audio_config(
+    const clef_gguf_clef *m);
 /* The file holding the tower (the mmproj, or the model's), or NULL. */
 const clef_gguf   *clef_gguf_clef_vision_file(const clef_gguf_clef *m);
 

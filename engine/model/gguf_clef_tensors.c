@@ -94,24 +94,41 @@ static int
 find_parts(clef_gguf_clef *m, const clef_tensor_spec *s, layout *lo,
     clef_error *err)
 {
-    const clef_role_info  *ri = clef_role_of(s->role);
-    const clef_gguf       *g = ri->gguf_flags & CLEF_GGUF_MMPROJ ? m->vis
-                                                                  : m->g;
-    char                   gname[CLEF_GGUF_MAX_NAME + 16], *q;
-    int64_t                ne[5], three = 3;
-    int                    i, nd, block = s->layer;
+    unsigned           f = clef_role_gguf_flags(&m->text, s->role);
+    const clef_gguf   *g = f & CLEF_GGUF_MMPROJ ? m->vis : m->g;
+    char               gname[CLEF_GGUF_MAX_NAME + 16], *q;
+    int64_t            ne[5], three = 3;
+    int                i, nd, block = s->layer;
 
-    if (ri->gguf_flags & CLEF_GGUF_AFTER_ROUTING) {
+    if (f & CLEF_GGUF_AFTER_ROUTING) {
         block += m->head.routing_layers;
     }
-    if (ri->gguf_flags & CLEF_GGUF_SCALES) {
+    if (clef_role_of(s->role)->part == CLEF_PART_DEEPSTACK) {
+        /* named by the tower block it reads, as the converter does */
+        block = m->vision.deepstack[s->layer];
+    }
+    if (f & CLEF_GGUF_SCALES) {
         return find_part(g, s, CLEF_GGUF_SCALES_TENSOR, 1, &three, lo, err);
     }
-    if (clef_role_gguf_name(s->role, block, gname, sizeof(gname)) == NULL) {
+    if (clef_role_gguf_name_in(&m->text, s->role, block, gname,
+                               sizeof(gname)) == NULL)
+    {
         return fail(g, err, "no GGUF name for %s", s->name);
     }
     nd = ggml_dims(s, ne);
-    if (ri->gguf_flags & CLEF_GGUF_SPLIT_QKV) {
+    if (f & CLEF_GGUF_EXPERTS) {
+        /* every expert's [rows][cols] of the layer in one [E][rows][cols]:
+         * GGML [cols, rows, E] */
+        ne[2] = m->text.num_experts;
+        return find_part(g, s, gname, 3, ne, lo, err);
+    }
+    if (f & CLEF_GGUF_BIAS3) {
+        /* [C] as [C, 1, 1]: GGML [1, 1, C] */
+        ne[2] = ne[0];
+        ne[0] = ne[1] = 1;
+        return find_part(g, s, gname, 3, ne, lo, err);
+    }
+    if (f & CLEF_GGUF_SPLIT_QKV) {
         /* [3 W] or [3 W][W] as three tensors "_q", "_k", "_v" of [W][W] */
         q = strstr(gname, "_q.");
         ne[nd - 1] /= 3;
@@ -123,7 +140,7 @@ find_parts(clef_gguf_clef *m, const clef_tensor_spec *s, layout *lo,
         }
         return q != NULL ? 0 : fail(g, err, "no GGUF name for %s", s->name);
     }
-    if (ri->gguf_flags & CLEF_GGUF_SPLIT_T) {
+    if (f & CLEF_GGUF_SPLIT_T) {
         /* [H, C, T, P, P] -> T Conv2d tensors of GGML dims [P, P, C, H] */
         ne[0] = s->shape[4];
         ne[1] = s->shape[3];
@@ -135,7 +152,7 @@ find_parts(clef_gguf_clef *m, const clef_tensor_spec *s, layout *lo,
         strcat(gname, ".1");
         return find_part(g, s, gname, 4, ne, lo, err);
     }
-    if (ri->gguf_flags & CLEF_GGUF_SQUEEZE) {
+    if (f & CLEF_GGUF_SQUEEZE) {
         ne[1] = ne[2];              /* [C, 1, K] was squeezed to [C, K] */
         nd = 2;
     }
@@ -147,9 +164,8 @@ find_parts(clef_gguf_clef *m, const clef_tensor_spec *s, layout *lo,
 static void
 plan_layout(const clef_gguf_clef *m, const clef_tensor_spec *s, layout *lo)
 {
-    const clef_role_info    *ri = clef_role_of(s->role);
     const clef_text_config  *c = &m->text;
-    unsigned                 f = ri->gguf_flags;
+    unsigned                 f = clef_role_gguf_flags(c, s->role);
     int64_t                  rows = s->ndim >= 1 ? s->shape[0] : 1;
     int64_t                  hv = c->linear_num_value_heads;
     int                      reorder;
@@ -288,7 +304,7 @@ static int
 compute(const clef_gguf_clef *m, clef_gguf_clef_tensor *e, const layout *lo,
     float *dst, clef_error *err)
 {
-    const clef_role_info  *ri = clef_role_of(e->role);
+    unsigned               f = clef_role_gguf_flags(&m->text, e->role);
     const clef_gguf_tensor *p = lo->part[0];
     int64_t                n = e->t.numel, rows, cols, h, o, plane, hc;
     int64_t                k, i;
@@ -299,10 +315,10 @@ compute(const clef_gguf_clef *m, clef_gguf_clef_tensor *e, const layout *lo,
     if (tmp == NULL) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
-    if (ri->gguf_flags & CLEF_GGUF_SCALES) {
+    if (f & CLEF_GGUF_SCALES) {
         part_to_f32(p, tmp);
         dst[0] = tmp[e->role - CLEF_ROLE_H_PRIOR_SCALE];
-    } else if (ri->gguf_flags & CLEF_GGUF_SPLIT_T) {
+    } else if (f & CLEF_GGUF_SPLIT_T) {
         /* [H, C, T, P, P] from T parts of [H, C, P, P] */
         plane = e->t.shape[3] * e->t.shape[4];
         hc = e->t.shape[0] * e->t.shape[1];
@@ -333,7 +349,7 @@ compute(const clef_gguf_clef *m, clef_gguf_clef_tensor *e, const layout *lo,
         }
     }
     for (i = 0; i < n; i++) {
-        dst[i] = undo(ri->gguf_flags, dst[i]);
+        dst[i] = undo(f, dst[i]);
     }
     free(tmp);
     return 0;
@@ -423,6 +439,13 @@ on_tensor(const clef_tensor_spec *s, void *ctx)
         return add_entry(b, e);             /* nbytes 0: never released */
     }
     e->t.data = lo.part[0]->data;
+    if (s->expert >= 0) {
+        /* expert e's slab of the layer's 3-D tensor: a view in place */
+        e->t.nbytes = (size_t) (s->shape[0] * row_stride(lo.part[0]));
+        e->t.data = (const char *) lo.part[0]->data
+                    + (size_t) s->expert * e->t.nbytes;
+        return add_entry(b, e);
+    }
     if (lo.n_runs == 0 && lo.n_spans == 0) {
         e->t.nbytes = (size_t) lo.part[0]->nbytes;
         return add_entry(b, e);
@@ -451,7 +474,9 @@ clef_gguf_clef_build_tensors(clef_gguf_clef *m, clef_error *err)
     b.head = 0;
     if (clef_text_tensors(&m->text, on_tensor, &b) != 0
         || (m->vis != NULL
-            && clef_vision_tensors(&m->vision, on_tensor, &b) != 0))
+            && clef_vision_tensors(&m->vision, on_tensor, &b) != 0)
+        || (m->audio.present
+            && clef_audio_tensors(&m->audio, on_tensor, &b) != 0))
     {
         return -1;
     }

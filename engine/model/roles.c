@@ -26,6 +26,7 @@
 #define GM      CLEF_GGUF_MMPROJ
 #define GQKV    CLEF_GGUF_SPLIT_QKV
 #define GR      CLEF_GGUF_AFTER_ROUTING
+#define GB3     CLEF_GGUF_BIAS3
 
 #define D(...)  { __VA_ARGS__ }
 
@@ -204,7 +205,8 @@ static const clef_role_info  roles[CLEF_ROLE_COUNT] = {
         "merger.linear_fc2.bias", "mm.2.bias", GM, 1, D(CLEF_D_V_OUT), F, BIAS,
         FP32),
 
-    /* Clef Omni's DeepStack mergers (LayerNorm after the 2 x 2 shuffle) */
+    /* Clef Omni's DeepStack mergers (LayerNorm after the 2 x 2 shuffle);
+     * the GGUF name's %d is the tower block the merger reads */
     ROW(CLEF_ROLE_V_DS_NORM, CLEF_PART_DEEPSTACK,
         "norm.weight", "v.deepstack.%d.norm.weight", GM, 1,
         D(CLEF_D_V_MERGED), F, NORM, FP32),
@@ -225,86 +227,109 @@ static const clef_role_info  roles[CLEF_ROLE_COUNT] = {
         D(CLEF_D_V_OUT), F, BIAS, FP32),
 
     /* Clef Omni's audio tower (transformers' Qwen3OmniMoeAudioEncoder;
-     * no GGUF names: llama.cpp's Clef files carry none) */
+     * in the mmproj file under the names llama.cpp's Qwen3-Omni mmproj
+     * converter writes: gguf-py's a.* and mm.a.* tensors, the
+     * convolutions' biases as [1, 1, C]) */
     ROW(CLEF_ROLE_A_CONV1, CLEF_PART_AUDIO,
-        "conv2d1.weight", NULL, 0, 4,
+        "conv2d1.weight", "a.conv2d.1.weight", GM, 4,
         D(CLEF_D_A_CHANNELS, CLEF_D_1, CLEF_D_3, CLEF_D_3), F, MAT, FP32),
     ROW(CLEF_ROLE_A_CONV1_BIAS, CLEF_PART_AUDIO,
-        "conv2d1.bias", NULL, 0, 1, D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
+        "conv2d1.bias", "a.conv2d.1.bias", GM | GB3, 1,
+        D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_CONV2, CLEF_PART_AUDIO,
-        "conv2d2.weight", NULL, 0, 4,
+        "conv2d2.weight", "a.conv2d.2.weight", GM, 4,
         D(CLEF_D_A_CHANNELS, CLEF_D_A_CHANNELS, CLEF_D_3, CLEF_D_3), F, MAT,
         FP32),
     ROW(CLEF_ROLE_A_CONV2_BIAS, CLEF_PART_AUDIO,
-        "conv2d2.bias", NULL, 0, 1, D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
+        "conv2d2.bias", "a.conv2d.2.bias", GM | GB3, 1,
+        D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_CONV3, CLEF_PART_AUDIO,
-        "conv2d3.weight", NULL, 0, 4,
+        "conv2d3.weight", "a.conv2d.3.weight", GM, 4,
         D(CLEF_D_A_CHANNELS, CLEF_D_A_CHANNELS, CLEF_D_3, CLEF_D_3), F, MAT,
         FP32),
     ROW(CLEF_ROLE_A_CONV3_BIAS, CLEF_PART_AUDIO,
-        "conv2d3.bias", NULL, 0, 1, D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
+        "conv2d3.bias", "a.conv2d.3.bias", GM | GB3, 1,
+        D(CLEF_D_A_CHANNELS), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_CONV_OUT, CLEF_PART_AUDIO,
-        "conv_out.weight", NULL, 0, 2, D(CLEF_D_A_MODEL, CLEF_D_A_CONV_IN), F,
+        "conv_out.weight", "a.conv_out.weight",
+        GM, 2, D(CLEF_D_A_MODEL, CLEF_D_A_CONV_IN), F,
         MAT, PACKED),
 
     ROW(CLEF_ROLE_A_K, CLEF_PART_AUDIO_LAYER,
-        "self_attn.k_proj.weight", NULL, 0, 2,
+        "self_attn.k_proj.weight", "a.blk.%d.attn_k.weight", GM, 2,
         D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
     ROW(CLEF_ROLE_A_K_BIAS, CLEF_PART_AUDIO_LAYER,
-        "self_attn.k_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+        "self_attn.k_proj.bias", "a.blk.%d.attn_k.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_V, CLEF_PART_AUDIO_LAYER,
-        "self_attn.v_proj.weight", NULL, 0, 2,
+        "self_attn.v_proj.weight", "a.blk.%d.attn_v.weight", GM, 2,
         D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
     ROW(CLEF_ROLE_A_V_BIAS, CLEF_PART_AUDIO_LAYER,
-        "self_attn.v_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+        "self_attn.v_proj.bias", "a.blk.%d.attn_v.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_Q, CLEF_PART_AUDIO_LAYER,
-        "self_attn.q_proj.weight", NULL, 0, 2,
+        "self_attn.q_proj.weight", "a.blk.%d.attn_q.weight", GM, 2,
         D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
     ROW(CLEF_ROLE_A_Q_BIAS, CLEF_PART_AUDIO_LAYER,
-        "self_attn.q_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+        "self_attn.q_proj.bias", "a.blk.%d.attn_q.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_OUT, CLEF_PART_AUDIO_LAYER,
-        "self_attn.out_proj.weight", NULL, 0, 2,
+        "self_attn.out_proj.weight", "a.blk.%d.attn_out.weight", GM, 2,
         D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT, PACKED),
     ROW(CLEF_ROLE_A_OUT_BIAS, CLEF_PART_AUDIO_LAYER,
-        "self_attn.out_proj.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS,
+        "self_attn.out_proj.bias", "a.blk.%d.attn_out.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, BIAS,
         FP32),
     ROW(CLEF_ROLE_A_NORM1, CLEF_PART_AUDIO_LAYER,
-        "self_attn_layer_norm.weight", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NORM,
+        "self_attn_layer_norm.weight", "a.blk.%d.ln1.weight",
+        GM, 1, D(CLEF_D_A_MODEL), F, NORM,
         FP32),
     ROW(CLEF_ROLE_A_NORM1_BIAS, CLEF_PART_AUDIO_LAYER,
-        "self_attn_layer_norm.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NBIAS,
+        "self_attn_layer_norm.bias", "a.blk.%d.ln1.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, NBIAS,
         FP32),
     ROW(CLEF_ROLE_A_FC1, CLEF_PART_AUDIO_LAYER,
-        "fc1.weight", NULL, 0, 2, D(CLEF_D_A_FFN, CLEF_D_A_MODEL), F, MAT,
+        "fc1.weight", "a.blk.%d.ffn_up.weight",
+        GM, 2, D(CLEF_D_A_FFN, CLEF_D_A_MODEL), F, MAT,
         PACKED),
     ROW(CLEF_ROLE_A_FC1_BIAS, CLEF_PART_AUDIO_LAYER,
-        "fc1.bias", NULL, 0, 1, D(CLEF_D_A_FFN), F, BIAS, FP32),
+        "fc1.bias", "a.blk.%d.ffn_up.bias",
+        GM, 1, D(CLEF_D_A_FFN), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_FC2, CLEF_PART_AUDIO_LAYER,
-        "fc2.weight", NULL, 0, 2, D(CLEF_D_A_MODEL, CLEF_D_A_FFN), F, MAT,
+        "fc2.weight", "a.blk.%d.ffn_down.weight",
+        GM, 2, D(CLEF_D_A_MODEL, CLEF_D_A_FFN), F, MAT,
         PACKED),
     ROW(CLEF_ROLE_A_FC2_BIAS, CLEF_PART_AUDIO_LAYER,
-        "fc2.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+        "fc2.bias", "a.blk.%d.ffn_down.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_NORM2, CLEF_PART_AUDIO_LAYER,
-        "final_layer_norm.weight", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NORM,
+        "final_layer_norm.weight", "a.blk.%d.ln2.weight",
+        GM, 1, D(CLEF_D_A_MODEL), F, NORM,
         FP32),
     ROW(CLEF_ROLE_A_NORM2_BIAS, CLEF_PART_AUDIO_LAYER,
-        "final_layer_norm.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NBIAS,
+        "final_layer_norm.bias", "a.blk.%d.ln2.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, NBIAS,
         FP32),
 
     ROW(CLEF_ROLE_A_POST_NORM, CLEF_PART_AUDIO_POST,
-        "ln_post.weight", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NORM, FP32),
+        "ln_post.weight", "a.post_ln.weight",
+        GM, 1, D(CLEF_D_A_MODEL), F, NORM, FP32),
     ROW(CLEF_ROLE_A_POST_NORM_BIAS, CLEF_PART_AUDIO_POST,
-        "ln_post.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, NBIAS, FP32),
+        "ln_post.bias", "a.post_ln.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, NBIAS, FP32),
     ROW(CLEF_ROLE_A_PROJ1, CLEF_PART_AUDIO_POST,
-        "proj1.weight", NULL, 0, 2, D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT,
+        "proj1.weight", "mm.a.mlp.1.weight",
+        GM, 2, D(CLEF_D_A_MODEL, CLEF_D_A_MODEL), F, MAT,
         PACKED),
     ROW(CLEF_ROLE_A_PROJ1_BIAS, CLEF_PART_AUDIO_POST,
-        "proj1.bias", NULL, 0, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
+        "proj1.bias", "mm.a.mlp.1.bias",
+        GM, 1, D(CLEF_D_A_MODEL), F, BIAS, FP32),
     ROW(CLEF_ROLE_A_PROJ2, CLEF_PART_AUDIO_POST,
-        "proj2.weight", NULL, 0, 2, D(CLEF_D_A_OUT, CLEF_D_A_MODEL), F, MAT,
+        "proj2.weight", "mm.a.mlp.2.weight",
+        GM, 2, D(CLEF_D_A_OUT, CLEF_D_A_MODEL), F, MAT,
         PACKED),
     ROW(CLEF_ROLE_A_PROJ2_BIAS, CLEF_PART_AUDIO_POST,
-        "proj2.bias", NULL, 0, 1, D(CLEF_D_A_OUT), F, BIAS, FP32),
+        "proj2.bias", "mm.a.mlp.2.bias", GM, 1, D(CLEF_D_A_OUT), F, BIAS, FP32),
 
     /* the joint head: joint_head.safetensors; llama.cpp's converter puts
      * it in the model's file as decision.* and dec.blk.N.* */
@@ -669,6 +694,32 @@ clef_role_gguf_name(clef_role r, int block, char *buf, size_t size)
         snprintf(buf, size, "%s", ri->gguf);
     }
     return buf;
+}
+
+unsigned
+clef_role_gguf_flags(const clef_text_config *c, clef_role r)
+{
+    const clef_role_info  *ri = clef_role_of(r);
+    unsigned               f = ri != NULL ? ri->gguf_flags : 0;
+
+    /* only a stack whose RMSNorms multiply by 1 + w is stored so */
+    if (c != NULL && !c->norm_plus_one) {
+        f &= ~(unsigned) CLEF_GGUF_PLUS_ONE;
+    }
+    return f;
+}
+
+const char *
+clef_role_gguf_name_in(const clef_text_config *c, clef_role r, int block,
+    char *buf, size_t size)
+{
+    /* a routed stack is named as llama.cpp's Qwen3-(VL-)MoE converters
+     * name it: its post-attention norm is the MLP's input norm */
+    if (c != NULL && c->num_experts > 0 && r == CLEF_ROLE_POST_NORM) {
+        snprintf(buf, size, "blk.%d.ffn_norm.weight", block);
+        return buf;
+    }
+    return clef_role_gguf_name(r, block, buf, size);
 }
 
 clef_role_kind

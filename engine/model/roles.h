@@ -315,7 +315,10 @@ enum {
     CLEF_GGUF_MMPROJ     = 1 << 9,   /* in the tower's own file (mmproj) */
     CLEF_GGUF_EXPERTS    = 1 << 10,  /* every expert's matrix of a layer in
                                         one 3-D tensor [experts][rows][cols] */
-    CLEF_GGUF_SIGMOID    = 1 << 11   /* stores sigmoid(v) (with SCALES) */
+    CLEF_GGUF_SIGMOID    = 1 << 11,  /* stores sigmoid(v) (with SCALES) */
+    CLEF_GGUF_BIAS3      = 1 << 12   /* a vector [C] stored as [1, 1, C]
+                                        (GGML ne [C, 1, 1]: the same
+                                        bytes) */
 };
 
 /* The tensor the converter folds the head's three scalars into. */
@@ -353,11 +356,23 @@ const char *clef_role_expert_name(const clef_text_config *c, clef_role r,
  * whose config says its RMSNorm weights are plain (Clef Omni). */
 clef_role_kind clef_role_kind_in(const clef_text_config *c, clef_role r);
 
+/* The role's CLEF_GGUF_* flags in a model of text config c (NULL: as
+ * the table has them): a Clef Omni file stores its plain RMSNorm weights
+ * as they are (its converter is Qwen3-VL-MoE's), so PLUS_ONE is dropped
+ * where c->norm_plus_one is 0. */
+unsigned clef_role_gguf_flags(const clef_text_config *c, clef_role r);
+
 /* The GGUF name of role r at block `block` (the caller adds the routing
  * layers where the flags say CLEF_GGUF_AFTER_ROUTING); NULL when the
  * converter writes none of its own (CLEF_GGUF_SCALES). */
 const char *clef_role_gguf_name(clef_role r, int block, char *buf,
     size_t size);
+
+/* The same in a model of text config c: a routed stack (Clef Omni) has
+ * its post-attention norm under blk.%d.ffn_norm (Qwen3-VL-MoE's name),
+ * the other roles as above. */
+const char *clef_role_gguf_name_in(const clef_text_config *c, clef_role r,
+    int block, char *buf, size_t size);
 
 /* Its shape under d: the number of dimensions, shape[] filled (up to 5). */
 int     clef_role_shape(clef_role r, const clef_dims *d, int64_t *shape);

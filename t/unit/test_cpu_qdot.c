@@ -301,11 +301,11 @@ one_case(env *e, const uint32_t *t, const int64_t *r, int ng, int64_t k,
     int64_t         rows = 0, ldx = k + 5, ldy, i, n, g, bad = 0, first = -1;
     size_t          rb[CLEF_QDOT_GROUPS_MAX];
     uint8_t        *blocks[CLEF_QDOT_GROUPS_MAX];
-    clef_qdot_mat   q;
+    clef_qdot_mat   q, qs, *use;
     ablock         *a;
     float          *x, *y0, *want, *got;
     char            what[160];
-    int             p, s, len;
+    int             p, s, len, v;
 
     for (g = 0; g < ng; g++) {
         rows += r[g];
@@ -355,6 +355,15 @@ one_case(env *e, const uint32_t *t, const int64_t *r, int ng, int64_t k,
                             blocks[g] + rb[g] * (size_t) (r[g] / 2), rb[g]);
         clef_qdot_pack_rows(&q, n, r[g] / 2, blocks[g], rb[g]);
     }
+    /* the same groups read in place (a routed expert's), from the end */
+    memset(&qs, 0, sizeof(qs));
+    qs.cols = k;
+    qs.rows = rows;
+    for (g = ng - 1, n = rows; g >= 0; g--) {
+        n -= r[g];
+        CHECK(clef_qdot_mat_add_src(&qs, t[g], n, r[g], blocks[g], rb[g]) == 0,
+              "%s: group %lld read in place", what, (long long) g);
+    }
 
     memcpy(want, y0, sizeof(float) * (size_t) (m * ldy));
     for (i = 0; i < m; i++) {
@@ -368,11 +377,13 @@ one_case(env *e, const uint32_t *t, const int64_t *r, int ng, int64_t k,
             }
         }
     }
-    for (s = 0; s < e->n; s++) {
+    for (s = 0; s < e->n * 2; s++) {
+        v = s >= e->n;
+        use = v ? &qs : &q;
         for (p = 0; p < 2; p++) {
             memcpy(got, y0, sizeof(float) * (size_t) (m * ldy));
-            clef_qdot_linear_isa(e->isa[s], e->pools[p], x, ldx, m, &q, got, ldy,
-                                 beta, e->scratch);
+            clef_qdot_linear_isa(e->isa[s % e->n], e->pools[p], x, ldx, m,
+                                 use, got, ldy, beta, e->scratch);
             bad = 0;
             first = -1;
             for (i = 0; i < m * ldy; i++) {
@@ -381,8 +392,9 @@ one_case(env *e, const uint32_t *t, const int64_t *r, int ng, int64_t k,
                     first = first < 0 ? i : first;
                 }
             }
-            CHECK(bad == 0, "%s, %s, %d thread(s): every element the model's "
-                  "bits", what, e->name[s], p ? 3 : 1);
+            CHECK(bad == 0, "%s, %s, %d thread(s)%s: every element the"
+                  " model's bits", what, e->name[s % e->n], p ? 3 : 1,
+                  v ? ", read in place" : "");
             if (bad) {
                 printf("#   %lld differ, first (%lld, %lld): got %.9g want %.9g\n",
                        (long long) bad, (long long) (first / ldy),
@@ -391,6 +403,7 @@ one_case(env *e, const uint32_t *t, const int64_t *r, int ng, int64_t k,
         }
     }
     clef_qdot_mat_free(&q);
+    clef_qdot_mat_free(&qs);
     for (g = 0; g < ng; g++) {
         free(blocks[g]);
     }

@@ -100,8 +100,11 @@ typedef struct {
     int64_t                   row0, rows, ab;   /* the run */
     int8_t                   *aq;
     clef_qdot_ameta          *am;
-    int64_t                   row_tasks;
+    int64_t                   row_tasks, task_rows;
     int64_t                   col_tasks[CLEF_QDOT_GROUPS_MAX + 1];
+    uint8_t                  *panels;   /* groups read in place: a task's
+                                           panels, per worker */
+    size_t                    panels_bytes;
 } qd_job;
 
 static void
@@ -117,8 +120,8 @@ quantize_task(void *ctx, int64_t begin, int64_t end, int worker)
 /* Rows [i, i + mr) of the run times weight rows [c, c + nr) of group g,
  * through a tile of its own size when the tile runs past either. */
 static void
-one_tile(const qd_job *j, const clef_qdot_group *g, clef_qdot_tile_fn fn,
-    int t, int mr, int64_t i, int64_t c, int nr)
+one_tile(const qd_job *j, const clef_qdot_group *g, const uint8_t *w,
+    clef_qdot_tile_fn fn, int t, int mr, int64_t i, int64_t c, int nr)
 {
     float            tmp[QD_ROWS_ALIGN * 32] __attribute__((aligned(64)));
     clef_qdot_tile   tl;
@@ -129,7 +132,7 @@ one_tile(const qd_job *j, const clef_qdot_group *g, clef_qdot_tile_fn fn,
     tl.aq = j->aq + i * CLEF_QDOT_QK;
     tl.am = j->am + i;
     tl.ab = j->ab;
-    tl.w = g->data + (size_t) (c / CLEF_QDOT_PANEL) * g->panel_bytes;
+    tl.w = w + (size_t) (c / CLEF_QDOT_PANEL) * g->panel_bytes;
     tl.ps = g->panel_bytes;
     tl.h0 = (int) (c / 8 % 2);
     tl.nb = j->q->cols / qd_block_values[t];
@@ -157,6 +160,7 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
     const qd_job             *j = ctx;
     const clef_qdot_isa  *k = j->kern;
     const clef_qdot_group    *g;
+    const uint8_t            *w;
     int64_t                   task, col, gi, i0, i1, c0, c1, c, i;
     int                       t, mr, nr;
 
@@ -168,16 +172,25 @@ tile_task(void *ctx, int64_t begin, int64_t end, int worker)
         g = &j->q->groups[gi];
         t = qd_type_of(g->type);
         mr = k->mr[t];
-        i0 = task % j->row_tasks * TASK_ROWS;
-        i1 = min64(i0 + TASK_ROWS, j->rows);
+        i0 = task % j->row_tasks * j->task_rows;
+        i1 = min64(i0 + j->task_rows, j->rows);
         c0 = (col - j->col_tasks[gi]) * TASK_COLS;
         c1 = min64(c0 + TASK_COLS, g->rows);
+        w = g->data;
+        if (w == NULL) {
+            /* read in place: this task's panels, as the packed group
+             * holds them, then its tiles over them */
+            w = j->panels + (size_t) worker * j->panels_bytes;
+            clef_qdot_pack_panels(g, j->q->cols, c0, c1 - c0,
+                                  (uint8_t *) w);
+            w -= (size_t) (c0 / CLEF_QDOT_PANEL) * g->panel_bytes;
+        }
         for (c = c0; c < c1; c += k->nr) {
             /* a 32-row kernel's last odd panel on its 16-row tile */
             nr = k->nr == 32 && g->rows - c <= 16 ? 16 : k->nr;
             for (i = i0; i < i1; i += mr) {
-                one_tile(j, g, nr == k->nr ? k->tile[t] : k->half[t], t, mr, i,
-                         c, nr);
+                one_tile(j, g, w, nr == k->nr ? k->tile[t] : k->half[t], t,
+                         mr, i, c, nr);
             }
         }
     }
@@ -207,7 +220,7 @@ clef_qdot_linear_isa(const clef_qdot_isa *k, clef_cpu_pool *pool,
 {
     qd_job   j;
     int64_t  nb = q->cols / CLEF_QDOT_QK;
-    int      gi;
+    int      gi, workers;
 
     if (m <= 0 || q->rows <= 0) {
         return;
@@ -225,14 +238,36 @@ clef_qdot_linear_isa(const clef_qdot_isa *k, clef_cpu_pool *pool,
     for (gi = 0; gi < q->ngroups; gi++) {
         j.col_tasks[gi + 1] = j.col_tasks[gi]
                               + (q->groups[gi].rows + TASK_COLS - 1) / TASK_COLS;
+        if (q->groups[gi].data == NULL
+            && q->groups[gi].panel_bytes * (TASK_COLS / CLEF_QDOT_PANEL)
+               > j.panels_bytes)
+        {
+            j.panels_bytes = q->groups[gi].panel_bytes
+                             * (TASK_COLS / CLEF_QDOT_PANEL);
+        }
+    }
+    if (j.panels_bytes > 0) {
+        /* groups read in place: a task packs its panels once for all the
+         * run's rows (a routed expert's few tokens) */
+        workers = clef_cpu_pool_size(pool);
+        j.panels_bytes = (j.panels_bytes + 63) / 64 * 64;
+        j.panels = aligned_alloc(64, j.panels_bytes * (size_t) workers);
+        if (j.panels == NULL) {
+            /* a few hundred kB per worker: no product can go on without
+             * them, and none may pass for an answer */
+            fprintf(stderr, "clef: out of memory for a product's panels\n");
+            abort();
+        }
     }
     for (j.row0 = 0; j.row0 < m; j.row0 += RUN_ROWS) {
         j.rows = min64(RUN_ROWS, m - j.row0);
         j.ab = (j.rows + QD_ROWS_ALIGN - 1) / QD_ROWS_ALIGN * QD_ROWS_ALIGN;
         j.am = (clef_qdot_ameta *) (j.aq + j.ab * nb * CLEF_QDOT_QK);
-        j.row_tasks = (j.rows + TASK_ROWS - 1) / TASK_ROWS;
+        j.task_rows = j.panels != NULL ? j.ab : TASK_ROWS;
+        j.row_tasks = (j.rows + j.task_rows - 1) / j.task_rows;
         clef_cpu_pool_for(pool, j.ab, 4, quantize_task, &j);
         clef_cpu_pool_for(pool, j.row_tasks * j.col_tasks[q->ngroups], 1,
                           tile_task, &j);
     }
+    free(j.panels);
 }

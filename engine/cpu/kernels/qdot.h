@@ -57,11 +57,19 @@
 
 /* A run of rows of one block type. */
 typedef struct {
-    uint32_t   type;          /* its GGUF type (model/quant.h) */
-    int64_t    row0, rows;    /* rows [row0, row0 + rows) of W */
-    size_t     panel_bytes;   /* of one panel, all its columns */
-    uint8_t   *data;          /* (rows + PANEL - 1) / PANEL panels, 64-byte
-                                 aligned, the group's own allocation */
+    uint32_t        type;     /* its GGUF type (model/quant.h) */
+    int64_t         row0, rows;   /* rows [row0, row0 + rows) of W */
+    size_t          panel_bytes;  /* of one panel, all its columns */
+    uint8_t        *data;     /* (rows + PANEL - 1) / PANEL panels, 64-byte
+                                 aligned, the group's own allocation; NULL
+                                 for a group read in place: */
+    const uint8_t  *src;      /* its rows as the file's blocks, src_stride
+                                 bytes apart, in x's column order: each
+                                 product packs the panels it needs into
+                                 scratch just before their tiles (a routed
+                                 expert, whose rows stay in the mapped file
+                                 and are read only when a token picks it) */
+    size_t          src_stride;
 } clef_qdot_group;
 
 /*
@@ -103,6 +111,17 @@ int    clef_qdot_mat_init(clef_qdot_mat *q, int64_t cols, const uint32_t *types,
 int    clef_qdot_mat_add(clef_qdot_mat *q, uint32_t type, int64_t row0,
     int64_t rows);
 void   clef_qdot_mat_free(clef_qdot_mat *q);
+
+/* The same group read in place (src above): nothing allocated; the rows
+ * are packed, bits unchanged, into the very panels clef_qdot_pack_rows()
+ * would have made, so a product has the same bits either way. */
+int    clef_qdot_mat_add_src(clef_qdot_mat *q, uint32_t type, int64_t row0,
+    int64_t rows, const void *src, size_t stride);
+
+/* Panels of group g's rows [r0, r0 + n) (r0 a multiple of the panel) from
+ * its src into out (n / PANEL panels rounded up, the padding rows zero). */
+void   clef_qdot_pack_panels(const clef_qdot_group *g, int64_t cols,
+    int64_t r0, int64_t n, uint8_t *out);
 
 /* Rows [row, row + n) of W from GGUF blocks: row r's blocks at src + r *
  * row_bytes.  The rows lie in one group, whose type the blocks have, and

@@ -261,15 +261,34 @@ q6k_block(const uint8_t *b, uint8_t *o, int l)
     }
 }
 
+/* One row's nb blocks (at rb) into lane l of a panel. */
+static void
+pack_row(int t, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
+{
+    const uint8_t  *b;
+    uint8_t        *o;
+    int64_t         k;
+
+    for (k = 0; k < nb; k++) {
+        o = panel + (size_t) k * (size_t) qd_block_bytes[t];
+        b = rb + (size_t) k * (size_t) file_bytes[t];
+        if (t <= QT_Q5_1) {
+            legacy_block(t, b, o, l);
+        } else if (t == QT_Q6_K) {
+            q6k_block(b, o, l);
+        } else {
+            k45_block(t == QT_Q5_K, b, o, l);
+        }
+    }
+}
+
 void
 clef_qdot_pack_rows(clef_qdot_mat *q, int64_t row, int64_t n, const void *src,
     size_t row_bytes)
 {
     const clef_qdot_group  *g = q->groups;
-    const uint8_t          *rb, *b;
-    uint8_t                *panel, *o;
-    int64_t                 r, k, nb, in;
-    int                     t, l;
+    int64_t                 r, in;
+    int                     t;
 
     while (g < q->groups + q->ngroups - 1
            && (row < g->row0 || row >= g->row0 + g->rows))
@@ -277,22 +296,52 @@ clef_qdot_pack_rows(clef_qdot_mat *q, int64_t row, int64_t n, const void *src,
         g++;
     }
     t = qd_type_of(g->type);
-    nb = q->cols / qd_block_values[t];
     for (r = 0; r < n; r++) {
         in = row + r - g->row0;
-        rb = (const uint8_t *) src + (size_t) r * row_bytes;
-        panel = g->data + (size_t) (in / PANEL) * g->panel_bytes;
-        l = (int) (in % PANEL);
-        for (k = 0; k < nb; k++) {
-            o = panel + (size_t) k * (size_t) qd_block_bytes[t];
-            b = rb + (size_t) k * (size_t) file_bytes[t];
-            if (t <= QT_Q5_1) {
-                legacy_block(t, b, o, l);
-            } else if (t == QT_Q6_K) {
-                q6k_block(b, o, l);
-            } else {
-                k45_block(t == QT_Q5_K, b, o, l);
-            }
-        }
+        pack_row(t, q->cols / qd_block_values[t],
+                 (const uint8_t *) src + (size_t) r * row_bytes,
+                 g->data + (size_t) (in / PANEL) * g->panel_bytes,
+                 (int) (in % PANEL));
+    }
+}
+
+int
+clef_qdot_mat_add_src(clef_qdot_mat *q, uint32_t type, int64_t row0,
+    int64_t rows, const void *src, size_t stride)
+{
+    clef_qdot_group  *g;
+    size_t            bytes;
+
+    if (!clef_qdot_type_ok(type, q->cols) || rows <= 0 || src == NULL
+        || q->ngroups == CLEF_QDOT_GROUPS_MAX)
+    {
+        return -1;
+    }
+    bytes = clef_qdot_group_bytes(type, rows, q->cols);
+    g = &q->groups[q->ngroups];
+    g->data = NULL;
+    g->src = src;
+    g->src_stride = stride;
+    g->type = type;
+    g->row0 = row0;
+    g->rows = rows;
+    g->panel_bytes = bytes / (size_t) ((rows + PANEL - 1) / PANEL);
+    q->ngroups++;
+    return 0;
+}
+
+void
+clef_qdot_pack_panels(const clef_qdot_group *g, int64_t cols, int64_t r0,
+    int64_t n, uint8_t *out)
+{
+    int64_t  r;
+    int      t = qd_type_of(g->type);
+
+    memset(out, 0, (size_t) ((n + PANEL - 1) / PANEL) * g->panel_bytes);
+    for (r = 0; r < n; r++) {
+        pack_row(t, cols / qd_block_values[t],
+                 g->src + (size_t) (r0 + r) * g->src_stride,
+                 out + (size_t) (r / PANEL) * g->panel_bytes,
+                 (int) (r % PANEL));
     }
 }

@@ -26,7 +26,7 @@ clef_cpu_wqdot_held(const clef_cpu_wpack *w)
 {
     const clef_cpu_wqdot  *v = w->data;
 
-    return v->q.bytes;
+    return v->q.bytes + v->file_bytes;
 }
 
 /* The stored column of t's column c (spans followed); -1 past the row. */
@@ -258,6 +258,41 @@ done:
     return rc;
 }
 
+void
+clef_cpu_wqdot_in_place(clef_cpu_wpack *w)
+{
+    if (w->format == CLEF_CPU_WQDOT && w->data != NULL) {
+        ((clef_cpu_wqdot *) w->data)->in_place = 1;
+    }
+}
+
+/* A plain range of one type, columns from the first, as a group read in
+ * place; 1 when the range is not such (it is packed then). */
+static int
+add_in_place(clef_cpu_wqdot *v, int64_t row, const clef_tensor *t,
+    int64_t t_row, int64_t n, int64_t t_col)
+{
+    const clef_dtype_traits  *tr = clef_dtype_traits_of(t->dtype);
+    size_t                    stride;
+
+    if (!clef_tensor_is_plain(t) || t_col != 0 || t->ndim != 2
+        || t->shape[1] != v->q.cols || !clef_cpu_wqdot_takes(t->dtype)
+        || v->q.cols % tr->block != 0)
+    {
+        return 1;
+    }
+    stride = (size_t) clef_dtype_bytes(t->dtype, v->q.cols);
+    if (set_order(v, NULL, v->q.cols / QK) != 0
+        || clef_qdot_mat_add_src(&v->q, (uint32_t) tr->ggml, row, n,
+                                 (const char *) t->data
+                                 + (size_t) t_row * stride, stride) != 0)
+    {
+        return -1;
+    }
+    v->file_bytes += (size_t) n * stride;
+    return 0;
+}
+
 int
 clef_cpu_wqdot_add(clef_cpu_wpack *w, clef_cpu_pool *pool, int64_t row,
     const clef_tensor *t, int64_t t_row, int64_t n, int64_t t_col)
@@ -271,6 +306,12 @@ clef_cpu_wqdot_add(clef_cpu_wpack *w, clef_cpu_pool *pool, int64_t row,
     }
     v->q.rows = w->rows;
     v->q.cols = w->cols;
+    if (v->in_place) {
+        e = add_in_place(v, row, t, t_row, n, t_col);
+        if (e <= 0) {
+            return (int) e;
+        }
+    }
     for (r = 0; r < n; r = e) {
         /* a run of rows of one type is one group */
         (void) clef_tensor_row(t, t_row + r, &first);

@@ -26,7 +26,15 @@ typedef struct {
     clef_qdot_mat   q;
     int             order;    /* 0: not known yet, 1: x's, 2: amap's */
     int32_t        *amap;     /* q.cols / CLEF_QDOT_QK entries, or NULL */
+    int             in_place; /* plain ranges read from the file at each
+                                 product (qdot.h's src groups), not packed
+                                 at load: a routed expert's */
+    size_t          file_bytes;   /* what those ranges span */
 } clef_cpu_wqdot;
+
+/* W's plain ranges are read in place from now on (w of this format; a
+ * no-op for another). */
+void   clef_cpu_wqdot_in_place(clef_cpu_wpack *w);
 
 /* 1 when weights stored in dt are multiplied by this format. */
 int    clef_cpu_wqdot_takes(clef_dtype dt);

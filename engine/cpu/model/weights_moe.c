@@ -3,12 +3,17 @@
  * [E][H]) packed as any matrix, and each expert's gate_proj and up_proj
  * fused by rows into one [gate | up][H] matrix, its down_proj apart, so
  * that backbone_moe.c runs one product per expert over the tokens routed
- * to it.  The experts are not split by tensor parallelism (shard.h
- * refuses tp > 1 for such a model), so there are no segments here.
+ * to it.  A GGUF's experts are never copied: views of their slabs of the
+ * file (the block view at fp32, groups read in place at q8, wqdot.h), so
+ * only the experts tokens are routed to are read.  The experts are not
+ * split by tensor parallelism (shard.h refuses tp > 1 for such a model),
+ * so there are no segments here.
  */
 #include "cpu/model/weights_parts.h"
 
 #include <stdlib.h>
+
+#include "cpu/kernels/wqdot.h"
 
 static int64_t
 moe_floats(const clef_cpu_weights *w)
@@ -57,6 +62,10 @@ moe_load(clef_cpu_loader *ld, clef_cpu_layer *l, int layer)
         {
             return clef_cpu_loader_nomem(ld);
         }
+        /* at q8 too an expert stays in the mapped file, read only when a
+         * token is routed to it (fp32's block view already does) */
+        clef_cpu_wqdot_in_place(&m->gate_up[e]);
+        clef_cpu_wqdot_in_place(&m->down[e]);
         if (clef_cpu_take_expert_rows(ld, CLEF_ROLE_MOE_GATE, layer, e,
                                       &m->gate_up[e], 0) != 0
             || clef_cpu_take_expert_rows(ld, CLEF_ROLE_MOE_UP, layer, e,
