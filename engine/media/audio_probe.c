@@ -59,13 +59,9 @@ clef_audio_sniff(const uint8_t *p, size_t len)
     }
     /* FLAC and MP3 may follow an ID3v2 tag */
     id3 = id3_size(p, len);
-    if (id3 > 0 && id3 < len) {
-        p += id3;
-        len -= id3;
-        if (len >= 4 && memcmp(p, "fLaC", 4) == 0) {
-            return CLEF_AUDIO_FLAC;
-        }
-        return CLEF_AUDIO_MP3;
+    if (id3 > 0) {
+        return id3 < len && len - id3 >= 4 && memcmp(p + id3, "fLaC", 4) == 0
+               ? CLEF_AUDIO_FLAC : CLEF_AUDIO_MP3;
     }
     if (len >= 4 && memcmp(p, "fLaC", 4) == 0) {
         return CLEF_AUDIO_FLAC;

@@ -24,6 +24,39 @@ clef_encode_media_release(clef_encode_opts *opts)
 }
 
 
+/* Each kind's step over all its items of the record (prepare.h's
+ * finish), once every item is prepared. */
+static int
+finish_kinds(const clef_media_conf *mc, clef_encode_opts *opts,
+    clef_error *err)
+{
+    const clef_media_prep   *prep;
+    clef_media_item        **items;
+    int                      kind, k, n, rc = 0;
+
+    items = malloc(sizeof(*items) * ((size_t) opts->n_media + 1));
+    if (items == NULL) {
+        return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
+    }
+    for (kind = 1; kind < CLEF_MEDIA_KINDS && rc == 0; kind++) {
+        prep = clef_media_prep_of(kind);
+        if (prep == NULL || prep->finish == NULL) {
+            continue;
+        }
+        for (k = 0, n = 0; k < opts->n_media; k++) {
+            if (opts->media[k].kind == (clef_media_kind) kind) {
+                items[n++] = &opts->media[k];
+            }
+        }
+        if (n > 0) {
+            rc = prep->finish(items, n, mc, err);
+        }
+    }
+    free(items);
+    return rc;
+}
+
+
 int
 clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     clef_encode_opts *opts, clef_error *err)
@@ -82,6 +115,10 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
             clef_encode_media_release(opts);
             return -1;
         }
+    }
+    if (finish_kinds(&conf, opts, err) != 0) {
+        clef_encode_media_release(opts);
+        return -1;
     }
     return 0;
 }

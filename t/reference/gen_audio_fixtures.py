@@ -14,7 +14,8 @@ Ogg/Opus, Ogg/Vorbis, M4A/AAC), and writes t/fixtures/audio/:
                    reference's _decode_audio() (PyAV, AudioResampler
                    format flt, layout mono, rate 16000, fed every decoded
                    frame then None) gives: n (samples), sha256 of the
-                   float32 bytes, sum and sum of squares (float64), and
+                   float32 bytes, wsum (below), sum and sum of squares
+                   (float64), and
                    at = [[i, float.hex(x[i])], ...] (the first and last 32
                    samples and 128 positions drawn with a fixed seed)
   features.jsonl   per record (1 to 4 clips, in order): what
@@ -34,6 +35,10 @@ Ogg/Opus, Ogg/Vorbis, M4A/AAC), and writes t/fixtures/audio/:
   lengths.jsonl    _get_feat_extract_output_lengths for frames 1..3000
   refused.jsonl    files the reference cannot take, and why (no audio
                    stream, undecodable)
+
+wsum is the 64-bit weighted sum of the samples' float32 bit patterns,
+sum(u[i] * w[i]) mod 2^64 with w[i] = (i * 0x9E3779B97F4A7C15 mod 2^64) | 1
+(t/fixtures/video's): equal sums say bit-identical samples.
 
 The clips of one record are padded together to its longest (the
 processor's padding="longest"), so the features of a clip depend on the
@@ -191,6 +196,13 @@ def decode_audio(data):
     return samples if samples.size else None
 
 
+def wsum(samples):
+    u = samples.view(np.uint32).astype(np.uint64)
+    w = (np.arange(u.size, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+         ) | np.uint64(1)
+    return f"{int((u * w).sum(dtype=np.uint64)):016x}"
+
+
 def hexes(values):
     return [float(v).hex() for v in values]
 
@@ -208,6 +220,7 @@ def sample_entry(name, path, samples, rng):
     return {"name": name, "file": path.name,
             "type": TYPES[path.suffix[1:]], "n": n,
             "sha256": hashlib.sha256(samples.tobytes()).hexdigest(),
+            "wsum": wsum(samples),
             "sum": float(samples.astype(np.float64).sum()).hex(),
             "sumsq": float((samples.astype(np.float64) ** 2).sum()).hex(),
             "at": [[i, float(samples[i]).hex()] for i in idx]}

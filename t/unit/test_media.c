@@ -52,13 +52,21 @@ test_kinds(void)
           "videos: a reader, 2 a request, 13 MiB of base64 each, 10 MiB "
           "decoded in all, 16 Mi pixels a frame");
     k = clef_media_kind_of(CLEF_MEDIA_AUDIO);
-    CHECK(k != NULL && strcmp(k->field, "audio") == 0 && k->read == NULL
-          && strcmp(k->many, "audio clips") == 0, "audio: known, not read yet");
+    CHECK(k != NULL && strcmp(k->field, "audio") == 0 && k->read != NULL
+          && k->header_ids != NULL && k->limits.max_items == 4
+          && k->limits.max_base64 == 16u << 20
+          && k->limits.max_bytes == 24u << 20
+          && strcmp(k->many, "audio clips") == 0,
+          "audio: a reader, 4 a request, 16 MiB of base64 each, 24 MiB "
+          "decoded in all");
     CHECK(clef_media_prep_of(CLEF_MEDIA_IMAGE) != NULL
           && clef_media_prep_of(CLEF_MEDIA_VIDEO) != NULL
-          && clef_media_prep_of(CLEF_MEDIA_AUDIO) == NULL
+          && clef_media_prep_of(CLEF_MEDIA_AUDIO) != NULL
+          && clef_media_prep_of(CLEF_MEDIA_AUDIO)->finish != NULL
+          && clef_media_prep_of(CLEF_MEDIA_IMAGE)->finish == NULL
           && clef_media_prep_of(0) == NULL,
-          "the engine prepares images and videos");
+          "the engine prepares images, videos and audio (a finish step for "
+          "audio alone)");
 
     clef_media_accepted_words(0, words, sizeof(words));
     CHECK_STR(words, "text and JSON states", "accepted: nothing");
