@@ -5,6 +5,7 @@
  */
 #include "media/audio_decode.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -343,7 +344,7 @@ graph_setup(audio_dec *d, const AVFrame *f)
 static int
 append(audio_dec *d, const AVFrame *o, clef_error *err)
 {
-    int64_t   cap;
+    int64_t   cap, i;
     float    *grow;
 
     if (o->nb_samples <= 0) {
@@ -372,6 +373,15 @@ append(audio_dec *d, const AVFrame *o, clef_error *err)
         d->cap = cap;
     }
     memcpy(d->out + d->n, o->data[0], sizeof(float) * (size_t) o->nb_samples);
+    /* a float WAV may hold anything: NaN or infinity would make every
+     * feature, and the answer, NaN (the reference would answer so) */
+    for (i = d->n; i < d->n + o->nb_samples; i++) {
+        if (!isfinite(d->out[i])) {
+            return refuse(d, err, "audio_invalid", "has a sample that is "
+                          "not a finite number (at %.3f s)",
+                          (double) i / CLEF_AUDIO_RATE);
+        }
+    }
     d->n += o->nb_samples;
     return 0;
 }

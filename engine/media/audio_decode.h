@@ -14,10 +14,11 @@
  *            aformat (sample_rates=16000, sample_fmts=flt,
  *            channel_layouts=mono) -> abuffersink, and libavfilter puts
  *            an aresample filter (libswresample with its defaults: the
- *            polyphase filter of 32 taps, Kaiser window, cutoff 0.97; the
- *            default rematrix, so stereo is (L + R) / 2 but 5.1 weighs
- *            the centre and the surrounds by 1/sqrt(2), normalised) in
- *            front of aformat; every decoded frame is pushed, then EOF,
+ *            polyphase filter of 32 taps, Kaiser window, cutoff 0.97;
+ *            its default rematrix, not normalised for float output: stereo
+ *            is (L + R) / sqrt(2), not a mean; 5.1 is FC + (FL + FR) /
+ *            sqrt(2) + (SL + SR) / 2, the LFE dropped) in front of
+ *            aformat; every decoded frame is pushed, then EOF,
  *            which drains the resampler's tail.  A first frame already
  *            in flt, mono, 16 kHz passes through untouched (PyAV's
  *            shortcut; the graph would not change it either);
@@ -75,7 +76,8 @@ typedef struct {
  * mono; never empty on success) and info (may be NULL).  index names the
  * clip in refusals, 400 with loc ["body","audio",index]:
  *   audio_invalid    not a file of an allowed container, truncated,
- *                    undecodable, or changing format mid-stream
+ *                    undecodable, changing format mid-stream, or with a
+ *                    sample that is NaN or infinite (a float WAV)
  *   audio_no_stream  no audio stream, or not a single sample decoded
  *   audio_codec_unsupported  a codec outside the allow-list
  *   audio_too_long   more than lim->max_seconds of audio

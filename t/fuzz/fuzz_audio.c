@@ -5,8 +5,8 @@
  * log-mel features of what decoded (audio_features.h), as the engine's
  * decode process and finish step run them; also the worker's sniffing and
  * header probe (audio_input.h) on the same bytes.  Never a crash or a
- * leak; decoded samples are finite and within [-64, 64] (a float decoder
- * may overshoot 1, never by that much), their features finite and the
+ * leak; decoded samples are finite (a float WAV may hold any value, NaN
+ * and infinity are refused), their features finite and the
  * tower's count of them positive; a refusal is a complete 400 naming clip
  * 0, or a 500.  The limits are lowered (30 s of audio, 2 s of decoding)
  * so that an input claiming hours costs milliseconds.
@@ -59,7 +59,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_fail("decoded %lld samples", (long long) n);
     }
     for (i = 0; i < n; i++) {
-        if (!isfinite(samples[i]) || fabsf(samples[i]) > 64.0f) {
+        if (!isfinite(samples[i])) {
             fuzz_fail("sample %lld is %g", (long long) i, samples[i]);
         }
     }

@@ -432,6 +432,43 @@ test_refusals(void)
     free(samples);
     free(data);
 
+    /* a float WAV holding an infinity: refused, never NaN features */
+    {
+        uint8_t   wav[44 + 4 * 1000];
+        uint32_t  v;
+        float     x;
+        int       k;
+
+        memcpy(wav, "RIFF", 4);
+        v = 36 + 4000;
+        memcpy(wav + 4, &v, 4);
+        memcpy(wav + 8, "WAVEfmt ", 8);
+        v = 16;
+        memcpy(wav + 16, &v, 4);
+        memcpy(wav + 20, "\x03\x00\x01\x00\x80\x3e\x00\x00\x00\xfa\x00\x00"
+               "\x04\x00\x20\x00", 16);
+        memcpy(wav + 36, "data", 4);
+        v = 4000;
+        memcpy(wav + 40, &v, 4);
+        for (k = 0; k < 1000; k++) {
+            x = k == 700 ? INFINITY : 0.25f;
+            memcpy(wav + 44 + 4 * k, &x, 4);
+        }
+        rc = clef_audio_decode(wav, sizeof(wav), 3, &lim, &samples, &n, NULL,
+                               &err);
+        refused("a float WAV with an infinite sample", rc, &err, 400,
+                "audio_invalid", "[\"body\",\"audio\",3]");
+        x = 0.25f;
+        memcpy(wav + 44 + 4 * 700, &x, 4);
+        rc = clef_audio_decode(wav, sizeof(wav), 3, &lim, &samples, &n, NULL,
+                               &err);
+        CHECK(rc == 0 && n == 1000 && samples[999] == 0.25f,
+              "the same WAV without it: 1000 samples of 0.25");
+        if (rc == 0) {
+            free(samples);
+        }
+    }
+
     clef_audio_config_default(&ac);
     memset(quiet, 0, sizeof(quiet));
     s[0] = quiet;
