@@ -40,6 +40,14 @@ wsum is the 64-bit weighted sum of the samples' float32 bit patterns,
 sum(u[i] * w[i]) mod 2^64 with w[i] = (i * 0x9E3779B97F4A7C15 mod 2^64) | 1
 (t/fixtures/video's): equal sums say bit-identical samples.
 
+The features are the feature extractor's, called directly with the
+processor's audio_kwargs; check_processor() first runs the whole
+Qwen3OmniMoeProcessor (AutoProcessor on the tiny Omni checkpoint that
+`build/clef mkmodel` writes from t/fixtures/models/omni1.json, called as
+joint_schema_model.py's _encode_media calls it) on every record and
+asserts the same input_features and feature_attention_mask, and as many
+<|audio_pad|> tokens per clip as _get_feat_extract_output_lengths says.
+
 The clips of one record are padded together to its longest (the
 processor's padding="longest"), so the features of a clip depend on the
 record it is in: its last frames see zeros instead of the reflection of
@@ -54,6 +62,8 @@ import pathlib
 import random
 import subprocess
 import tempfile
+
+import torch
 
 import av
 import numpy as np
@@ -285,6 +295,47 @@ def hostile(rng):
     return out
 
 
+def check_processor(records, samples):
+    """The processor as the reference calls it gives what features()
+    records (see the module's docstring)."""
+    from transformers import AutoProcessor
+    clef = ROOT / "build/clef"
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([str(clef), "mkmodel", "--config",
+                        str(ROOT / "t/fixtures/models/omni1.json"),
+                        "--tokenizer",
+                        str(ROOT / "t/fixtures/tokenizer/qwen3-omni"),
+                        "--seed", "21", "--out", tmp], check=True,
+                       stdout=subprocess.DEVNULL)
+        proc = AutoProcessor.from_pretrained(tmp)
+    fe = WhisperFeatureExtractor(**PREPROCESSOR)
+    pad = proc.tokenizer.convert_tokens_to_ids("<|audio_pad|>")
+    start = proc.tokenizer.convert_tokens_to_ids("<|audio_start|>")
+    for names in records:
+        clips = [samples[n] for n in names]
+        enc = proc(text="<|audio_start|><|audio_pad|><|audio_end|>\n"
+                   * len(clips), audio=clips, add_special_tokens=False,
+                   return_tensors="pt",
+                   size={"shortest_edge": 65_536, "longest_edge": 1_048_576})
+        ref = fe(clips, **AUDIO_KWARGS, return_tensors="pt")
+        assert torch.equal(enc["input_features"], ref["input_features"])
+        assert torch.equal(enc["feature_attention_mask"],
+                           ref["attention_mask"])
+        ids = enc["input_ids"][0].tolist()
+        runs, k = [], 0
+        while k < len(ids):
+            if ids[k] == start:
+                j = k + 1
+                while ids[j] == pad:
+                    j += 1
+                runs.append(j - k - 1)
+                k = j
+            k += 1
+        assert runs == [int(v) for v in _get_feat_extract_output_lengths(
+            ref["attention_mask"].sum(-1))], (names, runs)
+    print(f"processor: {len(records)} records as the extractor gives them")
+
+
 def main():
     CLIPS.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(22)
@@ -295,6 +346,7 @@ def main():
             s = decode_audio(path.read_bytes())
             samples[name] = s
             f.write(json.dumps(sample_entry(name, path, s, rng)) + "\n")
+    check_processor([[n] for n in paths] + RECORDS, samples)
     fe = WhisperFeatureExtractor(**PREPROCESSOR)
     with open(OUT / "features.jsonl", "w") as f:
         for names in [[n] for n in paths] + RECORDS:
