@@ -55,6 +55,7 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
         && clef_model_omni_config(m) != NULL)
     {
         mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO);
+        mc->audio = clef_model_audio_config(m)->features;
         mc->tokens[CLEF_MEDIA_AUDIO].start =
             clef_model_omni_config(m)->audio_start_token_id;
         mc->tokens[CLEF_MEDIA_AUDIO].pad =

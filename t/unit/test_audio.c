@@ -27,6 +27,7 @@
  */
 #include "check.h"
 #include "jsonl.h"
+#include "shell.h"
 #include "slurp.h"
 
 #include <jansson.h>
@@ -38,6 +39,7 @@
 #include "media/decoder.h"
 #include "media/kinds.h"
 #include "media/prepare.h"
+#include "model/model.h"
 #include "model/model_media.h"
 #include "text/json.h"
 
@@ -698,6 +700,57 @@ test_prepare(void)
 }
 
 
+/* Clef Omni's tiny checkpoint: what it takes of audio, from its config
+ * and its preprocessor_config.json, and what of that a backend keeps. */
+static void
+test_model(void)
+{
+    clef_media_conf   mc;
+    clef_model       *m;
+    clef_error        err;
+    char              dir[] = "/tmp/clef-test-audio-XXXXXX", path[64];
+    int               rc;
+
+    if (mkdtemp(dir) == NULL) {
+        CHECK(0, "a scratch directory");
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/m", dir);
+    rc = sh("build/clef mkmodel --config t/fixtures/models/omni1.json "
+            "--tokenizer t/fixtures/tokenizer/qwen3-omni --seed 21 --out "
+            "'%s/m' > /dev/null", dir);
+    CHECK_INT(rc, 0, "mkmodel omni1.json (run from the repository root)");
+    m = rc == 0 ? clef_model_open(path, CLEF_MODEL_HEADERS_ONLY, &err) : NULL;
+    CHECK(m != NULL, "the checkpoint opens (%s)", m ? "ok" : err.message);
+    if (m != NULL) {
+        clef_model_media_conf(m, &mc);
+        CHECK((mc.accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
+              && mc.tokens[CLEF_MEDIA_AUDIO].start == 151669
+              && mc.tokens[CLEF_MEDIA_AUDIO].pad == 151675
+              && mc.tokens[CLEF_MEDIA_AUDIO].end == 151670
+              && mc.audio.sampling_rate == 16000 && mc.audio.n_fft == 400
+              && mc.audio.hop_length == 160 && mc.audio.n_mels == 128,
+              "Clef Omni with its audio tower: audio, its three tokens, the "
+              "feature extractor's settings from preprocessor_config.json");
+        clef_media_conf_backend(&mc, "cpu");
+        CHECK(!(mc.accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
+              && (mc.accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)),
+              "on the cpu backend (no audio encoder yet): images, no audio");
+        clef_model_close(m);
+    }
+    /* settings the engine does not compute the same way: refused by name */
+    rc = sh("cd '%s/m' && sed -i 's/\"dither\": 0.0/\"dither\": 0.5/' "
+            "preprocessor_config.json && grep -q '\"dither\": 0.5' "
+            "preprocessor_config.json", dir);
+    m = rc == 0 ? clef_model_open(path, CLEF_MODEL_HEADERS_ONLY, &err) : NULL;
+    CHECK(rc == 0 && m == NULL && strstr(err.message, "dither") != NULL,
+          "preprocessor_config.json with dither 0.5: refused (%s)",
+          m == NULL ? err.message : "opened");
+    clef_model_close(m);
+    sh("rm -rf '%s'", dir);
+}
+
+
 int
 main(void)
 {
@@ -717,6 +770,7 @@ main(void)
     test_refusals();
     test_inputs();
     test_prepare();
+    test_model();
     clef_decoder_stop();
     for (i = 0; i < n_clips; i++) {
         free(clips[i].samples);
