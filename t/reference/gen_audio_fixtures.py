@@ -10,7 +10,9 @@ Debian's ffmpeg CLI into one container (WAV PCM16 / float, FLAC, MP3,
 Ogg/Opus, Ogg/Vorbis, M4A/AAC), and writes t/fixtures/audio/:
 
   clips/NAME.EXT   the clips (kept small: under ~0.5 MB in all)
-  samples.jsonl    per clip: the file, its content type, and what the
+  samples.jsonl    per clip (and per sound track of two videos of
+                   t/fixtures/video/clips, file relative to clips/): the
+                   file, its content type, and what the
                    reference's _decode_audio() (PyAV, AudioResampler
                    format flt, layout mono, rate 16000, fed every decoded
                    frame then None) gives: n (samples), sha256 of the
@@ -158,6 +160,13 @@ CLIP_SPECS = [
      ["-c:a", "aac", "-b:a", "16k"], "m4a"),
 ]
 
+# the sound of videos (t/fixtures/video/clips): the reference decodes a
+# video's track with the same _decode_audio, and appends it to the
+# record's clips (audio in video); name, file
+VIDEO_TRACKS = [("track_h264_aac", "h264_aac.mp4"),
+                ("track_vp9_opus", "vp9_opus.webm")]
+VIDEO_TYPES = {"mp4": "video/mp4", "webm": "video/webm"}
+
 # records: clips padded together (the coupling), 1 to 4 each
 RECORDS = [
     ["short16k", "tone16k"],
@@ -168,6 +177,7 @@ RECORDS = [
     ["tone48k_opus", "speech48k_st_opus", "chirp22k_vorbis"],
     ["speech44k_aac", "tone48k_51_aac", "noise8k_aac", "noise44k_st"],
     ["chirp16k", "chirp16k"],
+    ["tone16k", "track_h264_aac", "track_vp9_opus"],
 ]
 
 
@@ -222,13 +232,13 @@ def f32(v):
     return float(np.format_float_positional(np.float32(v), unique=True))
 
 
-def sample_entry(name, path, samples, rng):
+def sample_entry(name, path, samples, rng, typ=None, file=None):
     n = samples.size
     idx = sorted(set(list(range(min(32, n)))
                      + list(range(max(0, n - 32), n))
                      + [int(i) for i in rng.integers(0, n, 128)]))
-    return {"name": name, "file": path.name,
-            "type": TYPES[path.suffix[1:]], "n": n,
+    return {"name": name, "file": file or path.name,
+            "type": typ or TYPES[path.suffix[1:]], "n": n,
             "sha256": hashlib.sha256(samples.tobytes()).hexdigest(),
             "wsum": wsum(samples),
             "sum": float(samples.astype(np.float64).sum()).hex(),
@@ -346,10 +356,18 @@ def main():
             s = decode_audio(path.read_bytes())
             samples[name] = s
             f.write(json.dumps(sample_entry(name, path, s, rng)) + "\n")
-    check_processor([[n] for n in paths] + RECORDS, samples)
+        for name, video in VIDEO_TRACKS:
+            path = ROOT / "t/fixtures/video/clips" / video
+            s = decode_audio(path.read_bytes())
+            samples[name] = s
+            f.write(json.dumps(sample_entry(
+                name, path, s, rng, VIDEO_TYPES[path.suffix[1:]],
+                "../../video/clips/" + video)) + "\n")
+    singles = [[n] for n in paths] + [[n] for n, _ in VIDEO_TRACKS]
+    check_processor(singles + RECORDS, samples)
     fe = WhisperFeatureExtractor(**PREPROCESSOR)
     with open(OUT / "features.jsonl", "w") as f:
-        for names in [[n] for n in paths] + RECORDS:
+        for names in singles + RECORDS:
             rec = features(fe, [samples[n] for n in names], rng)
             rec["names"] = names
             f.write(json.dumps(rec) + "\n")
