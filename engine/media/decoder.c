@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -380,6 +381,25 @@ typedef struct {
 } dec_out;
 
 
+/* The child's samples are untrusted like its pixels: a NaN or an infinity
+ * would make every feature NaN (the child refuses them; one that did not
+ * answered against its code). */
+static int
+check_samples(const float *x, int64_t n, const job *j, clef_error *err)
+{
+    int64_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (!isfinite(x[i])) {
+            return clef_error_set(err, 400, "audio_invalid", j->loc,
+                "Audio clip %d cannot be decoded: the decoder answered a "
+                "sample that is not a finite number.", j->index);
+        }
+    }
+    return 0;
+}
+
+
 /* The payload's size an answer r may have, from what it says; -1 when it
  * says something impossible. */
 static int64_t
@@ -476,10 +496,12 @@ decode_locked(const uint8_t *data, size_t len, const clef_dec_request *rq,
         if (r.ok == 0) {
             rc = child_error(&r, j, err);
         } else if (rq->kind == CLEF_MEDIA_AUDIO) {
-            *out->samples = (float *) rgb;
-            *out->n = r.audio.samples;
-            rgb = NULL;
-            rc = 0;
+            rc = check_samples((const float *) rgb, r.audio.samples, j, err);
+            if (rc == 0) {
+                *out->samples = (float *) rgb;
+                *out->n = r.audio.samples;
+                rgb = NULL;
+            }
         } else {
             rc = clef_video_item(&r.info, &rq->video, rgb, (size_t) r.rgb_len,
                                  j->index, out->item, err);
