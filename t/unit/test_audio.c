@@ -7,8 +7,9 @@
  *
  *   samples   every clip (and the sound of two videos, as the reference
  *             decodes a video's track) decodes to the reference's count
- *             of 16 kHz samples; WAV, FLAC and MP3 bit for bit (the same resampling
- *             graph on the same decoders), AAC, Opus and Vorbis within
+ *             of 16 kHz samples; WAV, FLAC and MP3 bit for bit (the same
+ *             resampling graph on the same decoders), AAC, Opus and Vorbis
+ *             within
  *             SAMPLE_TOL (PyAV carries FFmpeg 8.1, this build the
  *             system's 5.1: their float decoders round differently)
  *   features  every record of 1 to 4 clips padded together: each clip's
@@ -720,6 +721,31 @@ test_prepare(void)
 }
 
 
+/* `clef audio` (the CLI the bench and compare_audio.py use): two files as
+ * one record, one line each. */
+static void
+test_cli(void)
+{
+    FILE  *f = popen("build/clef audio " DIR "clips/short16k.wav "
+                     DIR "clips/video_only.m4a " DIR "clips/tone16k.wav "
+                     "2>&1", "r");
+    char   line[1024];
+    int    n = 0, ok = 1;
+
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        n++;
+        ok &= n == 1 ? strstr(line, "\"samples\": 1600,") != NULL
+                       && strstr(line, "\"frames\": 10, \"tokens\": 2,")
+                          != NULL
+              : n == 2 ? strstr(line, "\"type\": \"audio_no_stream\"") != NULL
+              : strstr(line, "\"frames\": 100, \"tokens\": 13,") != NULL
+                && strstr(line, "\"codec\": \"pcm_s16le\"") != NULL;
+    }
+    CHECK(f != NULL && pclose(f) == 0 && n == 3 && ok,
+          "clef audio: a clip, a refusal, a clip (%d lines)", n);
+}
+
+
 /* Clef Omni's tiny checkpoint: what it takes of audio, from its config
  * and its preprocessor_config.json, and what of that a backend keeps. */
 static void
@@ -791,6 +817,7 @@ main(void)
     test_inputs();
     test_prepare();
     test_model();
+    test_cli();
     clef_decoder_stop();
     for (i = 0; i < n_clips; i++) {
         free(clips[i].samples);
