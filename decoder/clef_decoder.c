@@ -83,9 +83,11 @@ child(const clef_dec_request *rq, int item)
 
     memset(&r, 0, sizeof(r));
     r.magic = CLEF_DEC_MAGIC;
-    if (clef_sandbox_enter(CLEF_DECODER_MAX_AS,
-                           2 * rq->limits.max_decode_seconds, why,
-                           sizeof(why)) != 0)
+    /* CPU time: twice the item's decoding budget */
+    if (clef_sandbox_enter(CLEF_DECODER_MAX_AS, 2 * (rq->kind
+                           == CLEF_MEDIA_AUDIO ? rq->audio.max_decode_seconds
+                                               : rq->limits.max_decode_seconds),
+                           why, sizeof(why)) != 0)
     {
         clef_error_fail(&r.err, CLEF_E_INTERNAL, "decoder sandbox: %s", why);
         put(CLEF_DEC_FD, &r, sizeof(r));
