@@ -426,7 +426,7 @@ frame_mels(const plan *p, const float *x, int64_t n, int64_t L, int64_t i,
         for (k = 0; k < p->mel_len[m]; k++) {
             s += w[k] * pw[k];
         }
-        mel[m] = log10(s > 1e-10 ? s : 1e-10);
+        mel[m] = s > 1e-10 ? s : 1e-10;
     }
 }
 
@@ -438,6 +438,7 @@ clef_audio_clip_features(const clef_audio_config *ac, const float *x,
 {
     plan     *p = plan_get(ac);
     double   *f = NULL, *power = NULL, *mel = NULL, *v = NULL, top, floor;
+    double    thr;
     cpx      *z = NULL, *zf = NULL;
     int64_t   F, V, i;
     float    *o = NULL;
@@ -475,8 +476,8 @@ clef_audio_clip_features(const clef_audio_config *ac, const float *x,
     }
 
     /* the floor's maximum is over all F padded frames: a frame without
-     * any of the clip's samples is log10(1e-10) = -10 everywhere */
-    top = -10.0;
+     * any of the clip's samples is 1e-10 (log10: -10) everywhere */
+    top = 1e-10;
     for (i = 0; i < F; i++) {
         if (i >= V && !frame_touches(p, n, padded, i)) {
             continue;
@@ -489,9 +490,12 @@ clef_audio_clip_features(const clef_audio_config *ac, const float *x,
             }
         }
     }
-    floor = top - 8.0;
+    /* the floor in the power domain (log10 is monotonic): a value under
+     * it needs no logarithm */
+    floor = log10(top) - 8.0;
+    thr = pow(10.0, floor);
     for (i = 0; i < ac->n_mels * V; i++) {
-        o[i] = (float) (((v[i] > floor ? v[i] : floor) + 4.0) / 4.0);
+        o[i] = (float) (((v[i] > thr ? log10(v[i]) : floor) + 4.0) / 4.0);
     }
     *out = o;
     *frames = (int32_t) V;
