@@ -138,42 +138,50 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 
 
 /* The record's clips padded together into their features (the reason this
- * is a step of its own: audio_features.h). */
+ * is a step of its own: audio_features.h).  Audio in video, when videos
+ * carry their sound, adds the videos' tracks after the clips here. */
 static int
-audio_finish(clef_media_item *const *items, int n, const clef_media_conf *mc,
+audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
     clef_error *err)
 {
-    const float  **s = calloc((size_t) n + 1, sizeof(*s));
-    int64_t       *len = calloc((size_t) n + 1, sizeof(*len));
-    float        **out = calloc((size_t) n + 1, sizeof(*out));
-    int32_t       *frames = calloc((size_t) n + 1, sizeof(*frames));
-    int            k, rc = -1;
+    clef_media_item  **clips = calloc((size_t) n + 1, sizeof(*clips));
+    const float      **s = calloc((size_t) n + 1, sizeof(*s));
+    int64_t           *len = calloc((size_t) n + 1, sizeof(*len));
+    float            **out = calloc((size_t) n + 1, sizeof(*out));
+    int32_t           *frames = calloc((size_t) n + 1, sizeof(*frames));
+    int                k, c = 0, rc = -1;
 
-    if (s == NULL || len == NULL || out == NULL || frames == NULL) {
+    if (clips == NULL || s == NULL || len == NULL || out == NULL
+        || frames == NULL)
+    {
         clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
         goto done;
     }
     for (k = 0; k < n; k++) {
-        s[k] = items[k]->values;
-        len[k] = items[k]->samples;
+        if (items[k].kind == CLEF_MEDIA_AUDIO && items[k].samples > 0) {
+            clips[c] = &items[k];
+            s[c] = items[k].values;
+            len[c++] = items[k].samples;
+        }
     }
-    if (clef_audio_record_features(&mc->audio, s, len, n, out, frames, err)
+    if (clef_audio_record_features(&mc->audio, s, len, c, out, frames, err)
         != 0)
     {
         goto done;
     }
-    for (k = 0; k < n; k++) {
-        free(items[k]->values);
-        items[k]->values = out[k];
-        items[k]->samples = 0;
-        items[k]->grid_t = 1;
-        items[k]->grid_h = mc->audio.n_mels;
-        items[k]->grid_w = frames[k];
-        items[k]->tokens = clef_audio_output_tokens(frames[k]);
+    for (k = 0; k < c; k++) {
+        free(clips[k]->values);
+        clips[k]->values = out[k];
+        clips[k]->samples = 0;
+        clips[k]->grid_t = 1;
+        clips[k]->grid_h = mc->audio.n_mels;
+        clips[k]->grid_w = frames[k];
+        clips[k]->tokens = clef_audio_output_tokens(frames[k]);
     }
     rc = 0;
 
 done:
+    free(clips);
     free(s);
     free(len);
     free(out);

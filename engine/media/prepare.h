@@ -56,12 +56,15 @@ typedef struct {
                              const clef_media_tokens *tok,
                              const clef_tokenizer *tk, clef_ids *ids,
                              clef_media_span *spans);
-    /* After every item of a record is prepared, once over the record's
-     * items of the kind, items[0..n) in request order (NULL: no such
-     * step).  For what couples a record's items: an audio clip's
-     * features depend on the record's longest clip.  On failure the
-     * caller frees the items. */
-    int            (*finish)(clef_media_item *const *items, int n,
+    /* After every item of a record is prepared, once per record when it
+     * has an item of the kind (NULL: no such step), given all the
+     * record's items[0..n) in the record's order.  For what couples a
+     * record's items: an audio clip's features depend on the record's
+     * longest clip, and the sound of its videos joins its clips (the
+     * reference appends the videos' tracks to the clips before the
+     * processor pads them), hence all items, not the kind's alone.  On
+     * failure the caller frees the items. */
+    int            (*finish)(clef_media_item *items, int n,
                              const clef_media_conf *mc, clef_error *err);
 } clef_media_prep;
 

@@ -24,36 +24,32 @@ clef_encode_media_release(clef_encode_opts *opts)
 }
 
 
-/* Each kind's step over all its items of the record (prepare.h's
- * finish), once every item is prepared. */
+/* Each kind's step over the record's items (prepare.h's finish), once
+ * every item is prepared, for the kinds the record has. */
 static int
 finish_kinds(const clef_media_conf *mc, clef_encode_opts *opts,
     clef_error *err)
 {
-    const clef_media_prep   *prep;
-    clef_media_item        **items;
-    int                      kind, k, n, rc = 0;
+    const clef_media_prep  *prep;
+    int                     kind, k;
 
-    items = malloc(sizeof(*items) * ((size_t) opts->n_media + 1));
-    if (items == NULL) {
-        return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
-    }
-    for (kind = 1; kind < CLEF_MEDIA_KINDS && rc == 0; kind++) {
+    for (kind = 1; kind < CLEF_MEDIA_KINDS; kind++) {
         prep = clef_media_prep_of(kind);
         if (prep == NULL || prep->finish == NULL) {
             continue;
         }
-        for (k = 0, n = 0; k < opts->n_media; k++) {
+        for (k = 0; k < opts->n_media; k++) {
             if (opts->media[k].kind == (clef_media_kind) kind) {
-                items[n++] = &opts->media[k];
+                break;
             }
         }
-        if (n > 0) {
-            rc = prep->finish(items, n, mc, err);
+        if (k < opts->n_media
+            && prep->finish(opts->media, opts->n_media, mc, err) != 0)
+        {
+            return -1;
         }
     }
-    free(items);
-    return rc;
+    return 0;
 }
 
 

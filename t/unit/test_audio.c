@@ -43,6 +43,10 @@
 #include "media/prepare.h"
 #include "model/model.h"
 #include "model/model_media.h"
+#include "protocol/encode.h"
+#include "protocol/encode_media.h"
+#include "protocol/plan.h"
+#include "protocol/request.h"
 #include "text/json.h"
 
 #define DIR          "t/fixtures/audio/"
@@ -644,7 +648,7 @@ test_prepare(void)
     json_t                 *lines = read_jsonl(DIR "features.jsonl");
     json_t                 *rec = NULL, *want;
     clef_media_input        in[4];
-    clef_media_item         it[4], *items[4];
+    clef_media_item         it[4];
     clef_media_conf         mc;
     clef_error              err;
     uint8_t                *data[4];
@@ -679,11 +683,11 @@ test_prepare(void)
             break;
         }
         ok &= it[k].samples == cl->n;
-        items[n++] = &it[k];
+        n++;
     }
     CHECK(rc == 0 && ok, "prepare: four clips decoded by the decode process "
           "(%s)", rc ? err.message : "samples as in this process");
-    rc = rc == 0 ? prep->finish(items, n, &mc, &err) : -1;
+    rc = rc == 0 ? prep->finish(it, n, &mc, &err) : -1;
     for (k = 0; k < n && rc == 0; k++) {
         want = json_array_get(json_object_get(rec, "clips"), (size_t) k);
         ok &= it[k].kind == CLEF_MEDIA_AUDIO && it[k].grid_t == 1
@@ -718,6 +722,80 @@ test_prepare(void)
     mc.accepts = CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO);
     clef_media_conf_backend(&mc, "nope");
     CHECK(mc.accepts == 0, "an unknown backend: nothing");
+}
+
+
+/* A request with audio through the worker's checks and the engine's
+ * preparation (protocol/encode_media.h), as a model taking audio would:
+ * the record's items are its clips' features, padded together. */
+static void
+test_request(void)
+{
+    static const char   b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr"
+                                "stuvwxyz0123456789+/";
+    const char         *files[2] = { "short16k.wav", "tone16k.wav" };
+    clef_media_conf     mc;
+    clef_encode_opts    o;
+    clef_request        req;
+    clef_error          err;
+    clef_plan           plan;
+    clef_buf            body = { NULL, 0, 0 }, blob = { NULL, 0, 0 };
+    uint8_t            *data;
+    uint32_t            v;
+    size_t              len, i;
+    int                 k, rc;
+
+    clef_buf_printf(&body, "{\"model\":\"m\",\"state\":\"s\",\"questions\":"
+                    "{\"q\":{\"type\":\"noul\"}},\"audio\":[");
+    for (k = 0; k < 2; k++) {
+        data = read_clip(files[k], &len);
+        clef_buf_printf(&body, "%s\"data:audio/wav;base64,", k ? "," : "");
+        for (i = 0; data != NULL && i < len; i += 3) {
+            v = (uint32_t) data[i] << 16
+                | (i + 1 < len ? (uint32_t) data[i + 1] << 8 : 0)
+                | (i + 2 < len ? data[i + 2] : 0);
+            clef_buf_printf(&body, "%c%c%c%c", b64[v >> 18],
+                            b64[(v >> 12) & 63],
+                            i + 1 < len ? b64[(v >> 6) & 63] : '=',
+                            i + 2 < len ? b64[v & 63] : '=');
+        }
+        clef_buf_printf(&body, "\"");
+        free(data);
+    }
+    clef_buf_printf(&body, "]}");
+
+    clef_media_conf_default(&mc);
+    mc.accepts = CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO);
+    clef_encode_opts_default(&o);
+    rc = clef_request_parse(&req, body.data, body.len, NULL, &err);
+    rc = rc == 0 ? clef_request_check_media(&req, mc.accepts, &err) : rc;
+    rc = rc == 0 ? clef_plan_build(&req, &blob, &err) : rc;
+    rc = rc == 0 ? clef_plan_view(&plan, blob.data, blob.len, &err) : rc;
+    CHECK(rc == 0 && plan.n_media == 2
+          && plan.media[1].duration_us == 1000000,
+          "two WAV clips read by the worker, their lengths from their "
+          "headers (%s)", rc ? err.message : "ok");
+    if (rc == 0) {
+        CHECK(clef_plan_media_ids(&plan, &mc) == 2 + 2 + 13 + 2,
+              "the least ids from the headers: 0.1 s less the margin, 9 "
+              "frames, 2 tokens; 1 s, 99 frames, 13 tokens; and each "
+              "clip's start and end");
+        rc = clef_encode_media_prepare(&mc, &plan, &o, &err);
+        CHECK(rc == 0 && o.n_media == 2 && o.media[0].grid_w == 10
+              && o.media[0].tokens == 2 && o.media[1].grid_w == 100
+              && o.media[1].tokens == 13 && o.media[0].samples == 0,
+              "the engine's preparation: 10 and 100 frames of features, 2 "
+              "and 13 tokens (%s)", rc ? err.message : "ok");
+        if (rc == 0) {
+            clef_encode_media_release(&o);
+        }
+        clef_plan_free(&plan);
+    }
+    if (req.root != NULL || rc == 0) {
+        clef_request_free(&req);
+    }
+    clef_buf_free(&body);
+    clef_buf_free(&blob);
 }
 
 
@@ -817,6 +895,7 @@ main(void)
     test_inputs();
     test_prepare();
     test_model();
+    test_request();
     test_cli();
     clef_decoder_stop();
     for (i = 0; i < n_clips; i++) {
