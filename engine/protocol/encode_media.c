@@ -70,8 +70,11 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     for (k = 0; k < plan->n_media; k++) {
         in = &plan->media[k];
         kind = clef_media_kind_of(in->kind);
+        /* a kind this engine cannot prepare or place is refused before
+         * anything is decoded */
         if (!(mc->accepts & CLEF_MEDIA_BIT(in->kind)) || in->format == 0
-            || clef_media_prep_of(in->kind) == NULL)
+            || clef_media_prep_of(in->kind) == NULL
+            || clef_media_prep_of(in->kind)->expand == NULL)
         {
             return clef_error_set(err, 400, kind->unsupported, "",
                                   "This model does not accept %s.",
