@@ -352,9 +352,10 @@ power_spectrum(const plan *p, const double *f, cpx *z, cpx *zf,
     }
     fft(p, z, 1, zf, h, p->factors);
     for (k = 0; k <= h; k++) {
-        a = zf[k % h];
-        b.re = zf[(h - k) % h].re;
-        b.im = -zf[(h - k) % h].im;
+        /* Z[k] and conj(Z[h - k]), indices taken modulo h */
+        a = zf[k < h ? k : 0];
+        b.re = zf[k > 0 ? h - k : 0].re;
+        b.im = -zf[k > 0 ? h - k : 0].im;
         /* even part (a + b) / 2, odd part (a - b) / 2i */
         c.re = (a.im - b.im) / 2;
         c.im = -(a.re - b.re) / 2;
