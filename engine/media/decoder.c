@@ -159,10 +159,11 @@ start_locked(clef_error *err)
     /* a build without FFmpeg (make FFMPEG=no) has no decode process:
      * videos are then media it cannot decode, never a silent skip */
     if (access(path, F_OK) != 0 && errno == ENOENT) {
-        return clef_error_fail(err, CLEF_E_UNSUPPORTED, "Videos cannot be "
-                               "decoded: this installation has no video "
-                               "decoder (%s; a build made with FFMPEG=no "
-                               "has none).", CLEF_DECODER_NAME);
+        return clef_error_fail(err, CLEF_E_UNSUPPORTED, "Videos and audio "
+                               "clips cannot be decoded: this installation "
+                               "has no decode process (%s; a build made "
+                               "with FFMPEG=no has none).",
+                               CLEF_DECODER_NAME);
     }
     if (access(path, X_OK) != 0) {
         return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder %s "
