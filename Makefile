@@ -19,7 +19,8 @@ BUILD      ?= build
 ABS_BUILD  := $(abspath $(BUILD))
 CC         ?= cc
 JOBS       ?= $(shell nproc)
-# FFmpeg decodes videos (engine/media/video_decode.c, video_process.c):
+# FFmpeg decodes videos and audio (engine/media/video_decode.c,
+# video_process.c, audio_decode.c):
 # never in the client part the module links, nor in libclef_engine.so; in
 # build/clef-decoder, the engine's sandboxed decode process (decoder/), and
 # in libclef.a (build/clef's `clef video`, the tests)
@@ -31,7 +32,7 @@ JOBS       ?= $(shell nproc)
 # built, so the engine answers every video with media_unsupported.  Never
 # the default.
 FFMPEG     ?= yes
-FFMPEG_SRC := engine/media/video_decode.c
+FFMPEG_SRC := engine/media/video_decode.c engine/media/audio_decode.c
 FFMPEG_PKGS := libavformat libavcodec libavfilter libswscale libavutil
 ifeq ($(FFMPEG),no)
 FFMPEG_PKGS :=
@@ -79,7 +80,8 @@ CLIENT_SRC := $(wildcard engine/base/*.c engine/text/*.c engine/model/*.c) \
                 media/base64.c media/image_input.c media/image_probe.c \
                 media/image_size.c media/kinds.c media/media_kwargs.c \
                 media/media_wire.c media/video_input.c media/video_probe.c \
-                media/video_sample.c \
+                media/video_sample.c media/audio_input.c media/audio_probe.c \
+                media/audio_tokens.c \
                 serve/client.c serve/queue.c serve/wake.c serve/stats.c \
                 serve/keeper.c serve/engine_log.c serve/engine_library.c)
 CLIENT_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLIENT_SRC))
@@ -128,7 +130,7 @@ $(BUILD)/libclef_client.a: $(CLIENT_OBJ)
 # libraries would add ~0.1 s to every engine start (enough to change what
 # t/nginx-lifecycle.t sees of a reload)
 FFMPEG_OBJ      := $(addprefix $(BUILD)/obj/engine/media/,video_decode.o \
-                   video_process.o)
+                   video_process.o audio_decode.o)
 ENGINE_LIB_OBJ  := $(filter-out $(FFMPEG_OBJ),$(OBJ))
 ENGINE_LIB_LIBS  = $(shell pkg-config --libs $(filter-out $(FFMPEG_PKGS),$(PKGS)) \
                    2>/dev/null) -lm -lpthread -ldl

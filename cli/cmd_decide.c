@@ -262,6 +262,7 @@ prepare(decider *d, item *it, const char *line, size_t len)
     /* media as a server with this model takes them (the worker's checks,
      * then the engine's decoding) */
     clef_model_media_conf(d->model, &mc);
+    clef_media_conf_backend(&mc, d->ops->name);
     if (clef_request_check_media(&it->req, mc.accepts, &it->err) != 0
         || clef_encode_with_media(d->model, &it->req, &d->enc, &it->rec,
                                   &it->err) != 0)

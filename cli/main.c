@@ -49,6 +49,9 @@ main(int argc, char **argv)
         { "video", clef_cmd_video,
           "video files -> frames sampled, grid, timestamps, tokens "
           "(--bench: seconds per video)" },
+        { "audio", clef_cmd_audio,
+          "audio files -> 16 kHz samples, log-mel features, tokens "
+          "(--bench: seconds per record's features)" },
         { "bench", clef_cmd_bench,
           "time the backbone and the head" },
     };

@@ -1,7 +1,8 @@
 /*
  * clef-decoder: the engine's decode process (engine/media/decoder.h says
  * why it exists and what the engine does with it).  The only program of
- * ngx_clef that links FFmpeg besides the CLI and the tests.
+ * ngx_clef that links FFmpeg besides the CLI and the tests; it decodes
+ * videos (video_process.h) and audio clips (audio_decode.h).
  *
  *   clef-decoder --serve PARENT_PID    what the engine runs: fd 3 is the
  *                                      control socket (decoder_wire.h)
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "media/audio_decode.h"
 #include "media/decoder.h"
 #include "media/decoder_wire.h"
 #include "media/video_process.h"
@@ -62,6 +64,9 @@ child(const clef_dec_request *rq, int item)
     clef_dec_result   r;
     clef_video        v;
     uint8_t          *data;
+    float            *samples = NULL;
+    const void       *payload = NULL;
+    int64_t           n = 0;
     char              why[160];
     int               rc;
 
@@ -78,9 +83,11 @@ child(const clef_dec_request *rq, int item)
 
     memset(&r, 0, sizeof(r));
     r.magic = CLEF_DEC_MAGIC;
-    if (clef_sandbox_enter(CLEF_DECODER_MAX_AS,
-                           2 * rq->limits.max_decode_seconds, why,
-                           sizeof(why)) != 0)
+    /* CPU time: twice the item's decoding budget */
+    if (clef_sandbox_enter(CLEF_DECODER_MAX_AS, 2 * (rq->kind
+                           == CLEF_MEDIA_AUDIO ? rq->audio.max_decode_seconds
+                                               : rq->limits.max_decode_seconds),
+                           why, sizeof(why)) != 0)
     {
         clef_error_fail(&r.err, CLEF_E_INTERNAL, "decoder sandbox: %s", why);
         put(CLEF_DEC_FD, &r, sizeof(r));
@@ -96,17 +103,27 @@ child(const clef_dec_request *rq, int item)
     if (clef_dec_read_all(CLEF_DEC_FD, data, (size_t) rq->len) != 0) {
         _exit(5);
     }
-    rc = clef_video_load(data, (size_t) rq->len, rq->index, &rq->limits,
-                         &rq->video, &v, &r.err);
-    free(data);
-    if (rc == 0) {
-        r.ok = 1;
-        r.info = v.info;
-        r.rgb_len = (uint64_t) v.n_frames * (uint64_t) v.grid_h * v.patch
-                    * (uint64_t) v.grid_w * v.patch * 3;
+    if (rq->kind == CLEF_MEDIA_AUDIO) {
+        rc = clef_audio_decode(data, (size_t) rq->len, rq->index, &rq->audio,
+                               &samples, &n, &r.audio, &r.err);
+        payload = samples;
+        if (rc == 0) {
+            r.rgb_len = (uint64_t) n * sizeof(float);
+        }
+    } else {
+        rc = clef_video_load(data, (size_t) rq->len, rq->index, &rq->limits,
+                             &rq->video, &v, &r.err);
+        if (rc == 0) {
+            r.info = v.info;
+            r.rgb_len = (uint64_t) v.n_frames * (uint64_t) v.grid_h * v.patch
+                        * (uint64_t) v.grid_w * v.patch * 3;
+            payload = v.rgb;
+        }
     }
+    free(data);
+    r.ok = rc == 0;
     if (put(CLEF_DEC_FD, &r, sizeof(r)) != 0
-        || (r.ok && put(CLEF_DEC_FD, v.rgb, (size_t) r.rgb_len) != 0))
+        || (r.ok && put(CLEF_DEC_FD, payload, (size_t) r.rgb_len) != 0))
     {
         _exit(6);
     }
@@ -148,7 +165,8 @@ take(clef_dec_request *rq, int *item)
         return -1;
     }
     memcpy(item, CMSG_DATA(c), sizeof(int));
-    return rq->magic == CLEF_DEC_MAGIC && rq->kind == CLEF_MEDIA_VIDEO
+    return rq->magic == CLEF_DEC_MAGIC
+           && (rq->kind == CLEF_MEDIA_VIDEO || rq->kind == CLEF_MEDIA_AUDIO)
            && rq->len <= CLEF_DEC_MAX_FILE ? 1 : -1;
 }
 
@@ -306,7 +324,7 @@ main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "usage: clef-decoder --serve PARENT_PID | "
-            "--sandbox-check\n(the engine runs it: it decodes videos "
-            "in a sandbox, see README \"Video\")\n");
+            "--sandbox-check\n(the engine runs it: it decodes videos and "
+            "audio in a sandbox, see README \"Video\")\n");
     return 2;
 }

@@ -31,9 +31,11 @@ capabilities(clef_buf *b, const ngx_http_clef_model_t *m,
 {
     int  img = ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE);
     int  vid = ngx_http_clef_takes(m, CLEF_MEDIA_VIDEO);
+    int  aud = ngx_http_clef_takes(m, CLEF_MEDIA_AUDIO);
 
-    if (clef_buf_printf(b, ",\"capabilities\":[\"systemone\"%s%s]",
-                        img ? ",\"images\"" : "", vid ? ",\"videos\"" : "")
+    if (clef_buf_printf(b, ",\"capabilities\":[\"systemone\"%s%s%s]",
+                        img ? ",\"images\"" : "", vid ? ",\"videos\"" : "",
+                        aud ? ",\"audio\"" : "")
         != 0)
     {
         return -1;
@@ -43,8 +45,13 @@ capabilities(clef_buf *b, const ngx_http_clef_model_t *m,
     {
         return -1;
     }
-    return vid ? clef_buf_printf(b, ",\"max_videos\":%d",
-                                 (int) llcf->max_videos)
+    if (vid && clef_buf_printf(b, ",\"max_videos\":%d",
+                               (int) llcf->max_videos) != 0)
+    {
+        return -1;
+    }
+    return aud ? clef_buf_printf(b, ",\"max_audio\":%d",
+                                 (int) llcf->max_audio)
                : 0;
 }
 

@@ -13,10 +13,12 @@
  *             clef_models; clef_status;
  *   http, server, location:
  *             clef_max_questions N; clef_max_images N; clef_max_videos N;
+ *             clef_max_audio N;
  *             clef_max_tokens N;
  *             clef_api_key KEY... | off; clef_json_errors on | off;
  */
 #include "ngx_http_clef_module.h"
+#include "model/model_media.h"
 
 #include <malloc.h>
 #include <stdlib.h>
@@ -105,6 +107,13 @@ static ngx_command_t  ngx_http_clef_commands[] = {
       ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_clef_loc_conf_t, max_videos),
+      NULL },
+
+    { ngx_string("clef_max_audio"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_clef_loc_conf_t, max_audio),
       NULL },
 
     { ngx_string("clef_json_errors"),
@@ -238,6 +247,7 @@ ngx_http_clef_create_loc_conf(ngx_conf_t *cf)
     llcf->max_questions = NGX_CONF_UNSET;
     llcf->max_images = NGX_CONF_UNSET;
     llcf->max_videos = NGX_CONF_UNSET;
+    llcf->max_audio = NGX_CONF_UNSET;
     llcf->max_tokens = NGX_CONF_UNSET;
     llcf->api_keys = NGX_CONF_UNSET_PTR;
     llcf->json_errors = NGX_CONF_UNSET;
@@ -252,25 +262,28 @@ ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_clef_loc_conf_t  *prev = parent;
     ngx_http_clef_loc_conf_t  *conf = child;
     ngx_http_clef_main_conf_t *mcf;
-    clef_media_limits          videos;
+    clef_media_limits          videos, audio;
 
     ngx_conf_merge_value(conf->max_questions, prev->max_questions, 64);
     ngx_conf_merge_value(conf->max_images, prev->max_images, 4);
     clef_media_limits_default(CLEF_MEDIA_VIDEO, &videos);
     ngx_conf_merge_value(conf->max_videos, prev->max_videos,
                          videos.max_items);
+    clef_media_limits_default(CLEF_MEDIA_AUDIO, &audio);
+    ngx_conf_merge_value(conf->max_audio, prev->max_audio, audio.max_items);
     ngx_conf_merge_value(conf->max_tokens, prev->max_tokens,
                          CLEF_DEFAULT_MAX_LENGTH);
     ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
     ngx_conf_merge_value(conf->json_errors, prev->json_errors, 0);
 
     if (conf->max_questions < 1 || conf->max_images < 0
-        || conf->max_videos < 0 || conf->max_tokens < 1)
+        || conf->max_videos < 0 || conf->max_audio < 0
+        || conf->max_tokens < 1)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "clef_max_questions and clef_max_tokens must be "
-                           "at least 1, clef_max_images and clef_max_videos "
-                           "at least 0");
+                           "at least 1, clef_max_images, clef_max_videos "
+                           "and clef_max_audio at least 0");
         return NGX_CONF_ERROR;
     }
 
@@ -658,6 +671,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     /* images and videos need the vision tower; the CUDA backend runs it
      * on rank 0 only, so at tp=1 (cuda/README.md, "Images") */
     m->media = info.media;
+    clef_media_conf_backend(&m->media, (const char *) m->backend.data);
     if (ngx_strcmp(m->backend.data, "cpu") != 0 && m->tp > 1) {
         m->media.accepts &= ~(CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
                               | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO));

@@ -93,6 +93,7 @@ typedef struct {
     ngx_int_t                  max_questions;
     ngx_int_t                  max_images;
     ngx_int_t                  max_videos;
+    ngx_int_t                  max_audio;
     ngx_int_t                  max_tokens;
     ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
                                                  empty: off */

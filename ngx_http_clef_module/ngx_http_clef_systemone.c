@@ -479,6 +479,7 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     lim.max_questions = (int) llcf->max_questions;
     lim.media[CLEF_MEDIA_IMAGE].max_items = (int) llcf->max_images;
     lim.media[CLEF_MEDIA_VIDEO].max_items = (int) llcf->max_videos;
+    lim.media[CLEF_MEDIA_AUDIO].max_items = (int) llcf->max_audio;
     clef_error_clear(&err);
     if (clef_request_parse(&ctx->req, (const char *) body, len, &lim, &err)
         != 0)

@@ -50,6 +50,7 @@ HTTP
         location = /tight/v1/systemone {
             clef_max_questions 2;
             clef_max_images 1;
+            clef_max_audio 1;
             clef_max_tokens 200;
             clef_systemone;
         }
@@ -174,13 +175,13 @@ POST /v1/systemone
 --- response_body canon_json
 {"detail":{"error_type":"videos_unsupported","message":"This model does not accept videos (2 given): remove \"videos\"; text and JSON states are supported.","loc":["body","videos"]}}
 
-=== TEST 5m2: media not served yet: audio
+=== TEST 5m2: audio, a model without an audio tower
 --- request
 POST /v1/systemone
 {"model":"m","state":"s","audio":["data:audio/wav;base64,AAAA"],"questions":{"q":{"type":"noul"}}}
 --- error_code: 400
 --- response_body canon_json
-{"detail":{"error_type":"audio_unsupported","message":"This server does not take audio clips yet (1 given): remove \"audio\"; text and JSON states are supported.","loc":["body","audio"]}}
+{"detail":{"error_type":"audio_unsupported","message":"This model does not accept audio clips (1 given): remove \"audio\"; text and JSON states are supported.","loc":["body","audio"]}}
 
 === TEST 5m3: a media_kwargs key the server does not take, named
 --- request
@@ -335,6 +336,14 @@ POST /tight/v1/systemone
 --- error_code: 400
 --- response_body canon_json
 {"detail":"Too many images. Must have at most 1 image."}
+
+=== TEST 18a: clef_max_audio 1 in a location
+--- request
+POST /tight/v1/systemone
+{"model":"jev-latest","state":"x","audio":["data:audio/wav;base64,AA==",{"content_type":"audio/mpeg","base64":"AA=="}],"questions":{"a":{"type":"noul"}}}
+--- error_code: 400
+--- response_body canon_json
+{"detail":"Too many audio clips. Must have at most 1 audio clip."}
 
 === TEST 19: a choice with one option
 --- request

@@ -236,13 +236,13 @@ main::ask(qq{["data:image/png;base64,$main::png"]})
 --- error_code: 200
 --- response_body_like: ^\{"model":"clef-tiny","answers":\{"q":\{"type":"noul","noul":
 
-=== TEST 23: media not served yet beside images the model takes (issue 22): audio, refused by name
+=== TEST 23: audio beside images the model takes (issue 22), a model without an audio tower: refused by name
 --- request eval
 "POST /v1/systemone\n" . '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},"images":'
 . qq{["data:image/png;base64,$main::png"],"audio":["data:audio/wav;base64,AAAA"]\}}
 --- error_code: 400
 --- response_body chomp
-{"detail":{"error_type":"audio_unsupported","message":"This server does not take audio clips yet (1 given): remove \"audio\"; text, JSON states, images and videos are supported.","loc":["body","audio"]}}
+{"detail":{"error_type":"audio_unsupported","message":"This model does not accept audio clips (1 given): remove \"audio\"; text, JSON states, images and videos are supported.","loc":["body","audio"]}}
 
 === TEST 24: media_kwargs beside images: an unknown key, refused by name
 --- request eval

@@ -93,9 +93,9 @@ GET /v1/models
 --- error_code: 200
 --- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, BF16 weights, cpu backend; text, images \(PNG, JPEG, WebP\) and videos without sound.*"capabilities":\["systemone","images","videos"\]
 
-=== TEST 9: audio is refused by name
+=== TEST 9: audio is refused by name (the CPU backend has no audio encoder yet)
 --- request
 POST /v1/systemone
 {"model":"m","state":"s","questions":{"q":{"type":"noul"}},"audio":["data:audio/wav;base64,UklGRg=="]}
 --- error_code: 400
---- response_body_like: "error_type":"audio_unsupported"
+--- response_body_like: "error_type":"audio_unsupported","message":"This model does not accept audio clips \(1 given\): remove \\"audio\\"; text, JSON states and images are supported.","loc":\["body","audio"\]

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "media/audio_tokens.h"
+#include "media/audio_features.h"
 
 #define CHUNK  100     /* frames: the reference's formula states it */
 

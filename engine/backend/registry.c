@@ -7,12 +7,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "media/media.h"
+
+/* the encoders each backend has: engine/cpu/backend_cpu.c's cpu_encoders,
+ * cuda/backend.c's cuda_encoders (images and videos on the vision tower) */
+#define VISION  (CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE) \
+                 | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO))
+
 static const clef_backend_entry  registry[] = {
     { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1,
-      CLEF_PRECISION_FP32 },
+      CLEF_PRECISION_FP32, VISION },
     { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)", 1, 1,
-      CLEF_PRECISION_BF16 },
-    { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT }
+      CLEF_PRECISION_BF16, VISION },
+    { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT, 0 }
 };
 
 const clef_backend_entry *

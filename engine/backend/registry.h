@@ -23,6 +23,10 @@ typedef struct {
                                       backend itself refuses at open a
                                       layout it cannot run) */
     clef_precision  precision;  /* what CLEF_PRECISION_DEFAULT means on it */
+    unsigned     media;         /* the media kinds it has an encoder for
+                                   (CLEF_MEDIA_BIT(), media/media.h): a
+                                   kind outside it is refused by name
+                                   before anything is decoded */
 } clef_backend_entry;
 
 /* Every backend this build knows, in a NULL-named-terminated table. */

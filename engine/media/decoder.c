@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/dl.h"
+#include "media/audio_features.h"
 #include "media/decoder_wire.h"
 #include "media/video_item.h"
 
@@ -33,6 +35,8 @@ static int              zfd = -1;        /* its control socket */
 
 typedef struct {
     int          index;
+    const char  *kind;          /* "video", "audio": refusals' types */
+    const char  *noun;          /* "Video", "Audio clip" */
     double       deadline;
     void       (*progress)(void *ctx);
     void        *ctx;
@@ -155,10 +159,11 @@ start_locked(clef_error *err)
     /* a build without FFmpeg (make FFMPEG=no) has no decode process:
      * videos are then media it cannot decode, never a silent skip */
     if (access(path, F_OK) != 0 && errno == ENOENT) {
-        return clef_error_fail(err, CLEF_E_UNSUPPORTED, "Videos cannot be "
-                               "decoded: this installation has no video "
-                               "decoder (%s; a build made with FFMPEG=no "
-                               "has none).", CLEF_DECODER_NAME);
+        return clef_error_fail(err, CLEF_E_UNSUPPORTED, "Videos and audio "
+                               "clips cannot be decoded: this installation "
+                               "has no decode process (%s; a build made "
+                               "with FFMPEG=no has none).",
+                               CLEF_DECODER_NAME);
     }
     if (access(path, X_OK) != 0) {
         return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder %s "
@@ -298,25 +303,29 @@ send_file(int fd, const uint8_t *data, size_t len, const job *j)
 }
 
 
-/* A refusal the child sent, kept only in the shapes it may take: a video's
- * 4xx or a failure of the server, at this video's place. */
+/* A refusal the child sent, kept only in the shapes it may take: its
+ * kind's 4xx or a failure of the server, at this item's place. */
 static int
 child_error(clef_dec_result *r, const job *j, clef_error *err)
 {
+    size_t  k = strlen(j->kind);
+    char    type[32];
+
     r->err.type[sizeof(r->err.type) - 1] = '\0';
     r->err.message[sizeof(r->err.message) - 1] = '\0';
+    snprintf(type, sizeof(type), "%s_invalid", j->kind);
     if (r->err.status >= 400 && r->err.status < 500
-        && strncmp(r->err.type, "video_", 6) == 0)
+        && strncmp(r->err.type, j->kind, k) == 0 && r->err.type[k] == '_')
     {
         return clef_error_set(err, r->err.status, r->err.type, j->loc, "%s",
                               r->err.message);
     }
     if (r->err.code == CLEF_E_NO_MEMORY) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory "
-                               "decoding video %d.", j->index);
+                               "decoding %s %d.", j->kind, j->index);
     }
-    return clef_error_set(err, 400, "video_invalid", j->loc, "Video %d "
-                          "cannot be decoded: the decoder failed on it.",
+    return clef_error_set(err, 400, type, j->loc, "%s %d cannot be "
+                          "decoded: the decoder failed on it.", j->noun,
                           j->index);
 }
 
@@ -324,40 +333,91 @@ child_error(clef_dec_result *r, const job *j, clef_error *err)
 /* How the child ended, when it did not answer; killed: this side ended it
  * (its answer was short or malformed, or its time was up). */
 static int
-child_fate(int status, int killed, int timed_out,
-    const clef_video_limits *lim, const job *j, clef_error *err)
+child_fate(int status, int killed, int timed_out, double budget,
+    const job *j, clef_error *err)
 {
-    int  sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    int   sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    char  invalid[32], over[32];
 
+    snprintf(invalid, sizeof(invalid), "%s_invalid", j->kind);
+    snprintf(over, sizeof(over), "%s_decode_budget", j->kind);
     if (timed_out) {
-        return clef_error_set(err, 400, "video_decode_budget", j->loc,
-            "Video %d took longer than %.0f s to decode; the limit is %.0f "
-            "s.", j->index, lim->max_decode_seconds + CLEF_DECODER_GRACE,
-            lim->max_decode_seconds);
+        return clef_error_set(err, 400, over, j->loc,
+            "%s %d took longer than %.0f s to decode; the limit is %.0f "
+            "s.", j->noun, j->index, budget + CLEF_DECODER_GRACE, budget);
     }
     if (sig == SIGSYS) {
-        return clef_error_set(err, 400, "video_invalid", j->loc,
-            "Video %d cannot be decoded: the decoder made a system call its "
-            "sandbox forbids and was stopped.", j->index);
+        return clef_error_set(err, 400, invalid, j->loc,
+            "%s %d cannot be decoded: the decoder made a system call its "
+            "sandbox forbids and was stopped.", j->noun, j->index);
     }
     if (killed && sig == SIGKILL) {
-        return clef_error_set(err, 400, "video_invalid", j->loc,
-            "Video %d cannot be decoded: the decoder's answer was cut short "
-            "or malformed.", j->index);
+        return clef_error_set(err, 400, invalid, j->loc,
+            "%s %d cannot be decoded: the decoder's answer was cut short "
+            "or malformed.", j->noun, j->index);
     }
     if (sig == SIGXCPU || sig == SIGKILL) {
-        return clef_error_set(err, 400, "video_decode_budget", j->loc,
-            "Video %d cannot be decoded: the decoder ran out of its CPU or "
-            "memory budget (signal %d).", j->index, sig);
+        return clef_error_set(err, 400, over, j->loc,
+            "%s %d cannot be decoded: the decoder ran out of its CPU or "
+            "memory budget (signal %d).", j->noun, j->index, sig);
     }
     if (sig != 0) {
-        return clef_error_set(err, 400, "video_invalid", j->loc,
-            "Video %d cannot be decoded: the decoder crashed on it (signal "
-            "%d, %s).", j->index, sig, strsignal(sig));
+        return clef_error_set(err, 400, invalid, j->loc,
+            "%s %d cannot be decoded: the decoder crashed on it (signal "
+            "%d, %s).", j->noun, j->index, sig, strsignal(sig));
     }
-    return clef_error_set(err, 400, "video_invalid", j->loc,
-        "Video %d cannot be decoded: the decoder ended (exit %d) without "
-        "an answer.", j->index, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return clef_error_set(err, 400, invalid, j->loc,
+        "%s %d cannot be decoded: the decoder ended (exit %d) without "
+        "an answer.", j->noun, j->index,
+        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+
+/* What a child's answer is turned into: a video's media item, or an
+ * audio clip's samples. */
+typedef struct {
+    clef_media_item  *item;
+    float           **samples;
+    int64_t          *n;
+} dec_out;
+
+
+/* The child's samples are untrusted like its pixels: a NaN or an infinity
+ * would make every feature NaN (the child refuses them; one that did not
+ * answered against its code). */
+static int
+check_samples(const float *x, int64_t n, const job *j, clef_error *err)
+{
+    int64_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (!isfinite(x[i])) {
+            return clef_error_set(err, 400, "audio_invalid", j->loc,
+                "Audio clip %d cannot be decoded: the decoder answered a "
+                "sample that is not a finite number.", j->index);
+        }
+    }
+    return 0;
+}
+
+
+/* The payload's size an answer r may have, from what it says; -1 when it
+ * says something impossible. */
+static int64_t
+payload_bytes(const clef_dec_request *rq, clef_dec_result *r)
+{
+    int64_t  max;
+
+    if (rq->kind == CLEF_MEDIA_AUDIO) {
+        max = (int64_t) (rq->audio.max_seconds * CLEF_AUDIO_RATE);
+        return r->audio.samples > 0 && r->audio.samples <= max
+               && r->rgb_len == (uint64_t) r->audio.samples * sizeof(float)
+               ? (int64_t) r->rgb_len : -1;
+    }
+    r->info.codec[sizeof(r->info.codec) - 1] = '\0';
+    max = clef_video_frames_bytes(&r->info, &rq->video);
+    return max > 0 && max <= MAX_FRAMES_BYTES && r->rgb_len == (uint64_t) max
+           ? max : -1;
 }
 
 
@@ -365,7 +425,7 @@ child_fate(int status, int killed, int timed_out,
  * when the decode process itself must be restarted. */
 static int
 decode_locked(const uint8_t *data, size_t len, const clef_dec_request *rq,
-    job *j, clef_media_item *out, int *dead, clef_error *err)
+    job *j, const dec_out *out, int *dead, clef_error *err)
 {
     clef_dec_status   st;
     clef_dec_result   r;
@@ -390,8 +450,8 @@ decode_locked(const uint8_t *data, size_t len, const clef_dec_request *rq,
     close(sp[1]);
     if (read_status(CLEF_DEC_FORKED, 0, &st) != 0) {
         close(sp[0]);
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder "
-                               "did not start a process for video %d",
+        return clef_error_fail(err, CLEF_E_INTERNAL, "the decoder did not "
+                               "start a process for %s %d", j->kind,
                                j->index);
     }
     pid = st.pid;
@@ -409,11 +469,8 @@ decode_locked(const uint8_t *data, size_t len, const clef_dec_request *rq,
         if (r.ok == 0) {
             answered = 1;
         } else {
-            r.info.codec[sizeof(r.info.codec) - 1] = '\0';
-            want = clef_video_frames_bytes(&r.info, &rq->video);
-            if (want > 0 && want <= MAX_FRAMES_BYTES
-                && r.rgb_len == (uint64_t) want)
-            {
+            want = payload_bytes(rq, &r);
+            if (want > 0) {
                 rgb = malloc((size_t) want);
                 answered = rgb != NULL
                            && read_until(sp[0], rgb, (size_t) want, j) == 0
@@ -429,8 +486,8 @@ decode_locked(const uint8_t *data, size_t len, const clef_dec_request *rq,
     close(sp[0]);
     if (read_status(CLEF_DEC_EXITED, pid, &st) != 0) {
         free(rgb);
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder "
-                               "lost video %d's process", j->index);
+        return clef_error_fail(err, CLEF_E_INTERNAL, "the decoder lost "
+                               "%s %d's process", j->kind, j->index);
     }
     *dead = 0;
     /* an answer counts only from a child that then exited by itself */
@@ -439,16 +496,60 @@ decode_locked(const uint8_t *data, size_t len, const clef_dec_request *rq,
     {
         if (r.ok == 0) {
             rc = child_error(&r, j, err);
+        } else if (rq->kind == CLEF_MEDIA_AUDIO) {
+            rc = check_samples((const float *) rgb, r.audio.samples, j, err);
+            if (rc == 0) {
+                *out->samples = (float *) rgb;
+                *out->n = r.audio.samples;
+                rgb = NULL;
+            }
         } else {
             rc = clef_video_item(&r.info, &rq->video, rgb, (size_t) r.rgb_len,
-                                 j->index, out, err);
+                                 j->index, out->item, err);
             rgb = NULL;
         }
     } else {
-        rc = child_fate(st.wait_status, !answered, timed_out, &rq->limits,
-                        j, err);
+        rc = child_fate(st.wait_status, !answered, timed_out,
+                        rq->kind == CLEF_MEDIA_AUDIO
+                        ? rq->audio.max_decode_seconds
+                        : rq->limits.max_decode_seconds, j, err);
     }
     free(rgb);
+    return rc;
+}
+
+
+/* One item through a child of the decode process, which is started when
+ * none runs. */
+static int
+run(const uint8_t *data, size_t len, clef_dec_request *rq, job *j,
+    double budget, const dec_out *out, clef_error *err)
+{
+    int  rc, dead = 0;
+
+    if (len > CLEF_DEC_MAX_FILE) {
+        return clef_error_set(err, 413, rq->kind == CLEF_MEDIA_AUDIO
+                              ? "audio_too_large" : "video_too_large",
+                              j->loc, "%s %d is %zu bytes; the decoder "
+                              "takes at most %u.", j->noun, j->index, len,
+                              CLEF_DEC_MAX_FILE);
+    }
+    rq->magic = CLEF_DEC_MAGIC;
+    rq->index = j->index;
+    rq->len = len;
+
+    pthread_mutex_lock(&lock);
+    if (zfd < 0 && start_locked(err) != 0) {
+        pthread_mutex_unlock(&lock);
+        return -1;
+    }
+    j->deadline = clef_clock_seconds() + budget + CLEF_DECODER_GRACE;
+    rc = decode_locked(data, len, rq, j, out, &dead, err);
+    if (dead) {
+        /* the next item starts a new decode process */
+        stop_locked();
+    }
+    pthread_mutex_unlock(&lock);
     return rc;
 }
 
@@ -460,41 +561,48 @@ clef_decoder_video(const uint8_t *data, size_t len, int index,
     clef_error *err)
 {
     clef_dec_request  rq;
+    dec_out           o = { out, NULL, NULL };
     job               j;
-    int               rc, dead = 0;
 
     memset(out, 0, sizeof(*out));
     memset(&j, 0, sizeof(j));
     j.index = index;
+    j.kind = "video";
+    j.noun = "Video";
     j.progress = progress;
     j.ctx = ctx;
     snprintf(j.loc, sizeof(j.loc), "[\"body\",\"videos\",%d]", index);
-    if (len > CLEF_DEC_MAX_FILE) {
-        return clef_error_set(err, 413, "video_too_large", j.loc, "Video %d "
-                              "is %zu bytes; the decoder takes at most %u.",
-                              index, len, CLEF_DEC_MAX_FILE);
-    }
-
     memset(&rq, 0, sizeof(rq));
-    rq.magic = CLEF_DEC_MAGIC;
     rq.kind = CLEF_MEDIA_VIDEO;
-    rq.index = index;
-    rq.len = len;
     rq.limits = *lim;
     rq.video = *vc;
+    clef_audio_limits_default(&rq.audio);
+    return run(data, len, &rq, &j, lim->max_decode_seconds, &o, err);
+}
 
-    pthread_mutex_lock(&lock);
-    if (zfd < 0 && start_locked(err) != 0) {
-        pthread_mutex_unlock(&lock);
-        return -1;
-    }
-    j.deadline = clef_clock_seconds() + lim->max_decode_seconds
-                 + CLEF_DECODER_GRACE;
-    rc = decode_locked(data, len, &rq, &j, out, &dead, err);
-    if (dead) {
-        /* the next video starts a new decode process */
-        stop_locked();
-    }
-    pthread_mutex_unlock(&lock);
-    return rc;
+
+int
+clef_decoder_audio(const uint8_t *data, size_t len, int index,
+    const clef_audio_limits *lim, void (*progress)(void *ctx), void *ctx,
+    float **samples, int64_t *n, clef_error *err)
+{
+    clef_dec_request  rq;
+    dec_out           o = { NULL, samples, n };
+    job               j;
+
+    *samples = NULL;
+    *n = 0;
+    memset(&j, 0, sizeof(j));
+    j.index = index;
+    j.kind = "audio";
+    j.noun = "Audio clip";
+    j.progress = progress;
+    j.ctx = ctx;
+    snprintf(j.loc, sizeof(j.loc), "[\"body\",\"audio\",%d]", index);
+    memset(&rq, 0, sizeof(rq));
+    rq.kind = CLEF_MEDIA_AUDIO;
+    clef_video_limits_default(&rq.limits);
+    clef_video_config_default(&rq.video);
+    rq.audio = *lim;
+    return run(data, len, &rq, &j, lim->max_decode_seconds, &o, err);
 }

@@ -1,6 +1,7 @@
 /*
- * Video decoding in a process of its own, under a sandbox: how the engine
- * decodes a request's videos (media/prepare.c's video row).
+ * Video and audio decoding in a process of its own, under a sandbox: how
+ * the engine decodes a request's videos and audio clips (media/prepare.c's
+ * video and audio rows).
  *
  * Why: FFmpeg's demuxers and decoders are a large body of C with a steady
  * stream of memory-safety fixes.  The allow-lists of video_decode.h shrink
@@ -46,6 +47,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "media/audio_decode.h"
 #include "media/media.h"
 #include "media/video_decode.h"
 #include "media/video_sample.h"
@@ -73,6 +75,16 @@ int  clef_decoder_video(const uint8_t *data, size_t len, int index,
     const clef_video_limits *lim, const clef_video_config *vc,
     void (*progress)(void *ctx), void *ctx, clef_media_item *out,
     clef_error *err);
+
+/*
+ * Decodes the audio clip data[0..len) in a child of the decode process to
+ * 16 kHz mono samples (*samples malloc'ed, *n of them), as
+ * clef_audio_decode() would; refusals name clip index (audio_decode.h).
+ * The engine checks the count against lim before it reads them.
+ */
+int  clef_decoder_audio(const uint8_t *data, size_t len, int index,
+    const clef_audio_limits *lim, void (*progress)(void *ctx), void *ctx,
+    float **samples, int64_t *n, clef_error *err);
 
 /* Ends the decode process, if one runs (tests; an engine's exit ends it
  * by itself). */

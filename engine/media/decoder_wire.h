@@ -14,7 +14,8 @@
  *                      item's process exists, { CLEF_DEC_EXITED, pid,
  *                      wait status } when it has ended
  * The item's socket, read and written by the item's process only:
- *   clef_dec_result, then for a video its frames (result.rgb_len bytes)
+ *   clef_dec_result, then its payload (result.rgb_len bytes): a video's
+ *   resized frames, an audio clip's 16 kHz float samples
  */
 #ifndef CLEF_DECODER_WIRE_H
 #define CLEF_DECODER_WIRE_H
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "media/audio_decode.h"
 #include "media/video_decode.h"
 #include "media/video_sample.h"
 
@@ -39,13 +41,14 @@ typedef struct {
 
 typedef struct {
     uint32_t           magic;
-    uint32_t           kind;        /* CLEF_MEDIA_VIDEO */
+    uint32_t           kind;        /* CLEF_MEDIA_VIDEO, CLEF_MEDIA_AUDIO */
     int32_t            index;       /* the item among its kind's, for
                                        refusals */
     uint32_t           pad;
     uint64_t           len;         /* the file's bytes */
-    clef_video_limits  limits;
+    clef_video_limits  limits;      /* a video's */
     clef_video_config  video;
+    clef_audio_limits  audio;       /* an audio clip's */
 } clef_dec_request;
 
 enum {
@@ -65,8 +68,11 @@ typedef struct {
     uint32_t         magic;
     uint32_t         ok;            /* 1: info and frames follow; 0: err */
     clef_error       err;
-    clef_video_info  info;          /* the decoder's scan */
-    uint64_t         rgb_len;       /* the resized frames' bytes */
+    clef_video_info  info;          /* a video: the decoder's scan */
+    clef_audio_info  audio;         /* an audio clip: what was decoded */
+    uint64_t         rgb_len;       /* the payload's bytes (a video's
+                                       resized frames; an audio clip's
+                                       samples x 4) */
 } clef_dec_result;
 
 /* All of buf[0..len) to / from a socket, over short counts and EINTR,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "media/audio_input.h"
 #include "media/image_input.h"
 #include "media/video_decode.h"
 #include "media/video_input.h"
@@ -65,6 +66,23 @@ video_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 }
 
 
+/* An audio clip's least ids from its header: <|audio_start|>, the tower's
+ * positions for the frames its stated length gives, <|audio_end|>.  The
+ * resampler's output may fall a few samples short of length x 16000 /
+ * rate, hence the margin; a header that states no length (MP3, Ogg, MP4)
+ * gives the least any clip makes, one position. */
+static int64_t
+audio_header_ids(const clef_media_input *in, const clef_media_conf *mc)
+{
+    const clef_audio_config  *ac = &mc->audio;
+    int64_t                   n, frames;
+
+    n = in->duration_us * ac->sampling_rate / 1000000 - 64;
+    frames = n > 0 ? n / ac->hop_length : 0;
+    return clef_audio_output_tokens(frames > 1 ? frames : 1) + 2;
+}
+
+
 static const clef_media_kind_info  kinds[CLEF_MEDIA_KINDS] = {
     [CLEF_MEDIA_IMAGE] = {
         CLEF_MEDIA_IMAGE, "images", "image", "images", "Image",
@@ -88,8 +106,9 @@ static const clef_media_kind_info  kinds[CLEF_MEDIA_KINDS] = {
         CLEF_MEDIA_AUDIO, "audio", "audio clip", "audio clips", "Audio",
         "audio_unsupported", "too_many_audio",
         { "input_audio", NULL },
-        { 4, 0, 0, 0 },
-        NULL, NULL
+        { CLEF_AUDIO_MAX_ITEMS, CLEF_AUDIO_MAX_BASE64, CLEF_AUDIO_MAX_BYTES,
+          0 },
+        clef_audio_inputs_read, audio_header_ids
     },
 };
 
@@ -120,6 +139,7 @@ clef_media_conf_default(clef_media_conf *mc)
     memset(mc, 0, sizeof(*mc));
     clef_processor_config_default(&mc->processor);
     clef_video_config_default(&mc->video);
+    clef_audio_config_default(&mc->audio);
 }
 
 

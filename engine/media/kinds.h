@@ -10,9 +10,9 @@
  * The engine's half, a decoder and a processor per kind, is prepare.h.
  *
  * A kind is served when its row has a reader and the model has an encoder
- * for it (clef_media_conf).  "audio" has a row without a reader yet: its
- * field is known, so a request that has it is refused by name (400
- * audio_unsupported), never answered as if it were absent.
+ * for it (clef_media_conf); a request with a kind the model does not take
+ * is refused by name (400 audio_unsupported, ...), never answered as if
+ * the field were absent.
  */
 #ifndef CLEF_MEDIA_KINDS_H
 #define CLEF_MEDIA_KINDS_H
@@ -22,6 +22,7 @@
 
 #include "base/arena.h"
 #include "base/error.h"
+#include "media/audio_features.h"
 #include "media/media.h"
 #include "media/processor.h"
 #include "media/video_sample.h"
@@ -47,6 +48,9 @@ typedef struct {
                                            (preprocessor_config.json) */
     clef_video_config      video;       /* videos (video_preprocessor_
                                            config.json) */
+    clef_audio_config      audio;       /* audio clips' features
+                                           (preprocessor_config.json's
+                                           feature extractor keys) */
     int                    newline_each;   /* each item's text ends in a
                                               newline of its own (Clef
                                               Omni), else one after all */

@@ -1,6 +1,6 @@
 /*
- * Media items: what a request's images (and, next, its videos and audio
- * clips) are at each step, whatever their kind.
+ * Media items: what a request's images, videos and audio clips are at each
+ * step, whatever their kind.
  *
  *   clef_media_input  a file as a worker read it: its kind and format, its
  *                     bytes and what its header says (kinds.h); the plan
@@ -68,8 +68,15 @@ typedef struct {
                                       [frames][grid_h patch][grid_w patch]
                                       [3]), or NULL and */
     float           *values;       /* the encoder's input rows as given
-                                      (tests: the reference's pixels) */
+                                      (tests: the reference's pixels; an
+                                      audio clip: its log-mel features
+                                      [grid_h = n_mels][grid_w = frames],
+                                      audio_features.h) */
     int32_t          frames;       /* frames in bytes (an image: 1) */
+    int64_t          samples;      /* an audio clip between its kind's
+                                      prepare and finish (prepare.h):
+                                      values holds its 16 kHz samples, this
+                                      many; 0 once values are features */
     double          *timestamps;   /* [grid_t] seconds of each temporal
                                       group (a video's frame pairs, as the
                                       reference computes them, in double);

@@ -7,6 +7,7 @@
  * The build exists for machines without FFmpeg's headers, such as the GPU
  * machine t/cuda/device-check.sh runs on; never the default.
  */
+#include "media/audio_decode.h"
 #include "media/video_decode.h"
 
 
@@ -58,4 +59,17 @@ clef_video_decode_frames(clef_video_decoder *d, const int64_t *indices,
 void
 clef_video_close(clef_video_decoder *d)
 {
+}
+
+
+int
+clef_audio_decode(const uint8_t *data, size_t len, int index,
+    const clef_audio_limits *lim, float **samples, int64_t *n,
+    clef_audio_info *info, clef_error *err)
+{
+    *samples = NULL;
+    *n = 0;
+    return clef_error_fail(err, CLEF_E_UNSUPPORTED,
+        "Audio clip %d cannot be decoded: this build of ngx_clef has no "
+        "FFmpeg (made with FFMPEG=no).", index);
 }

@@ -4,7 +4,11 @@
 #include "media/prepare.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "media/audio_decode.h"
+#include "media/audio_features.h"
 #include "media/decoder.h"
 #include "media/image_decode.h"
 #include "media/image_input.h"
@@ -34,7 +38,7 @@ image_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 /* <|vision_start|>, one <|image_pad|> per merged patch, <|vision_end|>
  * (spec/clef-encoder-and-head.md §3.6): one span.  An audio clip alike:
  * <|audio_start|>, one <|audio_pad|> per row of the audio tower
- * (media/audio_tokens.h), <|audio_end|> (spec/qwen35-backbone.md §6). */
+ * (media/audio_features.h), <|audio_end|> (spec/qwen35-backbone.md §6). */
 static int
 span_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
     const clef_tokenizer *tk, clef_ids *ids, clef_media_span *spans)
@@ -113,28 +117,94 @@ video_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
 }
 
 
-/* Audio clips are not decoded by this engine yet (their decoder and
- * log-mel features are another change's): refused by name.  Items made
- * from features (the tests' reference features) are placed by
- * span_expand. */
+/* Decoded in the decode process (decoder.h); the samples wait in the
+ * item for the record's other clips (audio_finish). */
 static int
 audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     const clef_media_run *run, clef_media_item *out, clef_error *err)
 {
-    (void) in;
-    (void) mc;
-    (void) run;
-    (void) out;
-    return clef_error_set(err, 400, "audio_unsupported", "",
-                          "This engine does not decode audio clips yet "
-                          "(audio clip %d).", index);
+    clef_audio_limits  lim;
+    float             *samples;
+    int64_t            n;
+
+    memset(out, 0, sizeof(*out));
+    clef_audio_limits_default(&lim);
+    if (clef_decoder_audio(in->data, in->len, index, &lim,
+                           run != NULL ? run->progress : NULL,
+                           run != NULL ? run->ctx : NULL, &samples, &n, err)
+        != 0)
+    {
+        return -1;
+    }
+    out->kind = CLEF_MEDIA_AUDIO;
+    out->values = samples;
+    out->samples = n;
+    return 0;
+}
+
+
+/* The record's clips padded together into their features (the reason this
+ * is a step of its own: audio_features.h).  Audio in video, when videos
+ * carry their sound, adds the videos' tracks after the clips here. */
+static int
+audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
+    clef_error *err)
+{
+    clef_media_item  **clips = calloc((size_t) n + 1, sizeof(*clips));
+    const float      **s = calloc((size_t) n + 1, sizeof(*s));
+    int64_t           *len = calloc((size_t) n + 1, sizeof(*len));
+    float            **out = calloc((size_t) n + 1, sizeof(*out));
+    int32_t           *frames = calloc((size_t) n + 1, sizeof(*frames));
+    int                k, c = 0, rc = -1;
+
+    if (clips == NULL || s == NULL || len == NULL || out == NULL
+        || frames == NULL)
+    {
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
+        goto done;
+    }
+    for (k = 0; k < n; k++) {
+        if (items[k].kind == CLEF_MEDIA_AUDIO && items[k].samples > 0) {
+            clips[c] = &items[k];
+            s[c] = items[k].values;
+            len[c++] = items[k].samples;
+        }
+    }
+    if (clef_audio_record_features(&mc->audio, s, len, c, out, frames, err)
+        != 0)
+    {
+        goto done;
+    }
+    for (k = 0; k < c; k++) {
+        free(clips[k]->values);
+        clips[k]->values = out[k];
+        clips[k]->samples = 0;
+        clips[k]->grid_t = 1;
+        clips[k]->grid_h = mc->audio.n_mels;
+        clips[k]->grid_w = frames[k];
+        clips[k]->tokens = clef_audio_output_tokens(frames[k]);
+    }
+    rc = 0;
+
+done:
+    free(clips);
+    free(s);
+    free(len);
+    free(out);
+    free(frames);
+    return rc;
 }
 
 
 static const clef_media_prep  preps[CLEF_MEDIA_KINDS] = {
-    [CLEF_MEDIA_IMAGE] = { CLEF_MEDIA_IMAGE, image_prepare, span_expand },
-    [CLEF_MEDIA_VIDEO] = { CLEF_MEDIA_VIDEO, video_prepare, video_expand },
-    [CLEF_MEDIA_AUDIO] = { CLEF_MEDIA_AUDIO, audio_prepare, span_expand },
+    [CLEF_MEDIA_IMAGE] = { CLEF_MEDIA_IMAGE, image_prepare, image_expand,
+                           NULL },
+    [CLEF_MEDIA_VIDEO] = { CLEF_MEDIA_VIDEO, video_prepare, video_expand,
+                           NULL },
+    /* no expand yet: the audio tower's placement (a model that has no
+     * backend with an audio encoder never accepts audio, model_media.c) */
+    [CLEF_MEDIA_AUDIO] = { CLEF_MEDIA_AUDIO, audio_prepare, NULL,
+                           audio_finish },
 };
 
 

@@ -12,9 +12,14 @@
  *           process (decoder.h, video_process.h), made an item by
  *           video_item.h; per frame pair "<t seconds>", then
  *           <|vision_start|>, its pads, <|vision_end|> (one span a pair)
- *   audio   log-mel features [mels][frames] (media.h), as many tokens as
- *           the audio tower's rows (audio_tokens.h); <|audio_start|>, its
- *           pads, <|audio_end|> (one span)
+ *   audio   decoded to 16 kHz mono by the decode process (decoder.h,
+ *           audio_decode.h) in prepare; in finish, once every clip of the
+ *           record is decoded, its log-mel features (audio_features.h),
+ *           because the processor pads a record's clips together and a
+ *           clip's features depend on the longest one.  The item: values
+ *           [n_mels][frames] (its valid frames), grid 1 x n_mels x frames,
+ *           tokens clef_audio_output_tokens(frames), no bytes, no times.
+ *           <|audio_start|>, its pads, <|audio_end|> (one span).
  */
 #ifndef CLEF_MEDIA_PREPARE_H
 #define CLEF_MEDIA_PREPARE_H
@@ -51,6 +56,16 @@ typedef struct {
                              const clef_media_tokens *tok,
                              const clef_tokenizer *tk, clef_ids *ids,
                              clef_media_span *spans);
+    /* After every item of a record is prepared, once per record when it
+     * has an item of the kind (NULL: no such step), given all the
+     * record's items[0..n) in the record's order.  For what couples a
+     * record's items: an audio clip's features depend on the record's
+     * longest clip, and the sound of its videos joins its clips (the
+     * reference appends the videos' tracks to the clips before the
+     * processor pads them), hence all items, not the kind's alone.  On
+     * failure the caller frees the items. */
+    int            (*finish)(clef_media_item *items, int n,
+                             const clef_media_conf *mc, clef_error *err);
 } clef_media_prep;
 
 /* The row of kind, NULL when this engine cannot prepare it. */

@@ -197,6 +197,9 @@ release_configs(void *c, clef_model_configs *cfg, clef_error *err)
         }
         rc = clef_processor_config_parse(root, path, &cfg->vision,
                                          &cfg->vision.processor, err);
+        if (rc == 0 && cfg->audio.present) {
+            rc = clef_audio_features_parse(root, path, &cfg->audio, err);
+        }
         json_decref(root);
         if (rc != 0) {
             goto done;

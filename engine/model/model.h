@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "media/audio_features.h"
 #include "media/processor.h"
 #include "media/video_sample.h"
 #include "model/tensor.h"
@@ -148,6 +149,9 @@ typedef struct {
     int     n_window;               /* chunks of 2 n_window frames */
     int     n_window_infer;         /* attention windows, in frames */
     int     max_source_positions;
+    clef_audio_config  features;    /* its log-mel features: the feature
+                                       extractor's keys of
+                                       preprocessor_config.json */
 } clef_audio_tower_config;
 
 /* What Clef Omni's thinker_config adds: token ids and the time scale of

@@ -3,6 +3,10 @@
  */
 #include "model/model_media.h"
 
+#include <string.h>
+
+#include "backend/registry.h"
+
 
 /* What Clef Omni's reference does differently (its joint_schema_model.py
  * encoder): each placeholder with its own "\n", images opened with PIL
@@ -75,4 +79,28 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
         mc->tokens[CLEF_MEDIA_AUDIO].pad = oc->audio_token_id;
         mc->tokens[CLEF_MEDIA_AUDIO].end = oc->audio_end_token_id;
     }
+    /* audio clips: Clef Omni's audio tower, with its tokens; served only
+     * on a backend with an audio encoder (clef_media_conf_backend) */
+    if (clef_model_audio_config(m) != NULL
+        && clef_model_omni_config(m) != NULL)
+    {
+        mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO);
+        mc->audio = clef_model_audio_config(m)->features;
+        mc->tokens[CLEF_MEDIA_AUDIO].start =
+            clef_model_omni_config(m)->audio_start_token_id;
+        mc->tokens[CLEF_MEDIA_AUDIO].pad =
+            clef_model_omni_config(m)->audio_token_id;
+        mc->tokens[CLEF_MEDIA_AUDIO].end =
+            clef_model_omni_config(m)->audio_end_token_id;
+    }
+}
+
+
+void
+clef_media_conf_backend(clef_media_conf *mc, const char *backend)
+{
+    const clef_backend_entry  *e;
+
+    e = clef_backend_lookup(backend, strlen(backend));
+    mc->accepts &= e != NULL ? e->media : 0;
 }

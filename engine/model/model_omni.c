@@ -183,7 +183,73 @@ parse_audio(const json_t *ac, const char *file, clef_audio_tower_config *a,
         return oerror(err, file, "%sd_model %d is not a multiple of its %d "
                       "heads", p, a->d_model, a->encoder_attention_heads);
     }
+    clef_audio_config_default(&a->features);
     a->present = 1;
+    return 0;
+}
+
+
+/* The release's preprocessor_config.json holds the feature extractor's
+ * keys beside the image processor's (WhisperFeatureExtractor as
+ * Qwen3OmniMoeProcessor calls it); what the engine computes
+ * (media/audio_features.h) is checked against them, and any value it
+ * does not compute the same way is refused by name. */
+int
+clef_audio_features_parse(const json_t *root, const char *file,
+    clef_audio_tower_config *a, clef_error *err)
+{
+    const char        *p = "";
+    const json_t      *x;
+    clef_audio_config  *f = &a->features;
+    int                 size;
+
+    clef_audio_config_default(f);
+    if (root == NULL) {
+        return 0;
+    }
+    x = json_object_get(root, "feature_extractor_type");
+    if (x != NULL && (!json_is_string(x)
+                      || strcmp(json_string_value(x),
+                                "WhisperFeatureExtractor") != 0))
+    {
+        return oerror(err, file, "feature_extractor_type: only "
+                      "\"WhisperFeatureExtractor\" is supported");
+    }
+    size = f->n_mels;
+    if (oint(root, p, "sampling_rate", CLEF_AUDIO_RATE, CLEF_AUDIO_RATE,
+             CLEF_AUDIO_RATE, &f->sampling_rate, file, err)
+        || oint(root, p, "n_fft", 4, 4096, f->n_fft, &f->n_fft, file, err)
+        || oint(root, p, "hop_length", 1, 4096, f->hop_length,
+                &f->hop_length, file, err)
+        || oint(root, p, "feature_size", 1, 1024, size, &size, file, err))
+    {
+        return -1;
+    }
+    f->n_mels = size;
+    if (f->n_fft % 2 != 0 || f->hop_length > f->n_fft) {
+        return oerror(err, file, "n_fft must be even and hop_length at most "
+                      "n_fft (%d, %d)", f->n_fft, f->hop_length);
+    }
+    if (f->n_mels != a->num_mel_bins) {
+        return oerror(err, file, "feature_size %d is not the audio tower's "
+                      "num_mel_bins %d", f->n_mels, a->num_mel_bins);
+    }
+    /* the settings whose other values this engine does not compute */
+    x = json_object_get(root, "dither");
+    if (x != NULL && (!json_is_number(x) || json_number_value(x) != 0)) {
+        return oerror(err, file, "dither: only 0.0 is supported");
+    }
+    x = json_object_get(root, "padding_value");
+    if (x != NULL && (!json_is_number(x) || json_number_value(x) != 0)) {
+        return oerror(err, file, "padding_value: only 0.0 is supported");
+    }
+    x = json_object_get(root, "padding_side");
+    if (x != NULL && (!json_is_string(x)
+                      || strcmp(json_string_value(x), "right") != 0))
+    {
+        return oerror(err, file, "padding_side: only \"right\" is "
+                      "supported");
+    }
     return 0;
 }
 

@@ -33,6 +33,12 @@ int clef_omni_config_parse(const json_t *root, const char *file,
 /* The thinker_config object of a Clef Omni config.json, or NULL. */
 const json_t *clef_omni_thinker(const json_t *root);
 
+/* The audio tower's feature settings from preprocessor_config.json (root;
+ * NULL: the release's defaults) into a->features, checked against what
+ * media/audio_features.c computes. */
+int clef_audio_features_parse(const json_t *root, const char *file,
+    clef_audio_tower_config *a, clef_error *err);
+
 /* A stored name to its canonical one into buf: 1 when it is one, 0 for a
  * tensor that is never read (talker.*, code2wav.*, and any name outside
  * thinker.*), -1 when buf is too small. */

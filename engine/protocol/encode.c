@@ -260,9 +260,10 @@ media_ids(const clef_tokenizer *tk, const clef_encode_opts *opts,
     for (k = 0; k < opts->n_media; k++) {
         it = &opts->media[k];
         prep = clef_media_prep_of(it->kind);
-        n = prep != NULL ? prep->expand(it, k, &opts->tokens[it->kind], tk,
-                                        media, *spans + *n_spans)
-                         : -1;
+        n = prep != NULL && prep->expand != NULL
+            ? prep->expand(it, k, &opts->tokens[it->kind], tk, media,
+                           *spans + *n_spans)
+            : -1;
         if (n < 0
             || (opts->newline_each
                 && clef_tokenizer_encode(tk, "\n", 1, media) != 0))

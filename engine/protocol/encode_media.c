@@ -58,6 +58,35 @@ clef_encode_media_release(clef_encode_opts *opts)
 }
 
 
+/* Each kind's step over the record's items (prepare.h's finish), once
+ * every item is prepared, for the kinds the record has. */
+static int
+finish_kinds(const clef_media_conf *mc, clef_encode_opts *opts,
+    clef_error *err)
+{
+    const clef_media_prep  *prep;
+    int                     kind, k;
+
+    for (kind = 1; kind < CLEF_MEDIA_KINDS; kind++) {
+        prep = clef_media_prep_of(kind);
+        if (prep == NULL || prep->finish == NULL) {
+            continue;
+        }
+        for (k = 0; k < opts->n_media; k++) {
+            if (opts->media[k].kind == (clef_media_kind) kind) {
+                break;
+            }
+        }
+        if (k < opts->n_media
+            && prep->finish(opts->media, opts->n_media, mc, err) != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
 int
 clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     clef_encode_opts *opts, clef_error *err)
@@ -75,8 +104,11 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     for (k = 0; k < plan->n_media; k++) {
         in = &plan->media[k];
         kind = clef_media_kind_of(in->kind);
+        /* a kind this engine cannot prepare or place is refused before
+         * anything is decoded */
         if (!(mc->accepts & CLEF_MEDIA_BIT(in->kind)) || in->format == 0
-            || clef_media_prep_of(in->kind) == NULL)
+            || clef_media_prep_of(in->kind) == NULL
+            || clef_media_prep_of(in->kind)->expand == NULL)
         {
             return clef_error_set(err, 400, kind->unsupported, "",
                                   "This model does not accept %s.",
@@ -138,6 +170,10 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
             "of this request has an audio track, which the model would hear "
             "with its frames; send at least one video without an audio "
             "track, or the videos without their sound.");
+    }
+    if (finish_kinds(&conf, opts, err) != 0) {
+        clef_encode_media_release(opts);
+        return -1;
     }
     return 0;
 }

@@ -156,6 +156,7 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     opts.progress = engine_prep_progress;
     opts.progress_ctx = e->q;
     clef_model_media_conf(e->model, &mc);
+    clef_media_conf_backend(&mc, e->conf->backend);
     if (plan.n_media > 0
         && clef_encode_media_prepare(&mc, &plan, &opts, &err) != 0)
     {

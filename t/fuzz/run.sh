@@ -7,14 +7,16 @@
 #   t/fuzz/run.sh [SECONDS [HARNESS...]]      from the repository root
 #   t/fuzz/run.sh build                       only build
 #
-# HARNESS is json, tokenizer, request, base64, png, jpeg, webp, gguf or
-# video (default: all).  base64 reads "images" items as the worker does;
+# HARNESS is json, tokenizer, request, base64, png, jpeg, webp, gguf,
+# video or audio (default: all).  base64 reads "images" items as the worker does;
 # png, jpeg and webp run a decoder entry point, EXIF and preprocessing
 # (fuzz_image.h), seeded with t/fixtures/images/corpus; gguf runs the GGUF
 # reader and every dequantizer on what it accepts, seeded with small GGUF
 # files that seed-corpus.py writes; video runs the in-memory demuxer, the
 # decoders, the colour conversion and the processor (fuzz_video.c), seeded
-# with the small clips of t/fixtures/video/clips.  Crashes, leaks, timeouts
+# with the small clips of t/fixtures/video/clips; audio runs the audio
+# demuxers, decoders, the resampling graph and the log-mel features
+# (fuzz_audio.c), seeded with t/fixtures/audio/clips.  Crashes, leaks, timeouts
 # (more than FUZZ_TIMEOUT seconds, default 1, on one input)
 # are written to build/fuzz/artifacts/.  FUZZ_FLAGS adds libFuzzer flags
 # (e.g. FUZZ_FLAGS=-len_control=0 to try long inputs from the start).
@@ -27,7 +29,7 @@ OUT=build/fuzz
 CORPUS=build/fuzz-corpus
 SECONDS_EACH=${1:-180}
 [ $# -gt 0 ] && shift
-HARNESSES=${*:-json tokenizer request base64 png jpeg webp gguf video}
+HARNESSES=${*:-json tokenizer request base64 png jpeg webp gguf video audio}
 TIMEOUT=${FUZZ_TIMEOUT:-1}
 
 PKGS="libpcre2-8 libutf8proc jansson libpng libjpeg libwebp libwebpdemux
@@ -50,7 +52,8 @@ SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
      model/dtype media/video_decode media/video_sample media/video_process
      media/media_kwargs media/media_wire media/video_input media/video_probe
      media/video_item media/decoder media/decoder_wire base/dl
-     base/path"
+     base/path media/audio_decode media/audio_features media/audio_tokens
+     media/audio_input media/audio_probe"
 
 mkdir -p $OUT/obj $OUT/artifacts
 objs=
@@ -63,14 +66,14 @@ for s in $SRC; do
     fi
     objs="$objs $o"
 done
-for h in json tokenizer request base64 png jpeg webp gguf video; do
+for h in json tokenizer request base64 png jpeg webp gguf video audio; do
     echo "cc t/fuzz/fuzz_$h.c"
     $CC $CFLAGS -fsanitize=fuzzer -It/fuzz -o $OUT/fuzz_$h t/fuzz/fuzz_$h.c $objs $LIBS
 done
 
 python3 t/fuzz/seed-corpus.py $CORPUS
 # the decoders start from the image corpus, base64 from its smallest files
-for f in png jpeg webp base64 video; do
+for f in png jpeg webp base64 video audio; do
     mkdir -p $CORPUS/$f
 done
 for p in t/fixtures/images/corpus/*; do
@@ -91,6 +94,13 @@ for p in t/fixtures/video/clips/*; do
     fi
 done
 
+# the audio harness from the clips under 64 KiB
+for p in t/fixtures/audio/clips/*; do
+    if [ "$(stat -c %s "$p")" -lt 65536 ]; then
+        cp -n "$p" $CORPUS/audio/
+    fi
+done
+
 [ "$SECONDS_EACH" = build ] && exit 0
 
 status=0
@@ -103,6 +113,7 @@ for h in $HARNESSES; do
     # a video input may rightly take its 2 s decoding budget
     t=$TIMEOUT
     [ $h = video ] && t=${FUZZ_TIMEOUT:-5}
+    [ $h = audio ] && t=${FUZZ_TIMEOUT:-5}
     $OUT/fuzz_$h $dict -max_len=65536 -rss_limit_mb=2048 -timeout="$t" \
         -max_total_time="$SECONDS_EACH" -workers=1 -print_final_stats=1 \
         -artifact_prefix=$OUT/artifacts/$h- ${FUZZ_FLAGS:-} \

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "media/audio_tokens.h"
+#include "media/audio_features.h"
 #include "media/base64.h"
 #include "model/model_media.h"
 #include "protocol/encode_media.h"

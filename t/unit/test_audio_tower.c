@@ -27,7 +27,7 @@
 #include "check.h"
 #include "cpu/model/audio.h"
 #include "cpu/parallel/pool.h"
-#include "media/audio_tokens.h"
+#include "media/audio_features.h"
 #include "media/base64.h"
 #include "model/model.h"
 #include "model/model_media.h"

@@ -52,29 +52,22 @@ test_kinds(void)
           "videos: a reader, 2 a request, 13 MiB of base64 each, 10 MiB "
           "decoded in all, 16 Mi pixels a frame");
     k = clef_media_kind_of(CLEF_MEDIA_AUDIO);
-    CHECK(k != NULL && strcmp(k->field, "audio") == 0 && k->read == NULL
-          && strcmp(k->many, "audio clips") == 0, "audio: known, not read yet");
+    CHECK(k != NULL && strcmp(k->field, "audio") == 0 && k->read != NULL
+          && k->header_ids != NULL && k->limits.max_items == 4
+          && k->limits.max_base64 == 16u << 20
+          && k->limits.max_bytes == 24u << 20
+          && strcmp(k->many, "audio clips") == 0,
+          "audio: a reader, 4 a request, 16 MiB of base64 each, 24 MiB "
+          "decoded in all");
     CHECK(clef_media_prep_of(CLEF_MEDIA_IMAGE) != NULL
           && clef_media_prep_of(CLEF_MEDIA_VIDEO) != NULL
           && clef_media_prep_of(CLEF_MEDIA_AUDIO) != NULL
+          && clef_media_prep_of(CLEF_MEDIA_AUDIO)->finish != NULL
+          && clef_media_prep_of(CLEF_MEDIA_IMAGE)->finish == NULL
+          && clef_media_prep_of(CLEF_MEDIA_AUDIO)->expand != NULL
           && clef_media_prep_of(0) == NULL,
-          "the engine prepares images and videos, and places audio clips");
-    {
-        const clef_media_prep  *ap = clef_media_prep_of(CLEF_MEDIA_AUDIO);
-        clef_media_input        in = { 0 };
-        clef_media_item         it = { 0 };
-        clef_media_conf         mc;
-        clef_error              err;
-
-        in.kind = CLEF_MEDIA_AUDIO;
-        clef_media_conf_default(&mc);
-        CHECK(ap->prepare(&in, 2, &mc, NULL, &it, &err) == -1
-              && err.status == 400
-              && strcmp(err.type, "audio_unsupported") == 0
-              && strstr(err.message, "audio clip 2") != NULL,
-              "audio clips are not decoded yet: 400 audio_unsupported (%s)",
-              err.message);
-    }
+          "the engine prepares images, videos and audio (a finish step for "
+          "audio alone) and places each");
 
     clef_media_accepted_words(0, words, sizeof(words));
     CHECK_STR(words, "text and JSON states", "accepted: nothing");

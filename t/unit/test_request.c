@@ -664,10 +664,33 @@ test_media_fields(void)
                 "[\"body\",\"videos\"]",
                 "This model does not accept videos (1 given): remove "
                 "\"videos\"; text, JSON states and images are supported.");
-    media_check("audio", ",\"audio\":[\"data:audio/wav;base64,AAAA\"]", 0,
+    media_check("audio, a model without an audio tower",
+                ",\"audio\":[\"data:audio/wav;base64,AAAA\"]", 0,
                 400, "audio_unsupported", "[\"body\",\"audio\"]",
-                "This server does not take audio clips yet (1 given): "
+                "This model does not accept audio clips (1 given): "
                 "remove \"audio\"; text and JSON states are supported.");
+    media_check("audio beside images, a model with images only",
+                ",\"audio\":[{\"content_type\":\"audio/mpeg\","
+                "\"base64\":\"AAAA\"}]", 1, 400, "audio_unsupported",
+                "[\"body\",\"audio\"]",
+                "This model does not accept audio clips (1 given): "
+                "remove \"audio\"; text, JSON states and images are "
+                "supported.");
+    /* a 44-byte WAV header with one 16-bit sample */
+    media_check("audio, a model that takes it",
+                ",\"audio\":[\"data:audio/wav;base64,UklGRiYAAABXQVZFZm10"
+                "IBAAAAABAAEAgD4AAAB9AAACABAAZGF0YQIAAAAAAA==\"]",
+                CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO), 0, NULL, NULL, NULL);
+    media_check("audio declared WAV, an MP3's bytes",
+                ",\"audio\":[\"data:audio/wav;base64,SUQzBAAAAAAAAA==\"]",
+                CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO), 400, "audio_type_mismatch",
+                "[\"body\",\"audio\",0]",
+                "Audio clip 0 is declared audio/wav but its bytes are an MP3 "
+                "file.");
+    media_check("five audio clips", ",\"audio\":[\"a\",\"a\",\"a\",\"a\","
+                "\"a\"]", CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO), 400,
+                "too_many_audio", "", "Too many audio clips. Must have at "
+                "most 4 audio clips.");
     media_check("media_kwargs: an unknown key after a known one",
                 ",\"media_kwargs\":{\"fps\":1,\"x\":2}", 1,
                 400, "media_kwargs_unsupported",
