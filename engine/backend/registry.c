@@ -10,15 +10,17 @@
 #include "media/media.h"
 
 /* the encoders each backend has: engine/cpu/backend_cpu.c's cpu_encoders,
- * cuda/backend.c's cuda_encoders (images and videos on the vision tower) */
-#define VISION  (CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE) \
-                 | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO))
+ * cuda/backend.c's cuda_encoders (images and videos on the vision tower,
+ * audio clips on Clef Omni's audio tower) */
+#define ENCODERS  (CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE) \
+                   | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO) \
+                   | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
 
 static const clef_backend_entry  registry[] = {
     { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1,
-      CLEF_PRECISION_FP32, VISION },
+      CLEF_PRECISION_FP32, ENCODERS },
     { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)", 1, 1,
-      CLEF_PRECISION_BF16, VISION },
+      CLEF_PRECISION_BF16, ENCODERS },
     { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT, 0 }
 };
 

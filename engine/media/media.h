@@ -25,10 +25,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* In the order a record places its items before the state: Clef Omni's
+ * reference puts images, then audio clips, then videos (its
+ * _encode_media); the plan keeps a request's items in kind order. */
 typedef enum {
     CLEF_MEDIA_IMAGE = 1,
-    CLEF_MEDIA_VIDEO = 2,
-    CLEF_MEDIA_AUDIO = 3
+    CLEF_MEDIA_AUDIO = 2,
+    CLEF_MEDIA_VIDEO = 3
 } clef_media_kind;
 
 /* Arrays indexed by kind have CLEF_MEDIA_KINDS entries (0 is no kind). */

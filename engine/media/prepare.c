@@ -197,13 +197,11 @@ done:
 
 
 static const clef_media_prep  preps[CLEF_MEDIA_KINDS] = {
-    [CLEF_MEDIA_IMAGE] = { CLEF_MEDIA_IMAGE, image_prepare, image_expand,
+    [CLEF_MEDIA_IMAGE] = { CLEF_MEDIA_IMAGE, image_prepare, span_expand,
                            NULL },
     [CLEF_MEDIA_VIDEO] = { CLEF_MEDIA_VIDEO, video_prepare, video_expand,
                            NULL },
-    /* no expand yet: the audio tower's placement (a model that has no
-     * backend with an audio encoder never accepts audio, model_media.c) */
-    [CLEF_MEDIA_AUDIO] = { CLEF_MEDIA_AUDIO, audio_prepare, NULL,
+    [CLEF_MEDIA_AUDIO] = { CLEF_MEDIA_AUDIO, audio_prepare, span_expand,
                            audio_finish },
 };
 

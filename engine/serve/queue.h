@@ -41,8 +41,9 @@
 #include "serve/stats.h"
 #include "serve/wake.h"
 
-#define CLEF_QUEUE_VERSION   5   /* 4: clef_error has a code; 5: the
-                                    records' plans are CLP3 (plan.h) */
+#define CLEF_QUEUE_VERSION   6   /* 4: clef_error has a code; 5: the
+                                    records' plans are CLP3 (plan.h); 6:
+                                    audio is media kind 2, videos 3 */
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
 
 enum {
