@@ -6,6 +6,8 @@
  */
 #include "ngx_http_clef_module.h"
 
+#include <stdio.h>
+
 
 /* The precision the model's linear layers run at: the directive's, or
  * its backend's own. */
@@ -20,6 +22,39 @@ ngx_http_clef_precision_name(ngx_http_clef_model_t *m)
     be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
     return clef_precision_name(be != NULL ? be->precision
                                           : CLEF_PRECISION_DEFAULT);
+}
+
+
+void
+ngx_http_clef_inputs_text(const ngx_http_clef_model_t *m, int omni,
+    char *out, size_t cap)
+{
+    const char  *list[4];
+    size_t       n = 0, i, w = 0;
+
+    list[n++] = "text";
+    if (ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)) {
+        list[n++] = "images (PNG, JPEG, WebP)";
+    }
+    if (ngx_http_clef_takes(m, CLEF_MEDIA_AUDIO)) {
+        list[n++] = "audio (WAV, FLAC, MP3, Ogg, M4A/AAC, WebM)";
+    }
+    if (ngx_http_clef_takes(m, CLEF_MEDIA_VIDEO)) {
+        /* Clef Omni hears a video's sound only once audio in video runs */
+        list[n++] = omni ? "videos without sound (MP4, Matroska, WebM)"
+                         : "videos (MP4, MOV, Matroska, WebM)";
+    }
+    if (n == 1) {
+        (void) snprintf(out, cap, "text only");
+        return;
+    }
+    /* "a and b", "a, b and c" */
+    out[0] = '\0';
+    for (i = 0; i < n && w < cap; i++) {
+        w += (size_t) snprintf(out + w, cap - w, "%s%s",
+                               i == 0 ? "" : i == n - 1 ? " and " : ", ",
+                               list[i]);
+    }
 }
 
 

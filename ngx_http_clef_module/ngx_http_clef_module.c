@@ -507,6 +507,7 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     struct tm                tm;
     time_t                   mtime;
     u_char                   cfg[NGX_MAX_PATH];
+    char                     inputs[192];
 
     if (mcf->model != NULL) {
         return "is duplicate: one model per http block";
@@ -668,31 +669,27 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
     ngx_memcpy(m->weights.data, info.weights, m->weights.len + 1);
 
-    /* images and videos need the vision tower; the CUDA backend runs it
-     * on rank 0 only, so at tp=1 (cuda/README.md, "Images") */
+    /* images and videos need the vision tower, audio clips the audio
+     * tower; the CUDA backend runs them on rank 0 only, so at tp=1
+     * (cuda/README.md, "Images") */
     m->media = info.media;
     clef_media_conf_backend(&m->media, (const char *) m->backend.data);
     if (ngx_strcmp(m->backend.data, "cpu") != 0 && m->tp > 1) {
         m->media.accepts &= ~(CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
-                              | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO));
+                              | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO)
+                              | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO));
     }
 
-    m->description.data = ngx_pnalloc(cf->pool, 320);
+    m->description.data = ngx_pnalloc(cf->pool, 384);
     if (m->description.data == NULL) {
         return NGX_CONF_ERROR;
     }
-    p = ngx_snprintf(m->description.data, 320,
+    ngx_http_clef_inputs_text(m, info.omni, inputs, sizeof(inputs));
+    p = ngx_snprintf(m->description.data, 384,
                      "Clef %sdecision model %V: %d layers, hidden size %d, "
-                     "%V weights, %V backend%s", info.omni ? "Omni " : "",
+                     "%V weights, %V backend; %s", info.omni ? "Omni " : "",
                      &m->name, info.layers, info.hidden_size, &m->weights,
-                     &m->backend,
-                     !ngx_http_clef_takes(m, CLEF_MEDIA_IMAGE)
-                     ? "; text only"
-                     /* Clef Omni's videos: heard only once audio is in */
-                     : info.omni && ngx_http_clef_takes(m, CLEF_MEDIA_VIDEO)
-                     ? "; text, images (PNG, JPEG, WebP) and videos without "
-                       "sound (MP4, Matroska, WebM)"
-                     : "; text and images (PNG, JPEG, WebP)");
+                     &m->backend, inputs);
     m->description.len = p - m->description.data;
 
     /* checking the release read its tokenizer: give that memory back

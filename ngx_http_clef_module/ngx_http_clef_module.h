@@ -73,6 +73,11 @@ typedef struct {
 #define ngx_http_clef_takes(m, kind)                                        \
     (((m)->media.accepts & CLEF_MEDIA_BIT(kind)) != 0)
 
+/* What the model reads, for its /v1/models description: "text only",
+ * "text and images (PNG, JPEG, WebP)", ... */
+void ngx_http_clef_inputs_text(const ngx_http_clef_model_t *m, int omni,
+    char *out, size_t cap);
+
 typedef struct {
     ngx_http_clef_model_t     *model;         /* NULL: no clef_model */
     ngx_shm_zone_t            *zone;

@@ -140,7 +140,7 @@ my $release = POSIX::strftime('%Y-%m-%d',
 is_deeply $got->{models}, [ [ 'clef-tiny',
     'Clef decision model clef-tiny: 4 layers, hidden size 64, BF16 weights, '
     . 'cpu backend; '
-    . 'text and images (PNG, JPEG, WebP)',
+    . 'text, images (PNG, JPEG, WebP) and videos (MP4, MOV, Matroska, WebM)',
     $release ] ], 'SDK: models.list()';
 my $long = $srv->post_json('{"state":"' . ('The export button does nothing. '
     x 64) . '","model":"jev-latest","questions":{"bug":{"type":"noul",'
