@@ -32,11 +32,11 @@
  * (clef_media_conf.videos_with_sound). */
 enum {
     CLEF_VIDEO_SOUND_IGNORED = 0,   /* Clef: its reference never reads it */
-    CLEF_VIDEO_SOUND_REFUSED = 1    /* Clef Omni: its reference would
-                                       interleave the sound with the
-                                       frames (use_audio_in_video), which
-                                       this server does not do yet: 400
-                                       videos_with_sound_unsupported */
+    CLEF_VIDEO_SOUND_HEARD = 1      /* Clef Omni: its reference interleaves
+                                       each video's track with its frames
+                                       (use_audio_in_video, media.h); 400
+                                       videos_with_sound_unsupported where
+                                       the backend has no audio tower */
 };
 
 /* What the serving model takes: the kinds it has an encoder for, their

@@ -90,12 +90,37 @@ typedef struct {
                                       videos); 0: a span a group */
     int              has_audio;    /* a video whose file has an audio
                                       stream */
+    int32_t          sound;        /* a video heard with its sound: 1 +
+                                      the index in its record of the audio
+                                      item that is its track; 0: its
+                                      frames alone */
+    int32_t          sound_of;     /* an audio item that is a video's
+                                      track: 1 + the video's index in its
+                                      record; 0: a clip of the request's
+                                      "audio" */
     int              patch;        /* kinds with pixels: patch side, */
     int              temporal;     /* temporal slots and merge of the */
     int              merge;        /* tower's patches */
     float            mean[3];      /* and the fused normalisation */
     float            std[3];       /* constants (processor.h) */
 } clef_media_item;
+
+/*
+ * Audio in video (Clef Omni, its reference's use_audio_in_video): when
+ * every video of a record has sound, each video's track, decoded from the
+ * video's file as a clip is, becomes an audio item of the record.  A
+ * record's items are then its images, its audio clips, its videos (the
+ * request's order within each kind) and last the videos' tracks, in the
+ * videos' order: the reference's audio list is the clips, then the tracks
+ * (audio.extend(tracks)), and every backend takes a record's audio items
+ * in item order and pads them together (backend/audio_layout.h).  The
+ * video and its track point at each other (sound, sound_of).  The track
+ * has no placement of its own: its pads sit inside the video's, between
+ * <|vision_start|><|audio_start|> and <|audio_end|><|vision_end|>,
+ * interleaved with the video's by time (prepare.h), as several spans of
+ * either item, each with its row offset; all of them share the video's
+ * start position (protocol/encode.h).
+ */
 
 /* Frees what the item owns and zeroes it. */
 void clef_media_item_free(clef_media_item *it);

@@ -40,10 +40,13 @@ image_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
  * <|audio_start|>, one <|audio_pad|> per row of the audio tower
  * (media/audio_features.h), <|audio_end|> (spec/qwen35-backbone.md §6). */
 static int
-span_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
-    const clef_tokenizer *tk, clef_ids *ids, clef_media_span *spans)
+span_expand(const clef_media_item *items, int item,
+    const clef_media_tokens *toks, const clef_tokenizer *tk, clef_ids *ids,
+    clef_media_span *spans)
 {
-    int64_t  i;
+    const clef_media_item    *it = &items[item];
+    const clef_media_tokens  *tok = &toks[it->kind];
+    int64_t                   i;
 
     (void) tk;
     if (clef_ids_push(ids, tok->start) != 0
@@ -59,6 +62,86 @@ span_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
         ids->v[ids->n++] = tok->pad;
     }
     return clef_ids_push(ids, tok->end) != 0 ? -1 : 1;
+}
+
+
+/* One run of n pads of item from its row: a span, ids pushed. */
+static int
+push_run(clef_ids *ids, int32_t pad, int item, int64_t row, int64_t n,
+    clef_media_span *span)
+{
+    int64_t  i;
+
+    if (clef_ids_reserve(ids, (size_t) n) != 0) {
+        return -1;
+    }
+    span->start = (int32_t) ids->n;
+    span->len = (int32_t) n;
+    span->item = item;
+    span->row = (int32_t) row;
+    for (i = 0; i < n; i++) {
+        ids->v[ids->n++] = pad;
+    }
+    return 0;
+}
+
+
+/* A Clef Omni video heard with its sound (media.h): Qwen3-Omni's
+ * processor (replace_multimodal_special_tokens, use_audio_in_video) walks
+ * the video's pads, whose time is their frame pair's t x t_step
+ * (seconds a pair x position_id_per_seconds), and the track's pads, whose
+ * time is their index, and takes the video's next while its time is at
+ * most the audio's: a pair's pads stay together, the runs take turns, and
+ * what is left of either ends it. */
+static int
+sound_expand(const clef_media_item *items, int item,
+    const clef_media_tokens *toks, clef_ids *ids, clef_media_span *spans)
+{
+    const clef_media_item  *v = &items[item];
+    int                     track = v->sound - 1;
+    int64_t                 per = (int64_t) v->grid_h * v->grid_w
+                                  / (v->merge * v->merge);
+    int64_t                 A = items[track].tokens, g = 0, a = 0, g0, a0;
+    int                     n = 0;
+
+    if (clef_ids_push(ids, toks[CLEF_MEDIA_VIDEO].start) != 0
+        || clef_ids_push(ids, toks[CLEF_MEDIA_AUDIO].start) != 0)
+    {
+        return -1;
+    }
+    while (g < v->grid_t && a < A) {
+        if (g * v->t_step <= a) {
+            for (g0 = g; g < v->grid_t && g * v->t_step <= a; g++) {
+                /* void */
+            }
+            if (push_run(ids, toks[CLEF_MEDIA_VIDEO].pad, item, g0 * per,
+                         (g - g0) * per, &spans[n++]) != 0)
+            {
+                return -1;
+            }
+        } else {
+            for (a0 = a; a < A && a < g * v->t_step; a++) {
+                /* void */
+            }
+            if (push_run(ids, toks[CLEF_MEDIA_AUDIO].pad, track, a0, a - a0,
+                         &spans[n++]) != 0)
+            {
+                return -1;
+            }
+        }
+    }
+    if ((g < v->grid_t
+         && push_run(ids, toks[CLEF_MEDIA_VIDEO].pad, item, g * per,
+                     (v->grid_t - g) * per, &spans[n++]) != 0)
+        || (a < A
+            && push_run(ids, toks[CLEF_MEDIA_AUDIO].pad, track, a, A - a,
+                        &spans[n++]) != 0)
+        || clef_ids_push(ids, toks[CLEF_MEDIA_AUDIO].end) != 0
+        || clef_ids_push(ids, toks[CLEF_MEDIA_VIDEO].end) != 0)
+    {
+        return -1;
+    }
+    return n;
 }
 
 
@@ -81,17 +164,24 @@ video_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
  * <|vision_start|>, the pair's <|video_pad|>s, <|vision_end|>: one span
  * and one M-RoPE group a pair. */
 static int
-video_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
-    const clef_tokenizer *tk, clef_ids *ids, clef_media_span *spans)
+video_expand(const clef_media_item *items, int item,
+    const clef_media_tokens *toks, const clef_tokenizer *tk, clef_ids *ids,
+    clef_media_span *spans)
 {
-    int64_t  per = (int64_t) it->grid_h * it->grid_w / (it->merge * it->merge);
-    int64_t  i;
-    char     text[64];
-    int      j, n;
+    const clef_media_item    *it = &items[item];
+    const clef_media_tokens  *tok = &toks[CLEF_MEDIA_VIDEO];
+    int64_t                   per = (int64_t) it->grid_h * it->grid_w
+                                    / (it->merge * it->merge);
+    int64_t                   i;
+    char                      text[64];
+    int                       j, n;
 
+    if (it->t_step > 0 && it->sound > 0) {
+        return sound_expand(items, item, toks, ids, spans);
+    }
     if (it->t_step > 0) {
         /* Clef Omni: the whole video in one span, as an image */
-        return span_expand(it, item, tok, tk, ids, spans);
+        return span_expand(items, item, toks, tk, ids, spans);
     }
     for (j = 0; j < it->grid_t; j++) {
         n = clef_video_time_text(it->timestamps[j], text, sizeof(text));
@@ -114,6 +204,16 @@ video_expand(const clef_media_item *it, int item, const clef_media_tokens *tok,
         }
     }
     return it->grid_t;
+}
+
+
+int
+clef_media_spans_max(const clef_media_item *it)
+{
+    if (it->kind == CLEF_MEDIA_VIDEO && it->sound > 0) {
+        return 2 * it->grid_t + 1;
+    }
+    return it->grid_t > 1 ? it->grid_t : 1;
 }
 
 
@@ -144,8 +244,9 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 
 
 /* The record's clips padded together into their features (the reason this
- * is a step of its own: audio_features.h).  Audio in video, when videos
- * carry their sound, adds the videos' tracks after the clips here. */
+ * is a step of its own: audio_features.h), the videos' tracks among them
+ * when the videos are heard (media.h: they follow the clips, as the
+ * reference's audio.extend(tracks)). */
 static int
 audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
     clef_error *err)

@@ -12,6 +12,13 @@
  *           process (decoder.h, video_process.h), made an item by
  *           video_item.h; per frame pair "<t seconds>", then
  *           <|vision_start|>, its pads, <|vision_end|> (one span a pair)
+ *           (Clef Omni: one span of all its pads, no time texts); a
+ *           video heard with its sound (media.h):
+ *           <|vision_start|><|audio_start|>, then its pads and its
+ *           track's audio pads interleaved as Qwen3-Omni's processor
+ *           does (a frame pair's pads at time position t x t_step go
+ *           before audio pad a when t x t_step <= a), then
+ *           <|audio_end|><|vision_end|>: a span a run
  *   audio   decoded to 16 kHz mono by the decode process (decoder.h,
  *           audio_decode.h) in prepare; in finish, once every clip of the
  *           record is decoded, its log-mel features (audio_features.h),
@@ -47,12 +54,14 @@ typedef struct {
                               const clef_media_conf *mc,
                               const clef_media_run *run,
                               clef_media_item *out, clef_error *err);
-    /* Appends the item's ids in the record's media text to ids (its kind's
-     * start, pad and end tokens, and any text of its own, tokenized with
-     * tk) and its spans to spans (starts counted in ids, item: the item's
-     * index in the record), which has room for grid_t of them.  Returns
-     * how many spans it made, -1 when out of memory. */
-    int            (*expand)(const clef_media_item *it, int item,
+    /* Appends the ids of the record's item items[item] in the record's
+     * media text to ids (its kind's start, pad and end tokens of tok,
+     * indexed by kind, and any text of its own, tokenized with tk) and
+     * its spans to spans (starts counted in ids, item: an index in the
+     * record), which has room for clef_media_spans_max() of them.  A
+     * video heard with its sound places its track too (media.h).
+     * Returns how many spans it made, -1 when out of memory. */
+    int            (*expand)(const clef_media_item *items, int item,
                              const clef_media_tokens *tok,
                              const clef_tokenizer *tk, clef_ids *ids,
                              clef_media_span *spans);
@@ -67,6 +76,12 @@ typedef struct {
     int            (*finish)(clef_media_item *items, int n,
                              const clef_media_conf *mc, clef_error *err);
 } clef_media_prep;
+
+/* The most spans expand makes of it: a span per frame pair (Clef's
+ * videos), runs of a video and of its track taking turns (a video heard
+ * with its sound: at most a run of each a frame pair, and one more),
+ * else one. */
+int clef_media_spans_max(const clef_media_item *it);
 
 /* The row of kind, NULL when this engine cannot prepare it. */
 const clef_media_prep *clef_media_prep_of(int kind);

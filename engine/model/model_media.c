@@ -15,8 +15,9 @@
  * frames a second and processed by Qwen2VLVideoProcessor with the
  * patches and normalisation of preprocessor_config.json (the timed
  * sampling of media/video_sample.h), in one span whose frame pairs are
- * position_id_per_seconds apart.  Videos with sound are refused where
- * their files are opened (protocol/encode_media.c). */
+ * position_id_per_seconds apart.  A record whose every video has sound
+ * hears them: each video's track joins the record's audio clips
+ * (protocol/encode_media.c, media/media.h). */
 static void
 omni_media_conf(const clef_model *m, clef_media_conf *mc)
 {
@@ -34,7 +35,7 @@ omni_media_conf(const clef_model *m, clef_media_conf *mc)
     clef_video_config_omni(&mc->video, oc != NULL
                            ? oc->position_id_per_seconds
                            : CLEF_OMNI_POSITIONS_PER_SECOND);
-    mc->videos_with_sound = CLEF_VIDEO_SOUND_REFUSED;
+    mc->videos_with_sound = CLEF_VIDEO_SOUND_HEARD;
     mc->newline_each = 1;
     mc->processor.exif_orientation = 0;
     mc->processor.min_pixels = 65536;

@@ -251,7 +251,7 @@ media_ids(const clef_tokenizer *tk, const clef_encode_opts *opts,
     int                     k, n;
 
     for (k = 0; k < opts->n_media; k++) {
-        room += opts->media[k].grid_t > 1 ? (size_t) opts->media[k].grid_t : 1;
+        room += (size_t) clef_media_spans_max(&opts->media[k]);
     }
     *spans = malloc(sizeof(clef_media_span) * room);
     if (*spans == NULL) {
@@ -259,9 +259,13 @@ media_ids(const clef_tokenizer *tk, const clef_encode_opts *opts,
     }
     for (k = 0; k < opts->n_media; k++) {
         it = &opts->media[k];
+        if (it->sound_of > 0) {
+            /* a video's track: placed with its video (media.h) */
+            continue;
+        }
         prep = clef_media_prep_of(it->kind);
         n = prep != NULL && prep->expand != NULL
-            ? prep->expand(it, k, &opts->tokens[it->kind], tk, media,
+            ? prep->expand(opts->media, k, opts->tokens, tk, media,
                            *spans + *n_spans)
             : -1;
         if (n < 0

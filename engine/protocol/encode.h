@@ -83,7 +83,12 @@ typedef struct {
  * p + max(h, w).  An item with a t_step (Clef Omni's video, its reference's
  * get_rope_index without audio) puts group s at time p + s t_step, and
  * the text after it at p + max((groups - 1) t_step + 1, h, w).  An audio
- * clip's span counts on as text (p + i on every axis).  pos: [3][n].
+ * clip's span counts on as text (p + i on every axis).  A video heard with
+ * its sound (media/media.h, its reference's "Audio in Video"): its runs
+ * and its track's all start at the same p, the video's token of group s
+ * at (p + s t_step, p + i, p + j), the track's row a at p + a on every
+ * axis, and the text after them at 1 + the largest position of the last
+ * run.  pos: [3][n].
  */
 void clef_mrope_positions(int64_t n, const clef_media_item *items,
     const clef_media_span *spans, int n_spans, int32_t *pos);

@@ -3,9 +3,13 @@
  */
 #include "protocol/encode_media.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "media/audio_decode.h"
+#include "media/decoder.h"
 #include "media/prepare.h"
 #include "model/model_media.h"
 
@@ -41,6 +45,94 @@ all_videos_with_sound(const clef_encode_opts *opts)
         }
     }
     return videos > 0;
+}
+
+
+/* A track's refusal names its video: ["body","videos",v], "Video v's
+ * sound ..." for the decoder's "Audio clip i ...". */
+static int
+track_refusal(int v, clef_error *err)
+{
+    const char  *why = err->message;
+    char         msg[sizeof(err->message)], loc[64];
+
+    if (err->status < 400 || err->status >= 500) {
+        return -1;
+    }
+    if (strncmp(why, "Audio clip ", 11) == 0) {
+        for (why += 11; isdigit((unsigned char) *why); why++) {
+            /* void */
+        }
+        while (*why == ' ') {
+            why++;
+        }
+    }
+    snprintf(msg, sizeof(msg), "%s", why);
+    snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", v);
+    return clef_error_set(err, err->status, err->type, loc,
+                          "Video %d's sound %s", v, msg);
+}
+
+
+/* Audio in video (media.h): each video's track, decoded from the video's
+ * file as the reference's load_video does (_decode_audio: the first audio
+ * stream, the clips' resampler), appended to the record's items as an
+ * audio item.  A track without a sample is the reference's None: that
+ * video is silent, and one silent video turns the sound off for the whole
+ * record, so no track is kept.  The tracks decoded count in
+ * opts->n_media, for the caller to free on failure. */
+static int
+add_tracks(const clef_plan *plan, const clef_media_run *run,
+    clef_encode_opts *opts, clef_error *err)
+{
+    clef_audio_limits   lim;
+    clef_media_item    *items;
+    float              *samples;
+    int64_t             n;
+    int                 k, v, first = opts->n_media, videos = 0;
+
+    for (k = 0; k < first; k++) {
+        videos += opts->media[k].kind == CLEF_MEDIA_VIDEO;
+    }
+    items = realloc(opts->media,
+                    sizeof(clef_media_item) * (size_t) (first + videos + 1));
+    if (items == NULL) {
+        return clef_error_set(err, 500, "internal_error", "",
+                              "Out of memory.");
+    }
+    opts->media = items;
+    clef_audio_limits_default(&lim);
+    for (k = 0, v = 0; k < first; k++) {
+        if (items[k].kind != CLEF_MEDIA_VIDEO) {
+            continue;
+        }
+        if (clef_decoder_audio(plan->media[k].data, plan->media[k].len, v,
+                               &lim, run->progress, run->ctx, &samples, &n,
+                               err)
+            != 0)
+        {
+            if (strcmp(err->type, "audio_no_stream") != 0) {
+                return track_refusal(v, err);
+            }
+            /* silent after all: the record's videos are not heard */
+            while (opts->n_media > first) {
+                clef_media_item_free(&items[--opts->n_media]);
+            }
+            for (k = 0; k < first; k++) {
+                items[k].sound = 0;
+            }
+            clef_error_clear(err);
+            return 0;
+        }
+        memset(&items[opts->n_media], 0, sizeof(clef_media_item));
+        items[opts->n_media].kind = CLEF_MEDIA_AUDIO;
+        items[opts->n_media].values = samples;
+        items[opts->n_media].samples = n;
+        items[opts->n_media].sound_of = k + 1;
+        items[k].sound = ++opts->n_media;
+        v++;
+    }
+    return 0;
 }
 
 
@@ -160,16 +252,22 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
             return -1;
         }
     }
-    if (mc->videos_with_sound == CLEF_VIDEO_SOUND_REFUSED
+    if (mc->videos_with_sound == CLEF_VIDEO_SOUND_HEARD
         && all_videos_with_sound(opts))
     {
-        clef_encode_media_release(opts);
-        return clef_error_set(err, 400, "videos_with_sound_unsupported",
-            "[\"body\",\"videos\"]",
-            "Clef Omni videos with sound are not supported yet: every video "
-            "of this request has an audio track, which the model would hear "
-            "with its frames; send at least one video without an audio "
-            "track, or the videos without their sound.");
+        if (!(mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))) {
+            clef_encode_media_release(opts);
+            return clef_error_set(err, 400, "videos_with_sound_unsupported",
+                "[\"body\",\"videos\"]",
+                "Every video of this request has an audio track, which "
+                "Clef Omni hears with its frames, and this server has no "
+                "audio tower here; send at least one video without an "
+                "audio track, or the videos without their sound.");
+        }
+        if (add_tracks(plan, &run, opts, err) != 0) {
+            clef_encode_media_release(opts);
+            return -1;
+        }
     }
     if (finish_kinds(&conf, opts, err) != 0) {
         clef_encode_media_release(opts);
