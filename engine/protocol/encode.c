@@ -342,8 +342,9 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     e.tk = tk;
     rc = -1;
 
+    /* the plan's items, and the videos' tracks after them (media.h) */
     if (plan->n_media > 0 && opts->media_ids == NULL
-        && (opts->media == NULL || opts->n_media != plan->n_media))
+        && (opts->media == NULL || opts->n_media < plan->n_media))
     {
         kind = clef_media_kind_of(plan->media[0].kind);
         clef_error_set(err, 400, kind->unsupported, "",
