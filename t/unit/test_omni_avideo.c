@@ -403,7 +403,8 @@ main(void)
               "%s: M-RoPE positions identical to get_rope_index's", name);
         CHECK(spans_equal(json_object_get(c, "questions"), rec),
               "%s: question and option spans identical", name);
-        CHECK(items_equal(c, rec, &mc, &runs), "%s: items in order (%s), "
+        ok = items_equal(c, rec, &mc, &runs);
+        CHECK(ok, "%s: items in order (%s), "
               "each span on its kind's pads, rows in order, %d runs of "
               "video and sound", name,
               json_is_true(json_object_get(c, "use_audio_in_video"))

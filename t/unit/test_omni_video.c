@@ -16,8 +16,8 @@
  *   - probabilities within 1e-5 of the reference, its argmax;
  *   - every record packed into one batch with text-only records: the very
  *     logits of each record alone;
- *   - the refusals: a record whose every video has an audio track (the
- *     reference would hear it) and media_kwargs beside videos.
+ *   - the refusal of media_kwargs beside videos (a record whose every
+ *     video has an audio track is heard: test_omni_avideo.c).
  *
  * Under the sanitizers: four requests of at most 700 tokens.
  */
@@ -367,10 +367,10 @@ main(void)
     clef_model_media_conf(m, &mc);
     CHECK(mc.video.sampling == CLEF_VIDEO_TIMED
           && mc.video.position_step == 13
-          && mc.videos_with_sound == CLEF_VIDEO_SOUND_REFUSED
+          && mc.videos_with_sound == CLEF_VIDEO_SOUND_HEARD
           && (mc.accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO)),
           "Clef Omni takes videos: timed sampling, pairs 13 positions "
-          "apart, videos with sound refused");
+          "apart, videos with sound heard");
 
     json_array_foreach(cases, i, c) {
         const char  *name = json_string_value(json_object_get(c, "name"));
@@ -427,7 +427,7 @@ main(void)
         memcpy(alone[n], lg, sizeof(float) * (size_t) rec->n_options);
         n++;
     }
-    CHECK(refusals >= 3, "%d refusals checked", refusals);
+    CHECK(refusals >= 1, "%d refusals checked", refusals);
 
     /* one packed batch: the records with videos between two without */
     {
