@@ -40,9 +40,12 @@ ngx_http_clef_inputs_text(const ngx_http_clef_model_t *m, int omni,
         list[n++] = "audio (WAV, FLAC, MP3, Ogg, M4A/AAC, WebM)";
     }
     if (ngx_http_clef_takes(m, CLEF_MEDIA_VIDEO)) {
-        /* Clef Omni hears a video's sound only once audio in video runs */
-        list[n++] = omni ? "videos without sound (MP4, Matroska, WebM)"
-                         : "videos (MP4, MOV, Matroska, WebM)";
+        /* Clef Omni hears a video's sound where it has an audio tower
+         * (audio in video: a record whose every video has sound) */
+        list[n++] = !omni ? "videos (MP4, MOV, Matroska, WebM)"
+                    : ngx_http_clef_takes(m, CLEF_MEDIA_AUDIO)
+                    ? "videos with their sound (MP4, Matroska, WebM)"
+                    : "videos without sound (MP4, Matroska, WebM)";
     }
     if (n == 1) {
         (void) snprintf(out, cap, "text only");

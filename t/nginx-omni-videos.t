@@ -4,9 +4,10 @@
 # count and its probabilities within rounding (Cloudflare's Omni
 # joint_schema_model.py: PyAV frames at 2 a second, Qwen3-Omni's
 # processor, the thinker with DeepStack); a record whose every video has an
-# audio track, which the reference would hear, is refused by name, one
-# silent video beside it is answered; media_kwargs beside videos are
-# refused; /v1/models says Clef Omni takes videos.
+# audio track is heard (t/fixtures/vision/omni_avideos.jsonl: each track
+# interleaved with its frames, use_audio_in_video), one silent video beside
+# one with sound turns the sound off; media_kwargs beside videos are
+# refused; /v1/models says Clef Omni takes videos with their sound.
 use strict;
 use warnings;
 use FindBin;
@@ -28,7 +29,9 @@ my $root = $ClefModels::ROOT;
 my $json = ClefModels->json;
 my %types = (mp4 => 'video/mp4', mkv => 'video/x-matroska',
              webm => 'video/webm', png => 'image/png', jpg => 'image/jpeg',
-             webp => 'image/webp');
+             webp => 'image/webp', wav => 'audio/wav',
+             flac => 'audio/flac', mp3 => 'audio/mpeg',
+             m4a => 'audio/mp4');
 
 sub file_b64 {
     my ($path) = @_;
@@ -37,32 +40,35 @@ sub file_b64 {
     return encode_base64(<$fh>, '');
 }
 
-# "clip:NAME" or "corpus:NAME" as a data URL
+# "clip:NAME", "corpus:NAME" or "sound:NAME" as a data URL
 sub data_url {
     my ($ref) = @_;
     my ($where, $name) = split /:/, $ref, 2;
     my ($ext) = $name =~ /\.(\w+)$/;
-    my $dir = $where eq 'clip' ? 'video/clips' : 'images/corpus';
+    my $dir = $where eq 'clip' ? 'video/clips'
+            : $where eq 'sound' ? 'audio/clips' : 'images/corpus';
     return "data:$types{$ext};base64," . file_b64("$dir/$name");
 }
 
 # Each case, and its body's text as the fixture has it (a question
 # object's key order is the prompt's).
-open my $fh, '<', "$root/t/fixtures/vision/omni_videos.jsonl" or die $!;
 my (%cases, %bodies);
-for my $line (<$fh>) {
-    my $c = $json->decode($line);
-    $cases{ $c->{name} } = $c;
-    my $at = index($line, '"body": ') + 8;
-    my (undef, $n) = JSON::PP->new->decode_prefix(substr $line, $at);
-    $bodies{ $c->{name} } = substr $line, $at, $n;
+for my $file (qw(omni_videos omni_avideos)) {
+    open my $fh, '<', "$root/t/fixtures/vision/$file.jsonl" or die $!;
+    for my $line (<$fh>) {
+        my $c = $json->decode($line);
+        $cases{ $c->{name} } = $c;
+        my $at = index($line, '"body": ') + 8;
+        my (undef, $n) = JSON::PP->new->decode_prefix(substr $line, $at);
+        $bodies{ $c->{name} } = substr $line, $at, $n;
+    }
+    close $fh;
 }
-close $fh;
 
 sub case_request {
     my ($name) = @_;
     my $c = $cases{$name} or die "no fixture case $name";
-    (my $body = $bodies{$name}) =~ s/"((?:clip|corpus):[^"]+)"/'"' . data_url($1) . '"'/ge;
+    (my $body = $bodies{$name}) =~ s/"((?:clip|corpus|sound):[^"]+)"/'"' . data_url($1) . '"'/ge;
     return "POST /v1/systemone\n" . $body;
 }
 
@@ -137,18 +143,17 @@ __DATA__
 === TEST 7: 5.5 s of Matroska with AAC beside a silent VP9 clip
 --- case: omni_vid10_2v0i
 
-=== TEST 8: one video, with an audio track: refused, never answered silent
---- refused: omni_vid13_1v0i
---- response_body_like: "error_type":"videos_with_sound_unsupported".*"loc":\["body","videos"\]
+=== TEST 8: one video with an AAC track: heard, its sound between its frames
+--- case: omni_av00_1v0i0a
 
-=== TEST 9: two videos, both with sound, and an image: refused
---- refused: omni_vid14_2v1i
+=== TEST 9: two videos with sound, an image and an audio clip: all heard
+--- case: omni_av09_2v1i1a
 
 === TEST 10: media_kwargs beside videos: refused by name
---- refused: omni_vid15_1v0i
+--- refused: omni_vid13_1v0i
 
 === TEST 11: /v1/models: Clef Omni takes videos
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: [^"]*; text, images \(PNG, JPEG, WebP\) and videos without sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos"\]
+--- response_body_like: "description":"Clef Omni decision model clef-omni: [^"]*; text, images \(PNG, JPEG, WebP\), audio \([^)]*\) and videos with their sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos","audio"\]
