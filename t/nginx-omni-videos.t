@@ -6,7 +6,7 @@
 # processor, the thinker with DeepStack); a record whose every video has an
 # audio track, which the reference would hear, is refused by name, one
 # silent video beside it is answered; media_kwargs beside videos are
-# refused; /v1/models says Clef Omni takes videos.
+# refused; /v1/models says Clef Omni takes videos (and audio).
 use strict;
 use warnings;
 use FindBin;
@@ -147,8 +147,8 @@ __DATA__
 === TEST 10: media_kwargs beside videos: refused by name
 --- refused: omni_vid15_1v0i
 
-=== TEST 11: /v1/models: Clef Omni takes videos
+=== TEST 11: /v1/models: Clef Omni takes videos (and audio clips)
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: [^"]*; text, images \(PNG, JPEG, WebP\) and videos without sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos"\]
+--- response_body_like: "description":"Clef Omni decision model clef-omni: [^"]*; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos without sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
