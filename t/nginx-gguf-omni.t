@@ -99,11 +99,11 @@ __DATA__
 --- case: image-three
 --- error_code: 200
 
-=== TEST 4: /v1/models: Clef Omni, the file's type, images
+=== TEST 4: /v1/models: Clef Omni, the file's type, images, videos and audio
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text and images.*"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone","images"\]
+--- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos without sound \(MP4, Matroska, WebM\)".*"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
 
 === TEST 5: precision=q8: the experts read in place, an image answered
 --- http_config
