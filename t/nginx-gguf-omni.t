@@ -4,7 +4,8 @@
 # on the same file and text and images with the reference's token count
 # and its probabilities (t/fixtures/gguf/e2e-omni/omni1.q4_k_m.jsonl: the
 # reference on the file's dequantized weights) within rounding; /v1/models
-# says Clef Omni, Q4_K_M; precision=q8 answers images too.
+# says Clef Omni, Q4_K_M; an audio clip is answered as clef decide
+# answers it; precision=q8 answers images too.
 use strict;
 use warnings;
 use FindBin;
@@ -13,6 +14,7 @@ use ClefTest;
 use File::Path qw(make_path remove_tree);
 use File::Temp qw(tempdir);
 use Test::Nginx::Socket 'no_plan';
+use MIME::Base64 qw(encode_base64);
 
 master_on();
 repeat_each(2);
@@ -38,11 +40,25 @@ clef_defaults(model => "$dir/m.gguf",
               name => 'clef-omni',
               model_opts => "mmproj=$dir/mmproj.gguf threads=1",
               engine => 'zone=clef:64m timeout=30s',
-              http => "    client_max_body_size 13m;\n");
+              http => "    client_max_body_size 13m;\n",
+              decide => { mmproj => "$dir/mmproj.gguf" });
 
 open my $fh, '<', "$root/t/fixtures/gguf/e2e-omni/omni1.q4_k_m.jsonl" or die $!;
 my %cases = map { my $c = $json->decode($_); ($c->{name} => $c) } <$fh>;
 close $fh;
+
+# The body of t/fixtures/e2e/omni1_audio.jsonl's case wav-tone-16k, its
+# clip inlined (the reference's input_tokens: 174, whatever the weights).
+sub tone_request {
+    open my $wav, '<:raw', "$root/t/fixtures/audio/clips/tone16k.wav" or die $!;
+    local $/;
+    return "POST /v1/systemone\n"
+         . '{"model":"clef-omni","state":"Listen to the clips.","audio":'
+         . '["data:audio/wav;base64,' . encode_base64(<$wav>, '') . '"],'
+         . '"questions":{"sound":{"type":"choice","instructions":'
+         . '"What makes this sound?","criteria":{"bird":null,"engine":'
+         . '"an engine","voice":"a human voice","nothing":"silence"}}}}';
+}
 
 add_block_preprocessor(sub {
     my $b = shift;
@@ -59,6 +75,11 @@ add_block_preprocessor(sub {
 # rounding of the reference's (fp32), or within q8's bound (5e-2).
 add_response_body_check(sub {
     my ($b, $body) = @_;
+    if (defined $b->input_tokens) {
+        my $got = eval { $json->decode($body) } // {};
+        is $got->{usage}{input_tokens}, $b->input_tokens,
+           $b->name . ': input_tokens, the reference\'s';
+    }
     my $name = $b->case // $b->case_q8;
     return unless defined $name;
     my $c = $cases{$name};
@@ -99,11 +120,17 @@ __DATA__
 --- case: image-three
 --- error_code: 200
 
-=== TEST 4: /v1/models: Clef Omni, the file's type, images
+=== TEST 3a: a WAV clip through the mmproj's audio tower: the answer of clef decide on the file
+--- request eval
+main::tone_request()
+--- decide
+--- input_tokens: 174
+
+=== TEST 4: /v1/models: Clef Omni, the file's type, images, videos and audio
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text and images.*"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone","images"\]
+--- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
 
 === TEST 5: precision=q8: the experts read in place, an image answered
 --- http_config

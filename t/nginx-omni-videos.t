@@ -152,8 +152,8 @@ __DATA__
 === TEST 10: media_kwargs beside videos: refused by name
 --- refused: omni_vid13_1v0i
 
-=== TEST 11: /v1/models: Clef Omni takes videos
+=== TEST 11: /v1/models: Clef Omni takes videos (and audio clips)
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: [^"]*; text, images \(PNG, JPEG, WebP\), audio \([^)]*\) and videos with their sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos","audio"\]
+--- response_body_like: "description":"Clef Omni decision model clef-omni: [^"]*; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}

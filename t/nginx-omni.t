@@ -3,13 +3,15 @@
 # decide` answers (the same JSON), the reference's token count and its
 # probabilities within rounding (transformers 5.10.2's Qwen3-Omni thinker
 # and Cloudflare's Omni ClefModel); /v1/models names the model Clef Omni;
-# a request with audio is refused by name (videos: nginx-omni-videos.t).
+# a request with audio is answered, or refused for its own reason (videos:
+# nginx-omni-videos.t; audio against the reference: nginx-omni-audio.t).
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use ClefTest;
 use Test::Nginx::Socket 'no_plan';
+use MIME::Base64 qw(encode_base64);
 
 master_on();
 repeat_each(2);
@@ -26,6 +28,19 @@ open my $fh, '<', "$root/t/fixtures/e2e/omni1.jsonl" or die $!;
 my %cases = map { my $c = $json->decode($_); ($c->{name} => $c) } <$fh>;
 close $fh;
 
+# The body of t/fixtures/e2e/omni1_audio.jsonl's case wav-tone-16k, its
+# clip inlined (the reference's input_tokens: 174).
+sub tone_request {
+    open my $wav, '<:raw', "$root/t/fixtures/audio/clips/tone16k.wav" or die $!;
+    local $/;
+    return "POST /v1/systemone\n"
+         . '{"model":"clef-omni","state":"Listen to the clips.","audio":'
+         . '["data:audio/wav;base64,' . encode_base64(<$wav>, '') . '"],'
+         . '"questions":{"sound":{"type":"choice","instructions":'
+         . '"What makes this sound?","criteria":{"bird":null,"engine":'
+         . '"an engine","voice":"a human voice","nothing":"silence"}}}}';
+}
+
 add_block_preprocessor(sub {
     my $b = shift;
     $b->set_value(more_headers => 'Content-Type: application/json');
@@ -41,6 +56,11 @@ add_block_preprocessor(sub {
 # rounding of the reference's (options in the encoder's order).
 add_response_body_check(sub {
     my ($b, $body) = @_;
+    if (defined $b->input_tokens) {
+        my $got = eval { $json->decode($body) } // {};
+        is $got->{usage}{input_tokens}, $b->input_tokens,
+           $b->name . ': input_tokens, the reference\'s';
+    }
     return unless defined $b->case;
     my $c = $cases{ $b->case };
     my $got = eval { $json->decode($body) } // {};
@@ -91,11 +111,18 @@ __DATA__
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, BF16 weights, cpu backend; text, images \(PNG, JPEG, WebP\) and videos without sound.*"capabilities":\["systemone","images","videos"\]
+--- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, BF16 weights, cpu backend; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
 
-=== TEST 9: audio is refused by name (the CPU backend has no audio encoder yet)
+=== TEST 9: audio that is only "RIFF": refused for what it is, not for being audio
 --- request
 POST /v1/systemone
 {"model":"m","state":"s","questions":{"q":{"type":"noul"}},"audio":["data:audio/wav;base64,UklGRg=="]}
 --- error_code: 400
---- response_body_like: "error_type":"audio_unsupported","message":"This model does not accept audio clips \(1 given\): remove \\"audio\\"; text, JSON states and images are supported.","loc":\["body","audio"\]
+--- response_body chomp
+{"detail":{"error_type":"audio_invalid","message":"Audio clip 0 is not a WAV, FLAC, MP3, Ogg, MP4/M4A, AAC or WebM file (its first bytes are none of their signatures).","loc":["body","audio",0]}}
+
+=== TEST 10: a WAV clip: the answer of clef decide, the reference's input_tokens
+--- request eval
+main::tone_request()
+--- decide
+--- input_tokens: 174

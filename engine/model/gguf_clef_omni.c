@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "media/audio_features.h"
 #include "model/model_config.h"
 
 #define fail         clef_gguf_clef_fail
@@ -230,6 +231,12 @@ clef_gguf_clef_omni_audio(const clef_gguf *g, const clef_gguf *vis,
                     tc->hidden_size);
     }
     a->downsample_hidden_size = (int) conv->ne[3];
+    /* the feature extractor's settings are the release's
+     * preprocessor_config.json, which a GGUF does not carry: Qwen3-Omni's
+     * (the defaults) with as many mels as the tower takes, as the release
+     * loader requires them to be */
+    clef_audio_config_default(&a->features);
+    a->features.n_mels = a->num_mel_bins;
     a->present = 1;
     return 0;
 }

@@ -147,13 +147,15 @@ my $json = JSON::PP->new->canonical;
 sub json { $json }
 
 # What `build/clef decide` answers for $body on $model: one request at a
-# time, one thread, as a threads=1 engine runs it; %o: precision, tp, and
-# name (the model name the server reports: decide echoes the request's).
+# time, one thread, as a threads=1 engine runs it; %o: precision, tp,
+# mmproj (a GGUF model's towers), and name (the model name the server
+# reports: decide echoes the request's).
 sub decide {
     my ($class, $model, $body, %o) = @_;
     my $flags = '';
     $flags .= " --precision $o{precision}" if $o{precision};
     $flags .= " --tp $o{tp}" if $o{tp};
+    $flags .= qq{ --mmproj "$o{mmproj}"} if $o{mmproj};
     $body = $json->encode($body) if ref $body;
     $body =~ s/\n/ /g;
     my ($fh, $f) = tempfile('decide-XXXXXX', TMPDIR => 1, UNLINK => 1);

@@ -1,0 +1,389 @@
+/*
+ * Clef Omni end to end from the raw request body against its reference
+ * (t/fixtures/e2e/omni1_audio.jsonl, written by t/reference/
+ * gen_omni_e2e_fixtures.py from Cloudflare's Omni joint_schema_model.py on
+ * transformers 5.10.2 and PyAV, fp32): text, images, audio clips in every
+ * container, silent videos, and a silent video beside one with sound, on
+ * the checkpoint t/fixtures/models/omni1.json that `clef mkmodel` writes
+ * again here.  Each body is built as a client sends it (data URLs of the
+ * committed files) and taken as the engine takes it: parsed, its media
+ * read by the worker's code, decoded by build/clef-decoder (the sandboxed
+ * decode process), 16 kHz samples, log-mel features per record, the
+ * towers, placement, the CPU backend.
+ *
+ *   - input ids identical to the reference's (so input_tokens), and each
+ *     clip's feature frames;
+ *   - per question the reference's argmax, and every probability within
+ *     BASE_TOL + step_effect of the reference's.  BASE_TOL is the bound
+ *     the model meets when fed the reference's own features and pixels
+ *     (test_audio_tower, test_omni_video: 1e-5, float32 summation order);
+ *     step_effect is the request's own measured effect of the one-step
+ *     input change its features are allowed: the reference's probabilities
+ *     moved by every feature value moved 1e-4 (up, down, a drawn sign
+ *     each), the bound test_audio asserts our features within (the
+ *     reference's own float32 STFT is that far from exact; lossy codecs'
+ *     samples differ in the last bits from PyAV's newer FFmpeg);
+ *   - every record packed into one batch: the logits of each alone.
+ *
+ * Under the sanitizers: four requests of at most 300 tokens.
+ */
+#include <jansson.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "check.h"
+#include "model/model.h"
+#include "protocol/encode_media.h"
+#include "protocol/request.h"
+#include "shell.h"
+#include "vision_cases.h"
+
+#define MAX_CASES  48
+#define BASE_TOL   1e-5
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RUN_CASES   4
+#define RUN_TOKENS  300
+#else
+#define RUN_CASES   MAX_CASES
+#define RUN_TOKENS  (1 << 30)
+#endif
+
+static char  tmp[] = "/tmp/clef_omni_e2e_XXXXXX";
+
+
+/* "audio:NAME", "clip:NAME" or "corpus:NAME" of a body's media lists as
+ * the data URLs of those files, in place. */
+static void
+inline_files(json_t *items)
+{
+    static const char *const  types[][2] = {
+        { "wav", "audio/wav" }, { "flac", "audio/flac" },
+        { "mp3", "audio/mpeg" }, { "ogg", "audio/ogg" },
+        { "opus", "audio/ogg" }, { "m4a", "audio/mp4" },
+        { "mp4", "video/mp4" }, { "webm", "video/webm" },
+        { "mkv", "video/x-matroska" }, { "png", "image/png" },
+        { "jpg", "image/jpeg" }, { "webp", "image/webp" },
+    };
+    json_t                   *v;
+    clef_buf                  url = { NULL, 0, 0 };
+    const char               *ref, *name, *ext, *type, *dir;
+    char                      path[1024], *bytes;
+    size_t                    i, k, len;
+
+    json_array_foreach(items, i, v) {
+        ref = json_string_value(v);
+        name = strchr(ref, ':') + 1;
+        ext = strrchr(name, '.') + 1;
+        type = "";
+        for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+            type = strcmp(types[k][0], ext) == 0 ? types[k][1] : type;
+        }
+        dir = strncmp(ref, "audio:", 6) == 0 ? "audio/clips"
+              : strncmp(ref, "clip:", 5) == 0 ? "video/clips"
+              : "images/corpus";
+        snprintf(path, sizeof(path), "%s/%s/%s", check_fixtures(), dir, name);
+        bytes = slurp(path, &len);
+        url.len = 0;
+        clef_buf_printf(&url, "data:%s;base64,", type);
+        if (bytes != NULL) {
+            b64(&url, (unsigned char *) bytes, len);
+        }
+        json_array_set_new(items, i, json_string(url.data));
+        free(bytes);
+    }
+    clef_buf_free(&url);
+}
+
+
+static char *
+request_body(json_t *c)
+{
+    json_t  *body = json_deep_copy(json_object_get(c, "body"));
+    char    *text;
+
+    inline_files(json_object_get(body, "images"));
+    inline_files(json_object_get(body, "audio"));
+    inline_files(json_object_get(body, "videos"));
+    text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return text;
+}
+
+
+/* The body parsed, its media read and checked, encoded with its media, as
+ * the engine does. */
+static int
+encode_request(const clef_model *m, json_t *c, clef_record *rec,
+    clef_error *err)
+{
+    clef_request      req;
+    clef_encode_opts  eo;
+    char             *body = request_body(c);
+    int               rc;
+
+    memset(err, 0, sizeof(*err));
+    clef_encode_opts_default(&eo);
+    rc = clef_request_parse(&req, body, strlen(body), NULL, err);
+    if (rc == 0) {
+        rc = clef_request_check_media(&req, CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
+                                      | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO)
+                                      | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO),
+                                      err);
+        if (rc == 0) {
+            rc = clef_encode_with_media(m, &req, &eo, rec, err);
+        }
+        clef_request_free(&req);
+    }
+    free(body);
+    return rc;
+}
+
+
+static int
+ids_equal(json_t *ids, const clef_record *rec)
+{
+    size_t  i;
+    int     ok = json_array_size(ids) == rec->ids.n;
+
+    for (i = 0; ok && i < rec->ids.n; i++) {
+        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
+    }
+    return ok;
+}
+
+
+/* Each audio clip's feature frames (its items' grid_w), in order. */
+static int
+clips_equal(json_t *frames, const clef_record *rec)
+{
+    size_t  n = 0;
+    int     k, ok = 1;
+
+    for (k = 0; k < rec->n_media; k++) {
+        if (rec->media[k].kind != CLEF_MEDIA_AUDIO) {
+            continue;
+        }
+        ok &= n < json_array_size(frames)
+              && json_integer_value(json_array_get(frames, n))
+                 == rec->media[k].grid_w;
+        n++;
+    }
+    return ok && n == json_array_size(frames);
+}
+
+
+static void
+softmax(const float *logits, int n, double *p)
+{
+    double  mx = logits[0], s = 0;
+    int     i;
+
+    for (i = 1; i < n; i++) {
+        mx = logits[i] > mx ? logits[i] : mx;
+    }
+    for (i = 0; i < n; i++) {
+        p[i] = exp((double) logits[i] - mx);
+        s += p[i];
+    }
+    for (i = 0; i < n; i++) {
+        p[i] /= s;
+    }
+}
+
+
+/* max |p - reference| over every option; *argmax_ok 0 when a question has
+ * another argmax than the reference's (or another option count). */
+static double
+compare(json_t *c, const clef_record *rec, const float *lg, int *argmax_ok)
+{
+    json_t  *qs = json_object_get(c, "questions"), *rp;
+    double   p[256], d = 0, ref, best, rbest;
+    int      qi, o, n, arg, rarg;
+
+    *argmax_ok = (int) json_array_size(qs) == rec->n_questions;
+    for (qi = 0; *argmax_ok && qi < rec->n_questions; qi++) {
+        rp = json_object_get(json_array_get(qs, (size_t) qi),
+                             "probabilities");
+        n = rec->option_offset[qi + 1] - rec->option_offset[qi];
+        if ((int) json_array_size(rp) != n || n > 256) {
+            *argmax_ok = 0;
+            return 1;
+        }
+        softmax(lg + rec->option_offset[qi], n, p);
+        arg = rarg = 0;
+        best = rbest = -1;
+        for (o = 0; o < n; o++) {
+            ref = json_number_value(json_array_get(rp, (size_t) o));
+            d = fabs(p[o] - ref) > d ? fabs(p[o] - ref) : d;
+            if (p[o] > best) {
+                best = p[o];
+                arg = o;
+            }
+            if (ref > rbest) {
+                rbest = ref;
+                rarg = o;
+            }
+        }
+        *argmax_ok &= arg == rarg;
+    }
+    return d;
+}
+
+
+int
+main(void)
+{
+    const clef_backend_ops  *ops;
+    clef_backend            *b = NULL;
+    clef_backend_opts        bo = { 0 };
+    clef_model              *m;
+    clef_error               err;
+    clef_record              recs[MAX_CASES];
+    const clef_record       *ptrs[MAX_CASES];
+    json_t                  *cases = json_array(), *c;
+    char                     path[1024], line[1 << 18], dir[1100];
+    FILE                    *f;
+    float                   *alone[MAX_CASES], *packed, lg[256];
+    double                   d, bound, effect, worst = 0, worst_effect = 0;
+    double                   worst_audio = 0;
+    size_t                   i;
+    int                      n = 0, k, ok, argmax = 0, off, o, total, kinds;
+    int                      with_audio = 0, clips = 0;
+
+    if (access("build/clef", X_OK) != 0
+        || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
+    {
+        printf("1..0 # SKIP build/clef or build/clef-decoder is not built\n");
+        return 0;
+    }
+    use_build_decoder();
+    snprintf(dir, sizeof(dir), "%s/omni1", tmp);
+    CHECK_INT(sh("build/clef mkmodel --config '%s/models/omni1.json' "
+                 "--tokenizer '%s/tokenizer/qwen3-omni' --seed 21 --shards 2 "
+                 "--out '%s' > /dev/null", check_fixtures(), check_fixtures(),
+                 dir), 0, "mkmodel omni1");
+    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/omni1.sha256'",
+                 dir, getcwd(path, sizeof(path)), check_fixtures()), 0,
+              "omni1: files as t/fixtures/models/omni1.sha256");
+
+    snprintf(path, sizeof(path), "%s/e2e/omni1_audio.jsonl",
+             check_fixtures());
+    f = fopen(path, "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        json_array_append_new(cases, json_loads(line, 0, NULL));
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    CHECK(json_array_size(cases) >= 30 && json_array_size(cases) <= MAX_CASES,
+          "%zu Clef Omni requests from their raw bodies",
+          json_array_size(cases));
+
+    /* what the fixture mixes: text alone, images, audio, videos, and
+     * every container among the clips */
+    kinds = 0;
+    json_array_foreach(cases, i, c) {
+        json_t  *body = json_object_get(c, "body"), *a;
+        size_t   j;
+
+        kinds |= json_object_get(body, "images") ? 1 : 0;
+        kinds |= json_object_get(body, "videos") ? 2 : 0;
+        kinds |= json_object_size(body) == 3 ? 4 : 0;
+        json_array_foreach(json_object_get(body, "audio"), j, a) {
+            const char  *ext = strrchr(json_string_value(a), '.');
+
+            kinds |= strcmp(ext, ".wav") == 0 ? 8
+                     : strcmp(ext, ".flac") == 0 ? 16
+                     : strcmp(ext, ".mp3") == 0 ? 32
+                     : strcmp(ext, ".opus") == 0 ? 64
+                     : strcmp(ext, ".ogg") == 0 ? 128
+                     : strcmp(ext, ".m4a") == 0 ? 256 : 0;
+        }
+    }
+    CHECK(kinds == 511, "text alone, images, videos, and clips in WAV, "
+          "FLAC, MP3, Ogg/Opus, Ogg/Vorbis and M4A/AAC (%#x)", kinds);
+
+    m = clef_model_open(dir, 0, &err);
+    ops = clef_backend_find("cpu", &err);
+    bo.threads = 2;
+    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
+          "omni1 opens on the CPU backend");
+    if (b == NULL) {
+        return check_done();
+    }
+
+    json_array_foreach(cases, i, c) {
+        const char   *name = json_string_value(json_object_get(c, "name"));
+        clef_record  *rec = &recs[n];
+        json_t       *ids = json_object_get(c, "input_ids");
+        json_t       *fr = json_object_get(c, "clips");
+
+        if (n >= RUN_CASES || json_array_size(ids) > RUN_TOKENS) {
+            continue;
+        }
+        if (encode_request(m, c, rec, &err) != 0) {
+            CHECK(0, "%s: encoded (%s)", name, err.message);
+            continue;
+        }
+        CHECK(ids_equal(ids, rec)
+              && (json_int_t) rec->ids.n
+                 == json_integer_value(json_object_get(c, "input_tokens")),
+              "%s: %zu input ids identical to the reference's", name,
+              rec->ids.n);
+        CHECK(clips_equal(fr, rec), "%s: %zu clips, each the reference's "
+              "feature frames", name, json_array_size(fr));
+        with_audio += json_array_size(fr) > 0;
+        clips += (int) json_array_size(fr);
+
+        effect = json_number_value(json_object_get(c, "step_effect"));
+        bound = BASE_TOL + effect;
+        ok = forward(ops, b, (const clef_record *const []) { rec }, 1, lg)
+             == 0;
+        d = ok ? compare(c, rec, lg, &argmax) : 1;
+        worst = d > worst ? d : worst;
+        worst_effect = effect > worst_effect ? effect : worst_effect;
+        if (json_array_size(fr) > 0 && d > worst_audio) {
+            worst_audio = d;
+        }
+        CHECK(ok && argmax && d <= bound, "%s: the reference's argmax, "
+              "probabilities within %.3g (%g + the 1e-4 feature step's "
+              "%.3g): max %.3g", name, bound, BASE_TOL, effect, d);
+        alone[n] = malloc(sizeof(float) * (size_t) rec->n_options);
+        memcpy(alone[n], lg, sizeof(float) * (size_t) rec->n_options);
+        n++;
+    }
+
+    /* one packed batch of every record (text, images, clips, videos):
+     * the very logits of each alone */
+    total = 0;
+    for (k = 0; k < n; k++) {
+        ptrs[k] = &recs[k];
+        total += recs[k].n_options;
+    }
+    packed = malloc(sizeof(float) * (size_t) (total + 1));
+    ok = packed != NULL && n > 0 && forward(ops, b, ptrs, n, packed) == 0;
+    off = 0;
+    for (k = 0; ok && k < n; k++) {
+        for (o = 0; o < recs[k].n_options; o++) {
+            ok &= packed[off + o] == alone[k][o];
+        }
+        off += recs[k].n_options;
+    }
+    CHECK(ok, "%d records packed into one batch: every logit "
+          "bit-identical to the record alone", n);
+    free(packed);
+
+    printf("# omni e2e: %d requests (%d with %d clips), max |p - reference| "
+           "%.3g (with audio %.3g); largest 1e-4 feature-step effect %.3g\n",
+           n, with_audio, clips, worst, worst_audio, worst_effect);
+    for (k = 0; k < n; k++) {
+        clef_record_free(&recs[k]);
+        free(alone[k]);
+    }
+    ops->close(b);
+    clef_model_close(m);
+    json_decref(cases);
+    sh("rm -rf '%s'", tmp);
+    return check_done();
+}
