@@ -37,6 +37,7 @@
 #include "shell.h"
 #include "vision_cases.h"
 #include "audio_cases.h"
+#include "e2e_cases.h"
 
 #define TOWER_TOL  1e-5
 #define PROB_TOL   1e-5
@@ -402,7 +403,7 @@ main(void)
         n_all += nc;
 
         ok = forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
-        d = ok ? compare(c, rec, lg, &same) : 1;
+        d = ok ? e2e_compare(c, "probabilities", rec, lg, &same) : 1;
         worst_prob = d > worst_prob ? d : worst_prob;
         CHECK(ok && d <= PROB_TOL && same, "%s: probabilities within %g "
               "(max %.3g), the reference's argmax", name, PROB_TOL, d);

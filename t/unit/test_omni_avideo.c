@@ -38,6 +38,7 @@
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
+#include "e2e_cases.h"
 
 #define MAX_CASES  32
 #define TOLERANCE  1e-5
@@ -147,74 +148,6 @@ encode_err(const clef_model *m, json_t *c, const clef_media_conf *mc,
 }
 
 
-static void
-probs(const float *logits, int n, double *p)
-{
-    double  mx = logits[0], s = 0;
-    int     i;
-
-    for (i = 1; i < n; i++) {
-        mx = logits[i] > mx ? logits[i] : mx;
-    }
-    for (i = 0; i < n; i++) {
-        p[i] = exp((double) logits[i] - mx);
-        s += p[i];
-    }
-    for (i = 0; i < n; i++) {
-        p[i] /= s;
-    }
-}
-
-
-/* max |p - want[key]| over every option; *argmax_ok 0 when a question
- * has another argmax. */
-static double
-compare(json_t *c, const char *key, const clef_record *rec, const float *lg,
-    int *argmax_ok)
-{
-    json_t  *rp = json_object_get(c, key), *q;
-    double   p[256], d = 0, ref, best, rbest;
-    int      qi, o, n, arg, rarg;
-
-    *argmax_ok = json_array_size(rp) == (size_t) rec->n_questions;
-    for (qi = 0; qi < rec->n_questions; qi++) {
-        q = json_array_get(rp, (size_t) qi);
-        n = rec->option_offset[qi + 1] - rec->option_offset[qi];
-        probs(lg + rec->option_offset[qi], n, p);
-        arg = rarg = 0;
-        best = rbest = -1;
-        *argmax_ok &= json_array_size(q) == (size_t) n;
-        for (o = 0; o < n; o++) {
-            ref = json_number_value(json_array_get(q, (size_t) o));
-            d = fabs(p[o] - ref) > d ? fabs(p[o] - ref) : d;
-            if (p[o] > best) {
-                best = p[o];
-                arg = o;
-            }
-            if (ref > rbest) {
-                rbest = ref;
-                rarg = o;
-            }
-        }
-        *argmax_ok &= arg == rarg;
-    }
-    return d;
-}
-
-
-static int
-ids_equal(json_t *ids, const clef_record *rec)
-{
-    size_t  i;
-    int     ok = json_array_size(ids) == rec->ids.n;
-
-    for (i = 0; ok && i < rec->ids.n; i++) {
-        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
-    }
-    return ok;
-}
-
-
 static int
 positions_equal(json_t *pos, const clef_record *rec)
 {
@@ -226,33 +159,6 @@ positions_equal(json_t *pos, const clef_record *rec)
         for (i = 0; ok && i < n; i++) {
             ok = json_integer_value(json_array_get(json_array_get(pos, a), i))
                  == rec->positions[a * n + i];
-        }
-    }
-    return ok;
-}
-
-
-static int
-spans_equal(json_t *qs, const clef_record *rec)
-{
-    json_t  *q, *opts, *s;
-    int      ok = (int) json_array_size(qs) == rec->n_questions, qi, o, off;
-
-    for (qi = 0; ok && qi < rec->n_questions; qi++) {
-        q = json_array_get(qs, (size_t) qi);
-        s = json_object_get(q, "span");
-        ok = json_integer_value(json_array_get(s, 0))
-                 == rec->question_spans[qi].start
-             && json_integer_value(json_array_get(s, 1))
-                 == rec->question_spans[qi].end;
-        opts = json_object_get(q, "options");
-        off = rec->option_offset[qi];
-        for (o = 0; ok && o < rec->option_offset[qi + 1] - off; o++) {
-            s = json_array_get(opts, (size_t) o);
-            ok = json_integer_value(json_array_get(s, 0))
-                     == rec->option_spans[off + o].start
-                 && json_integer_value(json_array_get(s, 1))
-                     == rec->option_spans[off + o].end;
         }
     }
     return ok;
@@ -325,18 +231,15 @@ main(void)
 {
     const clef_backend_ops  *ops;
     clef_backend            *b = NULL;
-    clef_backend_opts        bo = { 0 };
     clef_media_conf          mc, deaf;
     clef_model              *m;
     clef_error               err;
-    clef_record              recs[MAX_CASES], text[2], r;
-    const clef_record       *ptrs[MAX_CASES + 2];
-    json_t                  *cases = json_array(), *c;
-    char                     path[1024], line[1 << 18], dir[1100];
-    FILE                    *f;
-    float                   *alone[MAX_CASES], *packed, tl[2][8];
+    clef_record              recs[MAX_CASES], r;
+    json_t                  *cases, *c;
+    char                     path[1024], dir[1100];
+    float                   *alone[MAX_CASES];
     double                   d, dp, worst = 0, worst_pyav = 0, effect;
-    int                      n = 0, i, k, ok, argmax, off, o, total, runs;
+    int                      n = 0, i, k, ok, argmax, runs;
     int                      heard = 0, most_runs = 0, refused = 0;
 
     runs = 0;
@@ -348,33 +251,15 @@ main(void)
         return 0;
     }
     use_build_decoder();
-    snprintf(dir, sizeof(dir), "%s/omni1", tmp);
-    CHECK_INT(sh("build/clef mkmodel --config '%s/models/omni1.json' "
-                 "--tokenizer '%s/tokenizer/qwen3-omni' --seed 21 --shards 2 "
-                 "--out '%s' > /dev/null", check_fixtures(), check_fixtures(),
-                 dir), 0, "mkmodel omni1");
-    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/omni1.sha256'",
-                 dir, getcwd(path, sizeof(path)), check_fixtures()), 0,
-              "omni1: files as t/fixtures/models/omni1.sha256");
-
-    snprintf(path, sizeof(path), "%s/vision/omni_avideos.jsonl",
+    snprintf(path, sizeof(path), "%s/tokenizer/qwen3-omni",
              check_fixtures());
-    f = fopen(path, "r");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        json_array_append_new(cases, json_loads(line, 0, NULL));
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
+    e2e_mkmodel(tmp, "omni1", path, 21, dir, sizeof(dir));
+
+    cases = e2e_cases("vision/omni_avideos.jsonl");
     CHECK(json_array_size(cases) >= 10, "%zu Clef Omni requests with videos "
           "with sound", json_array_size(cases));
 
-    m = clef_model_open(dir, 0, &err);
-    ops = clef_backend_find("cpu", &err);
-    bo.threads = 2;
-    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
-          "omni1 opens on the CPU backend");
-    if (b == NULL) {
+    if (e2e_open(dir, "omni1", &m, &ops, &b) != 0) {
         return check_done();
     }
     clef_model_media_conf(m, &mc);
@@ -397,11 +282,11 @@ main(void)
             CHECK(0, "%s: encoded (%s)", name, err.message);
             continue;
         }
-        CHECK(ids_equal(json_object_get(c, "input_ids"), rec),
+        CHECK(e2e_ids_equal(json_object_get(c, "input_ids"), rec),
               "%s: %zu input ids identical", name, rec->ids.n);
         CHECK(positions_equal(json_object_get(c, "positions"), rec),
               "%s: M-RoPE positions identical to get_rope_index's", name);
-        CHECK(spans_equal(json_object_get(c, "questions"), rec),
+        CHECK(e2e_spans_equal(json_object_get(c, "questions"), rec),
               "%s: question and option spans identical", name);
         ok = items_equal(c, rec, &mc, &runs);
         CHECK(ok, "%s: items in order (%s), "
@@ -414,12 +299,12 @@ main(void)
 
         effect = json_number_value(json_object_get(c, "decode_effect"));
         ok = forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
-        d = ok ? compare(c, "probabilities", rec, lg, &argmax) : 1;
+        d = ok ? e2e_compare(c, "probabilities", rec, lg, &argmax) : 1;
         worst = d > worst ? d : worst;
         CHECK(ok && d <= TOLERANCE && argmax, "%s: probabilities within "
               "%g of the reference on the same samples (max %.3g), its "
               "argmax", name, TOLERANCE, d);
-        dp = ok ? compare(c, "probabilities_pyav", rec, lg, &argmax) : 1;
+        dp = ok ? e2e_compare(c, "probabilities_pyav", rec, lg, &argmax) : 1;
         worst_pyav = dp > worst_pyav ? dp : worst_pyav;
         CHECK(ok && dp <= TOLERANCE + effect, "%s: within %g + %.3g (PyAV's "
               "decode against the system's) of the reference as it "
@@ -456,45 +341,10 @@ main(void)
     CHECK(refused == 1, "the refusal without an audio tower checked");
 
     /* one packed batch: the records between two without media */
-    {
-        clef_request      req;
-        clef_encode_opts  eo;
-        const char       *t = "{\"model\":\"m\",\"state\":\"no video here\","
-                              "\"questions\":{\"q\":{\"type\":\"noul\"}}}";
-
-        clef_encode_opts_default(&eo);
-        for (k = 0; k < 2; k++) {
-            clef_request_parse(&req, t, strlen(t), NULL, &err);
-            clef_encode(clef_model_tokenizer(m), &req, &eo, &text[k], &err);
-            clef_request_free(&req);
-            forward(ops, b, (const clef_record *const []) { &text[k] }, 1,
-                    tl[k]);
-        }
-        total = 4;
-        ptrs[0] = &text[0];
-        for (k = 0; k < n; k++) {
-            ptrs[k + 1] = &recs[k];
-            total += recs[k].n_options;
-        }
-        ptrs[n + 1] = &text[1];
-        packed = malloc(sizeof(float) * (size_t) total);
-        ok = packed != NULL && forward(ops, b, ptrs, n + 2, packed) == 0;
-        ok = ok && memcmp(packed, tl[0], sizeof(float) * 2) == 0;
-        off = 2;
-        for (k = 0; ok && k < n; k++) {
-            for (o = 0; o < recs[k].n_options; o++) {
-                ok &= packed[off + o] == alone[k][o];
-            }
-            off += recs[k].n_options;
-        }
-        ok = ok && memcmp(packed + off, tl[1], sizeof(float) * 2) == 0;
-        CHECK(ok, "%d Clef Omni records with videos with sound packed "
-              "between two without media: every logit bit-identical to "
-              "the record alone", n);
-        free(packed);
-        clef_record_free(&text[0]);
-        clef_record_free(&text[1]);
-    }
+    CHECK(e2e_packed(m, ops, b, "no video here", recs, n, alone),
+          "%d Clef Omni records with videos with sound packed "
+          "between two without media: every logit bit-identical to "
+          "the record alone", n);
 
     printf("# omni audio in video: %d requests, max |p - reference| %.3g "
            "(same samples), %.3g (PyAV's decode)\n", n, worst, worst_pyav);

@@ -37,6 +37,7 @@
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
+#include "e2e_cases.h"
 
 #define MAX_CASES  48
 #define BASE_TOL   1e-5
@@ -140,19 +141,6 @@ encode_request(const clef_model *m, json_t *c, clef_record *rec,
 }
 
 
-static int
-ids_equal(json_t *ids, const clef_record *rec)
-{
-    size_t  i;
-    int     ok = json_array_size(ids) == rec->ids.n;
-
-    for (i = 0; ok && i < rec->ids.n; i++) {
-        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
-    }
-    return ok;
-}
-
-
 /* Each audio clip's feature frames (its items' grid_w), in order. */
 static int
 clips_equal(json_t *frames, const clef_record *rec)
@@ -170,25 +158,6 @@ clips_equal(json_t *frames, const clef_record *rec)
         n++;
     }
     return ok && n == json_array_size(frames);
-}
-
-
-static void
-softmax(const float *logits, int n, double *p)
-{
-    double  mx = logits[0], s = 0;
-    int     i;
-
-    for (i = 1; i < n; i++) {
-        mx = logits[i] > mx ? logits[i] : mx;
-    }
-    for (i = 0; i < n; i++) {
-        p[i] = exp((double) logits[i] - mx);
-        s += p[i];
-    }
-    for (i = 0; i < n; i++) {
-        p[i] /= s;
-    }
 }
 
 
@@ -210,7 +179,7 @@ compare(json_t *c, const clef_record *rec, const float *lg, int *argmax_ok)
             *argmax_ok = 0;
             return 1;
         }
-        softmax(lg + rec->option_offset[qi], n, p);
+        e2e_probs(lg + rec->option_offset[qi], n, p);
         arg = rarg = 0;
         best = rbest = -1;
         for (o = 0; o < n; o++) {
@@ -236,19 +205,16 @@ main(void)
 {
     const clef_backend_ops  *ops;
     clef_backend            *b = NULL;
-    clef_backend_opts        bo = { 0 };
     clef_model              *m;
     clef_error               err;
     clef_record              recs[MAX_CASES];
-    const clef_record       *ptrs[MAX_CASES];
-    json_t                  *cases = json_array(), *c;
-    char                     path[1024], line[1 << 18], dir[1100];
-    FILE                    *f;
-    float                   *alone[MAX_CASES], *packed, lg[256];
+    json_t                  *cases, *c;
+    char                     path[1024], dir[1100];
+    float                   *alone[MAX_CASES], lg[256];
     double                   d, bound, effect, worst = 0, worst_effect = 0;
     double                   worst_audio = 0;
     size_t                   i;
-    int                      n = 0, k, ok, argmax = 0, off, o, total, kinds;
+    int                      n = 0, k, ok, argmax = 0, kinds;
     int                      with_audio = 0, clips = 0;
 
     if (access("build/clef", X_OK) != 0
@@ -258,24 +224,11 @@ main(void)
         return 0;
     }
     use_build_decoder();
-    snprintf(dir, sizeof(dir), "%s/omni1", tmp);
-    CHECK_INT(sh("build/clef mkmodel --config '%s/models/omni1.json' "
-                 "--tokenizer '%s/tokenizer/qwen3-omni' --seed 21 --shards 2 "
-                 "--out '%s' > /dev/null", check_fixtures(), check_fixtures(),
-                 dir), 0, "mkmodel omni1");
-    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/omni1.sha256'",
-                 dir, getcwd(path, sizeof(path)), check_fixtures()), 0,
-              "omni1: files as t/fixtures/models/omni1.sha256");
-
-    snprintf(path, sizeof(path), "%s/e2e/omni1_audio.jsonl",
+    snprintf(path, sizeof(path), "%s/tokenizer/qwen3-omni",
              check_fixtures());
-    f = fopen(path, "r");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        json_array_append_new(cases, json_loads(line, 0, NULL));
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
+    e2e_mkmodel(tmp, "omni1", path, 21, dir, sizeof(dir));
+
+    cases = e2e_cases("e2e/omni1_audio.jsonl");
     CHECK(json_array_size(cases) >= 30 && json_array_size(cases) <= MAX_CASES,
           "%zu Clef Omni requests from their raw bodies",
           json_array_size(cases));
@@ -304,12 +257,7 @@ main(void)
     CHECK(kinds == 511, "text alone, images, videos, and clips in WAV, "
           "FLAC, MP3, Ogg/Opus, Ogg/Vorbis and M4A/AAC (%#x)", kinds);
 
-    m = clef_model_open(dir, 0, &err);
-    ops = clef_backend_find("cpu", &err);
-    bo.threads = 2;
-    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
-          "omni1 opens on the CPU backend");
-    if (b == NULL) {
+    if (e2e_open(dir, "omni1", &m, &ops, &b) != 0) {
         return check_done();
     }
 
@@ -326,7 +274,7 @@ main(void)
             CHECK(0, "%s: encoded (%s)", name, err.message);
             continue;
         }
-        CHECK(ids_equal(ids, rec)
+        CHECK(e2e_ids_equal(ids, rec)
               && (json_int_t) rec->ids.n
                  == json_integer_value(json_object_get(c, "input_tokens")),
               "%s: %zu input ids identical to the reference's", name,
@@ -356,23 +304,8 @@ main(void)
 
     /* one packed batch of every record (text, images, clips, videos):
      * the very logits of each alone */
-    total = 0;
-    for (k = 0; k < n; k++) {
-        ptrs[k] = &recs[k];
-        total += recs[k].n_options;
-    }
-    packed = malloc(sizeof(float) * (size_t) (total + 1));
-    ok = packed != NULL && n > 0 && forward(ops, b, ptrs, n, packed) == 0;
-    off = 0;
-    for (k = 0; ok && k < n; k++) {
-        for (o = 0; o < recs[k].n_options; o++) {
-            ok &= packed[off + o] == alone[k][o];
-        }
-        off += recs[k].n_options;
-    }
-    CHECK(ok, "%d records packed into one batch: every logit "
+    CHECK(e2e_packed(m, ops, b, NULL, recs, n, alone), "%d records packed into one batch: every logit "
           "bit-identical to the record alone", n);
-    free(packed);
 
     printf("# omni e2e: %d requests (%d with %d clips), max |p - reference| "
            "%.3g (with audio %.3g); largest 1e-4 feature-step effect %.3g\n",

@@ -33,6 +33,7 @@
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
+#include "e2e_cases.h"
 
 #define MAX_CASES  32
 #define TOLERANCE  1e-5
@@ -148,99 +149,6 @@ frames_equal(json_t *c, const clef_video_config *vc)
 }
 
 
-static void
-probs(const float *logits, int n, double *p)
-{
-    double  mx = logits[0], s = 0;
-    int     i;
-
-    for (i = 1; i < n; i++) {
-        mx = logits[i] > mx ? logits[i] : mx;
-    }
-    for (i = 0; i < n; i++) {
-        p[i] = exp((double) logits[i] - mx);
-        s += p[i];
-    }
-    for (i = 0; i < n; i++) {
-        p[i] /= s;
-    }
-}
-
-
-/* |p - reference| over every option; *argmax_ok 0 when a question has
- * another argmax than the reference's. */
-static double
-compare(json_t *c, const clef_record *rec, const float *lg, int *argmax_ok)
-{
-    json_t  *rp = json_object_get(c, "probabilities"), *q;
-    double   p[256], d = 0, ref, best, rbest;
-    int      qi, o, n, arg, rarg;
-
-    *argmax_ok = 1;
-    for (qi = 0; qi < rec->n_questions; qi++) {
-        q = json_array_get(rp, (size_t) qi);
-        n = rec->option_offset[qi + 1] - rec->option_offset[qi];
-        probs(lg + rec->option_offset[qi], n, p);
-        arg = rarg = 0;
-        best = rbest = -1;
-        for (o = 0; o < n; o++) {
-            ref = json_number_value(json_array_get(q, (size_t) o));
-            d = fabs(p[o] - ref) > d ? fabs(p[o] - ref) : d;
-            if (p[o] > best) {
-                best = p[o];
-                arg = o;
-            }
-            if (ref > rbest) {
-                rbest = ref;
-                rarg = o;
-            }
-        }
-        *argmax_ok &= arg == rarg;
-    }
-    return d;
-}
-
-
-static int
-ids_equal(json_t *ids, const clef_record *rec)
-{
-    size_t  i;
-    int     ok = json_array_size(ids) == rec->ids.n;
-
-    for (i = 0; ok && i < rec->ids.n; i++) {
-        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
-    }
-    return ok;
-}
-
-
-static int
-spans_equal(json_t *qs, const clef_record *rec)
-{
-    json_t  *q, *opts, *s;
-    int      ok = (int) json_array_size(qs) == rec->n_questions, qi, o, off;
-
-    for (qi = 0; ok && qi < rec->n_questions; qi++) {
-        q = json_array_get(qs, (size_t) qi);
-        s = json_object_get(q, "span");
-        ok = json_integer_value(json_array_get(s, 0))
-                 == rec->question_spans[qi].start
-             && json_integer_value(json_array_get(s, 1))
-                 == rec->question_spans[qi].end;
-        opts = json_object_get(q, "options");
-        off = rec->option_offset[qi];
-        for (o = 0; ok && o < rec->option_offset[qi + 1] - off; o++) {
-            s = json_array_get(opts, (size_t) o);
-            ok = json_integer_value(json_array_get(s, 0))
-                     == rec->option_spans[off + o].start
-                 && json_integer_value(json_array_get(s, 1))
-                     == rec->option_spans[off + o].end;
-        }
-    }
-    return ok;
-}
-
-
 /* The grids are the reference's (images first, then videos), each item
  * (a whole video too) one span of its pads right after a
  * <|vision_start|>, and each video's resized frames are the reference's
@@ -314,18 +222,15 @@ main(void)
     const clef_backend_ops  *ops;
     const clef_vision_config *vc;
     clef_backend            *b = NULL;
-    clef_backend_opts        bo = { 0 };
     clef_media_conf          mc;
     clef_model              *m;
     clef_error               err;
-    clef_record              recs[MAX_CASES], text[2];
-    const clef_record       *ptrs[MAX_CASES + 2];
-    json_t                  *cases = json_array(), *c;
-    char                     path[1024], line[1 << 18], dir[1100];
-    FILE                    *f;
-    float                   *alone[MAX_CASES], *packed, tl[2][8];
+    clef_record              recs[MAX_CASES];
+    json_t                  *cases, *c;
+    char                     path[1024], dir[1100];
+    float                   *alone[MAX_CASES];
     double                   d, worst = 0, worst_ratio = 0, effect;
-    int                      n = 0, i, k, ok, argmax, off, o, total, refusals = 0;
+    int                      n = 0, i, k, ok, argmax, refusals = 0;
 
     if (access("build/clef", X_OK) != 0
         || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
@@ -334,33 +239,15 @@ main(void)
         return 0;
     }
     use_build_decoder();
-    snprintf(dir, sizeof(dir), "%s/omni1", tmp);
-    CHECK_INT(sh("build/clef mkmodel --config '%s/models/omni1.json' "
-                 "--tokenizer '%s/tokenizer/qwen3-omni' --seed 21 --shards 2 "
-                 "--out '%s' > /dev/null", check_fixtures(), check_fixtures(),
-                 dir), 0, "mkmodel omni1");
-    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/omni1.sha256'",
-                 dir, getcwd(path, sizeof(path)), check_fixtures()), 0,
-              "omni1: files as t/fixtures/models/omni1.sha256");
-
-    snprintf(path, sizeof(path), "%s/vision/omni_videos.jsonl",
+    snprintf(path, sizeof(path), "%s/tokenizer/qwen3-omni",
              check_fixtures());
-    f = fopen(path, "r");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        json_array_append_new(cases, json_loads(line, 0, NULL));
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
+    e2e_mkmodel(tmp, "omni1", path, 21, dir, sizeof(dir));
+
+    cases = e2e_cases("vision/omni_videos.jsonl");
     CHECK(json_array_size(cases) >= 12, "%zu Clef Omni requests with videos",
           json_array_size(cases));
 
-    m = clef_model_open(dir, 0, &err);
-    ops = clef_backend_find("cpu", &err);
-    bo.threads = 2;
-    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
-          "omni1 opens on the CPU backend");
-    if (b == NULL) {
+    if (e2e_open(dir, "omni1", &m, &ops, &b) != 0) {
         return check_done();
     }
     vc = clef_model_vision_config(m);
@@ -405,9 +292,9 @@ main(void)
             CHECK(0, "%s: encoded (%s)", name, err.message);
             continue;
         }
-        CHECK(ids_equal(json_object_get(c, "input_ids"), rec),
+        CHECK(e2e_ids_equal(json_object_get(c, "input_ids"), rec),
               "%s: %zu input ids identical", name, rec->ids.n);
-        CHECK(spans_equal(json_object_get(c, "questions"), rec),
+        CHECK(e2e_spans_equal(json_object_get(c, "questions"), rec),
               "%s: question and option spans identical", name);
         CHECK(media_equal(c, rec, vc->vision_start_token_id),
               "%s: grids identical, one pad span a video, resized frames "
@@ -415,7 +302,7 @@ main(void)
 
         effect = json_number_value(json_object_get(c, "step_effect"));
         ok = forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
-        d = ok ? compare(c, rec, lg, &argmax) : 1;
+        d = ok ? e2e_compare(c, "probabilities", rec, lg, &argmax) : 1;
         worst = d > worst ? d : worst;
         worst_ratio = effect > 0 && d / effect > worst_ratio ? d / effect
                                                              : worst_ratio;
@@ -430,45 +317,10 @@ main(void)
     CHECK(refusals >= 1, "%d refusals checked", refusals);
 
     /* one packed batch: the records with videos between two without */
-    {
-        clef_request      req;
-        clef_encode_opts  eo;
-        const char       *t = "{\"model\":\"m\",\"state\":\"no video here\","
-                              "\"questions\":{\"q\":{\"type\":\"noul\"}}}";
-
-        clef_encode_opts_default(&eo);
-        for (k = 0; k < 2; k++) {
-            clef_request_parse(&req, t, strlen(t), NULL, &err);
-            clef_encode(clef_model_tokenizer(m), &req, &eo, &text[k], &err);
-            clef_request_free(&req);
-            forward(ops, b, (const clef_record *const []) { &text[k] }, 1,
-                    tl[k]);
-        }
-        total = 4;
-        ptrs[0] = &text[0];
-        for (k = 0; k < n; k++) {
-            ptrs[k + 1] = &recs[k];
-            total += recs[k].n_options;
-        }
-        ptrs[n + 1] = &text[1];
-        packed = malloc(sizeof(float) * (size_t) total);
-        ok = packed != NULL && forward(ops, b, ptrs, n + 2, packed) == 0;
-        ok = ok && memcmp(packed, tl[0], sizeof(float) * 2) == 0;
-        off = 2;
-        for (k = 0; ok && k < n; k++) {
-            for (o = 0; o < recs[k].n_options; o++) {
-                ok &= packed[off + o] == alone[k][o];
-            }
-            off += recs[k].n_options;
-        }
-        ok = ok && memcmp(packed + off, tl[1], sizeof(float) * 2) == 0;
-        CHECK(ok, "%d Clef Omni records with videos (and images) packed "
-              "between two without: every logit bit-identical to the "
-              "record alone", n);
-        free(packed);
-        clef_record_free(&text[0]);
-        clef_record_free(&text[1]);
-    }
+    CHECK(e2e_packed(m, ops, b, "no video here", recs, n, alone),
+          "%d Clef Omni records with videos (and images) packed "
+          "between two without: every logit bit-identical to the "
+          "record alone", n);
 
     printf("# omni video e2e: %d requests, max |p - reference| %.3g, at most "
            "%.3g of the one-step effect\n", n, worst, worst_ratio);

@@ -27,6 +27,7 @@
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
+#include "e2e_cases.h"
 
 #define MAX_CASES  48
 
@@ -43,25 +44,6 @@
 static char  tmp[] = "/tmp/clef_video_XXXXXX";
 
 
-static void
-probs(const float *logits, int n, double *p)
-{
-    double  mx = logits[0], s = 0;
-    int     i;
-
-    for (i = 1; i < n; i++) {
-        mx = logits[i] > mx ? logits[i] : mx;
-    }
-    for (i = 0; i < n; i++) {
-        p[i] = exp((double) logits[i] - mx);
-        s += p[i];
-    }
-    for (i = 0; i < n; i++) {
-        p[i] /= s;
-    }
-}
-
-
 /* |p - reference| over every option; *decided_ok 0 when a question whose
  * reference top two differ by more than tol has another argmax. */
 static double
@@ -76,7 +58,7 @@ compare(json_t *c, const clef_record *rec, const float *lg, double tol,
     for (qi = 0; qi < rec->n_questions; qi++) {
         q = json_array_get(rp, (size_t) qi);
         n = rec->option_offset[qi + 1] - rec->option_offset[qi];
-        probs(lg + rec->option_offset[qi], n, p);
+        e2e_probs(lg + rec->option_offset[qi], n, p);
         arg = rarg = 0;
         best = rbest = rsecond = -1;
         for (o = 0; o < n; o++) {
@@ -99,46 +81,6 @@ compare(json_t *c, const clef_record *rec, const float *lg, double tol,
         }
     }
     return d;
-}
-
-
-static int
-ids_equal(json_t *ids, const clef_record *rec)
-{
-    size_t  i;
-    int     ok = json_array_size(ids) == rec->ids.n;
-
-    for (i = 0; ok && i < rec->ids.n; i++) {
-        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
-    }
-    return ok;
-}
-
-
-static int
-spans_equal(json_t *qs, const clef_record *rec)
-{
-    json_t  *q, *opts, *s;
-    int      ok = (int) json_array_size(qs) == rec->n_questions, qi, o, off;
-
-    for (qi = 0; ok && qi < rec->n_questions; qi++) {
-        q = json_array_get(qs, (size_t) qi);
-        s = json_object_get(q, "span");
-        ok = json_integer_value(json_array_get(s, 0))
-                 == rec->question_spans[qi].start
-             && json_integer_value(json_array_get(s, 1))
-                 == rec->question_spans[qi].end;
-        opts = json_object_get(q, "options");
-        off = rec->option_offset[qi];
-        for (o = 0; ok && o < rec->option_offset[qi + 1] - off; o++) {
-            s = json_array_get(opts, (size_t) o);
-            ok = json_integer_value(json_array_get(s, 0))
-                     == rec->option_spans[off + o].start
-                 && json_integer_value(json_array_get(s, 1))
-                     == rec->option_spans[off + o].end;
-        }
-    }
-    return ok;
 }
 
 
@@ -180,18 +122,14 @@ main(void)
 {
     const clef_backend_ops  *ops;
     clef_backend            *b = NULL;
-    clef_backend_opts        bo = { 0 };
     const clef_vision_config *vc;
     clef_model              *m;
-    clef_error               err;
-    clef_record              recs[MAX_CASES], text[2];
-    const clef_record       *ptrs[MAX_CASES + 2];
-    json_t                  *cases = json_array(), *c;
-    char                     path[1024], line[1 << 18], dir[1100];
-    FILE                    *f;
-    float                   *alone[MAX_CASES], *packed, tl[2][8];
+    clef_record              recs[MAX_CASES];
+    json_t                  *cases, *c;
+    char                     dir[1100];
+    float                   *alone[MAX_CASES];
     double                   d, tol, worst = 0, worst_ratio = 0, effect;
-    int                      n = 0, i, k, ok, decided, off, o, total;
+    int                      n = 0, i, k, ok, decided;
 
     if (access("build/clef", X_OK) != 0
         || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
@@ -200,31 +138,13 @@ main(void)
         return 0;
     }
     use_build_decoder();
-    snprintf(dir, sizeof(dir), "%s/v1", tmp);
-    CHECK_INT(sh("build/clef mkmodel --config '%s/models/v1.json' --tokenizer '%s' "
-                 "--seed 11 --shards 2 --out '%s' > /dev/null", check_fixtures(),
-                 check_qwen3_tokenizer(), dir), 0, "mkmodel v1");
-    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/v1.sha256'", dir,
-                 getcwd(path, sizeof(path)), check_fixtures()), 0,
-              "v1: files as t/fixtures/models/v1.sha256");
+    e2e_mkmodel(tmp, "v1", check_qwen3_tokenizer(), 11, dir, sizeof(dir));
 
-    snprintf(path, sizeof(path), "%s/vision/videos.jsonl", check_fixtures());
-    f = fopen(path, "r");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        json_array_append_new(cases, json_loads(line, 0, NULL));
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
+    cases = e2e_cases("vision/videos.jsonl");
     CHECK(json_array_size(cases) >= 30, "%zu requests with videos",
           json_array_size(cases));
 
-    m = clef_model_open(dir, 0, &err);
-    ops = clef_backend_find("cpu", &err);
-    bo.threads = 2;
-    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
-          "v1 opens on the CPU backend");
-    if (b == NULL) {
+    if (e2e_open(dir, "v1", &m, &ops, &b) != 0) {
         return check_done();
     }
     vc = clef_model_vision_config(m);
@@ -244,10 +164,10 @@ main(void)
             CHECK(0, "%s: encoded", name);
             continue;
         }
-        CHECK(ids_equal(json_object_get(c, "input_ids"), rec),
+        CHECK(e2e_ids_equal(json_object_get(c, "input_ids"), rec),
               "%s: %zu input ids identical (<t seconds> texts included)",
               name, rec->ids.n);
-        CHECK(spans_equal(json_object_get(c, "questions"), rec),
+        CHECK(e2e_spans_equal(json_object_get(c, "questions"), rec),
               "%s: question and option spans identical", name);
         CHECK(media_equal(c, rec, vc->vision_start_token_id),
               "%s: grids identical, one pad span a frame pair", name);
@@ -268,44 +188,9 @@ main(void)
     }
 
     /* one packed batch: the records with videos between two without */
-    {
-        clef_request      req;
-        clef_encode_opts  eo;
-        const char       *t = "{\"model\":\"m\",\"state\":\"no video here\","
-                              "\"questions\":{\"q\":{\"type\":\"noul\"}}}";
-
-        clef_encode_opts_default(&eo);
-        for (k = 0; k < 2; k++) {
-            clef_request_parse(&req, t, strlen(t), NULL, &err);
-            clef_encode(clef_model_tokenizer(m), &req, &eo, &text[k], &err);
-            clef_request_free(&req);
-            forward(ops, b, (const clef_record *const []) { &text[k] }, 1,
-                    tl[k]);
-        }
-        total = 4;
-        ptrs[0] = &text[0];
-        for (k = 0; k < n; k++) {
-            ptrs[k + 1] = &recs[k];
-            total += recs[k].n_options;
-        }
-        ptrs[n + 1] = &text[1];
-        packed = malloc(sizeof(float) * (size_t) total);
-        ok = packed != NULL && forward(ops, b, ptrs, n + 2, packed) == 0;
-        ok = ok && memcmp(packed, tl[0], sizeof(float) * 2) == 0;
-        off = 2;
-        for (k = 0; ok && k < n; k++) {
-            for (o = 0; o < recs[k].n_options; o++) {
-                ok &= packed[off + o] == alone[k][o];
-            }
-            off += recs[k].n_options;
-        }
-        ok = ok && memcmp(packed + off, tl[1], sizeof(float) * 2) == 0;
-        CHECK(ok, "%d records with videos (and images) packed between two "
-              "without: every logit bit-identical to the record alone", n);
-        free(packed);
-        clef_record_free(&text[0]);
-        clef_record_free(&text[1]);
-    }
+    CHECK(e2e_packed(m, ops, b, "no video here", recs, n, alone),
+          "%d records with videos (and images) packed between two "
+          "without: every logit bit-identical to the record alone", n);
 
     printf("# video e2e: %d requests, max |p - reference| %.3g, at most %.3g "
            "of the one-step effect\n", n, worst, worst_ratio);

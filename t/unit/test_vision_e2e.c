@@ -24,6 +24,7 @@
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
+#include "e2e_cases.h"
 
 #define PROB_TOL  1e-5
 
@@ -63,59 +64,6 @@ reference_pixels(json_t *c, int k, clef_media_item *im)
     free(im->bytes);
     im->bytes = rgb.rgb;
     return 0;
-}
-
-
-static void
-probs(const float *logits, int n, double *p)
-{
-    double  mx = logits[0], s = 0;
-    int     i;
-
-    for (i = 1; i < n; i++) {
-        mx = logits[i] > mx ? logits[i] : mx;
-    }
-    for (i = 0; i < n; i++) {
-        p[i] = exp((double) logits[i] - mx);
-        s += p[i];
-    }
-    for (i = 0; i < n; i++) {
-        p[i] /= s;
-    }
-}
-
-
-/* |p - reference| over every option, and whether each question's argmax
- * is the reference's. */
-static double
-compare(json_t *c, const clef_record *rec, const float *lg, int *same_argmax)
-{
-    json_t  *rp = json_object_get(c, "probabilities"), *q;
-    double   p[256], d = 0, ref, best, rbest;
-    int      qi, o, n, arg, rarg;
-
-    *same_argmax = 1;
-    for (qi = 0; qi < rec->n_questions; qi++) {
-        q = json_array_get(rp, (size_t) qi);
-        n = rec->option_offset[qi + 1] - rec->option_offset[qi];
-        probs(lg + rec->option_offset[qi], n, p);
-        arg = rarg = 0;
-        best = rbest = -1;
-        for (o = 0; o < n; o++) {
-            ref = json_number_value(json_array_get(q, (size_t) o));
-            d = fabs(p[o] - ref) > d ? fabs(p[o] - ref) : d;
-            if (p[o] > best) {
-                best = p[o];
-                arg = o;
-            }
-            if (ref > rbest) {
-                rbest = ref;
-                rarg = o;
-            }
-        }
-        *same_argmax &= arg == rarg;
-    }
-    return d;
 }
 
 
@@ -170,47 +118,26 @@ main(void)
 {
     const clef_backend_ops  *ops;
     clef_backend            *b = NULL;
-    clef_backend_opts        bo = { 0 };
     clef_model              *m;
     clef_error               err;
-    clef_record              recs[40], text[2];
-    const clef_record       *ptrs[42];
-    json_t                  *cases = json_array(), *c;
-    char                     path[1024], line[1 << 16], dir[1100];
-    FILE                    *f;
-    float                   *alone[40], packed[4096];
+    clef_record              recs[40];
+    json_t                  *cases, *c;
+    char                     dir[1100];
+    float                   *alone[40];
     double                   d;
-    int                      n = 0, i, k, same, ok, off, o, total;
+    int                      n = 0, i, k, same, ok, o;
 
     if (access("build/clef", X_OK) != 0 || mkdtemp(tmp) == NULL) {
         printf("1..0 # SKIP build/clef is not built\n");
         return 0;
     }
-    snprintf(dir, sizeof(dir), "%s/v1", tmp);
-    CHECK_INT(sh("build/clef mkmodel --config '%s/models/v1.json' --tokenizer '%s' "
-                 "--seed 11 --shards 2 --out '%s' > /dev/null", check_fixtures(),
-                 check_qwen3_tokenizer(), dir), 0, "mkmodel v1");
-    CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/v1.sha256'", dir,
-                 getcwd(path, sizeof(path)), check_fixtures()), 0,
-              "v1: files as t/fixtures/models/v1.sha256");
+    e2e_mkmodel(tmp, "v1", check_qwen3_tokenizer(), 11, dir, sizeof(dir));
 
-    snprintf(path, sizeof(path), "%s/vision/cases.jsonl", check_fixtures());
-    f = fopen(path, "r");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        json_array_append_new(cases, json_loads(line, 0, NULL));
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
+    cases = e2e_cases("vision/cases.jsonl");
     CHECK(json_array_size(cases) >= 30, "%zu requests with images",
           json_array_size(cases));
 
-    m = clef_model_open(dir, 0, &err);
-    ops = clef_backend_find("cpu", &err);
-    bo.threads = 2;
-    CHECK(m != NULL && ops != NULL && ops->open(m, &bo, &b, &err) == 0,
-          "v1 opens on the CPU backend");
-    if (b == NULL) {
+    if (e2e_open(dir, "v1", &m, &ops, &b) != 0) {
         return check_done();
     }
 
@@ -230,7 +157,7 @@ main(void)
 
         /* end to end from the files */
         ok = forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
-        d = ok ? compare(c, rec, lg, &same) : 1;
+        d = ok ? e2e_compare(c, "probabilities", rec, lg, &same) : 1;
         worst_bytes = d > worst_bytes ? d : worst_bytes;
         CHECK(ok && d <= PROB_TOL && same, "%s: from the files, probabilities "
               "within %g (max %.3g), the reference's argmax", name, PROB_TOL, d);
@@ -243,7 +170,7 @@ main(void)
         }
         CHECK(ok, "%s: the reference's resized images read", name);
         ok = ok && forward(ops, b, (const clef_record *const []) { rec }, 1, lg) == 0;
-        d = ok ? compare(c, rec, lg, &same) : 1;
+        d = ok ? e2e_compare(c, "probabilities", rec, lg, &same) : 1;
         worst_pix = d > worst_pix ? d : worst_pix;
         CHECK(ok && d <= PROB_TOL && same, "%s: the reference's pixel values: "
               "probabilities within %g (max %.3g)", name, PROB_TOL, d);
@@ -272,42 +199,9 @@ main(void)
     }
 
     /* one packed batch: the records with images between two without */
-    {
-        clef_request      req;
-        clef_encode_opts  eo;
-        const char       *t = "{\"model\":\"m\",\"state\":\"no image here\","
-                              "\"questions\":{\"q\":{\"type\":\"noul\"}}}";
-        float             tl[2][8];
-
-        clef_encode_opts_default(&eo);
-        for (k = 0; k < 2; k++) {
-            clef_request_parse(&req, t, strlen(t), NULL, &err);
-            clef_encode(clef_model_tokenizer(m), &req, &eo, &text[k], &err);
-            clef_request_free(&req);
-            forward(ops, b, (const clef_record *const []) { &text[k] }, 1, tl[k]);
-        }
-        total = 0;
-        ptrs[0] = &text[0];
-        for (k = 0; k < n; k++) {
-            ptrs[k + 1] = &recs[k];
-            total += recs[k].n_options;
-        }
-        ptrs[n + 1] = &text[1];
-        ok = total + 4 <= 4096 && forward(ops, b, ptrs, n + 2, packed) == 0;
-        same = ok && memcmp(packed, tl[0], sizeof(float) * 2) == 0;
-        off = 2;
-        for (k = 0; ok && k < n; k++) {
-            for (o = 0; o < recs[k].n_options; o++) {
-                same &= packed[off + o] == alone[k][o];
-            }
-            off += recs[k].n_options;
-        }
-        same &= ok && memcmp(packed + off, tl[1], sizeof(float) * 2) == 0;
-        CHECK(same, "%d records with images packed between two without: every "
-              "logit bit-identical to the record alone", n);
-        clef_record_free(&text[0]);
-        clef_record_free(&text[1]);
-    }
+    CHECK(e2e_packed(m, ops, b, "no image here", recs, n, alone),
+          "%d records with images packed between two without: every "
+          "logit bit-identical to the record alone", n);
 
     /* the first image relabelled: as a video of one frame pair whose two
      * frames are that image, the tower sees what it saw (bit for bit);
