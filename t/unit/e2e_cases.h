@@ -243,4 +243,24 @@ e2e_packed(const clef_model *m, const clef_backend_ops *ops,
     return ok;
 }
 
+
+/* The records and their logits freed, the backend and the model closed,
+ * the scratch directory removed; the plan printed and the exit status. */
+static int __attribute__((unused))
+e2e_done(const char *tmp, clef_model *m, const clef_backend_ops *ops,
+    clef_backend *b, json_t *cases, clef_record *recs, float **alone, int n)
+{
+    int  k;
+
+    for (k = 0; k < n; k++) {
+        clef_record_free(&recs[k]);
+        free(alone[k]);
+    }
+    ops->close(b);
+    clef_model_close(m);
+    json_decref(cases);
+    sh("rm -rf '%s'", tmp);
+    return check_done();
+}
+
 #endif

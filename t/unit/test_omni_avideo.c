@@ -239,7 +239,7 @@ main(void)
     char                     path[1024], dir[1100];
     float                   *alone[MAX_CASES];
     double                   d, dp, worst = 0, worst_pyav = 0, effect;
-    int                      n = 0, i, k, ok, argmax, runs;
+    int                      n = 0, i, ok, argmax, runs;
     int                      heard = 0, most_runs = 0, refused = 0;
 
     runs = 0;
@@ -348,13 +348,5 @@ main(void)
 
     printf("# omni audio in video: %d requests, max |p - reference| %.3g "
            "(same samples), %.3g (PyAV's decode)\n", n, worst, worst_pyav);
-    for (k = 0; k < n; k++) {
-        clef_record_free(&recs[k]);
-        free(alone[k]);
-    }
-    ops->close(b);
-    clef_model_close(m);
-    json_decref(cases);
-    sh("rm -rf '%s'", tmp);
-    return check_done();
+    return e2e_done(tmp, m, ops, b, cases, recs, alone, n);
 }

@@ -214,7 +214,7 @@ main(void)
     double                   d, bound, effect, worst = 0, worst_effect = 0;
     double                   worst_audio = 0;
     size_t                   i;
-    int                      n = 0, k, ok, argmax = 0, kinds;
+    int                      n = 0, ok, argmax = 0, kinds;
     int                      with_audio = 0, clips = 0;
 
     if (access("build/clef", X_OK) != 0
@@ -304,19 +304,12 @@ main(void)
 
     /* one packed batch of every record (text, images, clips, videos):
      * the very logits of each alone */
-    CHECK(e2e_packed(m, ops, b, NULL, recs, n, alone), "%d records packed into one batch: every logit "
-          "bit-identical to the record alone", n);
+    CHECK(e2e_packed(m, ops, b, NULL, recs, n, alone),
+          "%d records packed into one batch: every logit bit-identical to "
+          "the record alone", n);
 
     printf("# omni e2e: %d requests (%d with %d clips), max |p - reference| "
            "%.3g (with audio %.3g); largest 1e-4 feature-step effect %.3g\n",
            n, with_audio, clips, worst, worst_audio, worst_effect);
-    for (k = 0; k < n; k++) {
-        clef_record_free(&recs[k]);
-        free(alone[k]);
-    }
-    ops->close(b);
-    clef_model_close(m);
-    json_decref(cases);
-    sh("rm -rf '%s'", tmp);
-    return check_done();
+    return e2e_done(tmp, m, ops, b, cases, recs, alone, n);
 }

@@ -230,7 +230,7 @@ main(void)
     char                     path[1024], dir[1100];
     float                   *alone[MAX_CASES];
     double                   d, worst = 0, worst_ratio = 0, effect;
-    int                      n = 0, i, k, ok, argmax, refusals = 0;
+    int                      n = 0, i, ok, argmax, refusals = 0;
 
     if (access("build/clef", X_OK) != 0
         || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
@@ -324,13 +324,5 @@ main(void)
 
     printf("# omni video e2e: %d requests, max |p - reference| %.3g, at most "
            "%.3g of the one-step effect\n", n, worst, worst_ratio);
-    for (k = 0; k < n; k++) {
-        clef_record_free(&recs[k]);
-        free(alone[k]);
-    }
-    ops->close(b);
-    clef_model_close(m);
-    json_decref(cases);
-    sh("rm -rf '%s'", tmp);
-    return check_done();
+    return e2e_done(tmp, m, ops, b, cases, recs, alone, n);
 }

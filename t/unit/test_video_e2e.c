@@ -129,7 +129,7 @@ main(void)
     char                     dir[1100];
     float                   *alone[MAX_CASES];
     double                   d, tol, worst = 0, worst_ratio = 0, effect;
-    int                      n = 0, i, k, ok, decided;
+    int                      n = 0, i, ok, decided;
 
     if (access("build/clef", X_OK) != 0
         || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
@@ -194,13 +194,5 @@ main(void)
 
     printf("# video e2e: %d requests, max |p - reference| %.3g, at most %.3g "
            "of the one-step effect\n", n, worst, worst_ratio);
-    for (k = 0; k < n; k++) {
-        clef_record_free(&recs[k]);
-        free(alone[k]);
-    }
-    ops->close(b);
-    clef_model_close(m);
-    json_decref(cases);
-    sh("rm -rf '%s'", tmp);
-    return check_done();
+    return e2e_done(tmp, m, ops, b, cases, recs, alone, n);
 }

@@ -241,13 +241,5 @@ main(void)
 
     printf("# vision e2e: max |p - reference| %.3g from the reference's pixel "
            "values, %.3g from the files\n", worst_pix, worst_bytes);
-    for (k = 0; k < n; k++) {
-        clef_record_free(&recs[k]);
-        free(alone[k]);
-    }
-    ops->close(b);
-    clef_model_close(m);
-    json_decref(cases);
-    sh("rm -rf '%s'", tmp);
-    return check_done();
+    return e2e_done(tmp, m, ops, b, cases, recs, alone, n);
 }
