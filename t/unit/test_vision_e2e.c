@@ -71,32 +71,14 @@ static void
 check_encoding(json_t *c, const clef_record *rec, const char *name)
 {
     json_t  *ids = json_object_get(c, "input_ids"), *qs = json_object_get(c, "questions");
-    json_t  *starts = json_object_get(c, "image_start"), *q, *opts;
+    json_t  *starts = json_object_get(c, "image_start");
     size_t   i;
-    int      ok, qi, o, off;
+    int      ok;
 
-    ok = json_array_size(ids) == rec->ids.n;
-    for (i = 0; ok && i < rec->ids.n; i++) {
-        ok = json_integer_value(json_array_get(ids, i)) == rec->ids.v[i];
-    }
-    CHECK(ok, "%s: %zu input ids identical", name, rec->ids.n);
-    ok = (int) json_array_size(qs) == rec->n_questions;
-    for (qi = 0; ok && qi < rec->n_questions; qi++) {
-        q = json_array_get(qs, (size_t) qi);
-        ok = json_integer_value(json_array_get(json_object_get(q, "span"), 0))
-                 == rec->question_spans[qi].start
-             && json_integer_value(json_array_get(json_object_get(q, "span"), 1))
-                 == rec->question_spans[qi].end;
-        opts = json_object_get(q, "options");
-        off = rec->option_offset[qi];
-        for (o = 0; ok && o < rec->option_offset[qi + 1] - off; o++) {
-            ok = json_integer_value(json_array_get(json_array_get(opts, (size_t) o), 0))
-                     == rec->option_spans[off + o].start
-                 && json_integer_value(json_array_get(json_array_get(opts, (size_t) o), 1))
-                     == rec->option_spans[off + o].end;
-        }
-    }
-    CHECK(ok, "%s: question and option spans identical", name);
+    CHECK(e2e_ids_equal(ids, rec), "%s: %zu input ids identical", name,
+          rec->ids.n);
+    CHECK(e2e_spans_equal(qs, rec), "%s: question and option spans identical",
+          name);
     ok = (int) json_array_size(starts) == rec->n_media
          && rec->n_spans == rec->n_media;
     for (i = 0; ok && i < (size_t) rec->n_media; i++) {
