@@ -26,9 +26,30 @@
 #include "shell.h"
 #include "vision_cases.h"
 
-/* The checkpoint of t/fixtures/models/NAME.json with TOKENIZER and SEED in
- * two shards, written to TMP/NAME (its path in dir); two checks: it is
- * made, and its files are NAME.sha256's. */
+/* Whether the test can run: build/clef built (and build/clef-decoder when
+ * decoder, which the engine is then told to use), the scratch directory
+ * tmp made; 0 when it can, else the skip plan printed. */
+static int __attribute__((unused))
+e2e_start(char *tmp, int decoder)
+{
+    if (access("build/clef", X_OK) != 0
+        || (decoder && access("build/clef-decoder", X_OK) != 0)
+        || mkdtemp(tmp) == NULL)
+    {
+        printf("1..0 # SKIP build/clef%s is not built\n",
+               decoder ? " or build/clef-decoder" : "");
+        return -1;
+    }
+    if (decoder) {
+        use_build_decoder();
+    }
+    return 0;
+}
+
+
+/* The checkpoint of t/fixtures/models/NAME.json with the tokenizer
+ * t/fixtures/TOKENIZER and SEED in two shards, written to TMP/NAME (its
+ * path in dir); two checks: it is made, and its files are NAME.sha256's. */
 static void __attribute__((unused))
 e2e_mkmodel(const char *tmp, const char *name, const char *tokenizer,
     int seed, char *dir, size_t size)
@@ -37,8 +58,9 @@ e2e_mkmodel(const char *tmp, const char *name, const char *tokenizer,
 
     snprintf(dir, size, "%s/%s", tmp, name);
     CHECK_INT(sh("build/clef mkmodel --config '%s/models/%s.json' "
-                 "--tokenizer '%s' --seed %d --shards 2 --out '%s' "
-                 "> /dev/null", check_fixtures(), name, tokenizer, seed, dir),
+                 "--tokenizer '%s/%s' --seed %d --shards 2 --out '%s' "
+                 "> /dev/null", check_fixtures(), name, check_fixtures(),
+                 tokenizer, seed, dir),
               0, "mkmodel %s", name);
     CHECK_INT(sh("cd '%s' && sha256sum --quiet -c '%s/%s/models/%s.sha256'",
                  dir, getcwd(cwd, sizeof(cwd)), check_fixtures(), name), 0,

@@ -236,24 +236,18 @@ main(void)
     clef_error               err;
     clef_record              recs[MAX_CASES], r;
     json_t                  *cases, *c;
-    char                     path[1024], dir[1100];
+    char                     dir[1100];
     float                   *alone[MAX_CASES];
     double                   d, dp, worst = 0, worst_pyav = 0, effect;
-    int                      n = 0, i, ok, argmax, runs;
+    int                      n = 0, i, ok, argmax = 0, runs;
     int                      heard = 0, most_runs = 0, refused = 0;
 
     runs = 0;
 
-    if (access("build/clef", X_OK) != 0
-        || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
-    {
-        printf("1..0 # SKIP build/clef or build/clef-decoder is not built\n");
+    if (e2e_start(tmp, 1) != 0) {
         return 0;
     }
-    use_build_decoder();
-    snprintf(path, sizeof(path), "%s/tokenizer/qwen3-omni",
-             check_fixtures());
-    e2e_mkmodel(tmp, "omni1", path, 21, dir, sizeof(dir));
+    e2e_mkmodel(tmp, "omni1", "tokenizer/qwen3-omni", 21, dir, sizeof(dir));
 
     cases = e2e_cases("vision/omni_avideos.jsonl");
     CHECK(json_array_size(cases) >= 10, "%zu Clef Omni requests with videos "

@@ -209,7 +209,7 @@ main(void)
     clef_error               err;
     clef_record              recs[MAX_CASES];
     json_t                  *cases, *c;
-    char                     path[1024], dir[1100];
+    char                     dir[1100];
     float                   *alone[MAX_CASES], lg[256];
     double                   d, bound, effect, worst = 0, worst_effect = 0;
     double                   worst_audio = 0;
@@ -217,16 +217,10 @@ main(void)
     int                      n = 0, ok, argmax = 0, kinds;
     int                      with_audio = 0, clips = 0;
 
-    if (access("build/clef", X_OK) != 0
-        || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
-    {
-        printf("1..0 # SKIP build/clef or build/clef-decoder is not built\n");
+    if (e2e_start(tmp, 1) != 0) {
         return 0;
     }
-    use_build_decoder();
-    snprintf(path, sizeof(path), "%s/tokenizer/qwen3-omni",
-             check_fixtures());
-    e2e_mkmodel(tmp, "omni1", path, 21, dir, sizeof(dir));
+    e2e_mkmodel(tmp, "omni1", "tokenizer/qwen3-omni", 21, dir, sizeof(dir));
 
     cases = e2e_cases("e2e/omni1_audio.jsonl");
     CHECK(json_array_size(cases) >= 30 && json_array_size(cases) <= MAX_CASES,

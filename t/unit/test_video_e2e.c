@@ -131,14 +131,10 @@ main(void)
     double                   d, tol, worst = 0, worst_ratio = 0, effect;
     int                      n = 0, i, ok, decided;
 
-    if (access("build/clef", X_OK) != 0
-        || access("build/clef-decoder", X_OK) != 0 || mkdtemp(tmp) == NULL)
-    {
-        printf("1..0 # SKIP build/clef or build/clef-decoder is not built\n");
+    if (e2e_start(tmp, 1) != 0) {
         return 0;
     }
-    use_build_decoder();
-    e2e_mkmodel(tmp, "v1", check_qwen3_tokenizer(), 11, dir, sizeof(dir));
+    e2e_mkmodel(tmp, "v1", "tokenizer/qwen3", 11, dir, sizeof(dir));
 
     cases = e2e_cases("vision/videos.jsonl");
     CHECK(json_array_size(cases) >= 30, "%zu requests with videos",
