@@ -22,6 +22,7 @@
 #include "jsonl.h"
 #include "model/model.h"
 #include "protocol/encode.h"
+#include "protocol/encode_media.h"
 #include "protocol/request.h"
 #include "shell.h"
 #include "vision_cases.h"
@@ -137,6 +138,30 @@ e2e_spans_equal(json_t *qs, const clef_record *rec)
         }
     }
     return ok;
+}
+
+
+/* A body encoded with its media (of the kinds in accepts, the
+ * CLEF_MEDIA_BIT()s) as the engine does; the refusal in err. */
+static int __attribute__((unused))
+e2e_encode(const clef_model *m, const char *body, unsigned accepts,
+    clef_record *rec, clef_error *err)
+{
+    clef_request      req;
+    clef_encode_opts  eo;
+    int               rc;
+
+    memset(err, 0, sizeof(*err));
+    clef_encode_opts_default(&eo);
+    rc = clef_request_parse(&req, body, strlen(body), NULL, err);
+    if (rc == 0) {
+        rc = clef_request_check_media(&req, accepts, err);
+        if (rc == 0) {
+            rc = clef_encode_with_media(m, &req, &eo, rec, err);
+        }
+        clef_request_free(&req);
+    }
+    return rc;
 }
 
 

@@ -118,24 +118,12 @@ static int
 encode_request(const clef_model *m, json_t *c, clef_record *rec,
     clef_error *err)
 {
-    clef_request      req;
-    clef_encode_opts  eo;
-    char             *body = request_body(c);
-    int               rc;
+    char  *body = request_body(c);
+    int    rc;
 
-    memset(err, 0, sizeof(*err));
-    clef_encode_opts_default(&eo);
-    rc = clef_request_parse(&req, body, strlen(body), NULL, err);
-    if (rc == 0) {
-        rc = clef_request_check_media(&req, CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
-                                      | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO)
-                                      | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO),
-                                      err);
-        if (rc == 0) {
-            rc = clef_encode_with_media(m, &req, &eo, rec, err);
-        }
-        clef_request_free(&req);
-    }
+    rc = e2e_encode(m, body, CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
+                             | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO)
+                             | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO), rec, err);
     free(body);
     return rc;
 }
