@@ -4,8 +4,8 @@
  * CUDA (test_cuda_audio) tests of the audio tower: a record's clips as
  * audio items of the reference's log-mel features (media/media.h), its
  * body parsed and planned as the engine does with its images decoded and
- * processed by the engine, the clips placed after them; the reference's
- * probabilities compared.  Include after check.h and vision_cases.h.
+ * processed by the engine, the clips placed after them (the probabilities
+ * are compared by e2e_cases.h).  Include after check.h and vision_cases.h.
  */
 #ifndef CLEF_TEST_AUDIO_CASES_H
 #define CLEF_TEST_AUDIO_CASES_H
