@@ -70,29 +70,16 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
         omni_media_conf(m, mc);
     }
     /* audio clips (Clef Omni's audio tower): <|audio_start|>, one
-     * <|audio_pad|> per row of the tower, <|audio_end|>.  The kind is
-     * accepted once the request's "audio" is read (media/kinds.c): until
-     * then its refusal names what is served. */
+     * <|audio_pad|> per row of the tower, <|audio_end|>; served only on a
+     * backend with an audio encoder (clef_media_conf_backend) */
     ac = clef_model_audio_config(m);
     oc = clef_model_omni_config(m);
-    if (ac != NULL && ac->present && oc != NULL) {
+    if (ac != NULL && oc != NULL) {
+        mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO);
+        mc->audio = ac->features;
         mc->tokens[CLEF_MEDIA_AUDIO].start = oc->audio_start_token_id;
         mc->tokens[CLEF_MEDIA_AUDIO].pad = oc->audio_token_id;
         mc->tokens[CLEF_MEDIA_AUDIO].end = oc->audio_end_token_id;
-    }
-    /* audio clips: Clef Omni's audio tower, with its tokens; served only
-     * on a backend with an audio encoder (clef_media_conf_backend) */
-    if (clef_model_audio_config(m) != NULL
-        && clef_model_omni_config(m) != NULL)
-    {
-        mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO);
-        mc->audio = clef_model_audio_config(m)->features;
-        mc->tokens[CLEF_MEDIA_AUDIO].start =
-            clef_model_omni_config(m)->audio_start_token_id;
-        mc->tokens[CLEF_MEDIA_AUDIO].pad =
-            clef_model_omni_config(m)->audio_token_id;
-        mc->tokens[CLEF_MEDIA_AUDIO].end =
-            clef_model_omni_config(m)->audio_end_token_id;
     }
 }
 

@@ -24,6 +24,13 @@
  *   - omni2 in every other type (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K,
  *     Q5_K_M): text requests answered at fp32 and q8, within the type's
  *     error of the release's answers (F16, BF16: its own);
+ *   - media from the F32 GGUF: every request of the end-to-end fixtures
+ *     that carries media (images, 1-4 clips in every container, silent
+ *     videos: e2e/omni1_audio.jsonl; videos with sound: vision/
+ *     omni_avideos.jsonl), sent as a client sends it, prints the
+ *     release's bytes: what the GGUF path gives the media (processor,
+ *     feature extractor, Omni's ids and position_id_per_seconds) is what
+ *     the release's files give them;
  *   - refusals: a plain qwen3vlmoe GGUF, a file without an expert tensor;
  *     a headers-only open maps nothing, through the model layer too.
  */
@@ -42,6 +49,8 @@
 #include "model/gguf_write.h"
 #include "model/model.h"
 #include "model/roles.h"
+#include "vision_cases.h"
+#include "e2e_cases.h"
 
 #define FP32_TOL  1e-5
 #define Q8_TOL    5e-2
@@ -399,6 +408,63 @@ test_reference(const char *key, json_t *mv, double *max_fp32, double *max_q8)
     sh("rm -f '%s' '%s'", model, mmproj);
 }
 
+/* ---- media from the F32 GGUF ------------------------------------------- */
+
+/* The media requests of the fixture file t/fixtures/REL (those with
+ * images, audio or videos) appended to cases as decide() takes them. */
+static void
+media_cases(const char *rel, json_t *cases)
+{
+    json_t  *all = e2e_cases(rel), *c, *body, *d;
+    char    *text;
+    size_t   i;
+
+    json_array_foreach(all, i, c) {
+        body = json_object_get(c, "body");
+        if (json_object_get(body, "images") == NULL
+            && json_object_get(body, "audio") == NULL
+            && json_object_get(body, "videos") == NULL)
+        {
+            continue;
+        }
+        text = body_of(c);
+        d = json_pack("{s:s, s:i, s:s}", "body", text, "max_length", 64000,
+                      "truncate", "reject");
+        json_array_append_new(cases, d);
+        free(text);
+    }
+    json_decref(all);
+}
+
+
+static void
+test_media(const char *rel, const char *gg, const char *mm)
+{
+    json_t  *cases = json_array(), *ra = json_array(), *rb = json_array();
+    char    *a, *b;
+    size_t   n;
+
+    media_cases("e2e/omni1_audio.jsonl", cases);
+    n = json_array_size(cases);
+    media_cases("vision/omni_avideos.jsonl", cases);
+    CHECK(n >= 25 && json_array_size(cases) >= n + 10, "%zu requests with "
+          "clips and silent videos, %zu with videos with sound", n,
+          json_array_size(cases) - n);
+    a = decide(rel, NULL, cases, "-t 2", ra);
+    b = decide(gg, mm, cases, "-t 2", rb);
+    CHECK(a != NULL && b != NULL && strcmp(a, b) == 0
+          && strstr(a, "\"error\"") == NULL,
+          "omni1 f32: clef decide --raw --mmproj on %zu media requests prints "
+          "the release's bytes, every one answered",
+          json_array_size(cases));
+    free(a);
+    free(b);
+    json_decref(cases);
+    json_decref(ra);
+    json_decref(rb);
+}
+
+
 /* ---- release against F32 GGUF ----------------------------------------- */
 
 static void
@@ -451,6 +517,9 @@ test_f32(int k, json_t *cases)
     json_decref(text);
     json_decref(ra);
     json_decref(rb);
+    if (k == 0) {
+        test_media(rel, gg, mm);
+    }
     sh("rm -rf '%s' '%s' '%s'", rel, gg, mm);
 }
 
@@ -644,6 +713,7 @@ main(void)
         CHECK(0, "getcwd");
         return check_done();
     }
+    use_build_decoder();
     snprintf(tmp, sizeof(tmp), "/tmp/clef-gguf-omni-XXXXXX");
     if (mkdtemp(tmp) == NULL) {
         CHECK(0, "mkdtemp");

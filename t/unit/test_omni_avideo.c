@@ -54,57 +54,6 @@
 static char  tmp[] = "/tmp/clef_omni_avideo_XXXXXX";
 
 
-/* The data URLs of a body's "audio" ("sound:NAME"), in place. */
-static void
-sound_urls(json_t *items)
-{
-    static const char *const  types[][2] = {
-        { "wav", "audio/wav" }, { "flac", "audio/flac" },
-        { "mp3", "audio/mpeg" }, { "m4a", "audio/mp4" },
-        { "ogg", "audio/ogg" }, { "opus", "audio/ogg" },
-    };
-    json_t                   *v;
-    clef_buf                  url = { NULL, 0, 0 };
-    const char               *name, *ext, *type = "";
-    char                      path[1024], *bytes;
-    size_t                    i, k, len;
-
-    json_array_foreach(items, i, v) {
-        name = strchr(json_string_value(v), ':') + 1;
-        ext = strrchr(name, '.') + 1;
-        for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
-            type = strcmp(types[k][0], ext) == 0 ? types[k][1] : type;
-        }
-        snprintf(path, sizeof(path), "%s/audio/clips/%s", check_fixtures(),
-                 name);
-        bytes = slurp(path, &len);
-        url.len = 0;
-        clef_buf_printf(&url, "data:%s;base64,", type);
-        if (bytes != NULL) {
-            b64(&url, (unsigned char *) bytes, len);
-        }
-        json_array_set_new(items, i, json_string(url.data));
-        free(bytes);
-    }
-    clef_buf_free(&url);
-}
-
-
-static char *
-av_body(json_t *c)
-{
-    json_t  *body = json_deep_copy(json_object_get(c, "body"));
-    char    *text;
-
-    data_urls(json_object_get(body, "images"), 0);
-    data_urls(json_object_get(body, "videos"), 1);
-    sound_urls(json_object_get(body, "audio"));
-    text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    return text;
-}
-
-
 /* A body encoded as the engine does (mc: NULL, the model's media
  * configuration); the refusal in err. */
 static int
@@ -115,7 +64,7 @@ encode_err(const clef_model *m, json_t *c, const clef_media_conf *mc,
     clef_encode_opts  eo;
     clef_buf          blob = { NULL, 0, 0 };
     clef_plan         plan;
-    char             *body = av_body(c);
+    char             *body = body_of(c);
     int               rc;
 
     memset(err, 0, sizeof(*err));

@@ -53,72 +53,13 @@
 static char  tmp[] = "/tmp/clef_omni_e2e_XXXXXX";
 
 
-/* "audio:NAME", "clip:NAME" or "corpus:NAME" of a body's media lists as
- * the data URLs of those files, in place. */
-static void
-inline_files(json_t *items)
-{
-    static const char *const  types[][2] = {
-        { "wav", "audio/wav" }, { "flac", "audio/flac" },
-        { "mp3", "audio/mpeg" }, { "ogg", "audio/ogg" },
-        { "opus", "audio/ogg" }, { "m4a", "audio/mp4" },
-        { "mp4", "video/mp4" }, { "webm", "video/webm" },
-        { "mkv", "video/x-matroska" }, { "png", "image/png" },
-        { "jpg", "image/jpeg" }, { "webp", "image/webp" },
-    };
-    json_t                   *v;
-    clef_buf                  url = { NULL, 0, 0 };
-    const char               *ref, *name, *ext, *type, *dir;
-    char                      path[1024], *bytes;
-    size_t                    i, k, len;
-
-    json_array_foreach(items, i, v) {
-        ref = json_string_value(v);
-        name = strchr(ref, ':') + 1;
-        ext = strrchr(name, '.') + 1;
-        type = "";
-        for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
-            type = strcmp(types[k][0], ext) == 0 ? types[k][1] : type;
-        }
-        dir = strncmp(ref, "audio:", 6) == 0 ? "audio/clips"
-              : strncmp(ref, "clip:", 5) == 0 ? "video/clips"
-              : "images/corpus";
-        snprintf(path, sizeof(path), "%s/%s/%s", check_fixtures(), dir, name);
-        bytes = slurp(path, &len);
-        url.len = 0;
-        clef_buf_printf(&url, "data:%s;base64,", type);
-        if (bytes != NULL) {
-            b64(&url, (unsigned char *) bytes, len);
-        }
-        json_array_set_new(items, i, json_string(url.data));
-        free(bytes);
-    }
-    clef_buf_free(&url);
-}
-
-
-static char *
-request_body(json_t *c)
-{
-    json_t  *body = json_deep_copy(json_object_get(c, "body"));
-    char    *text;
-
-    inline_files(json_object_get(body, "images"));
-    inline_files(json_object_get(body, "audio"));
-    inline_files(json_object_get(body, "videos"));
-    text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    return text;
-}
-
-
 /* The body parsed, its media read and checked, encoded with its media, as
  * the engine does. */
 static int
 encode_request(const clef_model *m, json_t *c, clef_record *rec,
     clef_error *err)
 {
-    char  *body = request_body(c);
+    char  *body = body_of(c);
     int    rc;
 
     rc = e2e_encode(m, body, CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)

@@ -45,31 +45,41 @@ b64(clef_buf *out, const unsigned char *p, size_t n)
 }
 
 
-/* The data URLs of a body's "images" ("corpus:NAME") or "videos"
- * ("clip:NAME"), in place. */
+/* The data URLs of a body's media items, in place: "corpus:NAME" (an
+ * image of t/fixtures/images/corpus), "clip:NAME" (a video of
+ * t/fixtures/video/clips) or "audio:NAME" / "sound:NAME" (a clip of
+ * t/fixtures/audio/clips), typed by the file's extension. */
 static void
-data_urls(json_t *items, int video)
+data_urls(json_t *items)
 {
     static const char *const  types[][2] = {
         { "png", "image/png" }, { "jpg", "image/jpeg" },
         { "webp", "image/webp" }, { "mp4", "video/mp4" },
         { "mov", "video/quicktime" }, { "mkv", "video/x-matroska" },
-        { "webm", "video/webm" },
+        { "webm", "video/webm" }, { "wav", "audio/wav" },
+        { "flac", "audio/flac" }, { "mp3", "audio/mpeg" },
+        { "ogg", "audio/ogg" }, { "opus", "audio/ogg" },
+        { "m4a", "audio/mp4" },
     };
     json_t                   *v;
     clef_buf                  url = { NULL, 0, 0 };
-    const char               *name, *ext, *type = "";
+    const char               *ref, *name, *ext, *type, *dir;
     char                      path[1024], *bytes;
     size_t                    i, k, len;
 
     json_array_foreach(items, i, v) {
-        name = strchr(json_string_value(v), ':') + 1;
+        ref = json_string_value(v);
+        name = strchr(ref, ':') + 1;
         ext = strrchr(name, '.') + 1;
+        type = "";
         for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
             type = strcmp(types[k][0], ext) == 0 ? types[k][1] : type;
         }
-        snprintf(path, sizeof(path), "%s/%s/%s", check_fixtures(),
-                 video ? "video/clips" : "images/corpus", name);
+        dir = strncmp(ref, "audio:", 6) == 0
+              || strncmp(ref, "sound:", 6) == 0 ? "audio/clips"
+              : strncmp(ref, "clip:", 5) == 0 ? "video/clips"
+              : "images/corpus";
+        snprintf(path, sizeof(path), "%s/%s/%s", check_fixtures(), dir, name);
         bytes = slurp(path, &len);
         url.len = 0;
         clef_buf_printf(&url, "data:%s;base64,", type);
@@ -83,14 +93,17 @@ data_urls(json_t *items, int video)
 }
 
 
+/* A case's body as a client sends it (its media as data URLs), compact
+ * JSON text to free. */
 static char * __attribute__((unused))
 body_of(json_t *c)
 {
     json_t  *body = json_deep_copy(json_object_get(c, "body"));
     char    *text;
 
-    data_urls(json_object_get(body, "images"), 0);
-    data_urls(json_object_get(body, "videos"), 1);
+    data_urls(json_object_get(body, "images"));
+    data_urls(json_object_get(body, "audio"));
+    data_urls(json_object_get(body, "videos"));
     text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     return text;
