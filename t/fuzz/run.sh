@@ -14,7 +14,8 @@
 # reader and every dequantizer on what it accepts, seeded with small GGUF
 # files that seed-corpus.py writes; video runs the in-memory demuxer, the
 # decoders, the colour conversion and the processor (fuzz_video.c), seeded
-# with the small clips of t/fixtures/video/clips; audio runs the audio
+# with the small clips of t/fixtures/video/clips, under dense Clef's sampling
+# and Clef Omni's timed one; audio runs the audio
 # demuxers, decoders, the resampling graph and the log-mel features
 # (fuzz_audio.c), seeded with t/fixtures/audio/clips.  Crashes, leaks, timeouts
 # (more than FUZZ_TIMEOUT seconds, default 1, on one input)
