@@ -6,7 +6,8 @@
  * scan, libavcodec frames resized by the processor) and once with Clef
  * Omni's timed sampling (frames kept by their times as they decode,
  * libswscale scaling).  Never a crash or a leak; a video loaded has its
- * frames (an even count), a grid of whole merge blocks and, sampled
+ * frames (a whole number of temporal patches when timed: the reference
+ * repeats the last frame), a grid of whole merge blocks and, sampled
  * uniformly, its pair times; a refusal is a complete 400 naming video 0.
  * The limits are lowered (64 Ki pixels a frame, 300 frames, 2 s of
  * decoding) so that an input claiming a huge or long video costs
@@ -37,9 +38,10 @@ load(const uint8_t *data, size_t size, const clef_video_limits *lim,
         }
         return;
     }
-    if (v.rgb == NULL || v.n_frames < 2 || v.n_frames % 2 || v.grid_t < 1
-        || v.grid_t * 2 != v.n_frames || v.grid_h < 2 || v.grid_w < 2
-        || v.grid_h % 2 || v.grid_w % 2
+    if (v.rgb == NULL || v.n_frames < 2 || v.grid_t < 1
+        || v.grid_t != (v.n_frames + v.temporal - 1) / v.temporal
+        || v.grid_h < 2 || v.grid_w < 2 || v.grid_h % 2 || v.grid_w % 2
+        || (timed && v.n_frames % v.temporal != 0)
         || (!timed && (v.times == NULL || v.info.n_frames < v.n_frames)))
     {
         fuzz_fail("%s: loaded %d frames, grid %d %d %d",
