@@ -305,40 +305,6 @@ failed:
 
 /* ---- forward -------------------------------------------------------------- */
 
-typedef struct {
-    float        *x;
-    const float  *y;
-    int64_t       ld;
-    int           dim;
-} add_job;
-
-
-static void
-add_task(void *ctx, int64_t begin, int64_t end, int worker)
-{
-    const add_job  *j = ctx;
-    int64_t         r;
-    int             i;
-
-    (void) worker;
-    for (r = begin; r < end; r++) {
-        for (i = 0; i < j->dim; i++) {
-            j->x[r * j->ld + i] += j->y[r * j->ld + i];
-        }
-    }
-}
-
-
-static void
-add_rows(clef_cpu_pool *pool, float *x, const float *y, int64_t ld,
-    int64_t rows, int dim)
-{
-    add_job  j = { x, y, ld, dim };
-
-    clef_cpu_pool_for(pool, rows, 64, add_task, &j);
-}
-
-
 /* The scratch of the convolutions, sized for the widest chunk. */
 typedef struct {
     float  *act1, *act2, *act3, *cols, *flat;
@@ -483,7 +449,7 @@ clef_cpu_audio_forward(clef_cpu_audio *a, const clef_media_item *const *items,
                                   per_worker, blocks);
         clef_cpu_linear(pool, o, D, P, &y->out, xn, D, 0.0f, gemm);
         clef_cpu_add_bias(pool, xn, D, P, (int) D, y->out_b);
-        add_rows(pool, x, xn, D, P, (int) D);
+        clef_cpu_add_rows(pool, x, xn, D, P, (int) D);
 
         clef_cpu_layernorm(pool, x, D, xn, D, P, (int) D, y->norm2_w,
                            y->norm2_b, LN_EPS);
@@ -496,7 +462,7 @@ clef_cpu_audio_forward(clef_cpu_audio *a, const clef_media_item *const *items,
                             gemm);
         }
         clef_cpu_add_bias(pool, o, D, P, (int) D, y->fc2_b);
-        add_rows(pool, x, o, D, P, (int) D);
+        clef_cpu_add_rows(pool, x, o, D, P, (int) D);
         if (a->progress != NULL) {
             a->progress(a->progress_ctx);
         }

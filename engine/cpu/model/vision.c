@@ -373,40 +373,6 @@ pos_task(void *ctx, int64_t begin, int64_t end, int worker)
 }
 
 
-typedef struct {
-    float        *x;
-    const float  *y;
-    int64_t       ld;
-    int           dim;
-} add_job;
-
-
-static void
-add_task(void *ctx, int64_t begin, int64_t end, int worker)
-{
-    const add_job  *j = ctx;
-    int64_t         r;
-    int             i;
-
-    (void) worker;
-    for (r = begin; r < end; r++) {
-        for (i = 0; i < j->dim; i++) {
-            j->x[r * j->ld + i] += j->y[r * j->ld + i];
-        }
-    }
-}
-
-
-static void
-add_rows(clef_cpu_pool *pool, float *x, const float *y, int64_t ld,
-    int64_t rows, int dim)
-{
-    add_job  j = { x, y, ld, dim };
-
-    clef_cpu_pool_for(pool, rows, 64, add_task, &j);
-}
-
-
 /* out[P / unit][out] <- merger g of the patches x ([P][H]): its LayerNorm
  * over each patch (the main merger), or over each 2 x 2 block's patches
  * side by side (they are consecutive rows; DeepStack's, post_shuffle),
@@ -570,7 +536,7 @@ clef_cpu_vision_forward_levels(clef_cpu_vision *v,
         /* x + (o proj^T + bias), in the reference's order */
         clef_cpu_linear(pool, o, H, P, &b->proj, xn, H, 0.0f, gemm);
         clef_cpu_add_bias(pool, xn, H, P, (int) H, b->proj_b);
-        add_rows(pool, x, xn, H, P, (int) H);
+        clef_cpu_add_rows(pool, x, xn, H, P, (int) H);
 
         clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, b->norm2_w,
                            b->norm2_b, 1e-6f);
@@ -581,7 +547,7 @@ clef_cpu_vision_forward_levels(clef_cpu_vision *v,
             clef_cpu_linear(pool, mlp, I, n, &b->fc2, o + t0 * H, H, 0.0f, gemm);
         }
         clef_cpu_add_bias(pool, o, H, P, (int) H, b->fc2_b);
-        add_rows(pool, x, o, H, P, (int) H);
+        clef_cpu_add_rows(pool, x, o, H, P, (int) H);
         /* DeepStack: this block's output through its merger, level d + 1
          * of the features */
         for (d = 0; d < c->n_deepstack; d++) {

@@ -95,6 +95,32 @@ clef_cpu_add_bias(clef_cpu_pool *pool, float *y, int64_t ldy, int64_t rows,
 
 
 static void
+add_rows_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const rows_job  *j = ctx;
+    int64_t          r;
+    int              i;
+
+    (void) worker;
+    for (r = begin; r < end; r++) {
+        for (i = 0; i < j->dim; i++) {
+            j->y[r * j->ldy + i] += j->x[r * j->ldx + i];
+        }
+    }
+}
+
+
+void
+clef_cpu_add_rows(clef_cpu_pool *pool, float *y, const float *x, int64_t ld,
+    int64_t rows, int dim)
+{
+    rows_job  j = { x, y, ld, ld, dim, NULL, NULL, 0, 0 };
+
+    clef_cpu_pool_for(pool, rows, 64, add_rows_task, &j);
+}
+
+
+static void
 gelu_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const rows_job  *j = ctx;

@@ -22,6 +22,10 @@ void clef_cpu_layernorm(clef_cpu_pool *pool, const float *x, int64_t ldx,
 void clef_cpu_add_bias(clef_cpu_pool *pool, float *y, int64_t ldy,
     int64_t rows, int dim, const float *b);
 
+/* y[r][i] += x[r][i]: a residual, both rows ld floats apart */
+void clef_cpu_add_rows(clef_cpu_pool *pool, float *y, const float *x,
+    int64_t ld, int64_t rows, int dim);
+
 /* y[r][i] = act(y[r][i] + b[i]): gelu with tanh (gelu_pytorch_tanh) or
  * with erf (nn.GELU()) */
 void clef_cpu_bias_gelu(clef_cpu_pool *pool, float *y, int64_t ldy,
