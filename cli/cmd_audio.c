@@ -27,10 +27,10 @@
 
 #include "base/clock.h"
 #include "commands.h"
+#include "media_file.h"
 #include "media/audio_decode.h"
 #include "media/audio_features.h"
 #include "media/decoder.h"
-#include "text/render.h"
 
 typedef struct {
     const char       *path;
@@ -52,55 +52,6 @@ usage(FILE *f)
 }
 
 
-static uint8_t *
-slurp(const char *path, size_t *len)
-{
-    FILE     *fp = fopen(path, "rb");
-    uint8_t  *p = NULL;
-    long      n;
-
-    if (fp == NULL) {
-        return NULL;
-    }
-    if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0
-        && fseek(fp, 0, SEEK_SET) == 0)
-    {
-        p = malloc((size_t) n + 1);
-        if (p != NULL && fread(p, 1, (size_t) n, fp) != (size_t) n) {
-            free(p);
-            p = NULL;
-        }
-        *len = (size_t) n;
-    }
-    fclose(fp);
-    return p;
-}
-
-
-static void
-print_string(const char *s)
-{
-    clef_buf  b = { NULL, 0, 0 };
-
-    clef_render_string(&b, s, strlen(s));
-    fwrite(b.data, 1, b.len, stdout);
-    clef_buf_free(&b);
-}
-
-
-static void
-print_error(const char *path, const clef_error *err)
-{
-    fputs("{\"file\": ", stdout);
-    print_string(path);
-    printf(", \"error\": {\"status\": %d, \"type\": ", err->status);
-    print_string(err->type);
-    fputs(", \"message\": ", stdout);
-    print_string(err->message);
-    fputs("}}\n", stdout);
-}
-
-
 static void
 print_clip(const clip *c, const clef_audio_config *ac)
 {
@@ -117,11 +68,11 @@ print_clip(const clip *c, const clef_audio_config *ac)
         mean += c->mel[i];
     }
     fputs("{\"file\": ", stdout);
-    print_string(c->path);
+    clef_cli_print_string(c->path);
     printf(", \"container\": \"%s\", \"codec\": \"%s\", \"rate\": %d, "
            "\"channels\": %d, \"layout\": ", c->info.container,
            c->info.codec, (int) c->info.rate, (int) c->info.channels);
-    print_string(c->info.layout);
+    clef_cli_print_string(c->info.layout);
     printf(", \"samples\": %lld, \"seconds\": %.6f, \"sum\": \"%a\", "
            "\"sumsq\": \"%a\", \"frames\": %d, \"tokens\": %lld, "
            "\"min\": %.6f, \"max\": %.6f, \"mean\": %.6f}\n",
@@ -258,7 +209,7 @@ clef_cmd_audio(int argc, char **argv)
     }
     for (i = 0; i < n; i++) {
         clips[i].path = argv[optind + i];
-        data = slurp(clips[i].path, &len);
+        data = clef_cli_slurp(clips[i].path, &len);
         if (data == NULL) {
             fprintf(stderr, "clef audio: cannot read %s\n", clips[i].path);
             return 1;
@@ -279,7 +230,7 @@ clef_cmd_audio(int argc, char **argv)
             }
         }
     } else if (features(clips, n, &ac, &err) != 0) {
-        print_error("(record)", &err);
+        clef_cli_print_error("(record)", &err);
         status = 1;
     }
     if (bench > 0 && status == 0) {
@@ -296,7 +247,7 @@ clef_cmd_audio(int argc, char **argv)
     }
     for (i = 0; i < n && bench <= 0; i++) {
         if (clips[i].failed) {
-            print_error(clips[i].path, &clips[i].err);
+            clef_cli_print_error(clips[i].path, &clips[i].err);
             continue;
         }
         if (clips[i].mel == NULL) {

@@ -31,9 +31,9 @@
 
 #include "base/clock.h"
 #include "commands.h"
+#include "media_file.h"
 #include "media/decoder.h"
 #include "media/video_process.h"
-#include "text/render.h"
 
 typedef struct {
     FILE    *f;
@@ -49,55 +49,6 @@ usage(FILE *f)
 }
 
 
-static uint8_t *
-slurp(const char *path, size_t *len)
-{
-    FILE     *fp = fopen(path, "rb");
-    uint8_t  *p = NULL;
-    long      n;
-
-    if (fp == NULL) {
-        return NULL;
-    }
-    if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0
-        && fseek(fp, 0, SEEK_SET) == 0)
-    {
-        p = malloc((size_t) n + 1);
-        if (p != NULL && fread(p, 1, (size_t) n, fp) != (size_t) n) {
-            free(p);
-            p = NULL;
-        }
-        *len = (size_t) n;
-    }
-    fclose(fp);
-    return p;
-}
-
-
-static void
-print_string(const char *s)
-{
-    clef_buf  b = { NULL, 0, 0 };
-
-    clef_render_string(&b, s, strlen(s));
-    fwrite(b.data, 1, b.len, stdout);
-    clef_buf_free(&b);
-}
-
-
-static void
-print_error(const char *path, const clef_error *err)
-{
-    fputs("{\"file\": ", stdout);
-    print_string(path);
-    printf(", \"error\": {\"status\": %d, \"type\": ", err->status);
-    print_string(err->type);
-    fputs(", \"message\": ", stdout);
-    print_string(err->message);
-    fputs("}}\n", stdout);
-}
-
-
 static void
 print_video(const char *path, const clef_video *v)
 {
@@ -105,7 +56,7 @@ print_video(const char *path, const clef_video *v)
     int32_t  i;
 
     fputs("{\"file\": ", stdout);
-    print_string(path);
+    clef_cli_print_string(path);
     printf(", \"codec\": \"%s\", \"frames\": %lld, \"fps\": \"%a\", "
            "\"duration\": %.17g, \"width\": %d, \"height\": %d, "
            "\"rotation\": %d, \"audio\": %s, \"indices\": [",
@@ -275,13 +226,13 @@ clef_cmd_video(int argc, char **argv)
     }
 
     for (i = optind; i < argc; i++) {
-        data = slurp(argv[i], &len);
+        data = clef_cli_slurp(argv[i], &len);
         if (data == NULL) {
             fprintf(stderr, "clef video: cannot read %s\n", argv[i]);
             return 1;
         }
         if (clef_video_load(data, len, 0, &lim, &vc, &v, &err) != 0) {
-            print_error(argv[i], &err);
+            clef_cli_print_error(argv[i], &err);
             free(data);
             continue;
         }
@@ -298,7 +249,7 @@ clef_cmd_video(int argc, char **argv)
                 t = clef_clock_seconds() - t0;
             } while (t < bench);
             fputs("{\"file\": ", stdout);
-            print_string(argv[i]);
+            clef_cli_print_string(argv[i]);
             printf(", \"video_seconds\": %.6f, \"seconds\": %.6f}\n",
                    v.info.duration, t / (double) runs);
         } else {
@@ -307,7 +258,7 @@ clef_cmd_video(int argc, char **argv)
         if (dir != NULL
             && dump(dir, argv[i], data, len, &lim, &vc, &v, &err) != 0)
         {
-            print_error(argv[i], &err);
+            clef_cli_print_error(argv[i], &err);
             status = 1;
         }
         clef_video_free(&v);
