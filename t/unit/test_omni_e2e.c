@@ -90,41 +90,22 @@ clips_equal(json_t *frames, const clef_record *rec)
 }
 
 
-/* max |p - reference| over every option; *argmax_ok 0 when a question has
- * another argmax than the reference's (or another option count). */
+/* max |p - reference| over every option (e2e_compare on the reference's
+ * questions[].probabilities); *argmax_ok 0 when a question has another
+ * argmax than the reference's (or another option count). */
 static double
 compare(json_t *c, const clef_record *rec, const float *lg, int *argmax_ok)
 {
-    json_t  *qs = json_object_get(c, "questions"), *rp;
-    double   p[256], d = 0, ref, best, rbest;
-    int      qi, o, n, arg, rarg;
+    json_t  *probs = json_array(), *q, *ref;
+    size_t   i;
+    double   d;
 
-    *argmax_ok = (int) json_array_size(qs) == rec->n_questions;
-    for (qi = 0; *argmax_ok && qi < rec->n_questions; qi++) {
-        rp = json_object_get(json_array_get(qs, (size_t) qi),
-                             "probabilities");
-        n = rec->option_offset[qi + 1] - rec->option_offset[qi];
-        if ((int) json_array_size(rp) != n || n > 256) {
-            *argmax_ok = 0;
-            return 1;
-        }
-        e2e_probs(lg + rec->option_offset[qi], n, p);
-        arg = rarg = 0;
-        best = rbest = -1;
-        for (o = 0; o < n; o++) {
-            ref = json_number_value(json_array_get(rp, (size_t) o));
-            d = fabs(p[o] - ref) > d ? fabs(p[o] - ref) : d;
-            if (p[o] > best) {
-                best = p[o];
-                arg = o;
-            }
-            if (ref > rbest) {
-                rbest = ref;
-                rarg = o;
-            }
-        }
-        *argmax_ok &= arg == rarg;
+    json_array_foreach(json_object_get(c, "questions"), i, q) {
+        json_array_append(probs, json_object_get(q, "probabilities"));
     }
+    ref = json_pack("{s:o}", "probabilities", probs);
+    d = e2e_compare(ref, "probabilities", rec, lg, argmax_ok);
+    json_decref(ref);
     return d;
 }
 
