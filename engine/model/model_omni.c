@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/config_json.h"
 #include "model/model_config.h"
 #include "model/model_vision.h"
 
@@ -96,46 +97,6 @@ clef_omni_stored(const char *canonical, char *buf, size_t size)
 
 /* ---- thinker_config ----------------------------------------------------- */
 
-static int
-oerror(clef_error *err, const char *file, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-oerror(clef_error *err, const char *file, const char *fmt, ...)
-{
-    char     msg[400];
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return clef_error_fail(err, CLEF_E_MODEL, "%s: %s", file, msg);
-}
-
-/* o.key into *out, within [lo, hi]; dflt when absent (dflt < 0: required) */
-static int
-oint(const json_t *o, const char *prefix, const char *key, int lo, int hi,
-    int dflt, int *out, const char *file, clef_error *err)
-{
-    const json_t  *v = json_object_get(o, key);
-
-    if (v == NULL && dflt >= 0) {
-        *out = dflt;
-        return 0;
-    }
-    if (v == NULL) {
-        return oerror(err, file, "%s%s is missing", prefix, key);
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < lo
-        || json_integer_value(v) > hi)
-    {
-        return oerror(err, file, "%s%s must be an integer in [%d, %d]",
-                      prefix, key, lo, hi);
-    }
-    *out = (int) json_integer_value(v);
-    return 0;
-}
-
 const json_t *
 clef_omni_thinker(const json_t *root)
 {
@@ -156,32 +117,35 @@ parse_audio(const json_t *ac, const char *file, clef_audio_tower_config *a,
     if (x != NULL && (!json_is_string(x)
                       || strcmp(json_string_value(x), "gelu") != 0))
     {
-        return oerror(err, file, "%sactivation_function: only \"gelu\" is "
-                      "supported", p);
+        return clef_cfg_fail(err, file, "%sactivation_function: only "
+                   "\"gelu\" is supported", p);
     }
-    if (oint(ac, p, "num_mel_bins", 1, 1024, -1, &a->num_mel_bins, file, err)
-        || oint(ac, p, "d_model", 1, MAX_DIM, -1, &a->d_model, file, err)
-        || oint(ac, p, "encoder_layers", 1, 256, -1, &a->encoder_layers, file,
-                err)
-        || oint(ac, p, "encoder_attention_heads", 1, 1024, -1,
-                &a->encoder_attention_heads, file, err)
-        || oint(ac, p, "encoder_ffn_dim", 1, MAX_DIM, -1, &a->encoder_ffn_dim,
-                file, err)
-        || oint(ac, p, "downsample_hidden_size", 1, MAX_DIM, -1,
-                &a->downsample_hidden_size, file, err)
-        || oint(ac, p, "output_dim", 1, MAX_DIM, -1, &a->output_dim, file,
-                err)
-        || oint(ac, p, "n_window", 1, 1 << 16, -1, &a->n_window, file, err)
-        || oint(ac, p, "n_window_infer", 1, 1 << 20, -1, &a->n_window_infer,
-                file, err)
-        || oint(ac, p, "max_source_positions", 1, 1 << 20, 1500,
-                &a->max_source_positions, file, err))
+    if (clef_cfg_int(ac, p, "num_mel_bins", 1, 1024, -1, &a->num_mel_bins,
+            file, err)
+        || clef_cfg_int(ac, p, "d_model", 1, MAX_DIM, -1, &a->d_model, file,
+               err)
+        || clef_cfg_int(ac, p, "encoder_layers", 1, 256, -1,
+               &a->encoder_layers, file, err)
+        || clef_cfg_int(ac, p, "encoder_attention_heads", 1, 1024, -1,
+               &a->encoder_attention_heads, file, err)
+        || clef_cfg_int(ac, p, "encoder_ffn_dim", 1, MAX_DIM, -1,
+               &a->encoder_ffn_dim, file, err)
+        || clef_cfg_int(ac, p, "downsample_hidden_size", 1, MAX_DIM, -1,
+               &a->downsample_hidden_size, file, err)
+        || clef_cfg_int(ac, p, "output_dim", 1, MAX_DIM, -1, &a->output_dim,
+               file, err)
+        || clef_cfg_int(ac, p, "n_window", 1, 1 << 16, -1, &a->n_window, file,
+               err)
+        || clef_cfg_int(ac, p, "n_window_infer", 1, 1 << 20, -1,
+               &a->n_window_infer, file, err)
+        || clef_cfg_int(ac, p, "max_source_positions", 1, 1 << 20, 1500,
+               &a->max_source_positions, file, err))
     {
         return -1;
     }
     if (a->d_model % a->encoder_attention_heads != 0) {
-        return oerror(err, file, "%sd_model %d is not a multiple of its %d "
-                      "heads", p, a->d_model, a->encoder_attention_heads);
+        return clef_cfg_fail(err, file, "%sd_model %d is not a multiple of "
+                   "its %d heads", p, a->d_model, a->encoder_attention_heads);
     }
     clef_audio_config_default(&a->features);
     a->present = 1;
@@ -212,43 +176,46 @@ clef_audio_features_parse(const json_t *root, const char *file,
                       || strcmp(json_string_value(x),
                                 "WhisperFeatureExtractor") != 0))
     {
-        return oerror(err, file, "feature_extractor_type: only "
-                      "\"WhisperFeatureExtractor\" is supported");
+        return clef_cfg_fail(err, file, "feature_extractor_type: only "
+                   "\"WhisperFeatureExtractor\" is supported");
     }
     size = f->n_mels;
-    if (oint(root, p, "sampling_rate", CLEF_AUDIO_RATE, CLEF_AUDIO_RATE,
-             CLEF_AUDIO_RATE, &f->sampling_rate, file, err)
-        || oint(root, p, "n_fft", 4, 4096, f->n_fft, &f->n_fft, file, err)
-        || oint(root, p, "hop_length", 1, 4096, f->hop_length,
-                &f->hop_length, file, err)
-        || oint(root, p, "feature_size", 1, 1024, size, &size, file, err))
+    if (clef_cfg_int(root, p, "sampling_rate", CLEF_AUDIO_RATE,
+            CLEF_AUDIO_RATE, CLEF_AUDIO_RATE, &f->sampling_rate, file, err)
+        || clef_cfg_int(root, p, "n_fft", 4, 4096, f->n_fft, &f->n_fft, file,
+               err)
+        || clef_cfg_int(root, p, "hop_length", 1, 4096, f->hop_length,
+               &f->hop_length, file, err)
+        || clef_cfg_int(root, p, "feature_size", 1, 1024, size, &size, file,
+               err))
     {
         return -1;
     }
     f->n_mels = size;
     if (f->n_fft % 2 != 0 || f->hop_length > f->n_fft) {
-        return oerror(err, file, "n_fft must be even and hop_length at most "
-                      "n_fft (%d, %d)", f->n_fft, f->hop_length);
+        return clef_cfg_fail(err, file, "n_fft must be even and hop_length "
+                   "at most n_fft (%d, %d)", f->n_fft, f->hop_length);
     }
     if (f->n_mels != a->num_mel_bins) {
-        return oerror(err, file, "feature_size %d is not the audio tower's "
-                      "num_mel_bins %d", f->n_mels, a->num_mel_bins);
+        return clef_cfg_fail(err, file, "feature_size %d is not the audio "
+                   "tower's num_mel_bins %d", f->n_mels, a->num_mel_bins);
     }
     /* the settings whose other values this engine does not compute */
     x = json_object_get(root, "dither");
     if (x != NULL && (!json_is_number(x) || json_number_value(x) != 0)) {
-        return oerror(err, file, "dither: only 0.0 is supported");
+        return clef_cfg_fail(err, file, "dither: only 0.0 is supported");
     }
     x = json_object_get(root, "padding_value");
     if (x != NULL && (!json_is_number(x) || json_number_value(x) != 0)) {
-        return oerror(err, file, "padding_value: only 0.0 is supported");
+        return clef_cfg_fail(err, file, "padding_value: only 0.0 is "
+                   "supported");
     }
     x = json_object_get(root, "padding_side");
     if (x != NULL && (!json_is_string(x)
                       || strcmp(json_string_value(x), "right") != 0))
     {
-        return oerror(err, file, "padding_side: only \"right\" is "
-                      "supported");
+        return clef_cfg_fail(err, file, "padding_side: only \"right\" is "
+                   "supported");
     }
     return 0;
 }
@@ -264,18 +231,18 @@ clef_omni_config_parse(const json_t *root, const char *file,
     memset(o, 0, sizeof(*o));
     memset(&cfg->audio, 0, sizeof(cfg->audio));
     if (th == NULL) {
-        return oerror(err, file, "thinker_config is missing");
+        return clef_cfg_fail(err, file, "thinker_config is missing");
     }
     /* transformers' Qwen3OmniMoeThinkerConfig defaults where a key is
      * left out */
-    if (oint(th, p, "audio_token_id", 0, 1 << 28, 151646, &o->audio_token_id,
-             file, err)
-        || oint(th, p, "audio_start_token_id", 0, 1 << 28, 151647,
-                &o->audio_start_token_id, file, err)
-        || oint(th, p, "video_token_id", 0, 1 << 28, 151656,
-                &o->video_token_id, file, err)
-        || oint(th, p, "position_id_per_seconds", 1, 1 << 20, 25,
-                &o->position_id_per_seconds, file, err))
+    if (clef_cfg_int(th, p, "audio_token_id", 0, 1 << 28, 151646,
+            &o->audio_token_id, file, err)
+        || clef_cfg_int(th, p, "audio_start_token_id", 0, 1 << 28, 151647,
+               &o->audio_start_token_id, file, err)
+        || clef_cfg_int(th, p, "video_token_id", 0, 1 << 28, 151656,
+               &o->video_token_id, file, err)
+        || clef_cfg_int(th, p, "position_id_per_seconds", 1, 1 << 20, 25,
+               &o->position_id_per_seconds, file, err))
     {
         return -1;
     }
@@ -284,11 +251,11 @@ clef_omni_config_parse(const json_t *root, const char *file,
         return 0;
     }
     if (!json_is_object(ac)) {
-        return oerror(err, file, "%saudio_config is not an object", p);
+        return clef_cfg_fail(err, file, "%saudio_config is not an object", p);
     }
     /* the config class has no default for it: the release states it */
-    if (oint(th, p, "audio_end_token_id", 0, 1 << 28, -1,
-             &o->audio_end_token_id, file, err) != 0)
+    if (clef_cfg_int(th, p, "audio_end_token_id", 0, 1 << 28, -1,
+            &o->audio_end_token_id, file, err) != 0)
     {
         return -1;
     }

@@ -9,44 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/config_json.h"
+
 #define MAX_DIM  (1 << 20)
-
-static int
-verror(clef_error *err, const char *file, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-verror(clef_error *err, const char *file, const char *fmt, ...)
-{
-    char     msg[400];
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return clef_error_fail(err, CLEF_E_MODEL, "%s: %s", file, msg);
-}
-
-
-static int
-vint(const json_t *o, const char *prefix, const char *key, int lo, int hi,
-    int *out, const char *file, clef_error *err)
-{
-    const json_t  *v = json_object_get(o, key);
-
-    if (v == NULL) {
-        return verror(err, file, "%s%s is missing", prefix, key);
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < lo
-        || json_integer_value(v) > hi)
-    {
-        return verror(err, file, "%s%s must be an integer in [%d, %d]", prefix,
-                      key, lo, hi);
-    }
-    *out = (int) json_integer_value(v);
-    return 0;
-}
-
 
 int
 clef_vision_config_parse(const json_t *root, const char *file,
@@ -64,66 +29,72 @@ clef_vision_config_parse(const json_t *root, const char *file,
         return 0;
     }
     if (!json_is_object(vc)) {
-        return verror(err, file, "vision_config is not an object");
+        return clef_cfg_fail(err, file, "vision_config is not an object");
     }
-    if (vint(vc, p, "depth", 1, 256, &v->depth, file, err) != 0
-        || vint(vc, p, "hidden_size", 1, MAX_DIM, &v->hidden_size, file, err) != 0
-        || vint(vc, p, "intermediate_size", 1, MAX_DIM, &v->intermediate_size,
-                file, err) != 0
-        || vint(vc, p, "num_heads", 1, 1024, &v->num_heads, file, err) != 0
-        || vint(vc, p, "in_channels", 3, 3, &v->in_channels, file, err) != 0
-        || vint(vc, p, "patch_size", 1, 64, &v->patch_size, file, err) != 0
-        || vint(vc, p, "temporal_patch_size", 1, 8, &v->temporal_patch_size,
-                file, err) != 0
-        || vint(vc, p, "spatial_merge_size", 1, 8, &v->spatial_merge_size,
-                file, err) != 0
-        || vint(vc, p, "num_position_embeddings", 1, 1 << 20,
-                &v->num_position_embeddings, file, err) != 0
-        || vint(vc, p, "out_hidden_size", 1, MAX_DIM, &v->out_hidden_size,
-                file, err) != 0)
+    if (clef_cfg_int(vc, p, "depth", 1, 256, -1, &v->depth, file, err) != 0
+        || clef_cfg_int(vc, p, "hidden_size", 1, MAX_DIM, -1, &v->hidden_size,
+               file, err) != 0
+        || clef_cfg_int(vc, p, "intermediate_size", 1, MAX_DIM, -1,
+               &v->intermediate_size, file, err) != 0
+        || clef_cfg_int(vc, p, "num_heads", 1, 1024, -1, &v->num_heads, file,
+               err) != 0
+        || clef_cfg_int(vc, p, "in_channels", 3, 3, -1, &v->in_channels, file,
+               err) != 0
+        || clef_cfg_int(vc, p, "patch_size", 1, 64, -1, &v->patch_size, file,
+               err) != 0
+        || clef_cfg_int(vc, p, "temporal_patch_size", 1, 8, -1,
+               &v->temporal_patch_size, file, err) != 0
+        || clef_cfg_int(vc, p, "spatial_merge_size", 1, 8, -1,
+               &v->spatial_merge_size, file, err) != 0
+        || clef_cfg_int(vc, p, "num_position_embeddings", 1, 1 << 20, -1,
+               &v->num_position_embeddings, file, err) != 0
+        || clef_cfg_int(vc, p, "out_hidden_size", 1, MAX_DIM, -1,
+               &v->out_hidden_size, file, err) != 0)
     {
         return -1;
     }
     if (v->hidden_size % v->num_heads != 0
         || (v->hidden_size / v->num_heads) % 4 != 0)
     {
-        return verror(err, file, "vision_config: hidden_size %d over %d heads "
-                      "is no head size the 2D rotary can split (a multiple "
-                      "of 4)", v->hidden_size, v->num_heads);
+        return clef_cfg_fail(err, file, "vision_config: hidden_size %d over "
+                   "%d heads is no head size the 2D rotary can split (a "
+                   "multiple of 4)", v->hidden_size, v->num_heads);
     }
     side = (int) lround(sqrt((double) v->num_position_embeddings));
     if (side * side != v->num_position_embeddings) {
-        return verror(err, file, "vision_config.num_position_embeddings %d is "
-                      "not a square", v->num_position_embeddings);
+        return clef_cfg_fail(err, file,
+                   "vision_config.num_position_embeddings %d is not a square",
+                   v->num_position_embeddings);
     }
     x = json_object_get(vc, "hidden_act");
     if (x != NULL && (!json_is_string(x)
                       || strcmp(json_string_value(x), "gelu_pytorch_tanh") != 0))
     {
-        return verror(err, file, "vision_config.hidden_act: only "
-                      "\"gelu_pytorch_tanh\" is supported");
+        return clef_cfg_fail(err, file, "vision_config.hidden_act: only "
+                   "\"gelu_pytorch_tanh\" is supported");
     }
     /* DeepStack (Clef Omni): the tower blocks whose output each merger of
      * merger_list reads, added after decoder layers 0, 1, ... */
     x = json_object_get(vc, "deepstack_visual_indexes");
     if (x != NULL && !json_is_array(x)) {
-        return verror(err, file, "vision_config.deepstack_visual_indexes is "
-                      "not a list");
+        return clef_cfg_fail(err, file,
+                   "vision_config.deepstack_visual_indexes is not a list");
     }
     if (json_array_size(x) > sizeof(v->deepstack) / sizeof(v->deepstack[0]))
     {
-        return verror(err, file, "vision_config.deepstack_visual_indexes has "
-                      "%zu entries, at most %zu are supported",
-                      json_array_size(x),
-                      sizeof(v->deepstack) / sizeof(v->deepstack[0]));
+        return clef_cfg_fail(err, file,
+                   "vision_config.deepstack_visual_indexes has %zu entries, "
+                   "at most %zu are supported", json_array_size(x),
+                   sizeof(v->deepstack) / sizeof(v->deepstack[0]));
     }
     for (i = 0; i < json_array_size(x); i++) {
         y = json_array_get(x, i);
         if (!json_is_integer(y) || json_integer_value(y) < 0
             || json_integer_value(y) >= v->depth)
         {
-            return verror(err, file, "vision_config.deepstack_visual_indexes"
-                          "[%zu] is not a block of the %d", i, v->depth);
+            return clef_cfg_fail(err, file,
+                       "vision_config.deepstack_visual_indexes[%zu] is not a "
+                       "block of the %d", i, v->depth);
         }
         v->deepstack[v->n_deepstack++] = (int) json_integer_value(y);
     }
@@ -133,25 +104,26 @@ clef_vision_config_parse(const json_t *root, const char *file,
     x = rp != NULL ? json_object_get(rp, "rope_theta") : NULL;
     if (x != NULL) {
         if (!json_is_number(x)) {
-            return verror(err, file, "vision_config.rope_parameters.rope_theta "
-                          "is not a number");
+            return clef_cfg_fail(err, file,
+                       "vision_config.rope_parameters.rope_theta is not a "
+                       "number");
         }
         v->rope_theta = json_number_value(x);
     }
 
-    if (vint(root, "", "image_token_id", 0, 1 << 28, &v->image_token_id, file,
-             err) != 0
-        || vint(root, "", "vision_start_token_id", 0, 1 << 28,
-                &v->vision_start_token_id, file, err) != 0
-        || vint(root, "", "vision_end_token_id", 0, 1 << 28,
-                &v->vision_end_token_id, file, err) != 0)
+    if (clef_cfg_int(root, "", "image_token_id", 0, 1 << 28, -1,
+            &v->image_token_id, file, err) != 0
+        || clef_cfg_int(root, "", "vision_start_token_id", 0, 1 << 28, -1,
+               &v->vision_start_token_id, file, err) != 0
+        || clef_cfg_int(root, "", "vision_end_token_id", 0, 1 << 28, -1,
+               &v->vision_end_token_id, file, err) != 0)
     {
         return -1;
     }
     /* a config without it takes no videos */
     if (json_object_get(root, "video_token_id") != NULL
-        && vint(root, "", "video_token_id", 1, 1 << 28, &v->video_token_id,
-                file, err) != 0)
+        && clef_cfg_int(root, "", "video_token_id", 1, 1 << 28, -1,
+               &v->video_token_id, file, err) != 0)
     {
         return -1;
     }
@@ -170,7 +142,7 @@ pnum(const json_t *o, const char *key, double *out, const char *file,
         return 0;
     }
     if (!json_is_number(x)) {
-        return verror(err, file, "%s is not a number", key);
+        return clef_cfg_fail(err, file, "%s is not a number", key);
     }
     *out = json_number_value(x);
     return 0;
@@ -192,11 +164,12 @@ ptriple(const json_t *o, const char *key, double *out, const char *file,
         return 0;
     }
     if (!json_is_array(x) || json_array_size(x) != 3) {
-        return verror(err, file, "%s is not a list of 3 numbers", key);
+        return clef_cfg_fail(err, file, "%s is not a list of 3 numbers", key);
     }
     for (i = 0; i < 3; i++) {
         if (!json_is_number(json_array_get(x, i))) {
-            return verror(err, file, "%s is not a list of 3 numbers", key);
+            return clef_cfg_fail(err, file, "%s is not a list of 3 numbers",
+                       key);
         }
         out[i] = json_number_value(json_array_get(x, i));
     }
@@ -218,8 +191,8 @@ clef_processor_config_parse(const json_t *root, const char *file,
                           || strncmp(json_string_value(x),
                                      "Qwen2VLImageProcessor", 21) != 0))
         {
-            return verror(err, file, "image_processor_type: only "
-                          "Qwen2VLImageProcessor(Fast) is supported");
+            return clef_cfg_fail(err, file, "image_processor_type: only "
+                       "Qwen2VLImageProcessor(Fast) is supported");
         }
         size = json_object_get(root, "size");
         if (size != NULL) {
@@ -259,18 +232,18 @@ clef_processor_config_parse(const json_t *root, const char *file,
     if (pc->min_pixels < 1 || pc->max_pixels < pc->min_pixels
         || pc->rescale_factor <= 0)
     {
-        return verror(err, file, "size or rescale_factor out of range");
+        return clef_cfg_fail(err, file, "size or rescale_factor out of range");
     }
     if (v != NULL && v->present
         && (pc->patch_size != v->patch_size
             || pc->temporal_patch_size != v->temporal_patch_size
             || pc->merge_size != v->spatial_merge_size))
     {
-        return verror(err, file, "patch_size %d, temporal_patch_size %d, "
-                      "merge_size %d differ from the vision tower's %d, %d, %d",
-                      pc->patch_size, pc->temporal_patch_size, pc->merge_size,
-                      v->patch_size, v->temporal_patch_size,
-                      v->spatial_merge_size);
+        return clef_cfg_fail(err, file, "patch_size %d, temporal_patch_size "
+                   "%d, merge_size %d differ from the vision tower's %d, %d, "
+                   "%d", pc->patch_size, pc->temporal_patch_size,
+                   pc->merge_size, v->patch_size, v->temporal_patch_size,
+                   v->spatial_merge_size);
     }
     return 0;
 }
@@ -288,7 +261,7 @@ pbool(const json_t *o, const char *key, int *out, const char *file,
         return 0;
     }
     if (!json_is_boolean(x) && !json_is_null(x)) {
-        return verror(err, file, "%s is not a boolean", key);
+        return clef_cfg_fail(err, file, "%s is not a boolean", key);
     }
     *out = json_is_true(x);
     return 0;
@@ -310,8 +283,8 @@ clef_video_processor_config_parse(const json_t *root, const char *file,
                           || strcmp(json_string_value(x),
                                     "Qwen3VLVideoProcessor") != 0))
         {
-            return verror(err, file, "video_processor_type: only "
-                          "Qwen3VLVideoProcessor is supported");
+            return clef_cfg_fail(err, file, "video_processor_type: only "
+                       "Qwen3VLVideoProcessor is supported");
         }
         size = json_object_get(root, "size");
         if (size != NULL) {
@@ -354,8 +327,8 @@ clef_video_processor_config_parse(const json_t *root, const char *file,
         vc->max_video_tokens = (int64_t) d;
     }
     if (!sample) {
-        return verror(err, file, "do_sample_frames: only sampled frames (true) "
-                      "are supported");
+        return clef_cfg_fail(err, file, "do_sample_frames: only sampled "
+                   "frames (true) are supported");
     }
     if (vc->min_pixels < 1 || vc->max_pixels < vc->min_pixels
         || vc->max_pixels > INT64_C(1) << 32 || vc->rescale_factor <= 0
@@ -363,19 +336,19 @@ clef_video_processor_config_parse(const json_t *root, const char *file,
         || vc->max_frames < vc->min_frames || vc->max_frames > 4096
         || vc->max_video_tokens < 1)
     {
-        return verror(err, file, "size, fps, min_frames, max_frames, "
-                      "max_video_tokens or rescale_factor out of range");
+        return clef_cfg_fail(err, file, "size, fps, min_frames, max_frames, "
+                   "max_video_tokens or rescale_factor out of range");
     }
     if (v != NULL && v->present
         && (vc->patch_size != v->patch_size
             || vc->temporal_patch_size != v->temporal_patch_size
             || vc->merge_size != v->spatial_merge_size))
     {
-        return verror(err, file, "patch_size %d, temporal_patch_size %d, "
-                      "merge_size %d differ from the vision tower's %d, %d, %d",
-                      vc->patch_size, vc->temporal_patch_size, vc->merge_size,
-                      v->patch_size, v->temporal_patch_size,
-                      v->spatial_merge_size);
+        return clef_cfg_fail(err, file, "patch_size %d, temporal_patch_size "
+                   "%d, merge_size %d differ from the vision tower's %d, %d, "
+                   "%d", vc->patch_size, vc->temporal_patch_size,
+                   vc->merge_size, v->patch_size, v->temporal_patch_size,
+                   v->spatial_merge_size);
     }
     return 0;
 }
