@@ -77,10 +77,11 @@ CHECKPOINTS = {
 CONVERT = ["f32", "f16", "bf16", "q8_0"]
 MMPROJ = ["f16", "f32", "bf16", "q8_0"]
 # llama-quantize's types: those whose tensors ngx_clef reads, then others
-QUANT = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_S", "Q4_K_M",
-         "Q5_K_S", "Q5_K_M", "Q6_K",
-         "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_NL", "IQ4_XS", "TQ1_0",
-         "TQ2_0", "MXFP4_MOE", "IQ2_XXS"]
+QUANT = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_S",
+         "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K",
+         "Q2_K", "Q2_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_NL", "IQ4_XS",
+         "IQ3_S", "IQ3_XXS", "TQ1_0", "TQ2_0", "MXFP4_MOE", "Q1_0", "Q2_0",
+         "IQ2_XXS"]
 # (file suffix, source, type, extra llama-quantize arguments)
 VARIANTS = [
     ("q4_k_m-from-bf16", "bf16", "Q4_K_M", []),
@@ -147,7 +148,9 @@ def run(cmd, logfile, **kw):
 
 
 def tensor_types(path):
-    return [(t.name, t.tensor_type.name) for t in gguf.GGUFReader(path).tensors]
+    """(name, type name, type number) of every tensor"""
+    return [(t.name, t.tensor_type.name, str(int(t.tensor_type)))
+            for t in gguf.GGUFReader(path).tensors]
 
 
 # ---- making the files ----------------------------------------------------
@@ -392,7 +395,26 @@ def check_supported(name, key, path, mmproj, ref, cases, ftype):
     log(f"{label}: {len(cases)} requests: " + ", ".join(summary))
 
 
-REFUSAL = re.compile(r"tensor '([^']+)' is of type (\S+), which ngx_clef does not read")
+REFUSAL = re.compile(r"tensor '([^']+)' (?:is of type (\S+), which ngx_clef does not"
+                     r" read|has type (\d+), which GGML does not define)")
+
+
+def nginx_t(path, mmproj=None):
+    """`nginx -t` with `clef_model m FILE;` (NGX_MODULE: the module to
+    load), or None without one"""
+    module = os.environ.get("NGX_MODULE", str(ROOT / "build/ngx_http_clef_module.so"))
+    if not os.path.exists(module) or shutil.which("nginx") is None:
+        return None
+    d = WORK / "ngx"
+    d.mkdir(parents=True, exist_ok=True)
+    extra = f" mmproj={mmproj}" if mmproj else ""
+    (d / "nginx.conf").write_text(
+        f"load_module {module};\nerror_log stderr;\npid {d}/nginx.pid;\n"
+        f"events {{}}\nhttp {{\n    clef_model m {path}{extra};\n"
+        "    server { listen 127.0.0.1:18089;\n"
+        "             location = /v1/systemone { clef_systemone; } }\n}\n")
+    return subprocess.run(["nginx", "-t", "-p", str(d), "-c", str(d / "nginx.conf")],
+                          capture_output=True, text=True)
 
 
 def check_refused(name, key, path, unread, body):
@@ -403,16 +425,21 @@ def check_refused(name, key, path, unread, body):
                        input=json.dumps(body) + "\n", capture_output=True, text=True)
     q = subprocess.run(["nice", str(CLEF), "encode", str(path)],
                        input=json.dumps(body) + "\n", capture_output=True, text=True)
-    for what, r in (("decide", p), ("encode (headers only)", q)):
+    checks = [("decide", p), ("encode (headers only)", q)]
+    n = nginx_t(path)
+    if n is not None:
+        checks.append(("nginx -t", n))
+    for what, r in checks:
         m = REFUSAL.search(r.stderr)
         if r.returncode <= 0 or r.returncode >= 128 or m is None:
             fail(f"{label} {what}: rc {r.returncode}: {r.stderr.strip()[-300:]}")
-        elif m.groups() != first:
+        elif m.group(1) != first[0] or (m.group(2) or m.group(3)) not in first[1:]:
             fail(f"{label} {what}: names {m.groups()}, the first unread is {first}")
         else:
             seen.append(r.stderr.strip().splitlines()[-1])
-    if len(seen) == 2:
-        log(f"{label}: refused ({len(unread)} unread tensors): {seen[0]}")
+    if len(seen) == len(checks):
+        log(f"{label}: refused ({len(unread)} unread tensors) by "
+            + ", ".join(w for w, _ in checks) + f": {seen[0]}")
     return seen
 
 
@@ -440,7 +467,7 @@ def main():
             counts["files"] += 1
             tt = tensor_types(path)
             unread = [t for t in tt if t[1] not in READS]
-            kinds = sorted({t for _, t in tt})
+            kinds = sorted({t[1] for t in tt})
             ftype = key
             if unread:
                 counts["refused"] += 1
@@ -448,6 +475,9 @@ def main():
                     refusals.setdefault(key, msg)
                 continue
             log(f"{name}.{key}: types {kinds}")
+            n = nginx_t(path, mmproj.get("f16"))
+            if n is not None and n.returncode != 0:
+                fail(f"{name}.{key}: nginx -t: {n.stderr.strip()[-300:]}")
             counts["compared"] += 1
             use = cases if ck["tower"] else text
             check_supported(name, key, path, mmproj.get("f16"), ref,
