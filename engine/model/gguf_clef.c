@@ -531,6 +531,13 @@ clef_gguf_clef_open(const char *path, const char *mmproj, int flags,
     if (m->g == NULL || check_kind(m->g, &m->family, err) != 0) {
         goto fail;
     }
+    if (clef_gguf_tensor_count(m->g) == 0) {
+        /* else refused for the first tensor it lacks, which says less */
+        fail(m->g, err, "holds no tensors (a vocabulary-only GGUF, as"
+             " convert_hf_to_gguf.py --vocab-only writes): give the model's"
+             " GGUF");
+        goto fail;
+    }
     m->arch = m->family == CLEF_FAMILY_OMNI ? CLEF_GGUF_OMNI_ARCH : "clef";
     if ((m->family == CLEF_FAMILY_OMNI
          ? clef_gguf_clef_omni_text(m->g, &m->text, err)

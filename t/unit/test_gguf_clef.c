@@ -13,7 +13,8 @@
  *   - the tokenizer from tokenizer.ggml.*: ids and spans identical to the
  *     tokenizer.json path on every encoder fixture and tokenizer text;
  *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a part
- *     of a split GGUF (llama-gguf-split), a missing tensor, a wrong shape;
+ *     of a split GGUF (llama-gguf-split), a vocabulary-only GGUF, a
+ *     missing tensor, a wrong shape;
  *   - `clef mkmodel --gguf TYPE` from the same seed against the manifest
  *     (gguf-py's dump of llama.cpp's files): the F32, F16 and BF16 files
  *     and the mmproj byte for byte as the converter wrote them; the
@@ -662,7 +663,7 @@ done:
 /* ---- refusals -------------------------------------------------------- */
 
 /* A copy of the bf16 fixture with general.architecture arch (NULL: kept),
- * without tensor drop, with tensor swap's two dims swapped, and with
+ * without tensor drop ("*": without any), with tensor swap's two dims swapped, and with
  * llama-gguf-split's keys of part 1 of split parts when split > 1 (the
  * tensors all kept: the keys alone make it a part). */
 static int
@@ -694,7 +695,9 @@ copy_fixture(const char *out, const char *arch, const char *drop,
     }
     for (i = 0; rc == 0 && i < clef_gguf_tensor_count(g); i++) {
         t = clef_gguf_tensor_at(g, i);
-        if (drop != NULL && strcmp(t->name, drop) == 0) {
+        if (drop != NULL
+            && (strcmp(drop, "*") == 0 || strcmp(t->name, drop) == 0))
+        {
             continue;
         }
         memcpy(ne, t->ne, sizeof(ne));
@@ -780,6 +783,17 @@ test_refusals(void)
              dir) != 0
           && sh("grep -q 'is part 1 of 3 of a GGUF split' '%s/why'", dir) == 0,
           "clef decide refuses it with the same message");
+
+    /* and a vocabulary-only one: it was refused for lacking token_embd */
+    copy_fixture(path, NULL, "*", NULL, 0, &err);
+    m = clef_gguf_clef_open(path, NULL, CLEF_GGUF_HEADERS_ONLY, &err);
+    CHECK(m == NULL && err.code == CLEF_E_MODEL
+          && strstr(err.message, "holds no tensors (a vocabulary-only GGUF,"
+                    " as convert_hf_to_gguf.py --vocab-only writes): give the"
+                    " model's GGUF") != NULL,
+          "a GGUF without tensors is refused as vocabulary-only: %s",
+          err.message);
+    clef_gguf_clef_close(m);
     unlink(path);
 
     m = clef_gguf_clef_open(gguf_path("q4_k_m"), NULL, CLEF_GGUF_HEADERS_ONLY,
