@@ -12,7 +12,8 @@
  *   - the quantized files: the same tensors within their types' error;
  *   - the tokenizer from tokenizer.ggml.*: ids and spans identical to the
  *     tokenizer.json path on every encoder fixture and tokenizer text;
- *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a
+ *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a part
+ *     of a split GGUF (llama-gguf-split), a vocabulary-only GGUF, a
  *     missing tensor, a wrong shape;
  *   - `clef mkmodel --gguf TYPE` from the same seed against the manifest
  *     (gguf-py's dump of llama.cpp's files): the F32, F16 and BF16 files
@@ -662,10 +663,12 @@ done:
 /* ---- refusals -------------------------------------------------------- */
 
 /* A copy of the bf16 fixture with general.architecture arch (NULL: kept),
- * without tensor drop, with tensor swap's two dims swapped. */
+ * without tensor drop ("*": without any), with tensor swap's two dims swapped, and with
+ * llama-gguf-split's keys of part 1 of split parts when split > 1 (the
+ * tensors all kept: the keys alone make it a part). */
 static int
 copy_fixture(const char *out, const char *arch, const char *drop,
-    const char *swap, clef_error *err)
+    const char *swap, int split, clef_error *err)
 {
     const clef_gguf_tensor  *t;
     const clef_gguf_value   *v;
@@ -683,9 +686,18 @@ copy_fixture(const char *out, const char *arch, const char *drop,
             rc = clef_gguf_put_value(w, v->key, v, err);
         }
     }
+    if (rc == 0 && split > 1) {
+        rc = clef_gguf_put_uint(w, "split.no", CLEF_GGUF_UINT16, 0, err)
+             || clef_gguf_put_uint(w, "split.count", CLEF_GGUF_UINT16,
+                                   (uint64_t) split, err)
+             || clef_gguf_put_int(w, "split.tensors.count", CLEF_GGUF_INT32,
+                                  (int64_t) clef_gguf_tensor_count(g), err);
+    }
     for (i = 0; rc == 0 && i < clef_gguf_tensor_count(g); i++) {
         t = clef_gguf_tensor_at(g, i);
-        if (drop != NULL && strcmp(t->name, drop) == 0) {
+        if (drop != NULL
+            && (strcmp(drop, "*") == 0 || strcmp(t->name, drop) == 0))
+        {
             continue;
         }
         memcpy(ne, t->ne, sizeof(ne));
@@ -711,7 +723,7 @@ test_refusals(void)
     char             path[300];
 
     snprintf(path, sizeof(path), "%s/bad.gguf", dir);
-    copy_fixture(path, "qwen35", NULL, NULL, &err);
+    copy_fixture(path, "qwen35", NULL, NULL, 0, &err);
     m = clef_gguf_clef_open(path, NULL, CLEF_GGUF_HEADERS_ONLY, &err);
     CHECK(m == NULL && strcmp(err.type, "not_a_decision_model") == 0
           && err.status == 501 && err.code == CLEF_E_MODEL
@@ -738,7 +750,7 @@ test_refusals(void)
           "a model given as the mmproj: %s", err.message);
     clef_gguf_clef_close(m);
 
-    copy_fixture(path, NULL, "blk.0.ffn_up.weight", NULL, &err);
+    copy_fixture(path, NULL, "blk.0.ffn_up.weight", NULL, 0, &err);
     m = clef_gguf_clef_open(path, NULL, 0, &err);
     CHECK(m == NULL && strstr(err.message, "has no tensor 'blk.0.ffn_up.weight'"
                               " (the release's model.language_model.layers.0"
@@ -746,12 +758,41 @@ test_refusals(void)
           "a missing tensor is named: %s", err.message);
     clef_gguf_clef_close(m);
 
-    copy_fixture(path, NULL, NULL, "dec.blk.1.ffn_down.weight", &err);
+    copy_fixture(path, NULL, NULL, "dec.blk.1.ffn_down.weight", 0,
+                 &err);
     m = clef_gguf_clef_open(path, NULL, 0, &err);
     CHECK(m == NULL && strstr(err.message, "tensor 'dec.blk.1.ffn_down.weight'"
                               " is [64, 32], the configuration implies [32, 64]"
                               " (the release's layers.0.linear2.weight)") != NULL,
           "a tensor of the wrong shape is named: %s", err.message);
+    clef_gguf_clef_close(m);
+
+    /* a part of a split model, met in the sweep (t/reference/sweep_gguf.py):
+     * it was refused for a tensor it lacks, or as having no architecture */
+    copy_fixture(path, NULL, NULL, NULL, 3, &err);
+    m = clef_gguf_clef_open(path, NULL, CLEF_GGUF_HEADERS_ONLY, &err);
+    CHECK(m == NULL && err.code == CLEF_E_MODEL
+          && strstr(err.message, "is part 1 of 3 of a GGUF split by"
+                    " llama-gguf-split (split.count): ngx_clef reads a model"
+                    " from one file; merge the parts with `llama-gguf-split"
+                    " --merge FIRST-PART.gguf MODEL.gguf`") != NULL,
+          "a part of a split GGUF is refused as one, saying what to do: %s",
+          err.message);
+    clef_gguf_clef_close(m);
+    CHECK(sh("build/clef decide '%s' </dev/null >/dev/null 2>'%s/why'", path,
+             dir) != 0
+          && sh("grep -q 'is part 1 of 3 of a GGUF split' '%s/why'", dir) == 0,
+          "clef decide refuses it with the same message");
+
+    /* and a vocabulary-only one: it was refused for lacking token_embd */
+    copy_fixture(path, NULL, "*", NULL, 0, &err);
+    m = clef_gguf_clef_open(path, NULL, CLEF_GGUF_HEADERS_ONLY, &err);
+    CHECK(m == NULL && err.code == CLEF_E_MODEL
+          && strstr(err.message, "holds no tensors (a vocabulary-only GGUF,"
+                    " as convert_hf_to_gguf.py --vocab-only writes): give the"
+                    " model's GGUF") != NULL,
+          "a GGUF without tensors is refused as vocabulary-only: %s",
+          err.message);
     clef_gguf_clef_close(m);
     unlink(path);
 
