@@ -43,7 +43,6 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import reference  # noqa: E402
 from gen_omni_audio_fixtures import cpu_without_accelerate  # noqa: E402
-from gen_omni_e2e_fixtures import step_effect, run  # noqa: E402
 
 ROOT = reference.ROOT
 CLEF = ROOT / "build/clef"
@@ -391,9 +390,12 @@ def ours_decide(ckpt, bodies):
 
 
 def sweep(mod, config, seed, cases, tmp):
-    ckpt = pathlib.Path(tmp) / f"{config}_{seed}"
-    subprocess.run([str(CLEF), "mkmodel", "--config",
-                    str(ROOT / f"t/fixtures/models/{config}.json"),
+    # the fixture generators take this file's clip makers: imported here
+    from gen_omni_e2e_fixtures import step_effect, run
+    path = (pathlib.Path(config) if config.endswith(".json")
+            else ROOT / f"t/fixtures/models/{config}.json")
+    ckpt = pathlib.Path(tmp) / f"{path.stem}_{seed}"
+    subprocess.run([str(CLEF), "mkmodel", "--config", str(path),
                     "--tokenizer", str(reference.OMNI_TOKENIZER), "--seed",
                     str(seed), "--shards", "2", "--out", str(ckpt)],
                    check=True, stdout=subprocess.DEVNULL)
@@ -466,7 +468,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default=None, help="regex over request names")
     ap.add_argument("--checkpoint", action="append", default=None,
-                    help="CONFIG:SEED (default omni1:21 omni2:7)")
+                    help="CONFIG:SEED, CONFIG a name under "
+                    "t/fixtures/models or a .json path (default omni1:21 "
+                    "omni2:7)")
     ap.add_argument("--no-samples", action="store_true")
     args = ap.parse_args()
     make_clips()
