@@ -62,6 +62,7 @@ sound_urls(json_t *items)
         { "wav", "audio/wav" }, { "flac", "audio/flac" },
         { "mp3", "audio/mpeg" }, { "m4a", "audio/mp4" },
         { "ogg", "audio/ogg" }, { "opus", "audio/ogg" },
+        { "mka", "audio/webm" }, { "weba", "audio/webm" },
     };
     json_t                   *v;
     clef_buf                  url = { NULL, 0, 0 };
