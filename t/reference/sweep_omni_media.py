@@ -259,6 +259,34 @@ def make_special():
             corrupt(OUT / src, OUT / name, every=3)
 
 
+def make_joined():
+    """Streams that change mid-way and cut copies (edit lists)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = pathlib.Path(tmp)
+        a, b = t / "a.ogg", t / "b.ogg"
+        if not (OUT / "chained.ogg").exists():
+            ffmpeg(a, sine(44100, 0.6, 300) + ["-c:a", "libvorbis"])
+            ffmpeg(b, sine(22050, 0.6, 500) + ["-c:a", "libvorbis"])
+            (OUT / "chained.ogg").write_bytes(a.read_bytes() + b.read_bytes())
+        if not (OUT / "rate_change.mp3").exists():
+            ffmpeg(t / "a.mp3", sine(44100, 0.6, 300)
+                   + ["-c:a", "libmp3lame", "-write_xing", "0"])
+            ffmpeg(t / "b.mp3", sine(22050, 0.6, 500)
+                   + ["-c:a", "libmp3lame", "-write_xing", "0"])
+            (OUT / "rate_change.mp3").write_bytes(
+                (t / "a.mp3").read_bytes() + (t / "b.mp3").read_bytes())
+        for name, src, cut in (("v_cut_copy.mp4", "v_mp3.mp4", "0.37"),
+                               ("v_cut_copy_aac.mp4", "v_aac51.mp4", "0.41"),
+                               ("v_cut_copy.mkv", "v_flac.mkv", "0.55")):
+            if not (OUT / name).exists():
+                ffmpeg(OUT / name, ["-ss", cut, "-i", str(OUT / src), "-c",
+                                    "copy"])
+        if not (OUT / "v_audio_early.mkv").exists():
+            ffmpeg(OUT / "v_audio_early.mkv", vsrc(2) + ["-itsoffset", "-0.5"]
+                   + sine(16000, 2, 440) + ["-map", "0:v", "-map", "1:a"]
+                   + X264 + ["-c:a", "libopus"])
+
+
 def make_clips():
     OUT.mkdir(parents=True, exist_ok=True)
     for name, args in {**AUDIO_CLIPS, **VIDEO_CLIPS}.items():
@@ -268,6 +296,7 @@ def make_clips():
             except subprocess.CalledProcessError:
                 print(f"ffmpeg could not write {name}", file=sys.stderr)
     make_special()
+    make_joined()
 
 
 def where(name):
@@ -331,6 +360,12 @@ def requests():
         ("images-2videos-sound", ["png_rgb_64x48.png", "webp_lossy_180x120.webp"],
          ["dc_offset.wav"], ["v_late_audio.mkv", "v_pcm_s24.mkv"]),
         ("same-video-twice", [], [], ["v_mp3.mp4", "v_mp3.mp4"]),
+        ("a:chained.ogg", [], ["chained.ogg"], []),
+        ("a:rate_change.mp3", [], ["rate_change.mp3"], []),
+        ("v:v_cut_copy.mp4", [], [], ["v_cut_copy.mp4"]),
+        ("v:v_cut_copy_aac.mp4", [], [], ["v_cut_copy_aac.mp4"]),
+        ("v:v_cut_copy.mkv", [], [], ["v_cut_copy.mkv"]),
+        ("v:v_audio_early.mkv", [], [], ["v_audio_early.mkv"]),
         ("silent+ac3", [], [], ["v_silent.mp4", "v_ac3.mp4"]),
         ("2samples+corrupt", [], [], ["v_track_2samples.mkv",
                                       "v_corrupt_mp3.mp4"]),
