@@ -269,7 +269,8 @@ open_input(audio_dec *d, clef_error *err)
     if (codec == NULL || !name_in(codec->name, allowed_decoders)) {
         return refuse(d, err, "audio_codec_unsupported",
             "is in %s; this server decodes PCM, ADPCM, FLAC, MP3, Opus, "
-            "Vorbis, AAC, ALAC and AC-3", avcodec_get_name(st->codecpar->codec_id));
+            "Vorbis, AAC, ALAC and AC-3",
+            avcodec_get_name(st->codecpar->codec_id));
     }
     if (st->codecpar->ch_layout.nb_channels > CLEF_AUDIO_MAX_CHANNELS
         || st->codecpar->sample_rate > CLEF_AUDIO_MAX_RATE)

@@ -105,6 +105,7 @@ CASES = [
       "omni_u8_11k.wav"], True),
     # a 10 ms track, heard beside a longer clip (alone it is refused)
     (["omni_v_track_10ms.mov"], [], ["short16k.wav"], True),
+    (["omni_av_damaged_lace.mkv"], [], [], True),
 ]
 
 SWEEP_CLIPS = {
@@ -141,6 +142,12 @@ def make_sweep_clips():
     for name, args in SWEEP_CLIPS.items():
         if not (CLIPS / name).exists():
             sweep.ffmpeg(CLIPS / name, args)
+    # the FLAC track's blocks damaged (a lace that cannot be parsed): the
+    # reference's demuxer, reading every stream, stops there, after one
+    # frame and 1,672 samples
+    lace = CLIPS / "omni_av_damaged_lace.mkv"
+    if not lace.exists():
+        sweep.corrupt(CLIPS / "omni_av_flac.mkv", lace, every=2, seed=1)
 
 
 def make_av_clips():

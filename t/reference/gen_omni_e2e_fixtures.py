@@ -160,6 +160,9 @@ CASES = [
      ["omni_v_2samples.mkv", "h264_aac.mp4"], Q_SCENE),
     ("silent-beside-wmav2", ["png_rgb_64x48.png"], [],
      ["h264_160x120_30fps.mp4", "omni_v_wmav2.mkv"], Q_SCENE),
+    # frames and track end where a damaged block stops the demuxer
+    ("silent-beside-damaged-lace", [], ["omni_u8_11k.wav"],
+     ["h264_160x120_30fps.mp4", "omni_av_damaged_lace.mkv"], Q_SCENE),
 ]
 
 # requests the reference raises on, and what the engine answers: name,
@@ -229,7 +232,9 @@ VIDEO_CLIPS = {
 
 def make_clips():
     """The clips of the cases above that no other generator writes (Debian's
-    ffmpeg; kept when present)."""
+    ffmpeg; kept when present), and gen_omni_avideo_fixtures.py's."""
+    from gen_omni_avideo_fixtures import make_sweep_clips
+    make_sweep_clips()
     audio, video = DIRS["audio"], DIRS["clip"]
     for name, args in AUDIO_CLIPS.items():
         if not (audio / name).exists():
