@@ -13,7 +13,8 @@
 # (the worker's signature check and the engine's decode process), a type
 # that is not audio or not the bytes' family, too long (from a WAV
 # header, and measured by the decoder), and audio on a model without an
-# audio tower.
+# audio tower; a video's damaged track, beside a silent video too, and
+# tracks too short, naming the video.
 use strict;
 use warnings;
 use FindBin;
@@ -43,6 +44,8 @@ my $root = $ClefModels::ROOT;
 my $json = ClefModels->json;
 my %types = (wav => 'audio/wav', flac => 'audio/flac', mp3 => 'audio/mpeg',
              ogg => 'audio/ogg', opus => 'audio/ogg', m4a => 'audio/mp4',
+             mka => 'audio/webm', weba => 'audio/webm',
+             mov => 'video/quicktime',
              mp4 => 'video/mp4', mkv => 'video/x-matroska',
              webm => 'video/webm', png => 'image/png', jpg => 'image/jpeg',
              webp => 'image/webp');
@@ -100,6 +103,15 @@ sub ask {
 }
 
 sub clip { media_json("audio:$_[0]") }
+
+# A request with these videos (t/fixtures/video/clips) and no clip.
+sub ask_videos {
+    my ($names) = @_;
+    return "POST /v1/systemone\n"
+         . '{"model":"m","state":"s","questions":{"q":{"type":"noul"}},'
+         . '"videos":[' . join(',', map { media_json("clip:$_") } @$names)
+         . ']}';
+}
 
 sub b64_url {
     my ($type, $bytes) = @_;
@@ -294,3 +306,23 @@ main::ask([ main::clip('tone16k.wav') ])
 GET /v1/models
 --- error_code: 200
 --- response_body_like: "description":"Clef Omni decision model clef-omni: [^"]*; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"capabilities":\["systemone","images","videos","audio"\].*"max_audio":4[,}]
+
+=== TEST 25: ALAC, 7.1 AAC and AC-3 (Matroska) clips
+--- case: alac-aac-7.1-ac3
+
+=== TEST 26: a video whose audio stream has no packet: sound off, answered
+--- case: zero-packet-track
+
+=== TEST 27: a damaged track beside a silent video: refused naming it, as the reference raises
+--- request eval
+main::ask_videos(['h264_160x120_30fps.mp4', 'omni_v_corrupt_aac.mp4'])
+--- error_code: 400
+--- response_body chomp
+{"detail":{"error_type":"audio_invalid","message":"Video 1's sound cannot be decoded (decoding a packet: Invalid data found when processing input; the file may be truncated or damaged).","loc":["body","videos",1]}}
+
+=== TEST 28: a 10 ms track and no clip: too short for the STFT, naming the video
+--- request eval
+main::ask_videos(['omni_v_track_10ms.mov'])
+--- error_code: 400
+--- response_body chomp
+{"detail":{"error_type":"audio_too_short","message":"The videos' audio tracks of this request are too short: the longest has 160 samples at 16000 Hz (10.0 ms); the least is 201 samples (12.6 ms).","loc":["body","videos",0]}}

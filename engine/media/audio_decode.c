@@ -31,11 +31,13 @@ static pthread_once_t  quiet_once = PTHREAD_ONCE_INIT;
  * (Opus, Vorbis, FLAC), MP4/M4A (AAC, ALAC), ADTS AAC, WebM/Matroska */
 static const char  *allowed_formats =
     "wav,flac,mp3,ogg,mov,mp4,m4a,3gp,3g2,mj2,aac,matroska,webm";
-/* the decoders avcodec_find_decoder() gives for the codecs served */
+/* the decoders avcodec_find_decoder() gives for the codecs served: those
+ * of the containers above as clips and as videos' tracks carry them */
 static const char  *allowed_decoders =
-    "pcm_s16le,pcm_s16be,pcm_s24le,pcm_s32le,pcm_f32le,pcm_f64le,pcm_u8,"
-    "pcm_alaw,pcm_mulaw,flac,mp3float,mp3,mp2float,mp2,opus,vorbis,aac,"
-    "aac_fixed,alac";
+    "pcm_s16le,pcm_s16be,pcm_s24le,pcm_s24be,pcm_s32le,pcm_s32be,"
+    "pcm_f32le,pcm_f32be,pcm_f64le,pcm_f64be,pcm_u8,pcm_s8,pcm_alaw,"
+    "pcm_mulaw,adpcm_ima_wav,adpcm_ms,adpcm_ima_qt,flac,mp3float,mp3,"
+    "mp2float,mp2,opus,vorbis,aac,aac_fixed,alac,ac3,eac3";
 
 typedef struct {
     const uint8_t  *p;
@@ -258,17 +260,17 @@ open_input(audio_dec *d, clef_error *err)
     if (d->stream < 0) {
         return refuse(d, err, "audio_no_stream", "has no audio stream");
     }
-    for (i = 0; i < d->fmt->nb_streams; i++) {
-        if ((int) i != d->stream) {
-            d->fmt->streams[i]->discard = AVDISCARD_ALL;
-        }
-    }
+    /* the other streams are read and dropped, not discarded: PyAV reads
+     * them all, and a demuxer skips a discarded stream's damaged blocks
+     * that it would stop at (a Matroska lace), so the reference's samples
+     * end where its demuxer stops */
     st = d->fmt->streams[d->stream];
     codec = avcodec_find_decoder(st->codecpar->codec_id);
     if (codec == NULL || !name_in(codec->name, allowed_decoders)) {
         return refuse(d, err, "audio_codec_unsupported",
-            "is in %s; this server decodes PCM, FLAC, MP3, Opus, Vorbis, "
-            "AAC and ALAC", avcodec_get_name(st->codecpar->codec_id));
+            "is in %s; this server decodes PCM, ADPCM, FLAC, MP3, Opus, "
+            "Vorbis, AAC, ALAC and AC-3",
+            avcodec_get_name(st->codecpar->codec_id));
     }
     if (st->codecpar->ch_layout.nb_channels > CLEF_AUDIO_MAX_CHANNELS
         || st->codecpar->sample_rate > CLEF_AUDIO_MAX_RATE)

@@ -243,6 +243,33 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 }
 
 
+/* A record whose only audio is its videos' tracks, all too short: the
+ * refusal names the first video heard, not a clip the request has not. */
+static void
+too_short_tracks(const clef_media_item *items, int video, clef_error *err)
+{
+    char  msg[sizeof(err->message)], type[sizeof(err->type)], loc[64];
+    int   k, v = 0;
+
+    if (strcmp(err->type, "audio_too_short") != 0) {
+        return;
+    }
+    for (k = 0; k < video; k++) {
+        v += items[k].kind == CLEF_MEDIA_VIDEO;
+    }
+    snprintf(type, sizeof(type), "%s", err->type);
+    snprintf(msg, sizeof(msg), "%s", err->message);
+    snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", v);
+    if (strncmp(msg, "The audio clips", 15) == 0) {
+        clef_error_set(err, err->status, type, loc,
+                       "The videos' audio tracks%s",
+                       msg + 15);
+    } else {
+        clef_error_set(err, err->status, type, loc, "%s", msg);
+    }
+}
+
+
 /* The record's clips padded together into their features (the reason this
  * is a step of its own: audio_features.h), the videos' tracks among them
  * when the videos are heard (media.h: they follow the clips, as the
@@ -274,6 +301,9 @@ audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
     if (clef_audio_record_features(&mc->audio, s, len, c, out, frames, err)
         != 0)
     {
+        if (c > 0 && clips[0]->sound_of > 0) {
+            too_short_tracks(items, clips[0]->sound_of - 1, err);
+        }
         goto done;
     }
     for (k = 0; k < c; k++) {

@@ -565,7 +565,11 @@ video_open(clef_video_decoder *d, clef_error *err)
     if (check_header(d, st, err) != 0) {
         return -1;
     }
-    for (i = 0; i < d->fmt->nb_streams; i++) {
+    /* Clef Omni's reference (PyAV) reads every stream's packets: the
+     * others are read and dropped, not discarded, as a demuxer skips a
+     * discarded stream's damaged blocks that it would stop at (a Matroska
+     * lace), so the frames end where the reference's demuxer stops */
+    for (i = 0; !d->timed && i < d->fmt->nb_streams; i++) {
         if ((int) i != d->stream) {
             d->fmt->streams[i]->discard = AVDISCARD_ALL;
         }

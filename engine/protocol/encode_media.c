@@ -28,9 +28,8 @@ plan_has(const clef_plan *plan, clef_media_kind kind)
 }
 
 
-/* Clef Omni's reference takes the videos' sound (use_audio_in_video) only
- * when every video of the record has an audio track: one silent video
- * turns it off for all. */
+/* Whether every video of the record has an audio stream (at least one
+ * video). */
 static int
 all_videos_with_sound(const clef_encode_opts *opts)
 {
@@ -48,13 +47,31 @@ all_videos_with_sound(const clef_encode_opts *opts)
 }
 
 
+/* Whether any video of the record has an audio stream. */
+static int
+any_video_with_sound(const clef_encode_opts *opts)
+{
+    int  k;
+
+    for (k = 0; k < opts->n_media; k++) {
+        if (opts->media[k].kind == CLEF_MEDIA_VIDEO
+            && opts->media[k].has_audio)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
 /* A track's refusal names its video: ["body","videos",v], "Video v's
  * sound ..." for the decoder's "Audio clip i ...". */
 static int
 track_refusal(int v, clef_error *err)
 {
     const char  *why = err->message;
-    char         msg[sizeof(err->message)], loc[64];
+    char         msg[sizeof(err->message)], type[sizeof(err->type)],
+                 loc[64];
 
     if (err->status < 400 || err->status >= 500) {
         return -1;
@@ -67,9 +84,11 @@ track_refusal(int v, clef_error *err)
             why++;
         }
     }
+    /* copied first: clef_error_set() writes err's own fields */
     snprintf(msg, sizeof(msg), "%s", why);
+    snprintf(type, sizeof(type), "%s", err->type);
     snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", v);
-    return clef_error_set(err, err->status, err->type, loc,
+    return clef_error_set(err, err->status, type, loc,
                           "Video %d's sound %s", v, msg);
 }
 
@@ -77,19 +96,27 @@ track_refusal(int v, clef_error *err)
 /* Audio in video (media.h): each video's track, decoded from the video's
  * file as the reference's load_video does (_decode_audio: the first audio
  * stream, the clips' resampler), appended to the record's items as an
- * audio item.  A track without a sample is the reference's None: that
- * video is silent, and one silent video turns the sound off for the whole
- * record, so no track is kept.  The tracks decoded count in
- * opts->n_media, for the caller to free on failure. */
+ * audio item.  Clef Omni's reference hears the videos (use_audio_in_video)
+ * only when every video of the record has a track with a sample: a video
+ * without an audio stream, or whose track decodes to nothing (its None),
+ * turns the sound off for the whole record, and no track is kept.  It
+ * decodes every video's track all the same, so a track it cannot decode
+ * fails the request even beside a silent video: an undecodable track
+ * (audio_invalid) is refused whatever the others are.  A refusal of this
+ * server's own (a codec it does not take, a track over its limits) would
+ * not stop the reference: it is refused only when the sound is heard.
+ * The tracks kept count in opts->n_media, for the caller to free on
+ * failure. */
 static int
 add_tracks(const clef_plan *plan, const clef_media_run *run,
     clef_encode_opts *opts, clef_error *err)
 {
     clef_audio_limits   lim;
     clef_media_item    *items;
+    clef_error          held;
     float              *samples;
     int64_t             n;
-    int                 k, v, first = opts->n_media, videos = 0;
+    int                 k, v, first = opts->n_media, videos = 0, heard;
 
     for (k = 0; k < first; k++) {
         videos += opts->media[k].kind == CLEF_MEDIA_VIDEO;
@@ -101,9 +128,15 @@ add_tracks(const clef_plan *plan, const clef_media_run *run,
                               "Out of memory.");
     }
     opts->media = items;
+    heard = all_videos_with_sound(opts);
+    memset(&held, 0, sizeof(held));
     clef_audio_limits_default(&lim);
-    for (k = 0, v = 0; k < first; k++) {
+    for (k = 0, v = -1; k < first; k++) {
         if (items[k].kind != CLEF_MEDIA_VIDEO) {
+            continue;
+        }
+        v++;
+        if (!items[k].has_audio) {
             continue;
         }
         if (clef_decoder_audio(plan->media[k].data, plan->media[k].len, v,
@@ -111,18 +144,31 @@ add_tracks(const clef_plan *plan, const clef_media_run *run,
                                err)
             != 0)
         {
-            if (strcmp(err->type, "audio_no_stream") != 0) {
+            if (err->status < 400 || err->status >= 500
+                || strcmp(err->type, "audio_invalid") == 0)
+            {
                 return track_refusal(v, err);
             }
+            if (strcmp(err->type, "audio_no_stream") != 0) {
+                /* this server's own limit: refused if the sound is heard */
+                if (held.status == 0) {
+                    track_refusal(v, err);
+                    held = *err;
+                }
+                clef_error_clear(err);
+                continue;
+            }
             /* silent after all: the record's videos are not heard */
+            clef_error_clear(err);
+            heard = 0;
             while (opts->n_media > first) {
                 clef_media_item_free(&items[--opts->n_media]);
             }
-            for (k = 0; k < first; k++) {
-                items[k].sound = 0;
-            }
-            clef_error_clear(err);
-            return 0;
+            continue;
+        }
+        if (!heard) {
+            free(samples);
+            continue;
         }
         memset(&items[opts->n_media], 0, sizeof(clef_media_item));
         items[opts->n_media].kind = CLEF_MEDIA_AUDIO;
@@ -130,7 +176,13 @@ add_tracks(const clef_plan *plan, const clef_media_run *run,
         items[opts->n_media].samples = n;
         items[opts->n_media].sound_of = k + 1;
         items[k].sound = ++opts->n_media;
-        v++;
+    }
+    if (heard && held.status != 0) {
+        *err = held;
+        return -1;
+    }
+    for (k = 0; !heard && k < first; k++) {
+        items[k].sound = 0;
     }
     return 0;
 }
@@ -252,22 +304,27 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
             return -1;
         }
     }
+    /* the videos' tracks (add_tracks): a server without an audio tower
+     * cannot hear them, and says so when the reference would */
     if (mc->videos_with_sound == CLEF_VIDEO_SOUND_HEARD
+        && !(mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
         && all_videos_with_sound(opts))
     {
-        if (!(mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))) {
-            clef_encode_media_release(opts);
-            return clef_error_set(err, 400, "videos_with_sound_unsupported",
-                "[\"body\",\"videos\"]",
-                "Every video of this request has an audio track, which "
-                "Clef Omni hears with its frames, and this server has no "
-                "audio tower here; send at least one video without an "
-                "audio track, or the videos without their sound.");
-        }
-        if (add_tracks(plan, &run, opts, err) != 0) {
-            clef_encode_media_release(opts);
-            return -1;
-        }
+        clef_encode_media_release(opts);
+        return clef_error_set(err, 400, "videos_with_sound_unsupported",
+            "[\"body\",\"videos\"]",
+            "Every video of this request has an audio track, which "
+            "Clef Omni hears with its frames, and this server has no "
+            "audio tower here; send at least one video without an "
+            "audio track, or the videos without their sound.");
+    }
+    if (mc->videos_with_sound == CLEF_VIDEO_SOUND_HEARD
+        && (mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
+        && any_video_with_sound(opts)
+        && add_tracks(plan, &run, opts, err) != 0)
+    {
+        clef_encode_media_release(opts);
+        return -1;
     }
     if (finish_kinds(&conf, opts, err) != 0) {
         clef_encode_media_release(opts);

@@ -53,9 +53,12 @@ from gen_model_fixtures import check_hashes                  # noqa: E402
 from gen_omni_audio_fixtures import cpu_without_accelerate   # noqa: E402
 from gen_omni_fixtures import CHECKPOINTS, mkmodel           # noqa: E402
 from reference import load_omni_joint_schema_model           # noqa: E402
+from sweep_omni_media import (SPEECH, X264, corrupt, ffmpeg,  # noqa: E402
+                              multi, sine, vsrc)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "t/fixtures/e2e/omni1_audio.jsonl"
+REFUSALS = ROOT / "t/fixtures/e2e/omni1_refusals.jsonl"
 NAME = "omni1"
 MAX_LENGTH = 64000
 FEATURE_STEP = 1e-4
@@ -64,6 +67,7 @@ DIRS = {"audio": ROOT / "t/fixtures/audio/clips",
         "corpus": ROOT / "t/fixtures/images/corpus"}
 TYPES = {"wav": "audio/wav", "flac": "audio/flac", "mp3": "audio/mpeg",
          "ogg": "audio/ogg", "opus": "audio/ogg", "m4a": "audio/mp4",
+         "mka": "audio/webm", "weba": "audio/webm", "mov": "video/quicktime",
          "mp4": "video/mp4", "webm": "video/webm", "mkv": "video/x-matroska",
          "png": "image/png", "jpg": "image/jpeg", "webp": "image/webp"}
 
@@ -130,7 +134,135 @@ CASES = [
      ["vp9_opus.webm", "frames_3.mp4"], {**Q_SOUND, **Q_SCENE}),
     ("opus-and-image-score", ["jpg_q90_444_200x150.jpg"], ["tone48k_opus.opus"], [],
      Q_QUALITY),
+    # the clips of sweep_omni_media.py's kinds (make_clips below): sample
+    # formats, layouts and codecs the clips above lack, lengths around the
+    # tower's chunk and window, and videos whose sound is off
+    ("wav-u8-11k", [], ["omni_u8_11k.wav"], [], Q_SOUND),
+    ("wav-s24-2.1-and-f64-quad", [], ["omni_s24_22k_21.wav",
+                                      "omni_f64_8k_quad.wav"], [], Q_LOUD),
+    ("wav-mulaw-alaw-msadpcm", [], ["omni_mulaw_8k.wav", "omni_alaw_8k.wav",
+                                    "omni_ms_adpcm_22k.wav"], [], Q_URGENT),
+    ("flac24-5.0-96k", [], ["omni_flac24_96k_50.flac"], [], Q_SOUND),
+    ("mp3-8k-mono-and-48k-vbr", [], ["omni_mp3_8k_mono.mp3",
+                                     "omni_mp3_48k_vbr_st.mp3"], [], Q_URGENT),
+    ("opus-webm-vorbis-mka", [], ["omni_opus_st.weba", "omni_vorbis_44k.mka"],
+     [], Q_QUALITY),
+    ("alac-aac-7.1-ac3", [], ["omni_alac_st.m4a", "omni_aac_71.m4a",
+                              "omni_ac3_51.mka"], [], Q_LOUD),
+    ("20ms-beside-8.01s", [], ["omni_len_20ms.wav", "omni_len_8.01s.flac"], [],
+     Q_SOUND),
+    ("75-seconds", [], ["omni_len_75s.mp3"], [], Q_URGENT),
+    ("silence-dc-overrange", [], ["omni_lead_silence.flac", "omni_dc_offset.wav",
+                                  "omni_over_one_f32.wav"], [], Q_SOUND),
+    ("zero-packet-track", [], ["omni_len_20ms.wav"],
+     ["omni_v_zero_packets.mkv"], Q_SCENE),
+    ("no-sample-track-beside-sound", [], [],
+     ["omni_v_2samples.mkv", "h264_aac.mp4"], Q_SCENE),
+    ("silent-beside-wmav2", ["png_rgb_64x48.png"], [],
+     ["h264_160x120_30fps.mp4", "omni_v_wmav2.mkv"], Q_SCENE),
+    # frames and track end where a damaged block stops the demuxer
+    ("silent-beside-damaged-lace", [], ["omni_u8_11k.wav"],
+     ["h264_160x120_30fps.mp4", "omni_av_damaged_lace.mkv"], Q_SCENE),
 ]
+
+# requests the reference raises on, and what the engine answers: name,
+# images, audio, videos, status, type, loc
+REFUSED = [
+    ("damaged-track", [], [], ["omni_v_corrupt_aac.mp4"],
+     400, "audio_invalid", ["body", "videos", 0]),
+    ("silent-beside-damaged-track", [], ["tone16k.wav"],
+     ["h264_160x120_30fps.mp4", "omni_v_corrupt_aac.mp4"],
+     400, "audio_invalid", ["body", "videos", 1]),
+    ("zero-packets-beside-damaged-track", [], [],
+     ["omni_v_zero_packets.mkv", "omni_v_corrupt_aac.mp4"],
+     400, "audio_invalid", ["body", "videos", 1]),
+    ("damaged-mp3", [], ["tone16k.wav", "omni_corrupt_mp3.mp3"], [],
+     400, "audio_invalid", ["body", "audio", 1]),
+    ("159-samples", [], ["omni_len_159.wav"], [],
+     400, "audio_too_short", ["body", "audio", 0]),
+    ("10ms-track", [], [], ["omni_v_track_10ms.mov"],
+     400, "audio_too_short", ["body", "videos", 0]),
+]
+
+AUDIO_CLIPS = {
+    "omni_u8_11k.wav": sine(11025, 0.8, 500) + ["-c:a", "pcm_u8"],
+    "omni_s24_22k_21.wav": multi(22050, 0.2, "2.1", 3) + ["-c:a", "pcm_s24le"],
+    "omni_f64_8k_quad.wav": multi(8000, 0.15, "quad", 4) + ["-c:a", "pcm_f64le"],
+    "omni_mulaw_8k.wav": sine(8000, 1.0, expr=SPEECH) + ["-c:a", "pcm_mulaw"],
+    "omni_alaw_8k.wav": sine(8000, 0.7, expr=SPEECH) + ["-c:a", "pcm_alaw"],
+    "omni_ms_adpcm_22k.wav": sine(22050, 0.9, expr=SPEECH)
+    + ["-c:a", "adpcm_ms"],
+    "omni_flac24_96k_50.flac": multi(96000, 0.15, "5.0", 5)
+    + ["-c:a", "flac", "-sample_fmt", "s32", "-bits_per_raw_sample", "24"],
+    "omni_mp3_8k_mono.mp3": sine(8000, 2.2, expr=SPEECH)
+    + ["-c:a", "libmp3lame", "-b:a", "16k"],
+    "omni_mp3_48k_vbr_st.mp3": multi(48000, 1.6, "stereo", 2)
+    + ["-c:a", "libmp3lame", "-q:a", "7"],
+    "omni_opus_st.weba": multi(48000, 1.3, "stereo", 2)
+    + ["-c:a", "libopus", "-b:a", "24k", "-f", "webm"],
+    "omni_vorbis_44k.mka": sine(44100, 1.2, expr=SPEECH)
+    + ["-c:a", "libvorbis", "-q:a", "0"],
+    "omni_alac_st.m4a": multi(22050, 0.6, "stereo", 2) + ["-c:a", "alac"],
+    "omni_aac_71.m4a": multi(48000, 1.0, "7.1", 8) + ["-c:a", "aac", "-b:a", "96k"],
+    "omni_ac3_51.mka": multi(48000, 0.8, "5.1", 6) + ["-c:a", "ac3", "-b:a", "96k"],
+    "omni_len_20ms.wav": sine(16000, 0.02) + ["-c:a", "pcm_s16le"],
+    "omni_len_159.wav": sine(16000, 159 / 16000) + ["-c:a", "pcm_s16le"],
+    "omni_len_8.01s.flac": sine(16000, 8.01, 440) + ["-c:a", "flac"],
+    "omni_len_75s.mp3": sine(16000, 75, expr=SPEECH)
+    + ["-c:a", "libmp3lame", "-b:a", "8k"],
+    "omni_lead_silence.flac": ["-f", "lavfi", "-i",
+                               "aevalsrc='if(lt(t,1.2),0,0.5*sin(2*PI*440*t))'"
+                               ":s=16000:d=1.6", "-c:a", "flac"],
+    "omni_dc_offset.wav": sine(16000, 0.5, expr="0.6+0.3*sin(2*PI*300*t)")
+    + ["-c:a", "pcm_f32le"],
+    "omni_over_one_f32.wav": sine(16000, 0.4, expr="3*sin(2*PI*200*t)")
+    + ["-c:a", "pcm_f32le"],
+}
+VIDEO_CLIPS = {
+    # a track of 2 samples at 48 kHz: none at 16 kHz (the reference's None)
+    "omni_v_2samples.mkv": vsrc(1.5) + sine(48000, 2 / 48000) + X264
+    + ["-c:a", "pcm_s16le"],
+    "omni_v_track_10ms.mov": vsrc(1.0) + sine(16000, 0.01) + X264
+    + ["-c:a", "pcm_s16le"],
+    # a codec this server does not take, beside a silent video: not heard
+    "omni_v_wmav2.mkv": vsrc(1.0) + sine(22050, 1.0, 300) + X264
+    + ["-c:a", "wmav2"],
+}
+
+
+def make_clips():
+    """The clips of the cases above that no other generator writes (Debian's
+    ffmpeg; kept when present), and gen_omni_avideo_fixtures.py's."""
+    from gen_omni_avideo_fixtures import make_sweep_clips
+    make_sweep_clips()
+    audio, video = DIRS["audio"], DIRS["clip"]
+    for name, args in AUDIO_CLIPS.items():
+        if not (audio / name).exists():
+            ffmpeg(audio / name, args)
+    for name, args in VIDEO_CLIPS.items():
+        if not (video / name).exists():
+            ffmpeg(video / name, args)
+    z = video / "omni_v_zero_packets.mkv"
+    if not z.exists():
+        # an audio stream declared, never a packet of it
+        with tempfile.TemporaryDirectory() as tmp:
+            src = pathlib.Path(tmp) / "src.mkv"
+            ffmpeg(src, vsrc(1.5) + sine(16000, 1.5) + ["-map", "0:v", "-map",
+                                                        "1:a"] + X264
+                   + ["-c:a", "pcm_s16le"])
+            ffmpeg(z, ["-i", str(src), "-map", "0", "-c", "copy", "-bsf:a",
+                       "noise=dropamount=1"])
+    with tempfile.TemporaryDirectory() as tmp:
+        src = pathlib.Path(tmp) / "src.mp4"
+        if not (video / "omni_v_corrupt_aac.mp4").exists():
+            ffmpeg(src, vsrc(1.2) + multi(48000, 1.2, "stereo", 2) + X264
+                   + ["-c:a", "aac", "-b:a", "64k"])
+            corrupt(src, video / "omni_v_corrupt_aac.mp4", every=2)
+        src = pathlib.Path(tmp) / "src.mp3"
+        if not (audio / "omni_corrupt_mp3.mp3").exists():
+            ffmpeg(src, multi(44100, 1.0, "stereo", 2)
+                   + ["-c:a", "libmp3lame", "-q:a", "6"])
+            corrupt(src, audio / "omni_corrupt_mp3.mp3", every=3)
 
 
 def data_url(ref):
@@ -172,7 +304,39 @@ def step_effect(model, mod, enc, pad, probs):
     return worst
 
 
+def body_of(n, images, audio, videos, questions):
+    body = {"model": "clef-omni", "state": STATES[n % len(STATES)]}
+    if images:
+        body["images"] = [f"corpus:{x}" for x in images]
+    if audio:
+        body["audio"] = [f"audio:{x}" for x in audio]
+    if videos:
+        body["videos"] = [f"clip:{x}" for x in videos]
+    body["questions"] = questions
+    return body
+
+
+def refusals(mod, processor):
+    """Each REFUSED request: the reference raises on it."""
+    lines = []
+    for n, (name, images, audio, videos, status, kind, loc) in \
+            enumerate(REFUSED):
+        body = body_of(n, images, audio, videos, Q_SCENE)
+        try:
+            mod.encode_record(processor.tokenizer, inline(body),
+                              max_length=MAX_LENGTH, processor=processor)
+        except Exception as e:      # noqa: BLE001
+            raised = f"{type(e).__name__}: {e}"
+        else:
+            raise AssertionError(f"{name}: the reference answers")
+        lines.append({"name": name, "body": body, "reference": raised[:200],
+                      "status": status, "type": kind, "loc": loc})
+        print(f"{name}: the reference raises {raised[:80]}", file=sys.stderr)
+    REFUSALS.write_text("".join(json.dumps(c) + "\n" for c in lines))
+
+
 def main():
+    make_clips()
     mod = load_omni_joint_schema_model()
     cpu_without_accelerate()
     torch.manual_seed(0)
@@ -185,15 +349,9 @@ def main():
         model, processor = mod.load_release_model(ckpt, device="cpu",
                                                   dtype=torch.float32)
         pad = processor.tokenizer.pad_token_id
+        refusals(mod, processor)
         for n, (name, images, audio, videos, questions) in enumerate(CASES):
-            body = {"model": "clef-omni", "state": STATES[n % len(STATES)]}
-            if images:
-                body["images"] = [f"corpus:{x}" for x in images]
-            if audio:
-                body["audio"] = [f"audio:{x}" for x in audio]
-            if videos:
-                body["videos"] = [f"clip:{x}" for x in videos]
-            body["questions"] = questions
+            body = body_of(n, images, audio, videos, questions)
             request = inline(body)
             enc = mod.encode_record(processor.tokenizer, request,
                                     max_length=MAX_LENGTH, processor=processor)

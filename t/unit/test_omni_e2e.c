@@ -23,7 +23,11 @@
  *     each), the bound test_audio asserts our features within (the
  *     reference's own float32 STFT is that far from exact; lossy codecs'
  *     samples differ in the last bits from PyAV's newer FFmpeg);
- *   - every record packed into one batch: the logits of each alone.
+ *   - every record packed into one batch: the logits of each alone;
+ *   - the requests the reference raises on (omni1_refusals.jsonl, the same
+ *     generator: a damaged track, also beside a silent video, a damaged
+ *     clip, clips and tracks shorter than its STFT takes): each refused
+ *     with the fixture's status, type and loc.
  *
  * Under the sanitizers: four requests of at most 300 tokens.
  */
@@ -39,7 +43,7 @@
 #include "vision_cases.h"
 #include "e2e_cases.h"
 
-#define MAX_CASES  48
+#define MAX_CASES  64
 #define BASE_TOL   1e-5
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -110,6 +114,45 @@ compare(json_t *c, const clef_record *rec, const float *lg, int *argmax_ok)
 }
 
 
+/* The requests the reference raises on (t/fixtures/e2e/
+ * omni1_refusals.jsonl: a damaged track, beside a silent video too, a
+ * damaged clip, clips and tracks too short for its STFT): each refused
+ * with the status, type and loc of the fixture, nothing left allocated. */
+static void
+refusals(const clef_model *m)
+{
+    json_t       *cases = e2e_cases("e2e/omni1_refusals.jsonl"), *c;
+    clef_record   rec;
+    clef_error    err;
+    const char   *name;
+    char         *loc;
+    size_t        i;
+    int           rc;
+
+    CHECK(json_array_size(cases) >= 6, "%zu requests the reference raises "
+          "on", json_array_size(cases));
+    json_array_foreach(cases, i, c) {
+        name = json_string_value(json_object_get(c, "name"));
+        loc = json_dumps(json_object_get(c, "loc"), JSON_COMPACT);
+        memset(&err, 0, sizeof(err));
+        rc = encode_request(m, c, &rec, &err);
+        CHECK(rc != 0 && err.status == json_integer_value(
+                  json_object_get(c, "status"))
+              && strcmp(err.type, json_string_value(
+                  json_object_get(c, "type"))) == 0
+              && loc != NULL && strcmp(err.loc, loc) == 0,
+              "%s: refused %d %s %s (%s), as the reference raises (%s)",
+              name, err.status, err.type, err.loc, err.message,
+              json_string_value(json_object_get(c, "reference")));
+        if (rc == 0) {
+            clef_record_free(&rec);
+        }
+        free(loc);
+    }
+    json_decref(cases);
+}
+
+
 int
 main(void)
 {
@@ -164,6 +207,7 @@ main(void)
     if (e2e_open(dir, "omni1", &m, &ops, &b) != 0) {
         return check_done();
     }
+    refusals(m);
 
     json_array_foreach(cases, i, c) {
         const char   *name = json_string_value(json_object_get(c, "name"));

@@ -59,7 +59,8 @@ data_urls(json_t *items)
         { "webm", "video/webm" }, { "wav", "audio/wav" },
         { "flac", "audio/flac" }, { "mp3", "audio/mpeg" },
         { "ogg", "audio/ogg" }, { "opus", "audio/ogg" },
-        { "m4a", "audio/mp4" },
+        { "m4a", "audio/mp4" }, { "mka", "audio/webm" },
+        { "weba", "audio/webm" },
     };
     json_t                   *v;
     clef_buf                  url = { NULL, 0, 0 };
