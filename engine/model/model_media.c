@@ -11,12 +11,12 @@
 /* What Clef Omni's reference does differently (its joint_schema_model.py
  * encoder): each media item's token run followed by its own "\n", images
  * opened with PIL (no EXIF orientation) and sized within its IMAGE_SIZE,
- * shortest_edge 65536 and longest_edge 1048576 pixels; videos decoded with PyAV at 2
- * frames a second and processed by Qwen2VLVideoProcessor with the
- * patches and normalisation of preprocessor_config.json (the timed
- * sampling of media/video_sample.h), in one span whose frame pairs are
- * position_id_per_seconds apart.  A record whose every video has sound
- * hears them: each video's track joins the record's audio clips
+ * shortest_edge 65536 and longest_edge 1048576 pixels; videos decoded
+ * with PyAV at 2 frames a second and processed by Qwen2VLVideoProcessor
+ * with the patches and normalisation of preprocessor_config.json (the
+ * timed sampling of media/video_sample.h), in one span whose frame pairs
+ * are position_id_per_seconds apart.  A record whose every video has
+ * sound hears them: each video's track joins the record's audio clips
  * (protocol/encode_media.c, media/media.h). */
 static void
 omni_media_conf(const clef_model *m, clef_media_conf *mc)
