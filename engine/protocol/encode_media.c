@@ -28,39 +28,21 @@ plan_has(const clef_plan *plan, clef_media_kind kind)
 }
 
 
-/* Whether every video of the record has an audio stream (at least one
- * video). */
+/* The record's videos, and in *with_sound how many of them have an audio
+ * stream. */
 static int
-all_videos_with_sound(const clef_encode_opts *opts)
+count_videos(const clef_encode_opts *opts, int *with_sound)
 {
     int  k, videos = 0;
 
+    *with_sound = 0;
     for (k = 0; k < opts->n_media; k++) {
         if (opts->media[k].kind == CLEF_MEDIA_VIDEO) {
-            if (!opts->media[k].has_audio) {
-                return 0;
-            }
             videos++;
+            *with_sound += opts->media[k].has_audio != 0;
         }
     }
-    return videos > 0;
-}
-
-
-/* Whether any video of the record has an audio stream. */
-static int
-any_video_with_sound(const clef_encode_opts *opts)
-{
-    int  k;
-
-    for (k = 0; k < opts->n_media; k++) {
-        if (opts->media[k].kind == CLEF_MEDIA_VIDEO
-            && opts->media[k].has_audio)
-        {
-            return 1;
-        }
-    }
-    return 0;
+    return videos;
 }
 
 
@@ -116,11 +98,10 @@ add_tracks(const clef_plan *plan, const clef_media_run *run,
     clef_error          held;
     float              *samples;
     int64_t             n;
-    int                 k, v, first = opts->n_media, videos = 0, heard;
+    int                 k, v, first = opts->n_media, videos, sounding;
+    int                 heard;
 
-    for (k = 0; k < first; k++) {
-        videos += opts->media[k].kind == CLEF_MEDIA_VIDEO;
-    }
+    videos = count_videos(opts, &sounding);
     items = realloc(opts->media,
                     sizeof(clef_media_item) * (size_t) (first + videos + 1));
     if (items == NULL) {
@@ -128,7 +109,7 @@ add_tracks(const clef_plan *plan, const clef_media_run *run,
                               "Out of memory.");
     }
     opts->media = items;
-    heard = all_videos_with_sound(opts);
+    heard = videos > 0 && sounding == videos;
     memset(&held, 0, sizeof(held));
     clef_audio_limits_default(&lim);
     for (k = 0, v = -1; k < first; k++) {
@@ -241,7 +222,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     clef_media_conf              conf = *mc;
     clef_media_run               run;
     int64_t                      ids;
-    int                          k, index, max_length;
+    int                          k, index, max_length, videos, sounding;
 
     opts->media = NULL;
     opts->n_media = 0;
@@ -306,9 +287,10 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     }
     /* the videos' tracks (add_tracks): a server without an audio tower
      * cannot hear them, and says so when the reference would */
+    videos = count_videos(opts, &sounding);
     if (mc->videos_with_sound == CLEF_VIDEO_SOUND_HEARD
         && !(mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
-        && all_videos_with_sound(opts))
+        && videos > 0 && sounding == videos)
     {
         clef_encode_media_release(opts);
         return clef_error_set(err, 400, "videos_with_sound_unsupported",
@@ -320,7 +302,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     }
     if (mc->videos_with_sound == CLEF_VIDEO_SOUND_HEARD
         && (mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
-        && any_video_with_sound(opts)
+        && sounding > 0
         && add_tracks(plan, &run, opts, err) != 0)
     {
         clef_encode_media_release(opts);
