@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -172,9 +173,18 @@ take(clef_dec_request *rq, int *item)
 
 
 static int
-report(uint32_t what, pid_t pid, int status)
+report(uint32_t what, pid_t pid, int status, const struct rusage *ru)
 {
-    clef_dec_status  st = { CLEF_DEC_MAGIC, what, (int32_t) pid, status };
+    clef_dec_status  st = { CLEF_DEC_MAGIC, what, (int32_t) pid, status,
+                            0, 0 };
+
+    if (ru != NULL) {
+        st.cpu_ms = (uint32_t) (ru->ru_utime.tv_sec * 1000
+                                + ru->ru_utime.tv_usec / 1000
+                                + ru->ru_stime.tv_sec * 1000
+                                + ru->ru_stime.tv_usec / 1000);
+        st.max_rss_kb = (uint32_t) ru->ru_maxrss;
+    }
 
     return clef_dec_write_all(CLEF_DEC_FD, &st, sizeof(st));
 }
@@ -187,6 +197,7 @@ serve(pid_t parent)
                             sizeof(clef_dec_request),
                             sizeof(clef_dec_result) };
     clef_dec_request  rq;
+    struct rusage     ru;
     pid_t             pid;
     int               item, status, rc;
 
@@ -211,20 +222,20 @@ serve(pid_t parent)
             child(&rq, item);
         }
         close(item);
-        if (report(CLEF_DEC_FORKED, pid < 0 ? 0 : pid, pid < 0 ? errno : 0)
-            != 0)
+        if (report(CLEF_DEC_FORKED, pid < 0 ? 0 : pid, pid < 0 ? errno : 0,
+                   NULL) != 0)
         {
             return 1;
         }
         if (pid < 0) {
             continue;
         }
-        while (waitpid(pid, &status, 0) < 0) {
+        while (wait4(pid, &status, 0, &ru) < 0) {
             if (errno != EINTR) {
                 return 1;
             }
         }
-        if (report(CLEF_DEC_EXITED, pid, status) != 0) {
+        if (report(CLEF_DEC_EXITED, pid, status, &ru) != 0) {
             return 1;
         }
     }

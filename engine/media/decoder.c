@@ -1,15 +1,14 @@
 /*
- * The engine's side of the decode process (see decoder.h).
+ * Items through a decode lane's process (see decoder.h): the request, the
+ * child's answer checked as untrusted input, and who is blamed when there
+ * is none.
  */
 #include "media/decoder.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,28 +19,37 @@
 #include "base/clock.h"
 #include "base/dl.h"
 #include "media/audio_features.h"
+#include "media/decoder_lane.h"
 #include "media/decoder_wire.h"
 #include "media/video_item.h"
 
-#define HELLO_SECONDS   30.0     /* a cold start maps ~150 libraries */
-#define STATUS_SECONDS  10.0
+#define STATUS_SECONDS  10.0     /* for the decode process's reports */
+#define EXIT_SECONDS     2.0     /* a child that closed its socket, to
+                                    be seen exiting by itself */
+/* the most bytes of frames a video may come back as, whatever it says */
 #define MAX_FRAMES_BYTES  (INT64_C(1) << 30)
 
-extern char **environ;
-
-static pthread_mutex_t  lock = PTHREAD_MUTEX_INITIALIZER;
-static pid_t            zpid = -1;       /* the decode process */
-static int              zfd = -1;        /* its control socket */
-
 typedef struct {
-    int          index;
-    const char  *kind;          /* "video", "audio": refusals' types */
-    const char  *noun;          /* "Video", "Audio clip" */
-    double       deadline;
-    void       (*progress)(void *ctx);
-    void        *ctx;
-    char         loc[64];
+    int                      index;
+    const char              *kind;      /* "video", "audio": types */
+    const char              *noun;      /* "Video", "Audio clip" */
+    double                   deadline;
+    const clef_decoder_run  *run;
+    clef_decoder_lane       *lane;
+    char                     loc[64];
 } job;
+
+/* What a child may refuse a file with: its kind's 400s, nothing else (a
+ * child that says anything else answered against its code). */
+static const char *const  video_refusals[] = {
+    "video_invalid", "video_no_stream", "video_codec_unsupported",
+    "video_too_many_pixels", "video_too_long", "video_too_many_frames",
+    "video_decode_budget", "video_one_frame", NULL
+};
+static const char *const  audio_refusals[] = {
+    "audio_invalid", "audio_no_stream", "audio_codec_unsupported",
+    "audio_too_long", "audio_too_short", "audio_decode_budget", NULL
+};
 
 
 int
@@ -57,58 +65,62 @@ clef_decoder_path(char *path, size_t size)
 }
 
 
-static void
-stop_locked(void)
-{
-    if (zfd >= 0) {
-        close(zfd);
-        zfd = -1;
-    }
-    if (zpid > 0) {
-        /* it exits at the end of its control socket; never leave it */
-        kill(zpid, SIGKILL);
-        while (waitpid(zpid, NULL, 0) < 0 && errno == EINTR) {
-        }
-        zpid = -1;
-    }
-}
-
-
 void
 clef_decoder_stop(void)
 {
-    pthread_mutex_lock(&lock);
-    stop_locked();
-    pthread_mutex_unlock(&lock);
+    clef_decoder_lane  *l = clef_decoder_lane_default();
+
+    pthread_mutex_lock(&l->mu);
+    clef_decoder_lane_down(l);
+    pthread_mutex_unlock(&l->mu);
 }
 
 
-/* Waits until fd is ready for events or the deadline; calls progress about
- * once a second.  1 ready, 0 past the deadline, -1 on an error. */
+static int
+job_cancelled(const job *j)
+{
+    return j->run != NULL && j->run->cancelled != NULL
+           && j->run->cancelled(j->run->ctx);
+}
+
+
+/* Waits until fd is ready for events, the deadline, or the request is
+ * gone; relays the lane's stderr meanwhile and calls progress about once
+ * a second.  1 ready, 0 past the deadline or cancelled, -1 on an error. */
 static int
 wait_fd(int fd, short events, const job *j)
 {
-    struct pollfd  p;
+    struct pollfd  p[2];
     double         left;
-    int            rc;
+    int            rc, n;
 
     for ( ;; ) {
         left = j->deadline - clef_clock_seconds();
-        if (left <= 0) {
+        if (left <= 0 || job_cancelled(j)) {
             return 0;
         }
-        p.fd = fd;
-        p.events = events;
-        p.revents = 0;
-        rc = poll(&p, 1, left > 1.0 ? 1000 : (int) (left * 1000) + 1);
-        if (rc > 0) {
-            return 1;
+        p[0].fd = fd;
+        p[0].events = events;
+        p[0].revents = 0;
+        n = 1;
+        if (j->lane->errfd >= 0) {
+            p[1].fd = j->lane->errfd;
+            p[1].events = POLLIN;
+            p[1].revents = 0;
+            n = 2;
         }
+        rc = poll(p, (nfds_t) n, left > 1.0 ? 1000 : (int) (left * 1000) + 1);
         if (rc < 0 && errno != EINTR) {
             return -1;
         }
-        if (j->progress != NULL) {
-            j->progress(j->ctx);
+        if (n == 2 && p[1].revents != 0) {
+            clef_decoder_lane_relay(j->lane);
+        }
+        if (rc > 0 && p[0].revents != 0) {
+            return 1;
+        }
+        if (rc == 0 && j->run != NULL && j->run->progress != NULL) {
+            j->run->progress(j->run->ctx);
         }
     }
 }
@@ -139,98 +151,9 @@ read_until(int fd, void *buf, size_t len, const job *j)
 }
 
 
-static int
-start_locked(clef_error *err)
-{
-    posix_spawn_file_actions_t  fa;
-    posix_spawnattr_t           at;
-    clef_dec_hello              h;
-    sigset_t                    none;
-    job                         j;
-    char                        path[4096], parent[32];
-    char                       *argv[4];
-    int                         sv[2], rc;
-
-    if (clef_decoder_path(path, sizeof(path)) != 0) {
-        return clef_error_fail(err, CLEF_E_INTERNAL, "cannot name the video "
-                               "decoder (%s) beside this library",
-                               CLEF_DECODER_NAME);
-    }
-    /* a build without FFmpeg (make FFMPEG=no) has no decode process:
-     * videos are then media it cannot decode, never a silent skip */
-    if (access(path, F_OK) != 0 && errno == ENOENT) {
-        return clef_error_fail(err, CLEF_E_UNSUPPORTED, "Videos and audio "
-                               "clips cannot be decoded: this installation "
-                               "has no decode process (%s; a build made "
-                               "with FFMPEG=no has none).",
-                               CLEF_DECODER_NAME);
-    }
-    if (access(path, X_OK) != 0) {
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder %s "
-                               "cannot be run: %s", path, strerror(errno));
-    }
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        return clef_error_fail(err, CLEF_E_INTERNAL, "socketpair: %s",
-                               strerror(errno));
-    }
-    /* dup2 onto itself would keep close-on-exec */
-    if (sv[1] == CLEF_DEC_FD) {
-        rc = fcntl(sv[1], F_DUPFD_CLOEXEC, CLEF_DEC_FD + 1);
-        close(sv[1]);
-        sv[1] = rc;
-    }
-    snprintf(parent, sizeof(parent), "%d", (int) getpid());
-    argv[0] = path;
-    argv[1] = (char *) "--serve";
-    argv[2] = parent;
-    argv[3] = NULL;
-
-    /* the spawning thread's blocked signals (the engine's threads block
-     * them) must not reach the decoder: SIGXCPU ends a runaway child */
-    sigemptyset(&none);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, sv[1], CLEF_DEC_FD);
-    rc = sv[1] >= 0 ? posix_spawn(&zpid, path, &fa, &at, argv, environ)
-                    : errno;
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (sv[1] >= 0) {
-        close(sv[1]);
-    }
-    if (rc != 0) {
-        close(sv[0]);
-        zpid = -1;
-        return clef_error_fail(err, CLEF_E_INTERNAL, "cannot start the "
-                               "video decoder %s: %s", path, strerror(rc));
-    }
-    zfd = sv[0];
-
-    memset(&j, 0, sizeof(j));
-    j.deadline = clef_clock_seconds() + HELLO_SECONDS;
-    if (read_until(zfd, &h, sizeof(h), &j) != 0) {
-        stop_locked();
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder %s "
-                               "did not start", path);
-    }
-    if (h.magic != CLEF_DEC_MAGIC || h.version != CLEF_DEC_VERSION
-        || h.request_size != sizeof(clef_dec_request)
-        || h.result_size != sizeof(clef_dec_result))
-    {
-        stop_locked();
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder %s "
-                               "is of another build than this engine", path);
-    }
-    return 0;
-}
-
-
 /* The request with the item's socket as SCM_RIGHTS. */
 static int
-send_request(const clef_dec_request *rq, int item)
+send_request(int ctl, const clef_dec_request *rq, int item)
 {
     struct msghdr    m;
     struct iovec     iov;
@@ -255,20 +178,22 @@ send_request(const clef_dec_request *rq, int item)
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &item, sizeof(int));
     do {
-        n = sendmsg(zfd, &m, MSG_NOSIGNAL);
+        n = sendmsg(ctl, &m, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     return n == (ssize_t) sizeof(*rq) ? 0 : -1;
 }
 
 
+/* A report of the decode process about pid (0: any), within seconds. */
 static int
-read_status(uint32_t what, pid_t pid, clef_dec_status *st)
+read_status(const job *j, uint32_t what, pid_t pid, double seconds,
+    clef_dec_status *st)
 {
-    job  j;
+    job  w = *j;
 
-    memset(&j, 0, sizeof(j));
-    j.deadline = clef_clock_seconds() + STATUS_SECONDS;
-    if (read_until(zfd, st, sizeof(*st), &j) != 0
+    w.run = NULL;        /* a report is not the request's to cancel */
+    w.deadline = clef_clock_seconds() + seconds;
+    if (read_until(j->lane->ctl, st, sizeof(*st), &w) != 0
         || st->magic != CLEF_DEC_MAGIC || st->what != what
         || (pid > 0 && st->pid != pid))
     {
@@ -303,63 +228,103 @@ send_file(int fd, const uint8_t *data, size_t len, const job *j)
 }
 
 
-/* A refusal the child sent, kept only in the shapes it may take: its
- * kind's 4xx or a failure of the server, at this item's place. */
+static int
+refusal_allowed(const char *kind, const char *type)
+{
+    const char *const  *t = strcmp(kind, "audio") == 0 ? audio_refusals
+                                                        : video_refusals;
+
+    for ( /* void */ ; *t != NULL; t++) {
+        if (strcmp(*t, type) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+/* A refusal the child sent, kept only in the shapes it may take (the
+ * closed list above, at this item's place); a child out of memory ran out
+ * of its address space, the file's budget. */
 static int
 child_error(clef_dec_result *r, const job *j, clef_error *err)
 {
-    size_t  k = strlen(j->kind);
-    char    type[32];
+    char    type[40], msg[sizeof(r->err.message)];
+    size_t  i;
 
     r->err.type[sizeof(r->err.type) - 1] = '\0';
     r->err.message[sizeof(r->err.message) - 1] = '\0';
-    snprintf(type, sizeof(type), "%s_invalid", j->kind);
-    if (r->err.status >= 400 && r->err.status < 500
-        && strncmp(r->err.type, j->kind, k) == 0 && r->err.type[k] == '_')
-    {
-        return clef_error_set(err, r->err.status, r->err.type, j->loc, "%s",
-                              r->err.message);
+    if (r->err.status == 400 && refusal_allowed(j->kind, r->err.type)) {
+        for (i = 0; r->err.message[i] != '\0'; i++) {
+            msg[i] = r->err.message[i] >= 0x20 && r->err.message[i] < 0x7f
+                     ? r->err.message[i] : '?';
+        }
+        msg[i] = '\0';
+        return clef_error_set(err, 400, r->err.type, j->loc, "%s", msg);
     }
     if (r->err.code == CLEF_E_NO_MEMORY) {
-        return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory "
-                               "decoding %s %d.", j->kind, j->index);
+        snprintf(type, sizeof(type), "%s_decode_budget", j->kind);
+        return clef_error_set(err, 400, type, j->loc, "%s %d cannot be "
+            "decoded within the decoder's memory budget (%llu MiB of "
+            "address space).", j->noun, j->index,
+            (unsigned long long) (CLEF_DECODER_MAX_AS >> 20));
     }
+    snprintf(type, sizeof(type), "%s_invalid", j->kind);
     return clef_error_set(err, 400, type, j->loc, "%s %d cannot be "
                           "decoded: the decoder failed on it.", j->noun,
                           j->index);
 }
 
 
-/* How the child ended, when it did not answer; killed: this side ended it
- * (its answer was short or malformed, or its time was up). */
+/* How a child that did not answer ended. */
+typedef struct {
+    int     status;         /* waitpid()'s */
+    double  cpu_seconds;    /* the child's user + system time */
+    double  cpu_limit;      /* its RLIMIT_CPU soft limit */
+    int     killed;         /* this side killed it (malformed answer) */
+    int     timed_out;      /* ... because its wall-clock time was up */
+} fate;
+
+
 static int
-child_fate(int status, int killed, int timed_out, double budget,
-    const job *j, clef_error *err)
+child_fate(const fate *f, double budget, const job *j, clef_error *err)
 {
-    int   sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    char  invalid[32], over[32];
+    int   sig = WIFSIGNALED(f->status) ? WTERMSIG(f->status) : 0;
+    char  invalid[40], over[40];
 
     snprintf(invalid, sizeof(invalid), "%s_invalid", j->kind);
     snprintf(over, sizeof(over), "%s_decode_budget", j->kind);
-    if (timed_out) {
+    if (f->timed_out) {
         return clef_error_set(err, 400, over, j->loc,
             "%s %d took longer than %.0f s to decode; the limit is %.0f "
             "s.", j->noun, j->index, budget + CLEF_DECODER_GRACE, budget);
+    }
+    if (f->killed) {
+        return clef_error_set(err, 400, invalid, j->loc,
+            "%s %d cannot be decoded: the decoder's answer was "
+            "malformed.", j->noun, j->index);
     }
     if (sig == SIGSYS) {
         return clef_error_set(err, 400, invalid, j->loc,
             "%s %d cannot be decoded: the decoder made a system call its "
             "sandbox forbids and was stopped.", j->noun, j->index);
     }
-    if (killed && sig == SIGKILL) {
-        return clef_error_set(err, 400, invalid, j->loc,
-            "%s %d cannot be decoded: the decoder's answer was cut short "
-            "or malformed.", j->noun, j->index);
-    }
-    if (sig == SIGXCPU || sig == SIGKILL) {
+    /* SIGXCPU at its soft CPU limit, SIGKILL at its hard one: either is
+     * its own budget only when it really used that much CPU */
+    if (sig == SIGXCPU
+        || (sig == SIGKILL && f->cpu_seconds >= f->cpu_limit))
+    {
         return clef_error_set(err, 400, over, j->loc,
-            "%s %d cannot be decoded: the decoder ran out of its CPU or "
-            "memory budget (signal %d).", j->noun, j->index, sig);
+            "%s %d cannot be decoded: the decoder ran out of its CPU "
+            "budget (%.0f s).", j->noun, j->index, f->cpu_limit);
+    }
+    if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP
+        || sig == SIGQUIT)
+    {
+        return clef_error_set(err, 503, "service_unavailable", j->loc,
+            "%s %d was not decoded: the decode process was killed from "
+            "outside the server (signal %d, %s: the kernel's OOM killer or "
+            "an operator); retry.", j->noun, j->index, sig, strsignal(sig));
     }
     if (sig != 0) {
         return clef_error_set(err, 400, invalid, j->loc,
@@ -369,7 +334,30 @@ child_fate(int status, int killed, int timed_out, double budget,
     return clef_error_set(err, 400, invalid, j->loc,
         "%s %d cannot be decoded: the decoder ended (exit %d) without "
         "an answer.", j->noun, j->index,
-        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        WIFEXITED(f->status) ? WEXITSTATUS(f->status) : -1);
+}
+
+
+/* The decode process itself is gone or broken: the server's failure. */
+static int
+lane_failed(const job *j, const char *during, clef_error *err)
+{
+    clef_decoder_lane  *l = j->lane;
+    double              t = clef_clock_seconds() + EXIT_SECONDS;
+
+    /* dead already (its control socket ended): give the kernel a moment
+     * to make it reapable, then say how it died */
+    while (!clef_decoder_lane_reap(l, during)
+           && clef_clock_seconds() < t)
+    {
+        usleep(10000);
+    }
+    if (l->pid > 0) {
+        clef_decoder_lane_down(l);
+    }
+    return clef_error_set(err, 503, "service_unavailable", j->loc,
+                          "%s %d was not decoded: the decode process "
+                          "stopped %s; retry.", j->noun, j->index, during);
 }
 
 
@@ -401,8 +389,8 @@ check_samples(const float *x, int64_t n, const job *j, clef_error *err)
 }
 
 
-/* The payload's size an answer r may have, from what it says; -1 when it
- * says something impossible. */
+/* The payload's size an answer r may have, from what it says and what
+ * the request allows; -1 when it says something impossible. */
 static int64_t
 payload_bytes(const clef_dec_request *rq, clef_dec_result *r)
 {
@@ -415,117 +403,182 @@ payload_bytes(const clef_dec_request *rq, clef_dec_result *r)
                ? (int64_t) r->rgb_len : -1;
     }
     r->info.codec[sizeof(r->info.codec) - 1] = '\0';
+    if (r->info.n_frames <= 0 || r->info.n_frames > rq->limits.max_frames
+        || r->info.width <= 0 || r->info.height <= 0
+        || (int64_t) r->info.width * r->info.height > rq->limits.max_pixels)
+    {
+        return -1;
+    }
     max = clef_video_frames_bytes(&r->info, &rq->video);
     return max > 0 && max <= MAX_FRAMES_BYTES && r->rgb_len == (uint64_t) max
            ? max : -1;
 }
 
 
-/* One video through a fresh child; the lock is held.  -1 with err; *dead
- * when the decode process itself must be restarted. */
+/* Reads the child's answer: 1 answered (r, and *payload for ok), 0 it
+ * said nothing complete or sensible. */
 static int
-decode_locked(const uint8_t *data, size_t len, const clef_dec_request *rq,
-    job *j, const dec_out *out, int *dead, clef_error *err)
+read_answer(int fd, const clef_dec_request *rq, const job *j,
+    clef_dec_result *r, uint8_t **payload)
 {
-    clef_dec_status   st;
-    clef_dec_result   r;
-    uint8_t          *rgb = NULL;
-    int64_t           want;
-    char              end;
-    int               sp[2], answered = 0, timed_out = 0, rc = -1;
-    pid_t             pid;
+    int64_t  want;
+    char     end;
 
-    *dead = 1;
+    *payload = NULL;
+    if (read_until(fd, r, sizeof(*r), j) != 0 || r->magic != CLEF_DEC_MAGIC
+        || (r->ok != 0 && r->ok != 1))
+    {
+        return 0;
+    }
+    if (r->ok == 0) {
+        return 1;
+    }
+    want = payload_bytes(rq, r);
+    if (want <= 0) {
+        return 0;
+    }
+    *payload = malloc((size_t) want);
+    if (*payload != NULL && read_until(fd, *payload, (size_t) want, j) == 0
+        && read_until(fd, &end, 1, j) != 0)
+    {
+        return 1;
+    }
+    free(*payload);
+    *payload = NULL;
+    return 0;
+}
+
+
+/* An answer as the item it makes (the child exited 0 after it). */
+static int
+take_answer(const clef_dec_request *rq, clef_dec_result *r, uint8_t *payload,
+    const job *j, const dec_out *out, clef_error *err)
+{
+    int  rc;
+
+    if (r->ok == 0) {
+        return child_error(r, j, err);
+    }
+    if (rq->kind == CLEF_MEDIA_AUDIO) {
+        rc = check_samples((const float *) payload, r->audio.samples, j,
+                           err);
+        if (rc == 0) {
+            *out->samples = (float *) payload;
+            *out->n = r->audio.samples;
+            return 0;
+        }
+        free(payload);
+        return rc;
+    }
+    /* clef_video_item() takes the frames, kept or not */
+    return clef_video_item(&r->info, &rq->video, payload, (size_t) r->rgb_len,
+                           j->index, out->item, err);
+}
+
+
+/* One item through a fresh child; the lane's lock is held and its
+ * process runs. */
+static int
+decode_item(const uint8_t *data, size_t len, const clef_dec_request *rq,
+    job *j, const dec_out *out, clef_error *err)
+{
+    clef_decoder_lane  *l = j->lane;
+    clef_dec_status     st;
+    clef_dec_result     r;
+    uint8_t            *payload = NULL;
+    fate                f;
+    int                 sp[2], answered = 0, rc;
+    pid_t               pid;
+
+    memset(&f, 0, sizeof(f));
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) {
-        *dead = 0;
         return clef_error_fail(err, CLEF_E_INTERNAL, "socketpair: %s",
                                strerror(errno));
     }
-    if (send_request(rq, sp[1]) != 0) {
+    if (send_request(l->ctl, rq, sp[1]) != 0) {
         close(sp[0]);
         close(sp[1]);
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder "
-                               "does not take requests");
+        return lane_failed(j, "before it took the item", err);
     }
     close(sp[1]);
-    if (read_status(CLEF_DEC_FORKED, 0, &st) != 0) {
+    if (read_status(j, CLEF_DEC_FORKED, 0, STATUS_SECONDS, &st) != 0) {
         close(sp[0]);
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the decoder did not "
-                               "start a process for %s %d", j->kind,
-                               j->index);
+        return lane_failed(j, "before it started the item's child", err);
     }
     pid = st.pid;
     if (pid <= 0) {
         close(sp[0]);
-        *dead = 0;
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the video decoder "
-                               "cannot fork: %s", strerror(st.wait_status));
+        return clef_error_set(err, 503, "service_unavailable", j->loc,
+                              "%s %d was not decoded: the decode process "
+                              "cannot fork (%s); retry.", j->noun, j->index,
+                              strerror(st.wait_status));
     }
 
-    if (send_file(sp[0], data, len, j) == 0
-        && read_until(sp[0], &r, sizeof(r), j) == 0
-        && r.magic == CLEF_DEC_MAGIC && (r.ok == 0 || r.ok == 1))
-    {
-        if (r.ok == 0) {
-            answered = 1;
-        } else {
-            want = payload_bytes(rq, &r);
-            if (want > 0) {
-                rgb = malloc((size_t) want);
-                answered = rgb != NULL
-                           && read_until(sp[0], rgb, (size_t) want, j) == 0
-                           && read_until(sp[0], &end, 1, j) != 0;
-            }
-        }
+    if (send_file(sp[0], data, len, j) == 0) {
+        answered = read_answer(sp[0], rq, j, &r, &payload);
     }
-    timed_out = clef_clock_seconds() >= j->deadline;
-    /* a child that has not answered is done, whatever it was doing */
-    if (!answered) {
+    if (!answered && (job_cancelled(j)
+                      || clef_clock_seconds() >= j->deadline))
+    {
+        /* its time is up, or nobody waits for it any more */
+        f.timed_out = !job_cancelled(j);
+        f.killed = 1;
         kill(pid, SIGKILL);
     }
     close(sp[0]);
-    if (read_status(CLEF_DEC_EXITED, pid, &st) != 0) {
-        free(rgb);
-        return clef_error_fail(err, CLEF_E_INTERNAL, "the decoder lost "
-                               "%s %d's process", j->kind, j->index);
-    }
-    *dead = 0;
-    /* an answer counts only from a child that then exited by itself */
-    if (answered && WIFEXITED(st.wait_status)
-        && WEXITSTATUS(st.wait_status) == 0)
+    /* a child that ended its answer early may have been killed from
+     * outside: let it be seen exiting by itself before it is blamed */
+    if (read_status(j, CLEF_DEC_EXITED, pid,
+                    answered || f.killed ? STATUS_SECONDS : EXIT_SECONDS,
+                    &st) != 0)
     {
-        if (r.ok == 0) {
-            rc = child_error(&r, j, err);
-        } else if (rq->kind == CLEF_MEDIA_AUDIO) {
-            rc = check_samples((const float *) rgb, r.audio.samples, j, err);
-            if (rc == 0) {
-                *out->samples = (float *) rgb;
-                *out->n = r.audio.samples;
-                rgb = NULL;
-            }
-        } else {
-            rc = clef_video_item(&r.info, &rq->video, rgb, (size_t) r.rgb_len,
-                                 j->index, out->item, err);
-            rgb = NULL;
+        if (answered || f.killed) {
+            free(payload);
+            return lane_failed(j, "while a child decoded", err);
         }
-    } else {
-        rc = child_fate(st.wait_status, !answered, timed_out,
-                        rq->kind == CLEF_MEDIA_AUDIO
+        /* still running after what it sent: malformed, ours to end */
+        f.killed = 1;
+        kill(pid, SIGKILL);
+        if (read_status(j, CLEF_DEC_EXITED, pid, STATUS_SECONDS, &st) != 0) {
+            return lane_failed(j, "while a child decoded", err);
+        }
+    }
+    if (job_cancelled(j)) {
+        free(payload);
+        return clef_error_set(err, 499, "cancelled", j->loc, "The request "
+                              "went away while %s %d was decoded.", j->kind,
+                              j->index);
+    }
+    f.status = st.wait_status;
+    f.cpu_seconds = (double) st.cpu_ms / 1000;
+    f.cpu_limit = 2 * (rq->kind == CLEF_MEDIA_AUDIO
+                       ? rq->audio.max_decode_seconds
+                       : rq->limits.max_decode_seconds);
+    /* an answer counts only from a child that then exited by itself */
+    if (answered && WIFEXITED(f.status) && WEXITSTATUS(f.status) == 0) {
+        return take_answer(rq, &r, payload, j, out, err);
+    }
+    free(payload);
+    if (answered) {
+        /* it answered, then did not exit cleanly: the answer is void */
+        f.killed = 0;
+    }
+    rc = child_fate(&f, rq->kind == CLEF_MEDIA_AUDIO
                         ? rq->audio.max_decode_seconds
                         : rq->limits.max_decode_seconds, j, err);
-    }
-    free(rgb);
     return rc;
 }
 
 
-/* One item through a child of the decode process, which is started when
- * none runs. */
+/* One item through a child of the lane's decode process, which is started
+ * when none runs. */
 static int
-run(const uint8_t *data, size_t len, clef_dec_request *rq, job *j,
-    double budget, const dec_out *out, clef_error *err)
+run_item(const clef_decoder_run *run, const uint8_t *data, size_t len,
+    clef_dec_request *rq, job *j, double budget, const dec_out *out,
+    clef_error *err)
 {
-    int  rc, dead = 0;
+    clef_decoder_lane  *l;
+    int                 rc;
 
     if (len > CLEF_DEC_MAX_FILE) {
         return clef_error_set(err, 413, rq->kind == CLEF_MEDIA_AUDIO
@@ -534,23 +587,86 @@ run(const uint8_t *data, size_t len, clef_dec_request *rq, job *j,
                               "takes at most %u.", j->noun, j->index, len,
                               CLEF_DEC_MAX_FILE);
     }
+    l = run != NULL && run->lane != NULL ? run->lane
+                                         : clef_decoder_lane_default();
+    if (l == NULL) {
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
+    }
+    j->run = run;
+    j->lane = l;
     rq->magic = CLEF_DEC_MAGIC;
     rq->index = j->index;
     rq->len = len;
 
-    pthread_mutex_lock(&lock);
-    if (zfd < 0 && start_locked(err) != 0) {
-        pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&l->mu);
+    if (l->pid <= 0 && clef_decoder_lane_up(l, err) != 0) {
+        pthread_mutex_unlock(&l->mu);
         return -1;
     }
+    snprintf(l->item, sizeof(l->item), "%s %d%s%s", j->kind, j->index,
+             run != NULL && run->what != NULL ? " of " : "",
+             run != NULL && run->what != NULL ? run->what : "");
     j->deadline = clef_clock_seconds() + budget + CLEF_DECODER_GRACE;
-    rc = decode_locked(data, len, rq, j, out, &dead, err);
-    if (dead) {
-        /* the next item starts a new decode process */
-        stop_locked();
-    }
-    pthread_mutex_unlock(&lock);
+    rc = decode_item(data, len, rq, j, out, err);
+    clef_decoder_lane_relay(l);
+    l->item[0] = '\0';
+    pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+
+static void
+job_init(job *j, int index, const char *kind, const char *noun,
+    const char *field)
+{
+    memset(j, 0, sizeof(*j));
+    j->index = index;
+    j->kind = kind;
+    j->noun = noun;
+    snprintf(j->loc, sizeof(j->loc), "[\"body\",\"%s\",%d]", field, index);
+}
+
+
+int
+clef_decoder_video_run(const clef_decoder_run *run, const uint8_t *data,
+    size_t len, int index, const clef_video_limits *lim,
+    const clef_video_config *vc, clef_media_item *out, clef_error *err)
+{
+    clef_dec_request  rq;
+    dec_out           o = { out, NULL, NULL };
+    job               j;
+
+    memset(out, 0, sizeof(*out));
+    job_init(&j, index, "video", "Video", "videos");
+    memset(&rq, 0, sizeof(rq));
+    rq.kind = CLEF_MEDIA_VIDEO;
+    rq.limits = *lim;
+    rq.video = *vc;
+    clef_audio_limits_default(&rq.audio);
+    return run_item(run, data, len, &rq, &j, lim->max_decode_seconds, &o,
+                    err);
+}
+
+
+int
+clef_decoder_audio_run(const clef_decoder_run *run, const uint8_t *data,
+    size_t len, int index, const clef_audio_limits *lim, float **samples,
+    int64_t *n, clef_error *err)
+{
+    clef_dec_request  rq;
+    dec_out           o = { NULL, samples, n };
+    job               j;
+
+    *samples = NULL;
+    *n = 0;
+    job_init(&j, index, "audio", "Audio clip", "audio");
+    memset(&rq, 0, sizeof(rq));
+    rq.kind = CLEF_MEDIA_AUDIO;
+    clef_video_limits_default(&rq.limits);
+    clef_video_config_default(&rq.video);
+    rq.audio = *lim;
+    return run_item(run, data, len, &rq, &j, lim->max_decode_seconds, &o,
+                    err);
 }
 
 
@@ -560,24 +676,9 @@ clef_decoder_video(const uint8_t *data, size_t len, int index,
     void (*progress)(void *ctx), void *ctx, clef_media_item *out,
     clef_error *err)
 {
-    clef_dec_request  rq;
-    dec_out           o = { out, NULL, NULL };
-    job               j;
+    clef_decoder_run  run = { NULL, progress, NULL, ctx, NULL };
 
-    memset(out, 0, sizeof(*out));
-    memset(&j, 0, sizeof(j));
-    j.index = index;
-    j.kind = "video";
-    j.noun = "Video";
-    j.progress = progress;
-    j.ctx = ctx;
-    snprintf(j.loc, sizeof(j.loc), "[\"body\",\"videos\",%d]", index);
-    memset(&rq, 0, sizeof(rq));
-    rq.kind = CLEF_MEDIA_VIDEO;
-    rq.limits = *lim;
-    rq.video = *vc;
-    clef_audio_limits_default(&rq.audio);
-    return run(data, len, &rq, &j, lim->max_decode_seconds, &o, err);
+    return clef_decoder_video_run(&run, data, len, index, lim, vc, out, err);
 }
 
 
@@ -586,23 +687,8 @@ clef_decoder_audio(const uint8_t *data, size_t len, int index,
     const clef_audio_limits *lim, void (*progress)(void *ctx), void *ctx,
     float **samples, int64_t *n, clef_error *err)
 {
-    clef_dec_request  rq;
-    dec_out           o = { NULL, samples, n };
-    job               j;
+    clef_decoder_run  run = { NULL, progress, NULL, ctx, NULL };
 
-    *samples = NULL;
-    *n = 0;
-    memset(&j, 0, sizeof(j));
-    j.index = index;
-    j.kind = "audio";
-    j.noun = "Audio clip";
-    j.progress = progress;
-    j.ctx = ctx;
-    snprintf(j.loc, sizeof(j.loc), "[\"body\",\"audio\",%d]", index);
-    memset(&rq, 0, sizeof(rq));
-    rq.kind = CLEF_MEDIA_AUDIO;
-    clef_video_limits_default(&rq.limits);
-    clef_video_config_default(&rq.video);
-    rq.audio = *lim;
-    return run(data, len, &rq, &j, lim->max_decode_seconds, &o, err);
+    return clef_decoder_audio_run(&run, data, len, index, lim, samples, n,
+                                  err);
 }

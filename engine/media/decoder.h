@@ -63,18 +63,41 @@
  * build/clef), into path[0..size); -1 when neither names one. */
 int  clef_decoder_path(char *path, size_t size);
 
+typedef struct clef_decoder_lane  clef_decoder_lane;   /* decoder_lane.h */
+
+/* How an item goes through the decode process. */
+typedef struct clef_decoder_run  clef_decoder_run;
+
+struct clef_decoder_run {
+    clef_decoder_lane  *lane;       /* NULL: the process's default lane */
+    /* called about once a second while a child works (may be NULL): the
+     * engine's watchdog must not take a long video for a hung forward */
+    void              (*progress)(void *ctx);
+    /* polled as often (may be NULL): 1 when the request is gone, and the
+     * child is then killed and the item fails with 499 cancelled */
+    int               (*cancelled)(void *ctx);
+    void               *ctx;
+    const char         *what;       /* the request, in log lines (may be
+                                       NULL) */
+};
+
 /*
  * Decodes the video data[0..len) in a child of the decode process into
  * out (a media item of the video kind, media.h), as clef_video_load()
- * would; index names it in refusals.  progress (may be NULL) is called
- * about once a second while the child works: the engine's watchdog must
- * not take a long video for a hung forward.  One video at a time per
- * process (callers serialise on a lock here).
+ * would; index names it in refusals.  One item at a time per lane (the
+ * lane's lock).  run may be NULL (the default lane, no progress).
+ *
+ * Who is blamed: a refusal the child makes from the closed list of its
+ * kind's 400s, a child killed by the seccomp filter, crashed, over its CPU
+ * time or address space, or past its wall-clock budget, is the file's
+ * (400 <kind>_invalid or <kind>_decode_budget); a child or decode process
+ * killed by a signal this engine did not send (the OOM killer, an
+ * operator), or a decode process that died, is the server's: 503
+ * service_unavailable, which the client may retry (Retry-After).
  */
-int  clef_decoder_video(const uint8_t *data, size_t len, int index,
-    const clef_video_limits *lim, const clef_video_config *vc,
-    void (*progress)(void *ctx), void *ctx, clef_media_item *out,
-    clef_error *err);
+int  clef_decoder_video_run(const clef_decoder_run *run, const uint8_t *data,
+    size_t len, int index, const clef_video_limits *lim,
+    const clef_video_config *vc, clef_media_item *out, clef_error *err);
 
 /*
  * Decodes the audio clip data[0..len) in a child of the decode process to
@@ -82,12 +105,22 @@ int  clef_decoder_video(const uint8_t *data, size_t len, int index,
  * clef_audio_decode() would; refusals name clip index (audio_decode.h).
  * The engine checks the count against lim before it reads them.
  */
+int  clef_decoder_audio_run(const clef_decoder_run *run, const uint8_t *data,
+    size_t len, int index, const clef_audio_limits *lim, float **samples,
+    int64_t *n, clef_error *err);
+
+/* The same on the default lane, progress (may be NULL) about once a
+ * second. */
+int  clef_decoder_video(const uint8_t *data, size_t len, int index,
+    const clef_video_limits *lim, const clef_video_config *vc,
+    void (*progress)(void *ctx), void *ctx, clef_media_item *out,
+    clef_error *err);
 int  clef_decoder_audio(const uint8_t *data, size_t len, int index,
     const clef_audio_limits *lim, void (*progress)(void *ctx), void *ctx,
     float **samples, int64_t *n, clef_error *err);
 
-/* Ends the decode process, if one runs (tests; an engine's exit ends it
- * by itself). */
+/* Ends the default lane's decode process, if one runs (tests; an engine's
+ * exit ends it by itself). */
 void clef_decoder_stop(void);
 
 #endif

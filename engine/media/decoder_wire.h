@@ -29,7 +29,7 @@
 #include "media/video_sample.h"
 
 #define CLEF_DEC_MAGIC      0x43444c43u      /* "CLDC" */
-#define CLEF_DEC_VERSION    2
+#define CLEF_DEC_VERSION    3
 #define CLEF_DEC_FD         3                /* the control socket */
 
 typedef struct {
@@ -62,6 +62,11 @@ typedef struct {
     int32_t   pid;
     int32_t   wait_status;      /* EXITED: waitpid()'s status; FORKED: 0,
                                    or an errno when no process was made */
+    uint32_t  cpu_ms;           /* EXITED: the child's user + system CPU
+                                   time (a SIGKILL at its hard RLIMIT_CPU
+                                   is its own budget, not an outside
+                                   kill) */
+    uint32_t  max_rss_kb;       /* EXITED: its peak resident memory */
 } clef_dec_status;
 
 typedef struct {

@@ -153,9 +153,8 @@ video_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     clef_video_limits  lim;
 
     clef_video_limits_default(&lim);
-    return clef_decoder_video(in->data, in->len, index, &lim, &mc->video,
-                              run != NULL ? run->progress : NULL,
-                              run != NULL ? run->ctx : NULL, out, err);
+    return clef_decoder_video_run(run, in->data, in->len, index, &lim,
+                                  &mc->video, out, err);
 }
 
 
@@ -229,10 +228,8 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 
     memset(out, 0, sizeof(*out));
     clef_audio_limits_default(&lim);
-    if (clef_decoder_audio(in->data, in->len, index, &lim,
-                           run != NULL ? run->progress : NULL,
-                           run != NULL ? run->ctx : NULL, &samples, &n, err)
-        != 0)
+    if (clef_decoder_audio_run(run, in->data, in->len, index, &lim,
+                               &samples, &n, err) != 0)
     {
         return -1;
     }

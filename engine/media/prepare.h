@@ -33,17 +33,16 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "media/decoder.h"
 #include "media/kinds.h"
 #include "media/media.h"
 #include "text/tokenizer.h"
 
-/* How a preparation runs: progress (may be NULL) is called now and then
- * while a long item decodes, so that the engine's watchdog does not take
- * it for a hung forward. */
-typedef struct {
-    void           (*progress)(void *ctx);
-    void            *ctx;
-} clef_media_run;
+/* How a preparation runs (decoder.h): the decode lane its items go
+ * through, progress now and then while a long item decodes (so that the
+ * engine's watchdog does not take it for a hung forward), and whether its
+ * request is gone. */
+typedef clef_decoder_run  clef_media_run;
 
 typedef struct {
     clef_media_kind  kind;

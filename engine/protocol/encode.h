@@ -18,6 +18,8 @@
 #include "protocol/request.h"
 #include "text/tokenizer.h"
 
+struct clef_decoder_run;
+
 typedef struct {
     int            max_length;   /* default CLEF_DEFAULT_MAX_LENGTH */
     clef_truncate  truncate;
@@ -40,6 +42,10 @@ typedef struct {
      * engine's watchdog heartbeat); may be NULL */
     void             (*progress)(void *ctx);
     void              *progress_ctx;
+    /* or all of how its media go through the decode process (a lane,
+     * progress, cancellation: media/decoder.h); NULL: the default lane
+     * and the progress above */
+    const struct clef_decoder_run  *media_run;
     int                newline_each;   /* Clef Omni: a "\n" after each
                                           item instead of one after all */
 } clef_encode_opts;

@@ -120,10 +120,9 @@ add_tracks(const clef_plan *plan, const clef_media_run *run,
         if (!items[k].has_audio) {
             continue;
         }
-        if (clef_decoder_audio(plan->media[k].data, plan->media[k].len, v,
-                               &lim, run->progress, run->ctx, &samples, &n,
-                               err)
-            != 0)
+        if (clef_decoder_audio_run(run, plan->media[k].data,
+                                   plan->media[k].len, v, &lim, &samples, &n,
+                                   err) != 0)
         {
             if (err->status < 400 || err->status >= 500
                 || strcmp(err->type, "audio_invalid") == 0)
@@ -268,8 +267,13 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     memcpy(opts->tokens, mc->tokens, sizeof(opts->tokens));
     /* what the request's media_kwargs change in its processors */
     clef_media_conf_apply_kwargs(&conf, &plan->kwargs);
-    run.progress = opts->progress;
-    run.ctx = opts->progress_ctx;
+    if (opts->media_run != NULL) {
+        run = *opts->media_run;
+    } else {
+        memset(&run, 0, sizeof(run));
+        run.progress = opts->progress;
+        run.ctx = opts->progress_ctx;
+    }
     opts->newline_each = mc->newline_each;
 
     /* one item at a time: at most one decoded frame is held; a refusal
