@@ -148,6 +148,9 @@ typedef struct {
     uint64_t          wake_lost;
     uint32_t          n_replicas;
     uint64_t          replicas_up;     /* bit r: replica r serves */
+    uint32_t          n_decoders;      /* the engine's decode lanes */
+    int64_t           decoder_death_ms;   /* Unix ms of the last death */
+    char              decoder_cause[192]; /* what it was */
     clef_queue_stats  stats;           /* a copy, read counter by counter */
 } clef_status;
 

@@ -8,7 +8,7 @@
  *                        [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
  *                         [max_queue=N] [timeout=TIME]
- *                         [watchdog=TIME|off];
+ *                         [watchdog=TIME|off] [decoders=N];
  *   location: clef_systemone [envelope=systemone|cloudflare];
  *             clef_models; clef_status;
  *   http, server, location:
@@ -183,6 +183,7 @@ ngx_http_clef_create_main_conf(ngx_conf_t *cf)
     }
 
     mcf->max_batch_tokens = NGX_CONF_UNSET;
+    mcf->decoders = NGX_CONF_UNSET;
     mcf->max_queue = NGX_CONF_UNSET_UINT;
     mcf->timeout = NGX_CONF_UNSET_MSEC;
     mcf->watchdog = NGX_CONF_UNSET_MSEC;
@@ -199,6 +200,7 @@ ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_str_t                  name = ngx_string("clef");
 
     ngx_conf_init_value(mcf->max_batch_tokens, 16384);
+    ngx_conf_init_value(mcf->decoders, 0);
     ngx_conf_init_uint_value(mcf->max_queue, 1024);
     ngx_conf_init_msec_value(mcf->timeout, 30000);
     ngx_conf_init_msec_value(mcf->watchdog, 60000);
@@ -786,6 +788,20 @@ ngx_http_clef_engine(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 return NGX_CONF_ERROR;
             }
             mcf->max_batch_tokens = n;
+            continue;
+        }
+
+        /* media workers, each with a decode process (the engine's
+         * serve/media_workers.h); default: from the cores */
+        if (ngx_strncmp(value[i].data, "decoders=", 9) == 0) {
+            n = ngx_atoi(value[i].data + 9, value[i].len - 9);
+            if (n == NGX_ERROR || n < 1 || n > 64) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": decoders "
+                                   "takes 1 to 64", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+            mcf->decoders = n;
             continue;
         }
 

@@ -31,6 +31,51 @@ counter(clef_buf *b, const char *name, const char *help, uint64_t value)
 #define LOAD(x)  atomic_load(&st->x)
 
 
+/* The engine's decode processes (its media workers' lanes): how many,
+ * how often they started, died and were restarted, and the last death. */
+static int
+decoders(clef_buf *b, clef_status *snap)
+{
+    clef_queue_stats  *st = &snap->stats;
+    char               cause[2 * sizeof(snap->decoder_cause)];
+    size_t             i, n = 0;
+
+    if (metric(b, "clef_decoders", "gauge", "Decode processes of the "
+               "engine (clef_engine decoders=N).", "", snap->n_decoders) != 0
+        || counter(b, "clef_decoder_starts_total", "Decode processes "
+                   "started, restarts included.", LOAD(decoder_starts)) != 0
+        || counter(b, "clef_decoder_restarts_total", "Decode processes "
+                   "started again after one died.", LOAD(decoder_restarts))
+           != 0
+        || counter(b, "clef_decoder_deaths_total", "Decode processes, or "
+                   "their children, that died or were killed other than "
+                   "for a bad file.", LOAD(decoder_deaths)) != 0)
+    {
+        return -1;
+    }
+    if (snap->decoder_death_ms == 0) {
+        return 0;
+    }
+    /* a label value escapes backslash, quote and newline */
+    for (i = 0; snap->decoder_cause[i] != '\0' && n + 2 < sizeof(cause);
+         i++)
+    {
+        if (snap->decoder_cause[i] == '\\' || snap->decoder_cause[i] == '"') {
+            cause[n++] = '\\';
+        }
+        cause[n++] = snap->decoder_cause[i] == '\n' ? ' '
+                                                    : snap->decoder_cause[i];
+    }
+    cause[n] = '\0';
+    return clef_buf_printf(b, "# HELP clef_decoder_last_death_timestamp_"
+                           "seconds When a decode process last died, and "
+                           "how (the cause label).\n# TYPE clef_decoder_"
+                           "last_death_timestamp_seconds gauge\nclef_decoder_"
+                           "last_death_timestamp_seconds{cause=\"%s\"} %.3f\n",
+                           cause, (double) snap->decoder_death_ms / 1000);
+}
+
+
 /* One executor of the engine each: a replica (a device, or the CPU). */
 static int
 replicas(clef_buf *b, clef_status *snap)
@@ -224,6 +269,7 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
     ok &= counter(&b, "clef_lock_recoveries_total",
                   "Queue locks recovered from a dead holder.",
                   LOAD(lock_recoveries)) == 0;
+    ok &= decoders(&b, &snap) == 0;
 
     ok &= counter(&b, "clef_batches_total", "Batches run.", LOAD(batches))
           == 0;

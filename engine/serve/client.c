@@ -301,6 +301,10 @@ clef_status_read(clef_queue *q, clef_status *st)
     st->wake_lost = atomic_load(&h->wake_lost);
     st->n_replicas = atomic_load(&h->n_replicas);
     st->replicas_up = atomic_load(&h->replicas_up);
+    st->n_decoders = atomic_load(&h->n_decoders);
+    st->decoder_death_ms = atomic_load(&h->decoder_death_ms);
+    clef_queue_get_decoder_cause(q, st->decoder_cause,
+                                 sizeof(st->decoder_cause));
     clef_queue_get_usage(q, &st->usage);
     clef_queue_get_message(q, st->message, sizeof(st->message));
 

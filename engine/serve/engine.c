@@ -16,14 +16,19 @@
 
 #include "backend/backend.h"
 #include "base/pid.h"
+#include "media/decoder.h"
 #include "model/model.h"
 #include "model/model_media.h"
 #include "protocol/encode.h"
 #include "protocol/encode_media.h"
 #include "protocol/plan.h"
+#include "serve/media_workers.h"
 #include "serve/scheduler.h"
 
 #define ENGINE_IDLE_MS       1000
+/* prepared records waiting beyond this many batches' tokens hold the
+ * media workers back (media_workers.h): decoded media are large */
+#define ENGINE_READY_BATCHES 4
 
 #define elog  clef_engine_log
 
@@ -68,6 +73,9 @@ struct engine_s {
     pthread_cond_t            cv;        /* executors wait on it */
     int                       busy;      /* executors running a batch */
     int                       stop;
+
+    /* records with media are prepared beside the scheduler */
+    clef_media_workers       *media;
 };
 
 static volatile sig_atomic_t  engine_drain;
@@ -106,8 +114,11 @@ engine_answer_error(engine *e, uint32_t slot, const clef_error *err)
 
     *clef_queue_error_w(e->q, slot) = *err;
     s->status = err->status >= 400 ? err->status : 500;
+    /* a cancelled record is freed instead: nobody to wake */
     note = clef_queue_complete(e->q, slot);
-    engine_wake(e, &note, 1);
+    if (note.pid > 0) {
+        engine_wake(e, &note, 1);
+    }
 }
 
 
@@ -118,15 +129,46 @@ engine_prep_progress(void *ctx)
 }
 
 
-/* prepare() of the scheduler: the worker handed over a rendered plan
- * (plan.h); tokenize it, bounded by the record's limit. */
-static int
-engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
+/* A record whose media a worker prepares: its request, for the decoder's
+ * log lines and to stop decoding when it is gone. */
+typedef struct {
+    engine    *e;
+    uint32_t   slot;
+    char       what[32];
+} engine_media_job;
+
+
+static void
+engine_media_progress(void *ctx)
 {
-    engine            *e = ctx;
+    engine_media_job  *j = ctx;
+
+    clef_queue_progress(j->e->q);
+}
+
+
+static int
+engine_media_cancelled(void *ctx)
+{
+    engine_media_job  *j = ctx;
+
+    return clef_queue_is_cancelled(j->e->q, j->slot);
+}
+
+
+/* Tokenizes the rendered plan (plan.h) the worker handed over, bounded by
+ * the record's limit, its media decoded and processed through lane (a
+ * video in the decode process it waits for), never in an nginx worker.
+ * 0 with it filled, -1 when the record was answered. */
+static int
+engine_encode(engine *e, uint32_t slot, clef_decoder_lane *lane,
+    clef_sched_item *it)
+{
     clef_slot         *s = clef_queue_slot_w(e->q, slot);
     clef_media_conf    mc;
     clef_encode_opts   opts;
+    clef_decoder_run   run;
+    engine_media_job   job;
     clef_error         err;
     clef_plan          plan;
     clef_record       *rec;
@@ -150,11 +192,19 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     clef_encode_opts_default(&opts);
     opts.max_length = s->max_length > 0 ? s->max_length : e->conf->max_length;
     opts.truncate = (clef_truncate) s->truncate;
-    /* media are decoded and processed here, in the preparing thread (a
-     * video in the decode process it waits for), never in an nginx
-     * worker; a long one beats the watchdog's heart */
+    /* a long item beats the watchdog's heart, and stops when its request
+     * is gone */
+    job.e = e;
+    job.slot = slot;
+    snprintf(job.what, sizeof(job.what), "record %u", slot);
+    run.lane = lane;
+    run.progress = engine_media_progress;
+    run.cancelled = engine_media_cancelled;
+    run.ctx = &job;
+    run.what = job.what;
     opts.progress = engine_prep_progress;
     opts.progress_ctx = e->q;
+    opts.media_run = &run;
     clef_model_media_conf(e->model, &mc);
     clef_media_conf_backend(&mc, e->conf->backend);
     if (plan.n_media > 0
@@ -162,7 +212,10 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     {
         clef_plan_free(&plan);
         free(rec);
-        atomic_fetch_add(&e->q->h->stats.encode_errors, 1);
+        if (!clef_queue_is_cancelled(e->q, slot)) {
+            atomic_fetch_add(&e->q->h->stats.encode_errors,
+                             err.status >= 400 && err.status < 500);
+        }
         engine_answer_error(e, slot, &err);
         return -1;
     }
@@ -187,6 +240,155 @@ engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
     }
     it->tokens = (int64_t) rec->ids.n;
     it->prep = rec;
+    return 0;
+}
+
+
+/* prepare() of the scheduler: a text-only record is encoded here and
+ * now; one with media goes to the media workers (media_workers.h), so
+ * that it never holds up the records behind it. */
+static int
+engine_prepare(void *ctx, uint32_t slot, clef_sched_item *it)
+{
+    engine      *e = ctx;
+    clef_slot   *s = clef_queue_slot_w(e->q, slot);
+    clef_error   err;
+    clef_plan    plan;
+    int          media;
+
+    clef_error_clear(&err);
+    if (e->media != NULL
+        && clef_plan_view(&plan, clef_queue_body(e->q, slot), s->body_len,
+                          &err) == 0)
+    {
+        media = plan.n_media > 0;
+        clef_plan_free(&plan);
+        if (media && clef_media_workers_push(e->media, slot) == 0) {
+            return 1;
+        }
+    }
+    return engine_encode(e, slot, NULL, it);
+}
+
+
+/* The media workers' side of the scheduler (media_workers.h). */
+static int
+engine_media_prepare(void *ctx, uint32_t slot, clef_decoder_lane *lane,
+    clef_sched_item *it)
+{
+    engine          *e = ctx;
+    clef_slot       *s = clef_queue_slot_w(e->q, slot);
+    clef_error       err;
+    clef_wake_note   note;
+    int64_t          now = clef_now_ns();
+
+    if (clef_queue_is_cancelled(e->q, slot)) {
+        (void) clef_queue_complete(e->q, slot);      /* frees it */
+        return -1;
+    }
+    if (s->deadline_ns != 0 && now >= s->deadline_ns) {
+        clef_error_set(&err, 504, "timeout_error", NULL, "the request waited "
+                       "%lld ms for the engine to prepare its media; the "
+                       "limit is %lld ms",
+                       (long long) ((now - s->submit_ns) / 1000000),
+                       (long long) ((s->deadline_ns - s->submit_ns)
+                                    / 1000000));
+        s->status = 504;
+        *clef_queue_error_w(e->q, slot) = err;
+        note = clef_queue_complete(e->q, slot);
+        engine_wake(e, &note, 1);
+        return -1;
+    }
+    return engine_encode(e, slot, lane, it);
+}
+
+
+static void
+engine_media_ready(void *ctx, const clef_sched_item *it)
+{
+    engine  *e = ctx;
+
+    pthread_mutex_lock(&e->mu);
+    clef_sched_ready_push(&e->sched, it);
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    clef_queue_progress(e->q);
+}
+
+
+static int
+engine_media_backlogged(void *ctx)
+{
+    engine  *e = ctx;
+    int      full;
+
+    pthread_mutex_lock(&e->mu);
+    full = e->sched.ready_tokens
+           >= ENGINE_READY_BATCHES * e->n_replicas
+              * e->sched.max_batch_tokens;
+    pthread_mutex_unlock(&e->mu);
+    return full;
+}
+
+
+static void
+engine_decoder_log(void *ctx, int level, const char *line)
+{
+    engine  *e = ctx;
+
+    elog(e->conf, level, "%s", line);
+}
+
+
+static void
+engine_decoder_started(void *ctx, int lane, int restart)
+{
+    engine  *e = ctx;
+
+    atomic_fetch_add(&e->q->h->stats.decoder_starts, 1);
+    if (restart) {
+        atomic_fetch_add(&e->q->h->stats.decoder_restarts, 1);
+    }
+}
+
+
+static void
+engine_decoder_died(void *ctx, int lane, const char *cause)
+{
+    engine  *e = ctx;
+    char     line[240];
+
+    snprintf(line, sizeof(line), "decoder %d: %s", lane, cause);
+    clef_queue_decoder_died(e->q, line);
+}
+
+
+static int
+engine_media_start(engine *e, clef_error *err)
+{
+    clef_media_workers_conf  c;
+    long                     ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int                      n;
+
+    n = e->conf->decoders > 0
+        ? e->conf->decoders
+        : clef_media_workers_default(ncpu > 0 ? (int) ncpu : 1);
+    memset(&c, 0, sizeof(c));
+    c.prepare = engine_media_prepare;
+    c.ready = engine_media_ready;
+    c.backlogged = engine_media_backlogged;
+    c.ctx = e;
+    c.events.log = engine_decoder_log;
+    c.events.started = engine_decoder_started;
+    c.events.died = engine_decoder_died;
+    c.events.ctx = e;
+    e->media = clef_media_workers_start(n, &c, err);
+    if (e->media == NULL) {
+        return -1;
+    }
+    atomic_store(&e->q->h->n_decoders, (uint32_t) n);
+    elog(e->conf, CLEF_LOG_NOTICE, "clef engine %d: %d media workers, each "
+         "with a decode process of its own", (int) getpid(), n);
     return 0;
 }
 
@@ -603,7 +805,8 @@ engine_loop(engine *e)
              * what is ready meanwhile */
             rc = clef_sched_take(&e->sched, &it);
             progressed = rc == CLEF_SCHED_PREPARED
-                         || rc == CLEF_SCHED_ANSWERED;
+                         || rc == CLEF_SCHED_ANSWERED
+                         || rc == CLEF_SCHED_DEFERRED;
         }
 
         pthread_mutex_lock(&e->mu);
@@ -613,6 +816,7 @@ engine_loop(engine *e)
         }
         idle = e->busy == 0 && e->sched.ready_n == 0;
         pthread_mutex_unlock(&e->mu);
+        idle = idle && clef_media_workers_pending(e->media) == 0;
 
         if (progressed) {
             clef_queue_progress(e->q);
@@ -695,8 +899,13 @@ clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
             break;
         }
     }
+    /* media workers push prepared records whenever their media are
+     * ready: room for every slot of the queue */
     if (r < e.n_replicas
-        || clef_sched_init(&e.sched, conf->max_batch_records * e.n_replicas)
+        || clef_sched_init(&e.sched, (int) q->h->nslots
+                                     > conf->max_batch_records * e.n_replicas
+                                     ? (int) q->h->nslots
+                                     : conf->max_batch_records * e.n_replicas)
            != 0)
     {
         elog(conf, CLEF_LOG_ERR, "clef engine: out of memory");
@@ -719,7 +928,10 @@ clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
-    if (r == e.n_replicas) {
+    if (r == e.n_replicas && engine_media_start(&e, &err) != 0) {
+        elog(conf, CLEF_LOG_ERR, "clef engine: %s", err.message);
+        rc = CLEF_ENGINE_EXIT_FATAL;
+    } else if (r == e.n_replicas) {
         if (engine_owner(&e)) {
             atomic_store(&q->h->state, CLEF_ENGINE_READY);
         }
@@ -729,6 +941,9 @@ clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
         elog(conf, CLEF_LOG_ERR, "clef engine: pthread_create failed");
         rc = CLEF_ENGINE_EXIT_FATAL;
     }
+    /* drained: nothing is handed over any more */
+    clef_media_workers_stop(e.media);
+    e.media = NULL;
 
     pthread_mutex_lock(&e.mu);
     e.stop = 1;

@@ -42,6 +42,9 @@ typedef struct {
     int          truncate;           /* clef_truncate */
     int64_t      max_batch_tokens;
     int          max_batch_records;
+    int          decoders;           /* media workers and their decode
+                                        processes; 0: from the cores
+                                        (serve/media_workers.h) */
     int64_t      drain_timeout_ms;   /* keeper: SIGKILL after this */
     uint32_t     gen;                /* configuration generation served */
     pid_t        predecessor;        /* engine to wait for; 0 = none */

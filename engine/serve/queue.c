@@ -860,3 +860,27 @@ clef_queue_get_message(clef_queue *q, char *buf, size_t size)
     snprintf(buf, size, "%s", q->h->message);
     q_unlock(q);
 }
+
+
+void
+clef_queue_decoder_died(clef_queue *q, const char *cause)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    atomic_fetch_add(&q->h->stats.decoder_deaths, 1);
+    q_lock(q);
+    snprintf(q->h->decoder_cause, sizeof(q->h->decoder_cause), "%s", cause);
+    q_unlock(q);
+    atomic_store(&q->h->decoder_death_ms,
+                 (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+
+void
+clef_queue_get_decoder_cause(clef_queue *q, char *buf, size_t size)
+{
+    q_lock(q);
+    snprintf(buf, size, "%s", q->h->decoder_cause);
+    q_unlock(q);
+}

@@ -41,9 +41,10 @@
 #include "serve/stats.h"
 #include "serve/wake.h"
 
-#define CLEF_QUEUE_VERSION   6   /* 4: clef_error has a code; 5: the
+#define CLEF_QUEUE_VERSION   7   /* 4: clef_error has a code; 5: the
                                     records' plans are CLP3 (plan.h); 6:
-                                    audio is media kind 2, videos 3 */
+                                    audio is media kind 2, videos 3; 7:
+                                    the decode processes' counters */
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
 
 enum {
@@ -127,6 +128,10 @@ typedef struct {
     _Atomic uint64_t  wake_lost;    /* wake-ups a worker could not take */
     _Atomic uint32_t  n_replicas;   /* executors of the engine */
     _Atomic uint64_t  replicas_up;  /* bit r: replica r serves */
+    _Atomic uint32_t  n_decoders;   /* the engine's decode lanes */
+    _Atomic int64_t   decoder_death_ms;  /* when the last one died (Unix
+                                            time, ms; 0: never) */
+    char              decoder_cause[192];  /* and how (under lock) */
 
     /* under lock */
     uint32_t          q_head;
@@ -266,5 +271,9 @@ int  clef_queue_reap_orphans(clef_queue *q);
 void clef_queue_set_message(clef_queue *q, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void clef_queue_get_message(clef_queue *q, char *buf, size_t size);
+
+/* A decode process or child died: counted, its cause kept for /status. */
+void clef_queue_decoder_died(clef_queue *q, const char *cause);
+void clef_queue_get_decoder_cause(clef_queue *q, char *buf, size_t size);
 
 #endif

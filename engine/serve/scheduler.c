@@ -149,10 +149,9 @@ clef_sched_take(clef_sched *s, clef_sched_item *it)
     }
     memset(it, 0, sizeof(*it));
     it->slot = slot;
-    if (s->prepare(s->ctx, slot, it) != 0) {
-        return CLEF_SCHED_ANSWERED;
-    }
-    return CLEF_SCHED_PREPARED;
+    rc = s->prepare(s->ctx, slot, it);
+    return rc < 0 ? CLEF_SCHED_ANSWERED
+           : rc > 0 ? CLEF_SCHED_DEFERRED : CLEF_SCHED_PREPARED;
 }
 
 

@@ -61,9 +61,11 @@ typedef struct {
     int64_t           tokens;
 } clef_sched_batch;
 
-/* Prepares a taken record.  Returns 0 with it->tokens and it->prep set, or
+/* Prepares a taken record.  Returns 0 with it->tokens and it->prep set,
  * -1 when it answered the record itself (an error written, completed,
- * owner woken). */
+ * owner woken), or 1 when it handed the record to someone who will push
+ * it into the ready FIFO or answer it later (the engine's media workers:
+ * serve/media_workers.h). */
 typedef int  (*clef_sched_prepare_fn)(void *ctx, uint32_t slot,
     clef_sched_item *it);
 /* Frees what prepare() made. */
@@ -116,6 +118,7 @@ enum {
     CLEF_SCHED_EMPTY = 0,       /* nothing queued for this generation */
     CLEF_SCHED_PREPARED,        /* *it is prepared: push it */
     CLEF_SCHED_ANSWERED,        /* taken and answered by prepare() */
+    CLEF_SCHED_DEFERRED,        /* taken and handed on by prepare() */
     CLEF_SCHED_OTHER_GEN        /* the head is a newer configuration's */
 };
 
@@ -123,8 +126,10 @@ enum {
  * prepare(). */
 int  clef_sched_take(clef_sched *s, clef_sched_item *it);
 
-/* Appends a prepared record to the ready FIFO (never full here: the caller
- * checked clef_sched_ready_full() before taking it). */
+/* Appends a prepared record to the ready FIFO, which has room for it: its
+ * capacity is at least the records that can exist at once (the engine
+ * makes it the queue's slot count, as records prepared beside the
+ * scheduler arrive whenever they are ready). */
 void clef_sched_ready_push(clef_sched *s, const clef_sched_item *it);
 
 /* ---- the executor -------------------------------------------------------- */

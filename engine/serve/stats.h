@@ -55,6 +55,12 @@ typedef struct {
     _Atomic uint64_t  replica_batches[CLEF_STATS_REPLICAS];
     _Atomic uint64_t  replica_busy_ns[CLEF_STATS_REPLICAS];
     _Atomic uint64_t  replica_faults[CLEF_STATS_REPLICAS];  /* reopened */
+    /* the engine's decode processes (media/decoder_lane.h) */
+    _Atomic uint64_t  decoder_starts;   /* first starts and restarts */
+    _Atomic uint64_t  decoder_restarts; /* starts after a death */
+    _Atomic uint64_t  decoder_deaths;   /* a decode process, or a child of
+                                           one, killed or dead by itself
+                                           (not a refusal of a file) */
 } clef_queue_stats;
 
 /* clef_status_read() copies the counters one by one as 64-bit words */
