@@ -12,7 +12,8 @@
  *                      down that socket (request.len bytes)
  *   decoder -> engine  clef_dec_status { CLEF_DEC_FORKED, pid } when the
  *                      item's process exists, { CLEF_DEC_EXITED, pid,
- *                      wait status } when it has ended
+ *                      wait status, CPU time, peak RSS } when it has
+ *                      ended
  * The item's socket, read and written by the item's process only:
  *   clef_dec_result, then its payload (result.rgb_len bytes): a video's
  *   resized frames, an audio clip's 16 kHz float samples
@@ -29,7 +30,7 @@
 #include "media/video_sample.h"
 
 #define CLEF_DEC_MAGIC      0x43444c43u      /* "CLDC" */
-#define CLEF_DEC_VERSION    2
+#define CLEF_DEC_VERSION    3
 #define CLEF_DEC_FD         3                /* the control socket */
 
 typedef struct {
@@ -56,12 +57,22 @@ enum {
     CLEF_DEC_EXITED = 2
 };
 
+/* 24 bytes.  cpu_ms and max_rss_kib tell a child that its own RLIMIT_CPU
+ * hard limit killed (SIGKILL once its CPU time reaches twice its decode
+ * budget plus 6 s, decoder/sandbox.c: the client's file) from one killed
+ * by a SIGKILL from outside (the OOM killer, an operator: the server's
+ * failure). */
 typedef struct {
     uint32_t  magic;
     uint32_t  what;             /* CLEF_DEC_FORKED, CLEF_DEC_EXITED */
     int32_t   pid;
     int32_t   wait_status;      /* EXITED: waitpid()'s status; FORKED: 0,
                                    or an errno when no process was made */
+    uint32_t  cpu_ms;           /* EXITED: the child's CPU time, user and
+                                   system, all its threads (wait4's
+                                   rusage), in ms; FORKED: 0 */
+    uint32_t  max_rss_kib;      /* EXITED: its peak resident set
+                                   (ru_maxrss), KiB; FORKED: 0 */
 } clef_dec_status;
 
 typedef struct {
