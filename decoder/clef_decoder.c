@@ -113,6 +113,8 @@ child(const clef_dec_request *rq, int item, int notify)
                                                : rq->limits.max_decode_seconds),
                            NOTIFY_FD, why, sizeof(why)) != 0)
     {
+        /* the operator's to see too (a kernel without a listener) */
+        fprintf(stderr, "clef-decoder: decoder sandbox: %s\n", why);
         clef_error_fail(&r.err, CLEF_E_INTERNAL, "decoder sandbox: %s", why);
         put(CLEF_DEC_FD, &r, sizeof(r));
         _exit(4);
