@@ -41,6 +41,8 @@
 #define PROBE_THREADS  500
 #define PROBE_SAID     2                  /* a probe's exit: its line is
                                              on its item socket */
+#define PROBE_NO_FILE  101                /* write-file's exit: no file
+                                             to write to */
 
 
 /* All of buf to fd with write() alone: the only way out of a sandboxed
@@ -503,7 +505,7 @@ static const struct {
 
 /* A probe's child: set up and sandboxed as a decode child is, then the
  * probe; its exit code says what it met: 1 it worked, PROBE_SAID, 10 +
- * errno it failed, 100 no sandbox.  Never returns. */
+ * errno it failed, 100 no sandbox, PROBE_NO_FILE.  Never returns. */
 static void
 probe_child(size_t i, int item, int notify)
 {
@@ -514,7 +516,7 @@ probe_child(size_t i, int item, int notify)
     if (probes[i].run == probe_write_file) {
         f = tmpfile();
         if (f == NULL || dup2(fileno(f), 2) < 0) {
-            _exit(101);
+            _exit(PROBE_NO_FILE);
         }
     }
     settle(item, notify);
@@ -546,8 +548,19 @@ probe(size_t i)
         printf("%s: cannot fork\n", name);
         return;
     }
-    if (clef_sandbox_pair(nv) != 0 || (pid = fork()) < 0) {
+    if (clef_sandbox_pair(nv) != 0) {
         printf("%s: cannot fork\n", name);
+        close(sv[0]);
+        close(sv[1]);
+        return;
+    }
+    pid = fork();
+    if (pid < 0) {
+        printf("%s: cannot fork\n", name);
+        close(sv[0]);
+        close(sv[1]);
+        close(nv[0]);
+        close(nv[1]);
         return;
     }
     if (pid == 0) {
@@ -575,6 +588,8 @@ probe(size_t i)
         printf("%s: %s\n", name, said);
     } else if (code == 100) {
         printf("%s: the sandbox could not be entered (%s)\n", name, said);
+    } else if (code == PROBE_NO_FILE) {
+        printf("%s: cannot make its file\n", name);
     } else {
         printf("%s: failed with %s\n", name,
                code >= 10 && strerrorname_np(code - 10) != NULL

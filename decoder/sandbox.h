@@ -15,8 +15,8 @@
  *             handler its first pthread_create() in a process installs
  *             (a process whose libraries started no thread before the
  *             fork: OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, one CPU);
- *             sendmsg on the descriptor the listener goes out by (below),
- *             once, before the child closes it
+ *             sendmsg on the one descriptor the listener goes out by
+ *             (below), which the child then closes
  *   asked     clone with CLONE_THREAD (a thread, never a process): the
  *             filter returns SCMP_ACT_NOTIFY and the parent that waits
  *             for the child answers (clef_sandbox_watch): the clone goes
@@ -54,11 +54,12 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-/* Thread creations a child may make in its life.  FFmpeg makes
- * limits.threads (CLEF_VIDEO_THREADS, 2) per decoder it opens and as
- * many for a filter graph; audio decodes on one thread; a video is opened
- * a few times (probe, decode).  64 is ample for that and stops a file that
- * makes a decoder spawn threads without end. */
+/* Thread creations a child may make in its life.  A video's decoder
+ * makes limits.threads (CLEF_VIDEO_THREADS, 2: an H.264 clip's child makes
+ * 2 in all), a filter graph as many at most; an audio clip decodes on the
+ * child's own thread (audio_decode.c: thread_count 1).  64 leaves room
+ * for that many times over and stops a file that makes a decoder start
+ * threads without end. */
 #define CLEF_SANDBOX_THREADS  64
 
 /* Descriptors: stderr, the item's socket, the sandbox's, the listener a
