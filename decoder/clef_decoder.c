@@ -164,35 +164,18 @@ child(const clef_dec_request *rq, int item, int notify)
 static int
 take(clef_dec_request *rq, int *item)
 {
-    struct msghdr    m;
-    struct iovec     iov;
-    struct cmsghdr  *c;
-    union {
-        char            buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr  align;
-    }                u;
-    ssize_t          n;
+    ssize_t  n;
 
-    memset(&m, 0, sizeof(m));
-    iov.iov_base = rq;
-    iov.iov_len = sizeof(*rq);
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof(u.buf);
-    do {
-        n = recvmsg(CLEF_DEC_FD, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-    } while (n < 0 && errno == EINTR);
+    n = clef_dec_recv_fd(CLEF_DEC_FD, rq, sizeof(*rq), MSG_WAITALL, item);
     if (n == 0) {
         return 0;
     }
-    c = CMSG_FIRSTHDR(&m);
-    if (n != (ssize_t) sizeof(*rq) || c == NULL || c->cmsg_type != SCM_RIGHTS
-        || c->cmsg_len != CMSG_LEN(sizeof(int)))
-    {
+    if (n != (ssize_t) sizeof(*rq)) {
+        if (*item >= 0) {
+            close(*item);
+        }
         return -1;
     }
-    memcpy(item, CMSG_DATA(c), sizeof(int));
     return rq->magic == CLEF_DEC_MAGIC
            && (rq->kind == CLEF_MEDIA_VIDEO || rq->kind == CLEF_MEDIA_AUDIO)
            && rq->len <= CLEF_DEC_MAX_FILE ? 1 : -1;

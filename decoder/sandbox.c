@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "media/decoder_wire.h"
+
 #define CPU_GRACE  5          /* seconds from SIGXCPU to SIGKILL */
 
 /* glibc's SIGSETXID (its __SIGRTMIN + 1, below the SIGRTMIN programs
@@ -144,36 +146,6 @@ limits(uint64_t max_as, double cpu_seconds)
 }
 
 
-/* The listener fd to the parent over notify, as SCM_RIGHTS. */
-static int
-hand_over(int notify, int fd)
-{
-    struct msghdr    m;
-    struct iovec     iov;
-    struct cmsghdr  *c;
-    union {
-        char            buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr  align;
-    }                u;
-    char             one = 'L';
-
-    memset(&m, 0, sizeof(m));
-    memset(&u, 0, sizeof(u));
-    iov.iov_base = &one;
-    iov.iov_len = 1;
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof(u.buf);
-    c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    return sendmsg(notify, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
-
 int
 clef_sandbox_enter(uint64_t max_as, double cpu_seconds, int notify,
     char *why, size_t size)
@@ -222,7 +194,7 @@ clef_sandbox_enter(uint64_t max_as, double cpu_seconds, int notify,
     }
     /* the filter holds from here: the listener goes to the parent, and
      * neither it nor its way out stays in the child */
-    rc = hand_over(notify, fd);
+    rc = clef_dec_send_fd(notify, "L", 1, fd);
     if (rc != 0) {
         snprintf(why, size, "seccomp: its listener cannot reach the "
                  "parent: %s", strerror(errno));
@@ -237,35 +209,11 @@ clef_sandbox_enter(uint64_t max_as, double cpu_seconds, int notify,
 static int
 take_listener(int notify)
 {
-    struct msghdr    m;
-    struct iovec     iov;
-    struct cmsghdr  *c;
-    union {
-        char            buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr  align;
-    }                u;
-    char             one;
-    ssize_t          n;
-    int              fd;
+    char  one;
+    int   fd;
 
-    memset(&m, 0, sizeof(m));
-    iov.iov_base = &one;
-    iov.iov_len = 1;
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof(u.buf);
-    do {
-        n = recvmsg(notify, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
-    c = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
-    if (c == NULL || c->cmsg_level != SOL_SOCKET
-        || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
-    {
-        return -1;
-    }
-    memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    return fd;
+    return clef_dec_recv_fd(notify, &one, 1, MSG_DONTWAIT, &fd) == 1
+           ? fd : -1;
 }
 
 

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 #include "media/audio_decode.h"
@@ -90,6 +91,17 @@ typedef struct {
  * never raising SIGPIPE; -1 on an error or an early end. */
 int  clef_dec_write_all(int fd, const void *buf, size_t len);
 int  clef_dec_read_all(int fd, void *buf, size_t len);
+
+/* buf[0..len) in one message on sock, with descriptor fd as SCM_RIGHTS,
+ * over EINTR, never raising SIGPIPE; -1 unless all of it went. */
+int  clef_dec_send_fd(int sock, const void *buf, size_t len, int fd);
+
+/* One message of at most len bytes into buf (recvmsg flags: MSG_WAITALL,
+ * MSG_DONTWAIT), with the one descriptor it carries, close-on-exec, into
+ * *fd: its bytes, 0 at the end, -1 on an error or a message without
+ * exactly one descriptor (*fd -1 then). */
+ssize_t  clef_dec_recv_fd(int sock, void *buf, size_t len, int flags,
+    int *fd);
 
 /* The most bytes a file may have on its way to the decoder. */
 #define CLEF_DEC_MAX_FILE  (64u << 20)
