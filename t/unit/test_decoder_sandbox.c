@@ -5,13 +5,16 @@
  * (OpenBLAS then starts no thread when the decoder loads it, so a decode
  * child's first thread is the process's first: glibc's thread start must
  * pass the filter) and on one CPU; and a video and an audio clip decode
- * through the decode process under the same conditions.
+ * through the decode process under the same conditions.  The decode
+ * process's report of a child's end carries its CPU time and peak RSS.
  */
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -22,6 +25,7 @@
 #define DECODER  "build/clef-decoder"
 #define VIDEO    "t/fixtures/video/clips/h264_160x120_30fps.mp4"
 #define AUDIO    "t/fixtures/audio/clips/chirp16k.mp3"
+#define LONG     "t/fixtures/audio/clips/omni_len_75s.mp3"
 
 /* every probe's line: what the filter lets through, fails and kills;
  * 64 is CLEF_SANDBOX_THREADS */
@@ -141,6 +145,112 @@ test_decodes(const char *how)
 }
 
 
+/* clef-decoder --serve with its control socket on fd 3, as the engine
+ * starts it; *ctl is this side's end. */
+static pid_t
+start_serve(int *ctl)
+{
+    char   parent[32];
+    pid_t  pid;
+    int    sv[2];
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        return -1;
+    }
+    snprintf(parent, sizeof(parent), "%d", (int) getpid());
+    pid = fork();
+    if (pid == 0) {
+        if (dup2(sv[1], CLEF_DEC_FD) < 0) {
+            _exit(127);
+        }
+        execl(DECODER, DECODER, "--serve", parent, (char *) NULL);
+        _exit(127);
+    }
+    close(sv[1]);
+    *ctl = sv[0];
+    return pid;
+}
+
+
+/* The audio clip file through a child of the serve process on ctl; the
+ * decoder's report of the child's end into *end.  0 when every step
+ * went as the wire says. */
+static int
+serve_clip(int ctl, const char *file, clef_dec_status *end)
+{
+    clef_dec_request  rq;
+    clef_dec_status   st;
+    char             *data, buf[65536];
+    size_t            len;
+    int               ip[2], rc;
+
+    data = slurp(file, &len);
+    if (data == NULL || socketpair(AF_UNIX, SOCK_STREAM, 0, ip) != 0) {
+        free(data);
+        return -1;
+    }
+    memset(&rq, 0, sizeof(rq));
+    rq.magic = CLEF_DEC_MAGIC;
+    rq.kind = CLEF_MEDIA_AUDIO;
+    rq.len = len;
+    clef_video_limits_default(&rq.limits);
+    clef_video_config_default(&rq.video);
+    clef_audio_limits_default(&rq.audio);
+    rc = clef_dec_send_fd(ctl, &rq, sizeof(rq), ip[1]);
+    close(ip[1]);
+    if (rc == 0) {
+        rc = clef_dec_read_all(ctl, &st, sizeof(st)) != 0
+             || st.what != CLEF_DEC_FORKED || st.pid <= 0
+             || clef_dec_write_all(ip[0], data, len) != 0
+             || shutdown(ip[0], SHUT_WR) != 0 ? -1 : 0;
+    }
+    /* its answer, to the end */
+    while (rc == 0 && read(ip[0], buf, sizeof(buf)) > 0) {
+    }
+    close(ip[0]);
+    free(data);
+    if (rc != 0 || clef_dec_read_all(ctl, end, sizeof(*end)) != 0) {
+        return -1;
+    }
+    return end->magic == CLEF_DEC_MAGIC && end->what == CLEF_DEC_EXITED
+           && end->pid == st.pid ? 0 : -1;
+}
+
+
+static void
+test_wire(void)
+{
+    clef_dec_hello   h;
+    clef_dec_status  end;
+    pid_t            pid;
+    int              ctl = -1, rc;
+
+    CHECK(sizeof(clef_dec_status) == 24 && CLEF_DEC_VERSION == 3,
+          "clef_dec_status: 24 bytes, with the child's CPU time and peak "
+          "RSS (wire version 3)");
+    pid = start_serve(&ctl);
+    rc = pid > 0 && clef_dec_read_all(ctl, &h, sizeof(h)) == 0
+         && h.version == CLEF_DEC_VERSION ? 0 : -1;
+    CHECK(rc == 0, "clef-decoder --serve says hello, version %d",
+          CLEF_DEC_VERSION);
+    rc = rc == 0 ? serve_clip(ctl, LONG, &end) : -1;
+    CHECK(rc == 0 && WIFEXITED(end.wait_status)
+          && WEXITSTATUS(end.wait_status) == 0,
+          "a 75 s clip through the serve process: forked, answered, exited "
+          "0");
+    CHECK(rc == 0 && end.cpu_ms > 0 && end.cpu_ms < 60000
+          && end.max_rss_kib > 1024 && end.max_rss_kib < (4u << 20),
+          "its end reports its CPU time (%u ms) and peak RSS (%u KiB)",
+          rc == 0 ? end.cpu_ms : 0, rc == 0 ? end.max_rss_kib : 0);
+    if (ctl >= 0) {
+        close(ctl);
+    }
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+    }
+}
+
+
 int
 main(void)
 {
@@ -157,10 +267,7 @@ main(void)
     if (realpath(DECODER, path) != NULL) {
         setenv("CLEF_DECODER", path, 1);
     }
-    CHECK(sizeof(clef_dec_status) == 24 && CLEF_DEC_VERSION == 3,
-          "clef_dec_status: 24 bytes, with the child's CPU time and peak "
-          "RSS (wire version 3)");
-
+    test_wire();
     for (i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
         test_check(envs[i], "");
     }
