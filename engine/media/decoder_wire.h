@@ -58,11 +58,12 @@ enum {
     CLEF_DEC_EXITED = 2
 };
 
-/* 24 bytes.  cpu_ms and max_rss_kib tell a child that its own RLIMIT_CPU
- * hard limit killed (SIGKILL once its CPU time reaches twice its decode
- * budget plus 6 s, decoder/sandbox.c: the client's file) from one killed
- * by a SIGKILL from outside (the OOM killer, an operator: the server's
- * failure). */
+/* 24 bytes.  cpu_ms and max_rss_kib let the engine tell a child that its
+ * own CPU limit ended (the client's file: SIGXCPU once its CPU time
+ * reaches twice its decode budget, rounded down, plus 1 s; SIGKILL 5 s
+ * later when SIGXCPU did not end it; decoder/clef_decoder.c, sandbox.c)
+ * from one that a SIGKILL from outside ended short of it (the OOM killer,
+ * an operator: the server's failure). */
 typedef struct {
     uint32_t  magic;
     uint32_t  what;             /* CLEF_DEC_FORKED, CLEF_DEC_EXITED */
