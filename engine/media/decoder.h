@@ -18,17 +18,25 @@
  *           descriptor, and dies with the thread that spawned it)
  *   per video: the engine makes a socketpair and hands one end over; the
  *   decoder forks a child for it (cheap: FFmpeg is already loaded), which
- *     - keeps that socket and stderr, closes the rest,
- *     - limits its address space (CLEF_DECODER_MAX_AS) and CPU time,
+ *     - keeps that socket, the sandbox's socket to the decoder and stderr,
+ *       closes the rest,
+ *     - limits its address space (CLEF_DECODER_MAX_AS), CPU time,
+ *       descriptors (8) and file writes (none: RLIMIT_FSIZE 0, SIGXFSZ
+ *       ignored, a write to a file fails with EFBIG),
  *     - sets no_new_privs and a seccomp filter: read and write on what it
  *       holds, memory (mmap/mprotect without PROT_EXEC, brk, munmap,
- *       madvise), futex, threads (clone with CLONE_THREAD only), clocks,
- *       exit; open and stat fail with EACCES, sysinfo with EPERM;
- *       anything else (socket,
- *       execve, ptrace, ...) kills it,
+ *       madvise), futex, threads (clone with CLONE_THREAD only, and the
+ *       one rt_sigaction glibc's first thread start makes), clocks, exit;
+ *       open and stat fail with EACCES, sysinfo with EPERM; anything else
+ *       (socket, execve, ptrace, ...) kills it,
+ *     - hands the filter's listener to the decoder, which answers each of
+ *       its thread creations: 64 go on (FFmpeg makes 2 a video), the rest
+ *       fail with EAGAIN, root or not (decoder/sandbox.h; a kernel without
+ *       listeners makes the child refuse to decode, saying why),
  *     - then reads the file, decodes, samples and resizes it
  *       (video_process.h) and writes its answer, and exits.
- *   The decoder reports the child's pid, then how it ended.
+ *   The decoder reports the child's pid, then how it ended, with its CPU
+ *   time and peak resident set (decoder_wire.h).
  *
  * The engine trusts the child with pixels only: it recomputes the frames
  * sampled, their times and the grid from the scan the child reports

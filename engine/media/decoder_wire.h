@@ -12,7 +12,8 @@
  *                      down that socket (request.len bytes)
  *   decoder -> engine  clef_dec_status { CLEF_DEC_FORKED, pid } when the
  *                      item's process exists, { CLEF_DEC_EXITED, pid,
- *                      wait status } when it has ended
+ *                      wait status, CPU time, peak RSS } when it has
+ *                      ended
  * The item's socket, read and written by the item's process only:
  *   clef_dec_result, then its payload (result.rgb_len bytes): a video's
  *   resized frames, an audio clip's 16 kHz float samples
@@ -22,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 #include "media/audio_decode.h"
@@ -56,17 +58,23 @@ enum {
     CLEF_DEC_EXITED = 2
 };
 
+/* 24 bytes.  cpu_ms and max_rss_kib let the engine tell a child that its
+ * own CPU limit ended (the client's file: SIGXCPU once its CPU time
+ * reaches twice its decode budget, rounded down, plus 1 s; SIGKILL 5 s
+ * later when SIGXCPU did not end it; decoder/clef_decoder.c, sandbox.c)
+ * from one that a SIGKILL from outside ended short of it (the OOM killer,
+ * an operator: the server's failure). */
 typedef struct {
     uint32_t  magic;
     uint32_t  what;             /* CLEF_DEC_FORKED, CLEF_DEC_EXITED */
     int32_t   pid;
     int32_t   wait_status;      /* EXITED: waitpid()'s status; FORKED: 0,
                                    or an errno when no process was made */
-    uint32_t  cpu_ms;           /* EXITED: the child's user + system CPU
-                                   time (a SIGKILL at its hard RLIMIT_CPU
-                                   is its own budget, not an outside
-                                   kill) */
-    uint32_t  max_rss_kb;       /* EXITED: its peak resident memory */
+    uint32_t  cpu_ms;           /* EXITED: the child's CPU time, user and
+                                   system, all its threads (wait4's
+                                   rusage), in ms; FORKED: 0 */
+    uint32_t  max_rss_kib;      /* EXITED: its peak resident set
+                                   (ru_maxrss), KiB; FORKED: 0 */
 } clef_dec_status;
 
 typedef struct {
@@ -84,6 +92,17 @@ typedef struct {
  * never raising SIGPIPE; -1 on an error or an early end. */
 int  clef_dec_write_all(int fd, const void *buf, size_t len);
 int  clef_dec_read_all(int fd, void *buf, size_t len);
+
+/* buf[0..len) in one message on sock, with descriptor fd as SCM_RIGHTS,
+ * over EINTR, never raising SIGPIPE; -1 unless all of it went. */
+int  clef_dec_send_fd(int sock, const void *buf, size_t len, int fd);
+
+/* One message of at most len bytes into buf (recvmsg flags: MSG_WAITALL,
+ * MSG_DONTWAIT), with the one descriptor it carries, close-on-exec, into
+ * *fd: its bytes, 0 at the end, -1 on an error or a message without
+ * exactly one descriptor (*fd -1 then). */
+ssize_t  clef_dec_recv_fd(int sock, void *buf, size_t len, int flags,
+    int *fd);
 
 /* The most bytes a file may have on its way to the decoder. */
 #define CLEF_DEC_MAX_FILE  (64u << 20)
