@@ -62,6 +62,8 @@ SAN_FLAGS  := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 ENGINE_SRC := $(wildcard engine/*.c engine/*/*.c engine/*/*/*.c)
 ifeq ($(FFMPEG),no)
 ENGINE_SRC := $(filter-out $(FFMPEG_SRC),$(ENGINE_SRC))
+# no decode process: the engine decodes images itself (media/prepare.c)
+CFLAGS_BASE += -DCLEF_IMAGES_IN_ENGINE
 else
 ENGINE_SRC := $(filter-out engine/media/no_ffmpeg.c,$(ENGINE_SRC))
 endif
@@ -129,11 +131,22 @@ $(BUILD)/libclef_client.a: $(CLIENT_OBJ)
 # its own under a sandbox (engine/media/decoder.h), and FFmpeg's 150-odd
 # libraries would add ~0.1 s to every engine start (enough to change what
 # t/nginx-lifecycle.t sees of a reload)
+#
+# Nor the image codecs: the decode process decodes a record's images too
+# (media/prepare.c's image row), so no codec parses a request's bytes in
+# the engine; only a build without it (FFMPEG=no) keeps them here.
 FFMPEG_OBJ      := $(addprefix $(BUILD)/obj/engine/media/,video_decode.o \
                    video_process.o audio_decode.o)
-ENGINE_LIB_OBJ  := $(filter-out $(FFMPEG_OBJ),$(OBJ))
-ENGINE_LIB_LIBS  = $(shell pkg-config --libs $(filter-out $(FFMPEG_PKGS),$(PKGS)) \
-                   2>/dev/null) -lm -lpthread -ldl
+IMAGE_CODEC_PKGS := libpng libjpeg libwebp libwebpdemux
+IMAGE_CODEC_OBJ := $(addprefix $(BUILD)/obj/engine/media/,decode_png.o \
+                   decode_jpeg.o decode_webp.o image_decode.o exif.o)
+ifeq ($(FFMPEG),no)
+IMAGE_CODEC_OBJ :=
+IMAGE_CODEC_PKGS :=
+endif
+ENGINE_LIB_OBJ  := $(filter-out $(FFMPEG_OBJ) $(IMAGE_CODEC_OBJ),$(OBJ))
+ENGINE_LIB_LIBS  = $(shell pkg-config --libs $(filter-out $(FFMPEG_PKGS) \
+                   $(IMAGE_CODEC_PKGS),$(PKGS)) 2>/dev/null) -lm -lpthread -ldl
 $(BUILD)/libclef_engine.so: $(ENGINE_LIB_OBJ) engine/exports.map
 	$(CC) -shared -o $@ -Wl,-soname,libclef_engine.so -Wl,--no-undefined \
 	  -Wl,--version-script=engine/exports.map $(ENGINE_LIB_OBJ) $(ENGINE_LIB_LIBS)
@@ -149,8 +162,8 @@ $(BUILD)/clef: $(CLI_OBJ) $(BUILD)/libclef.a
 # decoding files and what they need of libclef
 DECODER_SRC := $(wildcard decoder/*.c)
 DECODER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(DECODER_SRC))
-DECODER_LIBS = $(shell pkg-config --libs $(FFMPEG_PKGS) libseccomp 2>/dev/null) \
-               -lm -lpthread
+DECODER_LIBS = $(shell pkg-config --libs $(FFMPEG_PKGS) $(IMAGE_CODEC_PKGS) \
+               libseccomp 2>/dev/null) -lm -lpthread
 $(BUILD)/clef-decoder: $(DECODER_OBJ) $(BUILD)/libclef.a
 	$(CC) -o $@ $(DECODER_OBJ) $(BUILD)/libclef.a $(DECODER_LIBS)
 
@@ -164,11 +177,15 @@ $(BUILD)/asan/t/%: t/unit/%.c t/unit/check.h $(BUILD)/asan/libclef.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(SAN_FLAGS) -It/unit -MMD -MP -o $@ $< $(BUILD)/asan/libclef.a $(LIBS)
 
-test-unit: $(UNIT_BIN) $(BUILD)/clef
-	prove --exec '' $(UNIT_BIN)
+# the decode process that media go through (images included): a test
+# binary is not beside it, as the engine's library is (media/decoder.h)
+UNIT_ENV := $(if $(DECODER_BIN),CLEF_DECODER=$(abspath $(DECODER_BIN)))
 
-test-asan: $(SAN_BIN)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+test-unit: $(UNIT_BIN) $(BUILD)/clef $(DECODER_BIN)
+	$(UNIT_ENV) prove --exec '' $(UNIT_BIN)
+
+test-asan: $(SAN_BIN) $(DECODER_BIN)
+	$(UNIT_ENV) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  prove --exec '' $(SAN_BIN)
 
 # The CPU numeric tests again with OpenBLAS forced to other cores: the CPU
@@ -182,10 +199,10 @@ CORE_TESTS := $(addprefix $(BUILD)/t/,test_cpu_gemm test_cpu_gemm_bf16 test_cpu_
 #
 # And once more on the AVX2 kernel where the CPU would run the wide AVX-512
 # one (gemm_kernel.h): every check must hold on both kernels.
-test-coretypes: $(CORE_TESTS) $(BUILD)/clef
-	OPENBLAS_CORETYPE=Haswell prove --exec '' $(CORE_TESTS)
-	OPENBLAS_CORETYPE=SkylakeX prove --exec '' $(CORE_TESTS)
-	CLEF_CPU_GEMM_KERNEL=avx2 prove --exec '' $(CORE_TESTS)
+test-coretypes: $(CORE_TESTS) $(BUILD)/clef $(DECODER_BIN)
+	$(UNIT_ENV) OPENBLAS_CORETYPE=Haswell prove --exec '' $(CORE_TESTS)
+	$(UNIT_ENV) OPENBLAS_CORETYPE=SkylakeX prove --exec '' $(CORE_TESTS)
+	$(UNIT_ENV) CLEF_CPU_GEMM_KERNEL=avx2 prove --exec '' $(CORE_TESTS)
 
 # unit tests first (fast, precise failures), then the sanitized run, then
 # the prove suites (mkmodel determinism and the nginx suites)

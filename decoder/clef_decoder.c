@@ -33,6 +33,7 @@
 #include "media/audio_decode.h"
 #include "media/decoder.h"
 #include "media/decoder_wire.h"
+#include "media/image_decode.h"
 #include "media/video_process.h"
 #include "sandbox.h"
 
@@ -91,6 +92,49 @@ settle(int item, int notify)
 }
 
 
+/* A record's images (the request's n_files), one answer each, in order,
+ * up to the first refused: one decoded image held at a time. */
+static int
+images(const clef_dec_request *rq, const uint8_t *data)
+{
+    clef_media_input  in;
+    clef_rgb_image    rgb;
+    clef_dec_result   r;
+    uint64_t          at = 0;
+    uint32_t          k;
+    int               rc;
+
+    for (k = 0; k < rq->n_files; k++) {
+        memset(&r, 0, sizeof(r));
+        r.magic = CLEF_DEC_MAGIC;
+        memset(&in, 0, sizeof(in));
+        in.kind = CLEF_MEDIA_IMAGE;
+        in.format = (int) rq->formats[k];
+        in.data = data + at;
+        in.len = (size_t) rq->lens[k];
+        at += rq->lens[k];
+        rc = clef_image_decode_exif(&in, rq->index + (int) k, rq->max_pixels,
+                                    (int) rq->exif, &rgb, &r.err);
+        r.ok = rc == 0;
+        if (r.ok) {
+            r.width = rgb.width;
+            r.height = rgb.height;
+            r.rgb_len = (uint64_t) rgb.width * (uint64_t) rgb.height * 3;
+        }
+        if (put(CLEF_DEC_FD, &r, sizeof(r)) != 0
+            || (r.ok && put(CLEF_DEC_FD, rgb.rgb, (size_t) r.rgb_len) != 0))
+        {
+            return -1;
+        }
+        clef_rgb_image_free(&rgb);
+        if (!r.ok) {
+            break;
+        }
+    }
+    return 0;
+}
+
+
 /* A decode child: never returns. */
 static void
 child(const clef_dec_request *rq, int item, int notify)
@@ -131,6 +175,9 @@ child(const clef_dec_request *rq, int item, int notify)
     if (clef_dec_read_all(CLEF_DEC_FD, data, (size_t) rq->len) != 0) {
         _exit(5);
     }
+    if (rq->kind == CLEF_MEDIA_IMAGE) {
+        _exit(images(rq, data) == 0 ? 0 : 6);
+    }
     if (rq->kind == CLEF_MEDIA_AUDIO) {
         rc = clef_audio_decode(data, (size_t) rq->len, rq->index, &rq->audio,
                                &samples, &n, &r.audio, &r.err);
@@ -159,6 +206,20 @@ child(const clef_dec_request *rq, int item, int notify)
 }
 
 
+/* The files' lengths are the request's length. */
+static int
+files_add_up(const clef_dec_request *rq)
+{
+    uint64_t  sum = 0;
+    uint32_t  k;
+
+    for (k = 0; k < rq->n_files && k < CLEF_DEC_MAX_FILES; k++) {
+        sum += rq->lens[k];
+    }
+    return sum == rq->len;
+}
+
+
 /* One request and the item's socket from the engine; 0 at the end of the
  * control socket, -1 on a broken one. */
 static int
@@ -177,8 +238,11 @@ take(clef_dec_request *rq, int *item)
         return -1;
     }
     return rq->magic == CLEF_DEC_MAGIC
-           && (rq->kind == CLEF_MEDIA_VIDEO || rq->kind == CLEF_MEDIA_AUDIO)
-           && rq->len <= CLEF_DEC_MAX_FILE ? 1 : -1;
+           && (rq->kind == CLEF_MEDIA_VIDEO || rq->kind == CLEF_MEDIA_AUDIO
+               || rq->kind == CLEF_MEDIA_IMAGE)
+           && rq->n_files >= 1 && rq->n_files <= CLEF_DEC_MAX_FILES
+           && (rq->kind == CLEF_MEDIA_IMAGE || rq->n_files == 1)
+           && rq->len <= CLEF_DEC_MAX_FILE && files_add_up(rq) ? 1 : -1;
 }
 
 

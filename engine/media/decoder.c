@@ -30,9 +30,12 @@
 #define MAX_FRAMES_BYTES  (INT64_C(1) << 30)
 
 typedef struct {
-    int                      index;
-    const char              *kind;      /* "video", "audio": types */
-    const char              *noun;      /* "Video", "Audio clip" */
+    int                      index;     /* the first item's */
+    const char              *kind;      /* "video", "audio", "image" */
+    const char              *noun;      /* "Video", "Audio clip", "Image" */
+    const uint8_t *const    *data;      /* its files, n of them */
+    const size_t            *lens;
+    int                      n;
     double                   deadline;
     const clef_decoder_run  *run;
     clef_decoder_lane       *lane;
@@ -49,6 +52,9 @@ static const char *const  video_refusals[] = {
 static const char *const  audio_refusals[] = {
     "audio_invalid", "audio_no_stream", "audio_codec_unsupported",
     "audio_too_long", "audio_too_short", "audio_decode_budget", NULL
+};
+static const char *const  image_refusals[] = {
+    "image_invalid", "image_type_mismatch", "image_too_many_pixels", NULL
 };
 
 
@@ -203,28 +209,48 @@ read_status(const job *j, uint32_t what, pid_t pid, double seconds,
 }
 
 
-/* The file down the item's socket, then its end: the child reads all of
- * it before it decodes. */
+/* The files down the item's socket, then its end: the child reads all of
+ * them before it decodes. */
 static int
-send_file(int fd, const uint8_t *data, size_t len, const job *j)
+send_files(int fd, const job *j)
 {
-    ssize_t  n;
+    const uint8_t  *data;
+    size_t          len;
+    ssize_t         n;
+    int             k;
 
-    while (len > 0) {
-        if (wait_fd(fd, POLLOUT, j) != 1) {
-            return -1;
+    for (k = 0; k < j->n; k++) {
+        data = j->data[k];
+        len = j->lens[k];
+        while (len > 0) {
+            if (wait_fd(fd, POLLOUT, j) != 1) {
+                return -1;
+            }
+            n = send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+                continue;
+            }
+            if (n <= 0) {
+                return -1;
+            }
+            data += n;
+            len -= (size_t) n;
         }
-        n = send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        data += n;
-        len -= (size_t) n;
     }
     return shutdown(fd, SHUT_WR);
+}
+
+
+/* Where item k of the job is in the request. */
+static void
+item_loc(const job *j, int k, char *loc, size_t size)
+{
+    const char  *field = strrchr(j->loc, ',');
+
+    /* j->loc is ["body","FIELD",INDEX] of its first item */
+    snprintf(loc, size, "%.*s,%d]", (int) (field != NULL ? field - j->loc
+                                                         : 0),
+             j->loc, j->index + k);
 }
 
 
@@ -232,7 +258,8 @@ static int
 refusal_allowed(const char *kind, const char *type)
 {
     const char *const  *t = strcmp(kind, "audio") == 0 ? audio_refusals
-                                                        : video_refusals;
+                            : strcmp(kind, "image") == 0 ? image_refusals
+                            : video_refusals;
 
     for ( /* void */ ; *t != NULL; t++) {
         if (strcmp(*t, type) == 0) {
@@ -247,32 +274,36 @@ refusal_allowed(const char *kind, const char *type)
  * closed list above, at this item's place); a child out of memory ran out
  * of its address space, the file's budget. */
 static int
-child_error(clef_dec_result *r, const job *j, clef_error *err)
+child_error(clef_dec_result *r, const job *j, int k, clef_error *err)
 {
-    char    type[40], msg[sizeof(r->err.message)];
+    char    type[40], msg[sizeof(r->err.message)], loc[64];
     size_t  i;
 
     r->err.type[sizeof(r->err.type) - 1] = '\0';
     r->err.message[sizeof(r->err.message) - 1] = '\0';
+    item_loc(j, k, loc, sizeof(loc));
     if (r->err.status == 400 && refusal_allowed(j->kind, r->err.type)) {
         for (i = 0; r->err.message[i] != '\0'; i++) {
             msg[i] = r->err.message[i] >= 0x20 && r->err.message[i] < 0x7f
                      ? r->err.message[i] : '?';
         }
         msg[i] = '\0';
-        return clef_error_set(err, 400, r->err.type, j->loc, "%s", msg);
+        return clef_error_set(err, 400, r->err.type, loc, "%s", msg);
     }
+    /* images have no decode budget of their own: a file too big to
+     * decode is an invalid one */
+    snprintf(type, sizeof(type), "%s_%s", j->kind,
+             r->err.code == CLEF_E_NO_MEMORY && strcmp(j->kind, "image") != 0
+             ? "decode_budget" : "invalid");
     if (r->err.code == CLEF_E_NO_MEMORY) {
-        snprintf(type, sizeof(type), "%s_decode_budget", j->kind);
-        return clef_error_set(err, 400, type, j->loc, "%s %d cannot be "
+        return clef_error_set(err, 400, type, loc, "%s %d cannot be "
             "decoded within the decoder's memory budget (%llu MiB of "
-            "address space).", j->noun, j->index,
+            "address space).", j->noun, j->index + k,
             (unsigned long long) (CLEF_DECODER_MAX_AS >> 20));
     }
-    snprintf(type, sizeof(type), "%s_invalid", j->kind);
-    return clef_error_set(err, 400, type, j->loc, "%s %d cannot be "
+    return clef_error_set(err, 400, type, loc, "%s %d cannot be "
                           "decoded: the decoder failed on it.", j->noun,
-                          j->index);
+                          j->index + k);
 }
 
 
@@ -293,7 +324,9 @@ child_fate(const fate *f, double budget, const job *j, clef_error *err)
     char  invalid[40], over[40];
 
     snprintf(invalid, sizeof(invalid), "%s_invalid", j->kind);
-    snprintf(over, sizeof(over), "%s_decode_budget", j->kind);
+    /* images have no budget type of their own (decoder.h) */
+    snprintf(over, sizeof(over), "%s_%s", j->kind,
+             strcmp(j->kind, "image") == 0 ? "invalid" : "decode_budget");
     if (f->timed_out) {
         return clef_error_set(err, 400, over, j->loc,
             "%s %d took longer than %.0f s to decode; the limit is %.0f "
@@ -361,12 +394,14 @@ lane_failed(const job *j, const char *during, clef_error *err)
 }
 
 
-/* What a child's answer is turned into: a video's media item, or an
- * audio clip's samples. */
+/* What a child's answers are turned into: a video's media item, an
+ * audio clip's samples, or a record's images (*decoded of them). */
 typedef struct {
     clef_media_item  *item;
     float           **samples;
     int64_t          *n;
+    clef_rgb_image   *images;
+    int              *decoded;
 } dec_out;
 
 
@@ -396,11 +431,19 @@ payload_bytes(const clef_dec_request *rq, clef_dec_result *r)
 {
     int64_t  max;
 
-    if (rq->kind == CLEF_MEDIA_AUDIO) {
+    switch (rq->kind) {
+    case CLEF_MEDIA_AUDIO:
         max = (int64_t) (rq->audio.max_seconds * CLEF_AUDIO_RATE);
         return r->audio.samples > 0 && r->audio.samples <= max
                && r->rgb_len == (uint64_t) r->audio.samples * sizeof(float)
                ? (int64_t) r->rgb_len : -1;
+    case CLEF_MEDIA_IMAGE:
+        return r->width > 0 && r->height > 0
+               && (int64_t) r->width * r->height <= rq->max_pixels
+               && r->rgb_len == (uint64_t) r->width * r->height * 3
+               ? (int64_t) r->rgb_len : -1;
+    default:
+        break;
     }
     r->info.codec[sizeof(r->info.codec) - 1] = '\0';
     if (r->info.n_frames <= 0 || r->info.n_frames > rq->limits.max_frames
@@ -415,14 +458,13 @@ payload_bytes(const clef_dec_request *rq, clef_dec_result *r)
 }
 
 
-/* Reads the child's answer: 1 answered (r, and *payload for ok), 0 it
- * said nothing complete or sensible. */
+/* Reads one answer: 1 read (r, and *payload when ok), 0 it said nothing
+ * complete or sensible. */
 static int
 read_answer(int fd, const clef_dec_request *rq, const job *j,
     clef_dec_result *r, uint8_t **payload)
 {
     int64_t  want;
-    char     end;
 
     *payload = NULL;
     if (read_until(fd, r, sizeof(*r), j) != 0 || r->magic != CLEF_DEC_MAGIC
@@ -438,9 +480,7 @@ read_answer(int fd, const clef_dec_request *rq, const job *j,
         return 0;
     }
     *payload = malloc((size_t) want);
-    if (*payload != NULL && read_until(fd, *payload, (size_t) want, j) == 0
-        && read_until(fd, &end, 1, j) != 0)
-    {
+    if (*payload != NULL && read_until(fd, *payload, (size_t) want, j) == 0) {
         return 1;
     }
     free(*payload);
@@ -449,48 +489,103 @@ read_answer(int fd, const clef_dec_request *rq, const job *j,
 }
 
 
-/* An answer as the item it makes (the child exited 0 after it). */
-static int
-take_answer(const clef_dec_request *rq, clef_dec_result *r, uint8_t *payload,
-    const job *j, const dec_out *out, clef_error *err)
-{
-    int  rc;
+/* The child's answers, one a file up to the first refusal, then the end
+ * of its socket: *got of them; 1 when that is all it had to say. */
+typedef struct {
+    clef_dec_result   r[CLEF_DEC_MAX_FILES];
+    uint8_t          *payload[CLEF_DEC_MAX_FILES];
+    int               got;
+} answers;
 
-    if (r->ok == 0) {
-        return child_error(r, j, err);
-    }
-    if (rq->kind == CLEF_MEDIA_AUDIO) {
-        rc = check_samples((const float *) payload, r->audio.samples, j,
-                           err);
-        if (rc == 0) {
-            *out->samples = (float *) payload;
-            *out->n = r->audio.samples;
+
+static int
+read_answers(int fd, const clef_dec_request *rq, const job *j, answers *a)
+{
+    char  end;
+
+    a->got = 0;
+    while (a->got < j->n) {
+        if (!read_answer(fd, rq, j, &a->r[a->got], &a->payload[a->got])) {
             return 0;
         }
-        free(payload);
-        return rc;
+        if (a->r[a->got++].ok == 0) {
+            break;
+        }
     }
-    /* clef_video_item() takes the frames, kept or not */
-    return clef_video_item(&r->info, &rq->video, payload, (size_t) r->rgb_len,
-                           j->index, out->item, err);
+    return read_until(fd, &end, 1, j) != 0;
 }
 
 
-/* One item through a fresh child; the lane's lock is held and its
- * process runs. */
+static void
+answers_free(answers *a)
+{
+    int  k;
+
+    for (k = 0; k < a->got; k++) {
+        free(a->payload[k]);
+        a->payload[k] = NULL;
+    }
+}
+
+
+/* The answers as what they make (the child exited 0 after them); a's
+ * payloads are taken or freed. */
 static int
-decode_item(const uint8_t *data, size_t len, const clef_dec_request *rq,
-    job *j, const dec_out *out, clef_error *err)
+take_answers(const clef_dec_request *rq, answers *a, const job *j,
+    const dec_out *out, clef_error *err)
+{
+    clef_dec_result  *r = &a->r[0];
+    int               k, rc;
+
+    if (rq->kind == CLEF_MEDIA_IMAGE) {
+        for (k = 0; k < a->got && a->r[k].ok; k++) {
+            out->images[k].width = a->r[k].width;
+            out->images[k].height = a->r[k].height;
+            out->images[k].rgb = a->payload[k];
+            a->payload[k] = NULL;
+        }
+        *out->decoded = k;
+        rc = k < a->got ? child_error(&a->r[k], j, k, err) : 0;
+        answers_free(a);
+        return rc;
+    }
+    if (r->ok == 0) {
+        return child_error(r, j, 0, err);
+    }
+    if (rq->kind == CLEF_MEDIA_AUDIO) {
+        rc = check_samples((const float *) a->payload[0], r->audio.samples,
+                           j, err);
+        if (rc == 0) {
+            *out->samples = (float *) a->payload[0];
+            *out->n = r->audio.samples;
+            a->payload[0] = NULL;
+        }
+        answers_free(a);
+        return rc;
+    }
+    /* clef_video_item() takes the frames, kept or not */
+    rc = clef_video_item(&r->info, &rq->video, a->payload[0],
+                         (size_t) r->rgb_len, j->index, out->item, err);
+    a->payload[0] = NULL;
+    return rc;
+}
+
+
+/* The job through a fresh child; the lane's lock is held and its process
+ * runs. */
+static int
+decode_job(const clef_dec_request *rq, job *j, const dec_out *out,
+    clef_error *err)
 {
     clef_decoder_lane  *l = j->lane;
     clef_dec_status     st;
-    clef_dec_result     r;
-    uint8_t            *payload = NULL;
+    answers             a;
     fate                f;
-    int                 sp[2], answered = 0, rc;
+    int                 sp[2], answered = 0;
     pid_t               pid;
 
     memset(&f, 0, sizeof(f));
+    a.got = 0;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) {
         return clef_error_fail(err, CLEF_E_INTERNAL, "socketpair: %s",
                                strerror(errno));
@@ -514,8 +609,8 @@ decode_item(const uint8_t *data, size_t len, const clef_dec_request *rq,
                               strerror(st.wait_status));
     }
 
-    if (send_file(sp[0], data, len, j) == 0) {
-        answered = read_answer(sp[0], rq, j, &r, &payload);
+    if (send_files(sp[0], j) == 0) {
+        answered = read_answers(sp[0], rq, j, &a);
     }
     if (!answered && (job_cancelled(j)
                       || clef_clock_seconds() >= j->deadline))
@@ -533,18 +628,19 @@ decode_item(const uint8_t *data, size_t len, const clef_dec_request *rq,
                     &st) != 0)
     {
         if (answered || f.killed) {
-            free(payload);
+            answers_free(&a);
             return lane_failed(j, "while a child decoded", err);
         }
         /* still running after what it sent: malformed, ours to end */
         f.killed = 1;
         kill(pid, SIGKILL);
         if (read_status(j, CLEF_DEC_EXITED, pid, STATUS_SECONDS, &st) != 0) {
+            answers_free(&a);
             return lane_failed(j, "while a child decoded", err);
         }
     }
     if (job_cancelled(j)) {
-        free(payload);
+        answers_free(&a);
         return clef_error_set(err, 499, "cancelled", j->loc, "The request "
                               "went away while %s %d was decoded.", j->kind,
                               j->index);
@@ -554,32 +650,44 @@ decode_item(const uint8_t *data, size_t len, const clef_dec_request *rq,
     f.cpu_limit = 2 * (rq->kind == CLEF_MEDIA_AUDIO
                        ? rq->audio.max_decode_seconds
                        : rq->limits.max_decode_seconds);
-    /* an answer counts only from a child that then exited by itself */
+    /* answers count only from a child that then exited by itself */
     if (answered && WIFEXITED(f.status) && WEXITSTATUS(f.status) == 0) {
-        return take_answer(rq, &r, payload, j, out, err);
+        return take_answers(rq, &a, j, out, err);
     }
-    free(payload);
+    if (answered && a.got == 1 && a.r[0].ok == 0
+        && a.r[0].err.code == CLEF_E_INTERNAL
+        && strncmp(a.r[0].err.message, "decoder sandbox: ", 17) == 0)
+    {
+        /* the server's own failure (a kernel without what the sandbox
+         * needs): no file is to blame, and no retry will help */
+        a.r[0].err.message[sizeof(a.r[0].err.message) - 1] = '\0';
+        return clef_error_fail(err, CLEF_E_INTERNAL, "%s %d cannot be "
+                               "decoded here: the %s", j->noun, j->index,
+                               a.r[0].err.message);
+    }
+    answers_free(&a);
     if (answered) {
-        /* it answered, then did not exit cleanly: the answer is void */
+        /* it answered, then did not exit cleanly: the answers are void */
         f.killed = 0;
     }
-    rc = child_fate(&f, rq->kind == CLEF_MEDIA_AUDIO
-                        ? rq->audio.max_decode_seconds
-                        : rq->limits.max_decode_seconds, j, err);
-    return rc;
+    return child_fate(&f, f.cpu_limit / 2, j, err);
 }
 
 
-/* One item through a child of the lane's decode process, which is started
+/* The job through a child of the lane's decode process, which is started
  * when none runs. */
 static int
-run_item(const clef_decoder_run *run, const uint8_t *data, size_t len,
-    clef_dec_request *rq, job *j, double budget, const dec_out *out,
-    clef_error *err)
+run_job(const clef_decoder_run *run, clef_dec_request *rq, job *j,
+    double budget, const dec_out *out, clef_error *err)
 {
     clef_decoder_lane  *l;
-    int                 rc;
+    size_t              len = 0;
+    int                 k, rc;
 
+    for (k = 0; k < j->n; k++) {
+        len += j->lens[k];
+        rq->lens[k] = j->lens[k];
+    }
     if (len > CLEF_DEC_MAX_FILE) {
         return clef_error_set(err, 413, rq->kind == CLEF_MEDIA_AUDIO
                               ? "audio_too_large" : "video_too_large",
@@ -596,6 +704,7 @@ run_item(const clef_decoder_run *run, const uint8_t *data, size_t len,
     j->lane = l;
     rq->magic = CLEF_DEC_MAGIC;
     rq->index = j->index;
+    rq->n_files = (uint32_t) j->n;
     rq->len = len;
 
     pthread_mutex_lock(&l->mu);
@@ -603,11 +712,12 @@ run_item(const clef_decoder_run *run, const uint8_t *data, size_t len,
         pthread_mutex_unlock(&l->mu);
         return -1;
     }
-    snprintf(l->item, sizeof(l->item), "%s %d%s%s", j->kind, j->index,
+    snprintf(l->item, sizeof(l->item), "%s %d%s%s%s", j->kind, j->index,
+             j->n > 1 ? " and on" : "",
              run != NULL && run->what != NULL ? " of " : "",
              run != NULL && run->what != NULL ? run->what : "");
     j->deadline = clef_clock_seconds() + budget + CLEF_DECODER_GRACE;
-    rc = decode_item(data, len, rq, j, out, err);
+    rc = decode_job(rq, j, out, err);
     clef_decoder_lane_relay(l);
     l->item[0] = '\0';
     pthread_mutex_unlock(&l->mu);
@@ -617,12 +727,16 @@ run_item(const clef_decoder_run *run, const uint8_t *data, size_t len,
 
 static void
 job_init(job *j, int index, const char *kind, const char *noun,
-    const char *field)
+    const char *field, const uint8_t *const *data, const size_t *lens,
+    int n)
 {
     memset(j, 0, sizeof(*j));
     j->index = index;
     j->kind = kind;
     j->noun = noun;
+    j->data = data;
+    j->lens = lens;
+    j->n = n;
     snprintf(j->loc, sizeof(j->loc), "[\"body\",\"%s\",%d]", field, index);
 }
 
@@ -633,18 +747,17 @@ clef_decoder_video_run(const clef_decoder_run *run, const uint8_t *data,
     const clef_video_config *vc, clef_media_item *out, clef_error *err)
 {
     clef_dec_request  rq;
-    dec_out           o = { out, NULL, NULL };
+    dec_out           o = { out, NULL, NULL, NULL, NULL };
     job               j;
 
     memset(out, 0, sizeof(*out));
-    job_init(&j, index, "video", "Video", "videos");
+    job_init(&j, index, "video", "Video", "videos", &data, &len, 1);
     memset(&rq, 0, sizeof(rq));
     rq.kind = CLEF_MEDIA_VIDEO;
     rq.limits = *lim;
     rq.video = *vc;
     clef_audio_limits_default(&rq.audio);
-    return run_item(run, data, len, &rq, &j, lim->max_decode_seconds, &o,
-                    err);
+    return run_job(run, &rq, &j, lim->max_decode_seconds, &o, err);
 }
 
 
@@ -654,19 +767,57 @@ clef_decoder_audio_run(const clef_decoder_run *run, const uint8_t *data,
     int64_t *n, clef_error *err)
 {
     clef_dec_request  rq;
-    dec_out           o = { NULL, samples, n };
+    dec_out           o = { NULL, samples, n, NULL, NULL };
     job               j;
 
     *samples = NULL;
     *n = 0;
-    job_init(&j, index, "audio", "Audio clip", "audio");
+    job_init(&j, index, "audio", "Audio clip", "audio", &data, &len, 1);
     memset(&rq, 0, sizeof(rq));
     rq.kind = CLEF_MEDIA_AUDIO;
     clef_video_limits_default(&rq.limits);
     clef_video_config_default(&rq.video);
     rq.audio = *lim;
-    return run_item(run, data, len, &rq, &j, lim->max_decode_seconds, &o,
-                    err);
+    return run_job(run, &rq, &j, lim->max_decode_seconds, &o, err);
+}
+
+
+int
+clef_decoder_images_run(const clef_decoder_run *run,
+    const clef_media_input *in, int n, int index, int64_t max_pixels,
+    int exif, clef_rgb_image *out, int *decoded, clef_error *err)
+{
+    clef_dec_request   rq;
+    const uint8_t     *data[CLEF_DEC_MAX_FILES];
+    size_t             lens[CLEF_DEC_MAX_FILES];
+    dec_out            o = { NULL, NULL, NULL, out, decoded };
+    job                j;
+    int                k;
+
+    *decoded = 0;
+    if (n < 1 || n > CLEF_DEC_MAX_FILES) {
+        return clef_error_fail(err, CLEF_E_INTERNAL, "%d images in one "
+                               "request to the decoder; it takes 1 to %d",
+                               n, CLEF_DEC_MAX_FILES);
+    }
+    memset(&rq, 0, sizeof(rq));
+    for (k = 0; k < n; k++) {
+        data[k] = in[k].data;
+        lens[k] = in[k].len;
+        rq.formats[k] = (uint32_t) in[k].format;
+        memset(&out[k], 0, sizeof(out[k]));
+    }
+    job_init(&j, index, "image", "Image", "images", data, lens, n);
+    rq.kind = CLEF_MEDIA_IMAGE;
+    rq.max_pixels = max_pixels;
+    rq.exif = exif != 0;
+    clef_video_limits_default(&rq.limits);
+    clef_video_config_default(&rq.video);
+    clef_audio_limits_default(&rq.audio);
+    /* each image has its decode time (image_decode.h), and a CPU
+     * budget of twice that */
+    rq.limits.max_decode_seconds = CLEF_IMAGE_DECODE_SECONDS * n;
+    return run_job(run, &rq, &j, rq.limits.max_decode_seconds, &o, err);
 }
 
 

@@ -56,6 +56,7 @@
 
 #include "base/error.h"
 #include "media/audio_decode.h"
+#include "media/image_decode.h"
 #include "media/media.h"
 #include "media/video_decode.h"
 #include "media/video_sample.h"
@@ -116,6 +117,19 @@ int  clef_decoder_video_run(const clef_decoder_run *run, const uint8_t *data,
 int  clef_decoder_audio_run(const clef_decoder_run *run, const uint8_t *data,
     size_t len, int index, const clef_audio_limits *lim, float **samples,
     int64_t *n, clef_error *err);
+
+/*
+ * Decodes a record's n images in[0..n) (image index and on, in order) in
+ * one child of the decode process: one round trip a record.  out[k]: the
+ * upright RGB of image index + k, as clef_image_decode_exif() makes it
+ * (EXIF applied when exif); *decoded of them come back decoded.  -1 with
+ * err when fewer than n did: the refusal of image index + *decoded (the
+ * child stops there), or the server's failure; the caller frees
+ * out[0..*decoded) either way (clef_rgb_image_free).
+ */
+int  clef_decoder_images_run(const clef_decoder_run *run,
+    const clef_media_input *in, int n, int index, int64_t max_pixels,
+    int exif, clef_rgb_image *out, int *decoded, clef_error *err);
 
 /* The same on the default lane, progress (may be NULL) about once a
  * second. */

@@ -16,7 +16,9 @@
  *                      ended
  * The item's socket, read and written by the item's process only:
  *   clef_dec_result, then its payload (result.rgb_len bytes): a video's
- *   resized frames, an audio clip's 16 kHz float samples
+ *   resized frames, an audio clip's 16 kHz float samples; a record's
+ *   images: one result and payload (its RGB) per image, in order, ending
+ *   at the first refused
  */
 #ifndef CLEF_DECODER_WIRE_H
 #define CLEF_DECODER_WIRE_H
@@ -31,7 +33,7 @@
 #include "media/video_sample.h"
 
 #define CLEF_DEC_MAGIC      0x43444c43u      /* "CLDC" */
-#define CLEF_DEC_VERSION    3
+#define CLEF_DEC_VERSION    4
 #define CLEF_DEC_FD         3                /* the control socket */
 
 typedef struct {
@@ -41,13 +43,24 @@ typedef struct {
     uint32_t  result_size;      /* sizeof(clef_dec_result) */
 } clef_dec_hello;
 
+/* The most files of one request: a record's images go together. */
+#define CLEF_DEC_MAX_FILES  16
+
 typedef struct {
     uint32_t           magic;
-    uint32_t           kind;        /* CLEF_MEDIA_VIDEO, CLEF_MEDIA_AUDIO */
-    int32_t            index;       /* the item among its kind's, for
-                                       refusals */
+    uint32_t           kind;        /* CLEF_MEDIA_VIDEO, _AUDIO, _IMAGE */
+    int32_t            index;       /* the (first) item among its kind's,
+                                       for refusals */
+    uint32_t           n_files;     /* images: the record's, one answer
+                                       each, in order, up to the first
+                                       refused; else 1 */
+    uint64_t           len;         /* the files' bytes, all together */
+    uint64_t           lens[CLEF_DEC_MAX_FILES];   /* each file's */
+    uint32_t           formats[CLEF_DEC_MAX_FILES];   /* images: PNG,
+                                                          JPEG, WebP */
+    int64_t            max_pixels;  /* images: per image */
+    uint32_t           exif;        /* images: EXIF orientation applied */
     uint32_t           pad;
-    uint64_t           len;         /* the file's bytes */
     clef_video_limits  limits;      /* a video's */
     clef_video_config  video;
     clef_audio_limits  audio;       /* an audio clip's */
@@ -83,9 +96,11 @@ typedef struct {
     clef_error       err;
     clef_video_info  info;          /* a video: the decoder's scan */
     clef_audio_info  audio;         /* an audio clip: what was decoded */
+    int32_t          width;         /* an image: its upright size */
+    int32_t          height;
     uint64_t         rgb_len;       /* the payload's bytes (a video's
                                        resized frames; an audio clip's
-                                       samples x 4) */
+                                       samples x 4; an image's RGB) */
 } clef_dec_result;
 
 /* All of buf[0..len) to / from a socket, over short counts and EINTR,

@@ -11,14 +11,6 @@
 #include "base/clock.h"
 
 
-void
-clef_rgb_image_free(clef_rgb_image *im)
-{
-    free(im->rgb);
-    memset(im, 0, sizeof(*im));
-}
-
-
 int
 clef_image_decode(const clef_media_input *in, int index, int64_t max_pixels,
     clef_rgb_image *out, clef_error *err)

@@ -10,9 +10,105 @@
 #include "media/audio_decode.h"
 #include "media/audio_features.h"
 #include "media/decoder.h"
+#include "media/decoder_wire.h"
 #include "media/image_decode.h"
 #include "media/image_input.h"
 #include "media/processor.h"
+
+
+/* A record's images as the decode process answered them (image_begin):
+ * the first `decoded` decoded, the next one refused with err. */
+typedef struct {
+    clef_rgb_image  rgb[CLEF_DEC_MAX_FILES];
+    int             n, decoded;
+    clef_error      err;
+} image_batch;
+
+
+#ifndef CLEF_IMAGES_IN_ENGINE
+
+/* Every image of the record through one child of the decode process
+ * (decoder.h), so that no codec parses a request's bytes in the engine;
+ * its pixels are those clef_image_decode_exif() makes here. */
+static int
+image_begin(const clef_media_input *in, int n, const clef_media_conf *mc,
+    clef_media_run *run, clef_error *err)
+{
+    image_batch  *b = calloc(1, sizeof(*b));
+
+    if (b == NULL) {
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
+    }
+    b->n = n;
+    run->batch[CLEF_MEDIA_IMAGE] = b;
+    if (clef_decoder_images_run(&run->dec, in, n, 0, CLEF_IMAGE_MAX_PIXELS,
+                                mc->processor.exif_orientation, b->rgb,
+                                &b->decoded, &b->err) != 0)
+    {
+        /* the server's failure fails the record; a file's waits for its
+         * image's turn, after the images before it are processed */
+        if (b->err.status < 400 || b->err.status >= 500) {
+            *err = b->err;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+static void
+image_release(clef_media_run *run)
+{
+    image_batch  *b = run->batch[CLEF_MEDIA_IMAGE];
+    int           k;
+
+    if (b != NULL) {
+        for (k = 0; k < b->decoded; k++) {
+            clef_rgb_image_free(&b->rgb[k]);
+        }
+        free(b);
+        run->batch[CLEF_MEDIA_IMAGE] = NULL;
+    }
+}
+
+
+static int
+image_pixels(const clef_media_input *in, int index, const clef_media_conf *mc,
+    const clef_media_run *run, clef_rgb_image *rgb, clef_error *err)
+{
+    image_batch  *b = run->batch[CLEF_MEDIA_IMAGE];
+
+    (void) in;
+    (void) mc;
+    if (b == NULL || index < 0 || index > b->decoded || index >= b->n) {
+        return clef_error_fail(err, CLEF_E_INTERNAL, "image %d was not "
+                               "decoded with its record's", index);
+    }
+    if (index == b->decoded) {
+        *err = b->err;
+        return -1;
+    }
+    *rgb = b->rgb[index];
+    memset(&b->rgb[index], 0, sizeof(b->rgb[index]));
+    return 0;
+}
+
+#else
+
+/* make FFMPEG=no: no decode process (Makefile), images in the engine */
+#define image_begin    NULL
+#define image_release  NULL
+
+static int
+image_pixels(const clef_media_input *in, int index, const clef_media_conf *mc,
+    const clef_media_run *run, clef_rgb_image *rgb, clef_error *err)
+{
+    (void) run;
+    return clef_image_decode_exif(in, index, CLEF_IMAGE_MAX_PIXELS,
+                                  mc->processor.exif_orientation, rgb, err);
+}
+
+#endif
 
 
 static int
@@ -22,11 +118,7 @@ image_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     clef_rgb_image  rgb;
     int             rc;
 
-    (void) run;
-    if (clef_image_decode_exif(in, index, CLEF_IMAGE_MAX_PIXELS,
-                               mc->processor.exif_orientation, &rgb, err)
-        != 0)
-    {
+    if (image_pixels(in, index, mc, run, &rgb, err) != 0) {
         return -1;
     }
     rc = clef_image_preprocess(&rgb, index, &mc->processor, out, err);
@@ -153,7 +245,7 @@ video_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     clef_video_limits  lim;
 
     clef_video_limits_default(&lim);
-    return clef_decoder_video_run(run, in->data, in->len, index, &lim,
+    return clef_decoder_video_run(&run->dec, in->data, in->len, index, &lim,
                                   &mc->video, out, err);
 }
 
@@ -228,7 +320,7 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 
     memset(out, 0, sizeof(*out));
     clef_audio_limits_default(&lim);
-    if (clef_decoder_audio_run(run, in->data, in->len, index, &lim,
+    if (clef_decoder_audio_run(&run->dec, in->data, in->len, index, &lim,
                                &samples, &n, err) != 0)
     {
         return -1;
@@ -325,12 +417,12 @@ done:
 
 
 static const clef_media_prep  preps[CLEF_MEDIA_KINDS] = {
-    [CLEF_MEDIA_IMAGE] = { CLEF_MEDIA_IMAGE, image_prepare, span_expand,
-                           NULL },
-    [CLEF_MEDIA_VIDEO] = { CLEF_MEDIA_VIDEO, video_prepare, video_expand,
-                           NULL },
-    [CLEF_MEDIA_AUDIO] = { CLEF_MEDIA_AUDIO, audio_prepare, span_expand,
-                           audio_finish },
+    [CLEF_MEDIA_IMAGE] = { CLEF_MEDIA_IMAGE, image_prepare, image_begin,
+                           image_release, span_expand, NULL },
+    [CLEF_MEDIA_VIDEO] = { CLEF_MEDIA_VIDEO, video_prepare, NULL, NULL,
+                           video_expand, NULL },
+    [CLEF_MEDIA_AUDIO] = { CLEF_MEDIA_AUDIO, audio_prepare, NULL, NULL,
+                           span_expand, audio_finish },
 };
 
 

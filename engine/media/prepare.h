@@ -42,7 +42,13 @@
  * through, progress now and then while a long item decodes (so that the
  * engine's watchdog does not take it for a hung forward), and whether its
  * request is gone. */
-typedef clef_decoder_run  clef_media_run;
+typedef struct {
+    clef_decoder_run   dec;
+    /* what a kind's begin() decoded for all the record's items of the
+     * kind together, for its prepare() to take (images: one round trip a
+     * record through the decode process); freed by its release() */
+    void              *batch[CLEF_MEDIA_KINDS];
+} clef_media_run;
 
 typedef struct {
     clef_media_kind  kind;
@@ -53,6 +59,16 @@ typedef struct {
                               const clef_media_conf *mc,
                               const clef_media_run *run,
                               clef_media_item *out, clef_error *err);
+    /* Before the record's items of the kind are prepared (NULL: no such
+     * step), once, given them all, in[0..n) (they are contiguous in a
+     * plan): a kind whose items are decoded together leaves what it made
+     * in run->batch[kind].  -1 only for a failure of the whole record (a
+     * refusal of one item is prepare()'s to return, in its turn). */
+    int            (*begin)(const clef_media_input *in, int n,
+                            const clef_media_conf *mc, clef_media_run *run,
+                            clef_error *err);
+    /* Frees run->batch[kind] (NULL when begin is). */
+    void           (*release)(clef_media_run *run);
     /* Appends the ids of the record's item items[item] in the record's
      * media text to ids (its kind's start, pad and end tokens of tok,
      * indexed by kind, and any text of its own, tokenized with tk) and

@@ -112,3 +112,13 @@ clef_image_patch_row(const clef_media_item *im, int64_t p, float *row)
         }
     }
 }
+
+
+/* Here, not in image_decode.c: the engine frees the images the decode
+ * process made without linking any codec (decoder.h). */
+void
+clef_rgb_image_free(clef_rgb_image *im)
+{
+    free(im->rgb);
+    memset(im, 0, sizeof(*im));
+}

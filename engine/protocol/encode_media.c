@@ -120,7 +120,7 @@ add_tracks(const clef_plan *plan, const clef_media_run *run,
         if (!items[k].has_audio) {
             continue;
         }
-        if (clef_decoder_audio_run(run, plan->media[k].data,
+        if (clef_decoder_audio_run(&run->dec, plan->media[k].data,
                                    plan->media[k].len, v, &lim, &samples, &n,
                                    err) != 0)
         {
@@ -179,6 +179,47 @@ clef_encode_media_release(clef_encode_opts *opts)
     free(opts->media);
     opts->media = NULL;
     opts->n_media = 0;
+}
+
+
+/* The kinds' begin() steps (prepare.h), each over the record's items of
+ * its kind (contiguous in a plan). */
+static int
+begin_kinds(const clef_plan *plan, const clef_media_conf *mc,
+    clef_media_run *run, clef_error *err)
+{
+    const clef_media_prep  *prep;
+    int                     k, n;
+
+    for (k = 0; k < plan->n_media; k += n) {
+        for (n = 1; k + n < plan->n_media
+                    && plan->media[k + n].kind == plan->media[k].kind; n++)
+        {
+            /* void */
+        }
+        prep = clef_media_prep_of(plan->media[k].kind);
+        if (prep->begin != NULL
+            && prep->begin(&plan->media[k], n, mc, run, err) != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+static void
+release_kinds(clef_media_run *run)
+{
+    const clef_media_prep  *prep;
+    int                     kind;
+
+    for (kind = 1; kind < CLEF_MEDIA_KINDS; kind++) {
+        prep = clef_media_prep_of(kind);
+        if (prep != NULL && prep->release != NULL) {
+            prep->release(run);
+        }
+    }
 }
 
 
@@ -267,17 +308,23 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     memcpy(opts->tokens, mc->tokens, sizeof(opts->tokens));
     /* what the request's media_kwargs change in its processors */
     clef_media_conf_apply_kwargs(&conf, &plan->kwargs);
+    memset(&run, 0, sizeof(run));
     if (opts->media_run != NULL) {
-        run = *opts->media_run;
+        run.dec = *opts->media_run;
     } else {
-        memset(&run, 0, sizeof(run));
-        run.progress = opts->progress;
-        run.ctx = opts->progress_ctx;
+        run.dec.progress = opts->progress;
+        run.dec.ctx = opts->progress_ctx;
     }
     opts->newline_each = mc->newline_each;
 
-    /* one item at a time: at most one decoded frame is held; a refusal
+    /* one item at a time (at most one decoded frame is held), but a kind
+     * decoded in one round trip a record first (begin_kinds); a refusal
      * names the item by its index among its kind's */
+    if (begin_kinds(plan, &conf, &run, err) != 0) {
+        release_kinds(&run);
+        clef_encode_media_release(opts);
+        return -1;
+    }
     for (k = 0, index = 0; k < plan->n_media; k++, index++) {
         in = &plan->media[k];
         if (k > 0 && in->kind != plan->media[k - 1].kind) {
@@ -285,10 +332,12 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
         }
         prep = clef_media_prep_of(in->kind);
         if (prep->prepare(in, index, &conf, &run, &opts->media[k], err) != 0) {
+            release_kinds(&run);
             clef_encode_media_release(opts);
             return -1;
         }
     }
+    release_kinds(&run);
     /* the videos' tracks (add_tracks): a server without an audio tower
      * cannot hear them, and says so when the reference would */
     videos = count_videos(opts, &sounding);

@@ -193,6 +193,8 @@ serve_clip(int ctl, const char *file, clef_dec_status *end)
     rq.magic = CLEF_DEC_MAGIC;
     rq.kind = CLEF_MEDIA_AUDIO;
     rq.len = len;
+    rq.n_files = 1;
+    rq.lens[0] = len;
     clef_video_limits_default(&rq.limits);
     clef_video_config_default(&rq.video);
     clef_audio_limits_default(&rq.audio);
@@ -225,9 +227,9 @@ test_wire(void)
     pid_t            pid;
     int              ctl = -1, rc;
 
-    CHECK(sizeof(clef_dec_status) == 24 && CLEF_DEC_VERSION == 3,
+    CHECK(sizeof(clef_dec_status) == 24 && CLEF_DEC_VERSION == 4,
           "clef_dec_status: 24 bytes, with the child's CPU time and peak "
-          "RSS (wire version 3)");
+          "RSS (wire version 4: a record's images in one request)");
     pid = start_serve(&ctl);
     rc = pid > 0 && clef_dec_read_all(ctl, &h, sizeof(h)) == 0
          && h.version == CLEF_DEC_VERSION ? 0 : -1;

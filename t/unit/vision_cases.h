@@ -136,6 +136,8 @@ encode_body(const clef_model *m, const char *body, const clef_encode_opts *eo,
     clef_error        err;
     int               rc;
 
+    /* images go through the decode process too */
+    use_build_decoder();
     memset(&err, 0, sizeof(err));
     rc = clef_request_parse(&req, body, strlen(body), NULL, &err);
     if (rc == 0) {
