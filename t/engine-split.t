@@ -3,9 +3,10 @@
 # the client part of libclef alone, resolves every symbol it needs from
 # nginx and its own libraries, and exports no engine code; a running
 # worker maps no BLAS, image codec, media decoder or backend, while the
-# engine process does, except FFmpeg, which only the decode process
-# clef-decoder links; a module without its engine library beside it is
-# refused by `nginx -t`.
+# engine process does, except the codecs: FFmpeg and the image codecs
+# (libpng, libjpeg, libwebp), which only the decode process clef-decoder
+# links, so that no codec parses a request's bytes in the engine; a module
+# without its engine library beside it is refused by `nginx -t`.
 use strict;
 use warnings;
 use FindBin;
@@ -55,11 +56,19 @@ my @engine_needed = map { /^\s*(\S+)/ ? $1 : () } `ldd $engine_lib`;
 is_deeply [grep { /libav|libswscale|libswresample|libseccomp/ } @engine_needed],
     [], 'libclef_engine.so links no FFmpeg';
 SKIP: {
-    skip 'no clef-decoder beside the module (a build with FFMPEG=no)', 1
+    skip 'no clef-decoder beside the module (a build with FFMPEG=no)', 3
         unless -x "$dir/clef-decoder";
+    is_deeply [grep { /libpng|libjpeg|libwebp/ } @engine_needed], [],
+        'libclef_engine.so links no image codec';
+    my @engine_syms = grep { /\s[TU]\s/ } `nm $engine_lib 2>/dev/null`;
+    is_deeply [grep { /\b(?:png_|jpeg_|WebP)\w+/ } @engine_syms], [],
+        'nor calls one';
     my @dec = `ldd $dir/clef-decoder`;
-    ok((grep { /libavcodec/ } @dec) && (grep { /libseccomp/ } @dec),
-       'clef-decoder beside it links FFmpeg and libseccomp');
+    ok((grep { /libavcodec/ } @dec) && (grep { /libseccomp/ } @dec)
+       && (grep { /libpng/ } @dec) && (grep { /libjpeg/ } @dec)
+       && (grep { /libwebp/ } @dec),
+       'clef-decoder beside it links FFmpeg, the image codecs and '
+       . 'libseccomp');
 }
 
 # nginx -t refuses a module whose engine library is missing
@@ -107,6 +116,8 @@ my $engine = $m->{clef_engine_pid};
 my $emaps = maps_of($engine);
 like $emaps, qr/libclef_engine\.so/, "the engine ($engine) maps libclef_engine.so";
 like $emaps, qr/libopenblas/, 'and the CPU backend\'s OpenBLAS';
+unlike $emaps, qr/libpng|libjpeg|libwebp|libavcodec/,
+    'but no codec: the decode process has them';
 my $kmaps = maps_of($m->{clef_keeper_pid});
 unlike $kmaps, qr/libclef_engine\.so/, 'the keeper does not';
 $srv->stop;
