@@ -167,6 +167,15 @@ DECODER_LIBS = $(shell pkg-config --libs $(FFMPEG_PKGS) $(IMAGE_CODEC_PKGS) \
 $(BUILD)/clef-decoder: $(DECODER_OBJ) $(BUILD)/libclef.a
 	$(CC) -o $@ $(DECODER_OBJ) $(BUILD)/libclef.a $(DECODER_LIBS)
 
+# the tests' hostile decode process (t/decoder/hostile.c says what it does;
+# t/nginx-decoders.t runs it): the same program with a hostile child
+HOSTILE_BIN := $(if $(DECODER_BIN),$(BUILD)/t/clef-decoder-hostile)
+$(BUILD)/t/clef-decoder-hostile: $(DECODER_SRC) t/decoder/hostile.c \
+                                 $(BUILD)/libclef.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -DCLEF_DECODER_HOSTILE -o $@ \
+	  $(DECODER_SRC) t/decoder/hostile.c $(BUILD)/libclef.a $(DECODER_LIBS)
+
 # ---- unit tests (TAP, run by prove) ------------------------------------
 
 $(BUILD)/t/%: t/unit/%.c t/unit/check.h $(BUILD)/libclef.a
@@ -401,7 +410,7 @@ $(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) \
 NGX_TN_SUITES  = $(shell grep -l '^use Test::Nginx::Socket' t/*.t)
 NGX_TN_JOBS   ?= 4
 NGX_EXAMPLE_MODEL := $(BUILD)/t/example-model
-test-nginx: all $(NGX_EXAMPLE_MODEL)/joint_head_config.json
+test-nginx: all $(HOSTILE_BIN) $(NGX_EXAMPLE_MODEL)/joint_head_config.json
 	@inc=$$(auto/test-nginx) || exit 1; \
 	export CLEF_MODULE=$(abspath $(NGX_MODULE)) CLEF_BIN=$(ABS_BUILD)/clef; \
 	set -x; prove $$inc $(filter-out $(NGX_TN_SUITES),$(wildcard t/*.t)) \

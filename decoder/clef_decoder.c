@@ -135,6 +135,11 @@ images(const clef_dec_request *rq, const uint8_t *data)
 }
 
 
+#ifdef CLEF_DECODER_HOSTILE
+int clef_hostile_child(const clef_dec_request *rq, const uint8_t *data);
+#endif
+
+
 /* A decode child: never returns. */
 static void
 child(const clef_dec_request *rq, int item, int notify)
@@ -175,6 +180,10 @@ child(const clef_dec_request *rq, int item, int notify)
     if (clef_dec_read_all(CLEF_DEC_FD, data, (size_t) rq->len) != 0) {
         _exit(5);
     }
+#ifdef CLEF_DECODER_HOSTILE
+    /* the tests' hostile build (t/decoder/hostile.c) */
+    clef_hostile_child(rq, data);
+#endif
     if (rq->kind == CLEF_MEDIA_IMAGE) {
         _exit(images(rq, data) == 0 ? 0 : 6);
     }

@@ -11,7 +11,14 @@
 #      clock: with both decode processes held (stopped), two video
 #      requests wait while a text request sent after them is answered;
 #      the held processes, killed from outside, make those two videos 503
-#      with Retry-After (the server's failure, never a 400 about the file).
+#      with Retry-After (the server's failure, never a 400 about the file);
+#   4. a hostile decode process (build/t/clef-decoder-hostile: the file
+#      picks what its child answers, t/decoder/hostile.c): statuses and
+#      types outside the closed list, sizes beyond the request's, short
+#      answers are the file's 400, nothing is allocated as told; a flood on
+#      its stderr reaches the error log rate-limited, control bytes made
+#      harmless; a child killed from outside mid-decode is the server's
+#      503; a client that goes away has its decode killed.
 use strict;
 use warnings;
 use FindBin;
@@ -51,10 +58,17 @@ my $video_body = body(videos => [ $clip ]);
 my $image_body = body(images => [ $image ]);
 my $text_body = body();
 
-# the decode processes of this nginx: clef-decoder --serve below it
+# the decode processes of this nginx: clef-decoder --serve below it (not
+# their children, which run the same program)
+sub parent_of {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or return 0;
+    return ((<$fh> // '') =~ /^\d+ \(.*\) \S (\d+)/)[0] // 0;
+}
 sub decoders {
     my ($srv) = @_;
-    return grep { ClefNginx->cmdline($_) =~ /clef-decoder --serve/ }
+    my $is = sub { ClefNginx->cmdline($_[0]) =~ /clef-decoder\S* --serve/ };
+    return grep { $is->($_) && !$is->(parent_of($_)) }
            ClefNginx->descendants_of($srv->pid);
 }
 
@@ -185,5 +199,92 @@ answers_as_decide($srv, $video_body, 'a video afterwards');
 is_deeply [ $srv->bad_log_lines ], [], 'no [alert], [crit] or [emerg]';
 $srv->stop;
 ok !grep({ ClefNginx->alive($_) } decoders($srv)), 'no decode process left';
+
+# ---- 4. a hostile decoder -------------------------------------------------------
+
+my $hostile_bin = "$root/build/t/clef-decoder-hostile";
+my $raw_png = do {
+    open my $fh, '<:raw', "$root/t/fixtures/$png" or die $!;
+    local $/;
+    <$fh>;
+};
+sub hostile_body {
+    my ($mode) = @_;
+    return body(images => [ 'data:image/png;base64,'
+                            . encode_base64($raw_png . "HOSTILE:$mode", '') ]);
+}
+sub detail_of {
+    my ($r) = @_;
+    return $r->{json}{detail}{error_type} // $r->{json}{errors}[0]{code}
+           // '', $r->{json}{detail}{message}
+           // $r->{json}{errors}[0]{message} // $r->{content};
+}
+
+SKIP: {
+    skip 'no hostile decoder (a build with FFMPEG=no)', 1 unless -x $hostile_bin;
+    local $ENV{CLEF_DECODER} = $hostile_bin;
+    my $h = ClefNginx->new(model => $model, model_name => 'clef-tiny',
+        engine => 'zone=clef:64m timeout=60s decoders=1',
+        http_config => "    client_max_body_size 13m;\n");
+    $h->start_ready;
+    answers_as_decide($h, $image_body, 'hostile build, an ordinary image');
+
+    my %want = (
+        status => qr/^Image 0 cannot be decoded: the decoder failed on it\.$/,
+        kind   => qr/^Image 0 cannot be decoded: the decoder failed on it\.$/,
+        size   => qr/^Image 0 cannot be decoded: the decoder's answer was malformed\.$/,
+        short  => qr/^Image 0 cannot be decoded: the decoder ended \(exit 0\) without an answer\.$/,
+        spam   => qr/^Image 0 cannot be decoded: the decoder failed on it\.$/,
+    );
+    for my $mode (sort keys %want) {
+        my $r = $h->post_json(hostile_body($mode), {}, 60);
+        is $r->{status}, 400, "hostile $mode: 400";
+        my ($type, $msg) = detail_of($r);
+        is $type, 'image_invalid', "hostile $mode: image_invalid";
+        like $msg, $want{$mode}, "hostile $mode: says what happened";
+    }
+    my @spam = $h->log_text =~ /(clef decoder 0 \(image 0 of record \d+\): hostile decoder line \d+: \?\[31mred\?\[0m)/g;
+    ok @spam >= 5 && @spam <= 25, 'a stderr flood: ' . scalar(@spam)
+        . ' of its 5000 lines in the error log, named after the item, '
+        . 'control bytes replaced';
+    like $h->log_text, qr/clef decoder 0: \d+ lines of its stderr dropped/,
+        'and what was dropped is said';
+
+    # a child killed from outside while it decodes
+    my $out = "$h->{prefix}/hang";
+    my $kid = fork // die;
+    if ($kid == 0) {
+        my $r = $h->post_json(hostile_body('hang'), {}, 60);
+        open my $fh, '>', "$out.tmp";
+        print $fh $json->encode({ status => $r->{status},
+                                  retry => $r->{headers}{'retry-after'},
+                                  detail => [ detail_of($r) ] });
+        close $fh;
+        rename "$out.tmp", $out;
+        POSIX::_exit(0);
+    }
+    my @child;
+    ok $h->wait_for(sub {
+        @child = map { ClefNginx->children_of($_) } decoders($h);
+        @child == 1 }, 10), 'the hanging child decodes';
+    kill 'KILL', @child;
+    waitpid $kid, 0;
+    my $v = $json->decode(ClefNginx::slurp($out));
+    is $v->{status}, 503, 'a child killed from outside: 503';
+    is $v->{retry}, 1, 'with Retry-After: 1';
+    is $v->{detail}[0], 'service_unavailable', 'service_unavailable';
+    like $v->{detail}[1], qr/^Image 0 was not decoded: the decode process was killed from outside the server \(signal 9, Killed: the kernel's OOM killer or an operator\); retry\.$/,
+        'naming the cause';
+
+    # a client that goes away: its decode is killed
+    my $gone = $h->post_json(hostile_body('hang'), {}, 1);
+    is $gone->{status}, 599, 'a client that gives up after 1 s';
+    ok $h->wait_for(sub {
+        !map { ClefNginx->children_of($_) } decoders($h) }, 10),
+        'its decode is killed';
+    answers_as_decide($h, $image_body, 'and the next image is answered');
+    is_deeply [ $h->bad_log_lines ], [], 'hostile: no [alert], [crit] or [emerg]';
+    $h->stop;
+}
 
 done_testing;

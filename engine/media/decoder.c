@@ -459,7 +459,7 @@ payload_bytes(const clef_dec_request *rq, clef_dec_result *r)
 
 
 /* Reads one answer: 1 read (r, and *payload when ok), 0 it said nothing
- * complete or sensible. */
+ * complete, -1 what it said cannot be (a malformed answer). */
 static int
 read_answer(int fd, const clef_dec_request *rq, const job *j,
     clef_dec_result *r, uint8_t **payload)
@@ -467,17 +467,19 @@ read_answer(int fd, const clef_dec_request *rq, const job *j,
     int64_t  want;
 
     *payload = NULL;
-    if (read_until(fd, r, sizeof(*r), j) != 0 || r->magic != CLEF_DEC_MAGIC
-        || (r->ok != 0 && r->ok != 1))
-    {
+    if (read_until(fd, r, sizeof(*r), j) != 0) {
         return 0;
+    }
+    if (r->magic != CLEF_DEC_MAGIC || (r->ok != 0 && r->ok != 1)) {
+        return -1;
     }
     if (r->ok == 0) {
         return 1;
     }
+    /* nothing is allocated as the child says, only as the request allows */
     want = payload_bytes(rq, r);
     if (want <= 0) {
-        return 0;
+        return -1;
     }
     *payload = malloc((size_t) want);
     if (*payload != NULL && read_until(fd, *payload, (size_t) want, j) == 0) {
@@ -502,17 +504,20 @@ static int
 read_answers(int fd, const clef_dec_request *rq, const job *j, answers *a)
 {
     char  end;
+    int   rc;
 
     a->got = 0;
     while (a->got < j->n) {
-        if (!read_answer(fd, rq, j, &a->r[a->got], &a->payload[a->got])) {
-            return 0;
+        rc = read_answer(fd, rq, j, &a->r[a->got], &a->payload[a->got]);
+        if (rc != 1) {
+            return rc;
         }
         if (a->r[a->got++].ok == 0) {
             break;
         }
     }
-    return read_until(fd, &end, 1, j) != 0;
+    /* and nothing more */
+    return read_until(fd, &end, 1, j) != 0 ? 1 : -1;
 }
 
 
@@ -612,8 +617,13 @@ decode_job(const clef_dec_request *rq, job *j, const dec_out *out,
     if (send_files(sp[0], j) == 0) {
         answered = read_answers(sp[0], rq, j, &a);
     }
-    if (!answered && (job_cancelled(j)
-                      || clef_clock_seconds() >= j->deadline))
+    if (answered < 0) {
+        /* what it said cannot be: ours to end, its file's to answer for */
+        answered = 0;
+        f.killed = 1;
+        kill(pid, SIGKILL);
+    } else if (!answered && (job_cancelled(j)
+                             || clef_clock_seconds() >= j->deadline))
     {
         /* its time is up, or nobody waits for it any more */
         f.timed_out = !job_cancelled(j);
@@ -718,7 +728,7 @@ run_job(const clef_decoder_run *run, clef_dec_request *rq, job *j,
              run != NULL && run->what != NULL ? run->what : "");
     j->deadline = clef_clock_seconds() + budget + CLEF_DECODER_GRACE;
     rc = decode_job(rq, j, out, err);
-    clef_decoder_lane_relay(l);
+    clef_decoder_lane_relay_end(l);
     l->item[0] = '\0';
     pthread_mutex_unlock(&l->mu);
     return rc;

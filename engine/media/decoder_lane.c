@@ -168,6 +168,20 @@ clef_decoder_lane_relay(clef_decoder_lane *l)
 }
 
 
+void
+clef_decoder_lane_relay_end(clef_decoder_lane *l)
+{
+    relay(l);
+    if (l->dropped > 0) {
+        say(l, CLEF_DECODER_WARN, "clef decoder %d: %llu lines of its "
+            "stderr dropped (more than %.0f a second)%s%s", l->index,
+            (unsigned long long) l->dropped, CLEF_DECODER_LOG_RATE,
+            l->item[0] != '\0' ? " decoding " : "", l->item);
+        l->dropped = 0;
+    }
+}
+
+
 /* ---- the process ------------------------------------------------------ */
 
 static int

@@ -114,6 +114,9 @@ double clef_decoder_lane_wake_at(clef_decoder_lane *l);
 /* The lock held, while an item runs: relays what its stderr has now
  * (the item's lines are named after l->item). */
 void clef_decoder_lane_relay(clef_decoder_lane *l);
+/* The same at the end of an item: what was dropped of its lines is said
+ * now, not at the next line. */
+void clef_decoder_lane_relay_end(clef_decoder_lane *l);
 /* The lock held: 1 when its process has ended (reaped, logged, counted as
  * a death with why the item says). */
 int  clef_decoder_lane_reap(clef_decoder_lane *l, const char *during);
