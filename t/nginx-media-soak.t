@@ -199,7 +199,7 @@ diag sprintf "media soak, %d s, %d clients, %d faults: valid %d, excused "
 ok $n{valid} > 0, "requests answered as alone: $n{valid}";
 is $n{differ}, 0, 'none differs from its answer alone'
     or diag join "\n", @differ[0 .. ($#differ < 9 ? $#differ : 9)];
-is $n{lost}, 0, 'none lost';
+is $n{lost}, 0, 'none lost' or diag join "\n", grep { /lost/ } @differ;
 is $n{hostile_other}, 0, 'every hostile file refused as alone';
 ok $n{hostile_as_alone} > 0, "hostile files refused: $n{hostile_as_alone}";
 
