@@ -49,7 +49,9 @@ for my $r (1 .. $rounds) {
     my $res = $srv->post_json($tbody, {}, 600);
     my $text = (time - $t) * 1000;
     waitpid $_, 0 for @kids;
-    my @v = map { (split ' ', ClefNginx::slurp("$dir/$_"))[0] } 0, 1;
+    my @v = map { my @f = split ' ', ClefNginx::slurp("$dir/$_");
+                  $f[1] && $f[1] == 200 ? $f[0] : "failed:" . ($f[1] // '?') }
+            0, 1;
     printf "%.1f %s %s %d\n", $text, @v, $res->{status};
 }
 $srv->stop;

@@ -29,7 +29,7 @@ fi
 if [ ! -f "$VIDEO" ]; then
     mkdir -p "$(dirname "$VIDEO")"
     ffmpeg -loglevel error -f lavfi -i testsrc2=size=1920x1080:rate=30 \
-        -t 30 -c:v libx264 -preset veryfast -pix_fmt yuv420p "$VIDEO"
+        -t 30 -c:v libx264 -preset veryfast -crf 40 -pix_fmt yuv420p "$VIDEO"
 fi
 inc=$(auto/test-nginx)
 run() {
