@@ -45,14 +45,19 @@ size_t clef_cpu_gdn_scratch_floats(int dk, int dv);
 
 /* One value head over one record of T tokens.  q, k: rows of dk at stride
  * ldqk; v, o: rows of dv at strides ldv, ldo; g, beta: one float per token
- * at stride ldgb.  The state starts at zero. */
+ * at stride ldgb.  state NULL: S starts at zero (in scratch); else S is
+ * state (dk x dv), read and left as the tokens leave it, so that a record
+ * run in parts starting at multiples of CLEF_GDN_CHUNK computes the bits
+ * of the record run whole (chunked prefill). */
 void clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
     const float *k, int64_t ldqk, const float *v, int64_t ldv, const float *g,
-    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch);
+    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch,
+    float *state);
 
 void clef_cpu_gdn_recurrent_head(int64_t T, int dk, int dv, const float *q,
     const float *k, int64_t ldqk, const float *v, int64_t ldv, const float *g,
-    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch);
+    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch,
+    float *state);
 
 typedef struct {
     const float  *q, *k;        /* head h at + h * dk */
@@ -64,6 +69,10 @@ typedef struct {
     int64_t       ldo;
     int           hk, hv, dk, dv;
     int           recurrent;    /* 1: token by token (tests) */
+    /* NULL, or [n_records]: record r's states (hv heads of dk x dv, head
+     * j at + j dk dv), carried from and to its other parts; a NULL entry
+     * starts from zero */
+    float *const *state;
 } clef_gdn_args;
 
 /* Every (record, value head) of a packed batch, in parallel; scratch holds
