@@ -748,10 +748,12 @@ parts_begin(const clef_cpu_backbone *b, const clef_cpu_part *parts,
         {
             return clef_error_fail(err, CLEF_E_INTERNAL, "record %d: a part "
                                    "of %lld tokens at %lld does not follow "
-                                   "its record's %lld of %lld tokens run%s",
-                                   r, (long long) len,
+                                   "its record's %lld of %lld tokens run "
+                                   "at a multiple of %d%s", r,
+                                   (long long) len,
                                    (long long) parts[r].offset,
                                    (long long) s->done, (long long) s->tokens,
+                                   CLEF_PART_ALIGN,
                                    s->failed ? " (a forward failed)" : "");
         }
         *longest = parts[r].offset + len > *longest
