@@ -61,9 +61,9 @@
  * blocks are counted from the record's start over the kept keys, so they
  * do not constrain where a part starts).  After a failed forward a seq
  * holds nothing usable: the record is answered with the error and its seq
- * closed.
+ * closed.  CLEF_PART_ALIGN is registry.h's (the configuration checks
+ * chunk_tokens against it).
  */
-#define CLEF_PART_ALIGN  64
 
 typedef struct clef_backend_seq  clef_backend_seq;
 

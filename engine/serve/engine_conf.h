@@ -42,6 +42,9 @@ typedef struct {
     int          truncate;           /* clef_truncate */
     int64_t      max_batch_tokens;
     int          max_batch_records;
+    int64_t      chunk_tokens;       /* chunked prefill: records longer
+                                        run in parts of this many tokens;
+                                        0: off (scheduler.h) */
     int64_t      drain_timeout_ms;   /* keeper: SIGKILL after this */
     uint32_t     gen;                /* configuration generation served */
     pid_t        predecessor;        /* engine to wait for; 0 = none */
