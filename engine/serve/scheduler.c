@@ -70,12 +70,14 @@ sched_whole(const clef_sched *s, int64_t tokens)
 }
 
 
-/* What a ready record weighs toward a full batch: a record in parts takes
- * one part of a batch at a time. */
+/* What a ready record weighs toward a full batch's tokens: a record in
+ * parts nothing, so that however many wait for an executor free of one,
+ * the short records behind them are still prepared (they count toward
+ * the FIFO's records, which bounds them). */
 static int64_t
 ready_weight(const clef_sched *s, int64_t tokens)
 {
-    return sched_whole(s, tokens) ? tokens : s->chunk_tokens;
+    return sched_whole(s, tokens) ? tokens : 0;
 }
 
 

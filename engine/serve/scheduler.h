@@ -41,9 +41,10 @@
  * ready, and a long one for at most one batch of short records between
  * two of its parts.  A record in parts that is cancelled is dropped
  * between two parts; its deadline applies until its first part starts.
- * In the ready FIFO a record in parts counts one part's tokens toward a
- * full batch (it takes no more of a batch), so short records behind it are
- * still prepared.  chunk_tokens 0: records run whole, as before.
+ * In the ready FIFO a record in parts counts toward the records of a full
+ * batch, not its tokens, so that short records behind records waiting to
+ * run in parts are still prepared.  chunk_tokens 0: records run whole, as
+ * before.
  *
  * Progress guarantee (test_scheduler checks it on fixed and randomized
  * mixes, with the engine's own policy, with and without chunked prefill):
@@ -130,8 +131,8 @@ typedef struct {
     int                     ready_head;
     int                     ready_n;
     int                     ready_cap;
-    int64_t                 ready_tokens;   /* a record in parts counts
-                                               one part */
+    int64_t                 ready_tokens;   /* of the records that run
+                                               whole */
 } clef_sched;
 
 /* The ready FIFO holds up to cap records (at least max_records). */
