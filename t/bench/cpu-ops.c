@@ -127,8 +127,6 @@ main(int argc, char **argv)
     g.hv = 16;
     g.dk = 64;
     g.dv = 64;
-    g.recurrent = 0;
-    g.state = NULL;
     scratch = malloc(sizeof(float) * clef_cpu_gdn_scratch_floats(64, 64));
     TIME("delta rule", , clef_cpu_gdn(pool, &g, cu, 1, scratch));
     free(scratch);

@@ -211,7 +211,6 @@ test_gdn(int hk, int hv, int dk, int dv, float alog_lo, float alog_hi)
     ga.dk = dk;
     ga.dv = dv;
     ga.recurrent = 0;
-    ga.state = NULL;
     scratch = fbuf(clef_cpu_gdn_scratch_floats(dk, dv) * (size_t) clef_cpu_pool_size(pool));
     clef_cpu_gdn(pool, &ga, cu, NREC, scratch);
 

@@ -400,7 +400,6 @@ gdn_args(clef_gdn_args *a, gdn_case *c, float *o, int recurrent)
     a->dk = c->dk;
     a->dv = c->dv;
     a->recurrent = recurrent;
-    a->state = NULL;
 }
 
 static void

@@ -426,8 +426,10 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, int li, acts *a,
     ga.dk = dk;
     ga.dv = dv;
     ga.recurrent = 0;
-    ga.state = a->parts != NULL ? a->pstate : NULL;
-    TIMED(b, CLEF_PROF_GDN_CORE, clef_cpu_gdn(pool, &ga, cu, n_records, a->scratch));
+    TIMED(b, CLEF_PROF_GDN_CORE,
+          clef_cpu_gdn_states(pool, &ga, cu, n_records,
+                              a->parts != NULL ? a->pstate : NULL,
+                              a->scratch));
 
     TIMED(b, CLEF_PROF_GDN_NORM,
           clef_cpu_rmsnorm_gated(pool, a->o, w->gdn_v_dim, a->proj + w->qkv_dim, ld,

@@ -239,6 +239,7 @@ clef_cpu_gdn_recurrent_head(int64_t T, int dk, int dv, const float *q,
 typedef struct {
     const clef_gdn_args  *a;
     const int32_t        *cu;
+    float *const         *state;
     float                *scratch;
     size_t                per_worker;
 } gdn_job;
@@ -276,8 +277,8 @@ gdn_task(void *ctx, int64_t begin, int64_t end, int worker)
         kh = h / (a->hv / a->hk);
         t0 = j->cu[r];
         T = j->cu[r + 1] - t0;
-        st = a->state != NULL && a->state[r] != NULL
-             ? a->state[r] + (int64_t) h * a->dk * a->dv : NULL;
+        st = j->state != NULL && j->state[r] != NULL
+             ? j->state[r] + (int64_t) h * a->dk * a->dv : NULL;
         (a->recurrent ? clef_cpu_gdn_recurrent_head : clef_cpu_gdn_chunk_head)(
             T, a->dk, a->dv,
             a->q + t0 * a->ldqk + (int64_t) kh * a->dk,
@@ -293,7 +294,16 @@ void
 clef_cpu_gdn(clef_cpu_pool *pool, const clef_gdn_args *a,
     const int32_t *cu_seqlens, int n_records, float *scratch)
 {
-    gdn_job  j = { a, cu_seqlens, scratch, clef_cpu_gdn_scratch_floats(a->dk, a->dv) };
+    clef_cpu_gdn_states(pool, a, cu_seqlens, n_records, NULL, scratch);
+}
+
+void
+clef_cpu_gdn_states(clef_cpu_pool *pool, const clef_gdn_args *a,
+    const int32_t *cu_seqlens, int n_records, float *const *state,
+    float *scratch)
+{
+    gdn_job  j = { a, cu_seqlens, state, scratch,
+                   clef_cpu_gdn_scratch_floats(a->dk, a->dv) };
 
     clef_cpu_pool_for(pool, (int64_t) n_records * a->hv, 1, gdn_task, &j);
 }

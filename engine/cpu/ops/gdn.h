@@ -69,15 +69,19 @@ typedef struct {
     int64_t       ldo;
     int           hk, hv, dk, dv;
     int           recurrent;    /* 1: token by token (tests) */
-    /* NULL, or [n_records]: record r's states (hv heads of dk x dv, head
-     * j at + j dk dv), carried from and to its other parts; a NULL entry
-     * starts from zero */
-    float *const *state;
 } clef_gdn_args;
 
 /* Every (record, value head) of a packed batch, in parallel; scratch holds
  * clef_cpu_gdn_scratch_floats() floats per pool worker. */
 void clef_cpu_gdn(clef_cpu_pool *pool, const clef_gdn_args *a,
     const int32_t *cu_seqlens, int n_records, float *scratch);
+
+/* The same where records carry their states from and to their other parts
+ * (chunked prefill): state[r], when not NULL, is record r's (hv heads of
+ * dk x dv, head j at + j dk dv), zero before its first part; NULL entries
+ * (or state NULL) start from zero. */
+void clef_cpu_gdn_states(clef_cpu_pool *pool, const clef_gdn_args *a,
+    const int32_t *cu_seqlens, int n_records, float *const *state,
+    float *scratch);
 
 #endif
