@@ -137,7 +137,9 @@ for my $bad ('100', '0', '-64', 'abc', '') {
                            engine => "zone=clef:32m chunk_tokens=$bad");
     $t->write_config;
     my ($rc, $out) = $t->run_nginx('-t');
-    ok $rc != 0 && $out =~ /invalid parameter "chunk_tokens=\Q$bad\E": a part of a record is a positive multiple of 64 tokens, or off/,
+    ok $rc != 0 && $out =~ /invalid parameter "chunk_tokens=\Q$bad\E": a part
+                             \ of\ a\ record\ is\ a\ positive\ multiple
+                             \ of\ 64\ tokens,\ or\ off/x,
         "nginx -t refuses chunk_tokens=$bad" or diag $out;
 }
 for my $good ('64', '4096', 'off') {

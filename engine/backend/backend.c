@@ -29,7 +29,8 @@ void
 clef_batch_init_parts(clef_batch *b, const clef_record * const *records,
     const clef_batch_part *parts, int n_records, int32_t *cu_seqlens)
 {
-    int  r;
+    int64_t  n;
+    int      r;
 
     b->n_records = n_records;
     b->records = records;
@@ -41,9 +42,8 @@ clef_batch_init_parts(clef_batch *b, const clef_record * const *records,
     b->parts = parts;
     cu_seqlens[0] = 0;
     for (r = 0; r < n_records; r++) {
-        cu_seqlens[r + 1] = cu_seqlens[r]
-                            + (int32_t) (parts != NULL ? parts[r].len
-                                                       : (int64_t) records[r]->ids.n);
+        n = parts != NULL ? parts[r].len : (int64_t) records[r]->ids.n;
+        cu_seqlens[r + 1] = cu_seqlens[r] + (int32_t) n;
     }
 }
 

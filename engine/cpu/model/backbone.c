@@ -443,8 +443,8 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, int li, acts *a,
  * those its record's earlier parts left in layer i's cache, which the
  * attention then reads for the part's queries. */
 static void
-attn_parts(const clef_cpu_backbone *b, const clef_attn_args *aa, acts *a,
-    int i, const int32_t *cu, int n_records)
+attn_parts(const clef_attn_args *aa, acts *a, int i, const int32_t *cu,
+    int n_records)
 {
     clef_cpu_seq  *s;
     int64_t        kvw = (int64_t) aa->hkv * aa->hd, t, off;
@@ -468,7 +468,6 @@ attn_parts(const clef_cpu_backbone *b, const clef_attn_args *aa, acts *a,
         a->past[r].ld = kvw;
         a->past[r].offset = off;
     }
-    (void) b;
 }
 
 /* x += o_proj(GatedAttention(xn)) */
@@ -507,7 +506,7 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_attn_w *l, int li, acts *a,
                                         a->rcos, a->rsin, a->rcu, a->roff,
                                         a->rn));
     if (a->parts != NULL) {
-        attn_parts(b, &aa, a, li, cu, n_records);
+        attn_parts(&aa, a, li, cu, n_records);
     }
     TIMED(b, CLEF_PROF_ATTN_CORE,
           rc = clef_cpu_attention_parts(pool, &aa, cu,
