@@ -58,8 +58,12 @@
  *      thread always refills it, and every record it takes ends in the
  *      FIFO or is answered by prepare().
  *   3. The executor takes a batch whenever it is idle and the FIFO is not
- *      empty; the preparing thread takes records whenever the FIFO is not
- *      full.  Each waits only for the other's progress or for new work.
+ *      empty, or it runs a record in parts (clef_sched_has_part(): it
+ *      counts as busy until the record's last part ran or the record was
+ *      dropped, so a draining engine waits for it); the preparing thread
+ *      takes records whenever the FIFO is not full, which records waiting
+ *      to run in parts cannot make it by their tokens.  Each waits only
+ *      for the other's progress or for new work.
  * (The bug this replaced: a record that did not fit the batch being
  * prepared was "carried", and a carry made the scheduler call every later
  * batch full, even an empty one: two records that did not fit one batch
