@@ -7,7 +7,12 @@
 #     the short request is answered before the long one (it runs between
 #     two of its parts), and both answers are clef decide's (the parts give
 #     the bits of the whole record);
-#   - reloaded with chunk_tokens=off, the same sequence answers the long
+#   - the same, the short request sent while the long record runs: the
+#     long record is sent to the running engine, which is stopped as soon
+#     as its first part has run; the count of its parts that ran then
+#     (more than none, fewer than all) is checked, the short request sent,
+#     the engine continued: the short request is answered first;
+#   - reloaded with chunk_tokens=off, the first sequence answers the long
 #     record first (it runs whole, alone over max_batch_tokens): so the
 #     first order comes from chunking, not from the request sizes;
 #   - nginx -t refuses a chunk_tokens that is not a positive multiple of
@@ -85,6 +90,41 @@ sub race {
     return (\@order, \%got);
 }
 
+# The long record is sent to a running engine; as soon as its first part
+# has run (the batch counter moved) the engine is stopped, and the number
+# of its parts that ran is read: between one and all but the last, the
+# long record is running.  The short one is queued then, the engine
+# continued.  Returns the order of the answers, the parts that had run
+# when the short request was sent, and the answers.
+sub race_running {
+    my ($srv) = @_;
+    my $engine = $srv->metric('clef_engine_pid');
+    my $base = $srv->metric('clef_batches_total');
+    my (%name, @order, $ran);
+
+    my $lpid = send_body($srv, 'long', $long);
+    $name{$lpid} = 'long';
+    1 until $srv->metric('clef_batches_total') > $base
+            || waitpid($lpid, POSIX::WNOHANG()) == $lpid;
+    kill 'STOP', $engine;
+    $ran = $srv->metric('clef_batches_total') - $base;
+    my $spid = send_body($srv, 'short', $short);
+    $name{$spid} = 'short';
+    $srv->wait_for(sub { $srv->metric('clef_queue_depth') == 1 }, 20)
+        or diag 'the short record was not queued';
+    kill 'CONT', $engine;
+    for (1 .. 2) {
+        my $pid = waitpid -1, 0;
+        push @order, $name{$pid} // "pid $pid";
+    }
+    my %got = map {
+        my ($status, $content) = split /\n/,
+            ClefNginx::slurp($srv->prefix . "/tmp/$_"), 2;
+        ($_ => [ $status, $content ])
+    } qw(long short);
+    return (\@order, $ran, \%got);
+}
+
 my $srv = ClefNginx->new(model => $model,
                          engine => "$engine_args chunk_tokens=256");
 $srv->start_ready;
@@ -108,6 +148,20 @@ for my $n (qw(long short)) {
 cmp_ok $srv->metric('clef_batches_total') - $batches0, '>=', 30,
     'the long record ran in parts: '
     . ($srv->metric('clef_batches_total') - $batches0) . ' batches';
+
+# ---- chunked: the short request sent while the long record runs --------
+
+my $parts = int((ClefNginx->json->decode($got->{long}[1])
+                 ->{usage}{input_tokens} + 255) / 256);
+my $ran;
+($order, $ran, $got) = race_running($srv);
+ok $ran >= 1 && $ran < $parts,
+    "the short request was sent while the long record ran: $ran of its "
+    . "$parts parts had run";
+is_deeply $order, [ 'short', 'long' ],
+    'chunk_tokens=256: it is answered before the long record';
+is(ClefNginx->json->encode(ClefNginx->json->decode($got->{$_}[1])),
+   $want{$_}, "$_: clef decide's answer") for qw(long short);
 
 # ---- chunk_tokens=off on reload: the long record first ------------------
 
@@ -137,9 +191,9 @@ for my $bad ('100', '0', '-64', 'abc', '') {
                            engine => "zone=clef:32m chunk_tokens=$bad");
     $t->write_config;
     my ($rc, $out) = $t->run_nginx('-t');
-    ok $rc != 0 && $out =~ /invalid parameter "chunk_tokens=\Q$bad\E": a part
-                             \ of\ a\ record\ is\ a\ positive\ multiple
-                             \ of\ 64\ tokens,\ or\ off/x,
+    my $why = qq{invalid parameter "chunk_tokens=$bad": a part of a record }
+            . 'is a positive multiple of 64 tokens, or off';
+    ok $rc != 0 && index($out, $why) >= 0,
         "nginx -t refuses chunk_tokens=$bad" or diag $out;
 }
 for my $good ('64', '4096', 'off') {
