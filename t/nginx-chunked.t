@@ -58,36 +58,44 @@ sub send_body {
     return $pid;
 }
 
-# The engine stopped, the long record is queued, then the short one; the
-# engine continues: it prepares the long record, starts its parts, and
-# prepares the short one meanwhile (its tokens against the long record's
-# 35 parts), which then runs between two parts.  Returns the
-# names in the order their answers arrived and the answers.
-sub race {
-    my ($srv) = @_;
-    my $engine = $srv->metric('clef_engine_pid');
-    my (%name, @order);
+# Once $depth records are queued (the engine stopped: the short one last),
+# the engine continued: the names of the requests in %$name (pid => name)
+# in the order their answers arrive (after those already in @$order), and
+# the answers.
+sub answers {
+    my ($srv, $engine, $depth, $name, $order) = @_;
 
-    kill 'STOP', $engine;
-    my $lpid = send_body($srv, 'long', $long);
-    $name{$lpid} = 'long';
-    $srv->wait_for(sub { $srv->metric('clef_queue_depth') == 1 }, 20)
-        or diag 'the long record was not queued';
-    my $spid = send_body($srv, 'short', $short);
-    $name{$spid} = 'short';
-    $srv->wait_for(sub { $srv->metric('clef_queue_depth') == 2 }, 20)
+    $srv->wait_for(sub { $srv->metric('clef_queue_depth') == $depth }, 20)
         or diag 'the short record was not queued';
     kill 'CONT', $engine;
-    for (1 .. 2) {
+    while (@$order < 2) {
         my $pid = waitpid -1, 0;
-        push @order, $name{$pid} // "pid $pid";
+        push @$order, $name->{$pid} // "pid $pid";
     }
     my %got = map {
         my ($status, $content) = split /\n/,
             ClefNginx::slurp($srv->prefix . "/tmp/$_"), 2;
         ($_ => [ $status, $content ])
     } qw(long short);
-    return (\@order, \%got);
+    return ($order, \%got);
+}
+
+# The engine stopped, the long record is queued, then the short one; the
+# engine continues: it prepares the long record, starts its parts, and
+# prepares the short one meanwhile (its tokens against the long record's
+# 32 parts), which then runs between two parts.  Returns the names in the
+# order their answers arrived and the answers.
+sub race {
+    my ($srv) = @_;
+    my $engine = $srv->metric('clef_engine_pid');
+    my %name;
+
+    kill 'STOP', $engine;
+    $name{ send_body($srv, 'long', $long) } = 'long';
+    $srv->wait_for(sub { $srv->metric('clef_queue_depth') == 1 }, 20)
+        or diag 'the long record was not queued';
+    $name{ send_body($srv, 'short', $short) } = 'short';
+    return answers($srv, $engine, 2, \%name, []);
 }
 
 # The long record is sent to a running engine; as soon as its first part
@@ -100,29 +108,18 @@ sub race_running {
     my ($srv) = @_;
     my $engine = $srv->metric('clef_engine_pid');
     my $base = $srv->metric('clef_batches_total');
-    my (%name, @order, $ran);
+    my (%name, @order);
 
     my $lpid = send_body($srv, 'long', $long);
     $name{$lpid} = 'long';
     1 until $srv->metric('clef_batches_total') > $base
-            || waitpid($lpid, POSIX::WNOHANG()) == $lpid;
+            || (waitpid($lpid, POSIX::WNOHANG()) == $lpid
+                && push @order, 'long');
     kill 'STOP', $engine;
-    $ran = $srv->metric('clef_batches_total') - $base;
-    my $spid = send_body($srv, 'short', $short);
-    $name{$spid} = 'short';
-    $srv->wait_for(sub { $srv->metric('clef_queue_depth') == 1 }, 20)
-        or diag 'the short record was not queued';
-    kill 'CONT', $engine;
-    for (1 .. 2) {
-        my $pid = waitpid -1, 0;
-        push @order, $name{$pid} // "pid $pid";
-    }
-    my %got = map {
-        my ($status, $content) = split /\n/,
-            ClefNginx::slurp($srv->prefix . "/tmp/$_"), 2;
-        ($_ => [ $status, $content ])
-    } qw(long short);
-    return (\@order, $ran, \%got);
+    my $ran = $srv->metric('clef_batches_total') - $base;
+    $name{ send_body($srv, 'short', $short) } = 'short';
+    my ($order, $got) = answers($srv, $engine, 1, \%name, \@order);
+    return ($order, $ran, $got);
 }
 
 my $srv = ClefNginx->new(model => $model,
