@@ -935,5 +935,7 @@ const clef_backend_ops  clef_cuda_backend_ops = {
     cuda_forward,
     cuda_hidden,
     cuda_close,
-    cuda_describe
+    cuda_describe,
+    NULL,               /* seq_open: records run whole (backend.h) */
+    NULL
 };

@@ -58,7 +58,7 @@ int      clef_zone_attach(clef_queue *q, void *mem);
 uint32_t clef_zone_slots(size_t size);
 /* Settings that apply to the running engine and keeper at once. */
 void     clef_zone_configure(clef_queue *q, int64_t max_batch_tokens,
-    int64_t watchdog_ms);
+    int64_t chunk_tokens, int64_t watchdog_ms);
 /* The generation a newly started keeper serves (above every one seen). */
 uint32_t clef_zone_next_gen(clef_queue *q);
 pid_t    clef_zone_engine_pid(const clef_queue *q);

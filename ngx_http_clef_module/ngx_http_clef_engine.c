@@ -340,6 +340,7 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
     ec.max_batch_tokens = mcf->max_batch_tokens;
     ec.max_batch_records = NGX_HTTP_CLEF_MAX_BATCH_RECORDS;
     ec.decoders = (int) mcf->decoders;
+    ec.chunk_tokens = mcf->chunk_tokens;
     ec.drain_timeout_ms = (int64_t) mcf->timeout + 10000;   /* drain_ms */
     ec.gen = gen;
     ec.predecessor = predecessor;

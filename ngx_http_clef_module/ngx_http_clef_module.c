@@ -7,8 +7,9 @@
  *                        [devices=LIST] [tp=N] [max_length=N]
  *                        [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
- *                         [max_queue=N] [timeout=TIME]
- *                         [watchdog=TIME|off] [decoders=N];
+ *                         [chunk_tokens=N|off] [max_queue=N]
+ *                         [timeout=TIME] [watchdog=TIME|off]
+ *                         [decoders=N];
  *   location: clef_systemone [envelope=systemone|cloudflare];
  *             clef_models; clef_status;
  *   http, server, location:
@@ -184,6 +185,7 @@ ngx_http_clef_create_main_conf(ngx_conf_t *cf)
 
     mcf->max_batch_tokens = NGX_CONF_UNSET;
     mcf->decoders = NGX_CONF_UNSET;
+    mcf->chunk_tokens = NGX_CONF_UNSET;
     mcf->max_queue = NGX_CONF_UNSET_UINT;
     mcf->timeout = NGX_CONF_UNSET_MSEC;
     mcf->watchdog = NGX_CONF_UNSET_MSEC;
@@ -201,6 +203,11 @@ ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf)
 
     ngx_conf_init_value(mcf->max_batch_tokens, 16384);
     ngx_conf_init_value(mcf->decoders, 0);
+    /* chunked prefill: a short request waits for at most one part of a
+     * long record; a CPU forward runs about as many tokens a second on 256
+     * tokens as on 2048 or 8192 (README "Against llama.cpp"), so parts of
+     * 2048 cost a long record little and bound the wait to one of them */
+    ngx_conf_init_value(mcf->chunk_tokens, 2048);
     ngx_conf_init_uint_value(mcf->max_queue, 1024);
     ngx_conf_init_msec_value(mcf->timeout, 30000);
     ngx_conf_init_msec_value(mcf->watchdog, 60000);
@@ -805,6 +812,26 @@ ngx_http_clef_engine(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "chunk_tokens=", 13) == 0) {
+            s.data = value[i].data + 13;
+            s.len = value[i].len - 13;
+            if (s.len == 3 && ngx_strncmp(s.data, "off", 3) == 0) {
+                mcf->chunk_tokens = 0;
+                continue;
+            }
+            n = ngx_atoi(s.data, s.len);
+            if (n == NGX_ERROR || n < 1 || n % CLEF_PART_ALIGN != 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": a part of a "
+                                   "record is a positive multiple of %d "
+                                   "tokens, or off", &value[i],
+                                   CLEF_PART_ALIGN);
+                return NGX_CONF_ERROR;
+            }
+            mcf->chunk_tokens = n;
+            continue;
+        }
+
         if (ngx_strncmp(value[i].data, "max_queue=", 10) == 0) {
             n = ngx_atoi(value[i].data + 10, value[i].len - 10);
             if (n == NGX_ERROR || n < 1) {
@@ -1107,7 +1134,7 @@ ngx_http_clef_init_module(ngx_cycle_t *cycle)
 
     /* these apply to the running engine and keeper on every reload */
     clef_zone_configure(&mcf->queue, mcf->max_batch_tokens,
-                        (int64_t) mcf->watchdog);
+                        mcf->chunk_tokens, (int64_t) mcf->watchdog);
 
     return ngx_http_clef_engine_start(cycle, mcf);
 }

@@ -83,6 +83,7 @@ typedef struct {
     ngx_shm_zone_t            *zone;
     ngx_int_t                  max_batch_tokens;
     ngx_int_t                  decoders;      /* 0: from the cores */
+    ngx_int_t                  chunk_tokens;  /* 0: off */
     ngx_uint_t                 max_queue;
     ngx_msec_t                 timeout;
     ngx_msec_t                 watchdog;      /* 0: off */

@@ -22,7 +22,15 @@ void
 clef_batch_init(clef_batch *b, const clef_record * const *records, int n_records,
     int32_t *cu_seqlens)
 {
-    int  r;
+    clef_batch_init_parts(b, records, NULL, n_records, cu_seqlens);
+}
+
+void
+clef_batch_init_parts(clef_batch *b, const clef_record * const *records,
+    const clef_batch_part *parts, int n_records, int32_t *cu_seqlens)
+{
+    int64_t  n;
+    int      r;
 
     b->n_records = n_records;
     b->records = records;
@@ -31,19 +39,30 @@ clef_batch_init(clef_batch *b, const clef_record * const *records, int n_records
     b->spans = NULL;
     b->n_spans = 0;
     b->n_items = 0;
+    b->parts = parts;
     cu_seqlens[0] = 0;
     for (r = 0; r < n_records; r++) {
-        cu_seqlens[r + 1] = cu_seqlens[r] + (int32_t) records[r]->ids.n;
+        n = parts != NULL ? parts[r].len : (int64_t) records[r]->ids.n;
+        cu_seqlens[r + 1] = cu_seqlens[r] + (int32_t) n;
     }
+}
+
+/* Tokens [*off, *off + *len) of record r are in the batch (its part, or
+ * the whole of it). */
+static void
+batch_window(const clef_batch *b, int r, int64_t *off, int64_t *len)
+{
+    *off = b->parts != NULL ? b->parts[r].offset : 0;
+    *len = (int64_t) b->cu_seqlens[r + 1] - b->cu_seqlens[r];
 }
 
 int
 clef_batch_set_media(clef_batch *b, clef_error *err)
 {
     const clef_record  *rec;
-    clef_media_span    *spans;
+    clef_media_span    *spans, sp;
     int32_t            *pos;
-    int64_t             T = clef_batch_tokens(b), t, n;
+    int64_t             T = clef_batch_tokens(b), t, n, off, len, s0, s1;
     int                 r, k, items = 0, m = 0, a;
 
     for (r = 0; r < b->n_records; r++) {
@@ -54,7 +73,7 @@ clef_batch_set_media(clef_batch *b, clef_error *err)
         return 0;
     }
     spans = calloc((size_t) m + 1, sizeof(*spans));
-    pos = malloc(sizeof(int32_t) * 3 * (size_t) T);
+    pos = malloc(sizeof(int32_t) * 3 * (size_t) (T > 0 ? T : 1));
     if (spans == NULL || pos == NULL) {
         free(spans);
         free(pos);
@@ -65,16 +84,28 @@ clef_batch_set_media(clef_batch *b, clef_error *err)
     for (r = 0; r < b->n_records; r++) {
         rec = b->records[r];
         n = (int64_t) rec->ids.n;
+        batch_window(b, r, &off, &len);
         for (a = 0; a < 3; a++) {
-            for (t = 0; t < n; t++) {
+            for (t = 0; t < len; t++) {
                 pos[a * T + b->cu_seqlens[r] + t] = rec->positions != NULL
-                    ? rec->positions[a * n + t] : (int32_t) t;
+                    ? rec->positions[a * n + off + t] : (int32_t) (off + t);
             }
         }
-        for (k = 0; k < rec->n_spans; k++, m++) {
-            spans[m] = rec->spans[k];
-            spans[m].start += b->cu_seqlens[r];
-            spans[m].item += items;
+        /* a span is cut to the part: it may start in an earlier part or
+         * end in a later one, its rows following its tokens */
+        for (k = 0; k < rec->n_spans; k++) {
+            sp = rec->spans[k];
+            s0 = sp.start > off ? sp.start : off;
+            s1 = (int64_t) sp.start + sp.len < off + len
+                 ? (int64_t) sp.start + sp.len : off + len;
+            if (s1 <= s0) {
+                continue;
+            }
+            sp.row += (int32_t) (s0 - sp.start);
+            sp.start = (int32_t) (b->cu_seqlens[r] + s0 - off);
+            sp.len = (int32_t) (s1 - s0);
+            sp.item += items;
+            spans[m++] = sp;
         }
         items += rec->n_media;
     }
@@ -139,12 +170,20 @@ clef_batch_tokens(const clef_batch *b)
 }
 
 int
+clef_batch_last(const clef_batch *b, int r)
+{
+    return b->parts == NULL || b->parts[r].last;
+}
+
+int
 clef_batch_options(const clef_batch *b)
 {
     int  r, n = 0;
 
     for (r = 0; r < b->n_records; r++) {
-        n += b->records[r]->n_options;
+        if (clef_batch_last(b, r)) {
+            n += b->records[r]->n_options;
+        }
     }
     return n;
 }

@@ -26,6 +26,13 @@
  *   - the watchdog: a backend calls opts->progress after every layer (or,
  *     where a whole forward takes milliseconds, after each forward), so a
  *     long forward is never mistaken for a hung one.
+ *   - chunked prefill: a long record may run in parts, one batch after
+ *     another, so that short records run between them (the engine's
+ *     scheduler decides, serve/scheduler.h).  A backend that can (seq_open
+ *     not NULL: the CPU one) keeps what a part leaves for the next in a
+ *     clef_backend_seq of the record; the CUDA backend cannot yet and runs
+ *     every record whole.  A batch whose parts is NULL holds whole records
+ *     only and is run exactly as before.
  */
 #ifndef CLEF_BACKEND_H
 #define CLEF_BACKEND_H
@@ -37,6 +44,35 @@
 #include "base/error.h"
 #include "model/model.h"
 #include "protocol/encode.h"
+
+/*
+ * Parts of a record.  A part is tokens [offset, offset + len) of its
+ * record; the parts of a record run in order, one per batch, each starting
+ * where the one before ended, at a multiple of CLEF_PART_ALIGN.  What a
+ * part leaves for the next (the CPU: the delta-rule state, the conv's
+ * last inputs, the attention layers' keys and values, the final-norm
+ * rows and the media's encoder rows) is kept in the record's
+ * clef_backend_seq, opened by the backend before the first part and
+ * closed after the last (or when the record is dropped between parts).
+ * Only the batch holding a record's last part yields its logits, and they
+ * are to the bit those of the record run whole: CLEF_PART_ALIGN is the
+ * blocking the arithmetic counts from a record's first token (the CPU's
+ * 64-token delta-rule chunks and 64-query attention blocks; its 512-key
+ * blocks are counted from the record's start over the kept keys, so they
+ * do not constrain where a part starts).  After a failed forward a seq
+ * holds nothing usable: the record is answered with the error and its seq
+ * closed.  CLEF_PART_ALIGN is registry.h's (the configuration checks
+ * chunk_tokens against it).
+ */
+
+typedef struct clef_backend_seq  clef_backend_seq;
+
+typedef struct {
+    clef_backend_seq            *seq;         /* NULL: the record whole */
+    int64_t                      offset;      /* of the part in the record */
+    int64_t                      len;
+    int                          last;        /* the record's last part */
+} clef_batch_part;
 
 typedef struct {
     int                          n_records;
@@ -52,11 +88,19 @@ typedef struct {
     const clef_media_span       *spans;
     int                          n_spans;
     int                          n_items;     /* the records' media items */
+    /* NULL: every record whole.  Else [n_records]: record r contributes
+     * part parts[r] (cu_seqlens count the parts' tokens; positions and
+     * spans are those of the parts' tokens, spans cut at a part's ends) */
+    const clef_batch_part       *parts;
 } clef_batch;
 
 /* Builds cu_seqlens for records (caller's array of n_records + 1). */
 void    clef_batch_init(clef_batch *b, const clef_record * const *records,
     int n_records, int32_t *cu_seqlens);
+/* The same for parts of records (parts[r] of records[r]; a whole record is
+ * a part { NULL, 0, ids.n, 1 }). */
+void    clef_batch_init_parts(clef_batch *b, const clef_record * const *records,
+    const clef_batch_part *parts, int n_records, int32_t *cu_seqlens);
 
 /*
  * The media of a batch from its records' items (encode.h), whatever their
@@ -76,7 +120,11 @@ void    clef_batch_free_media(clef_batch *b);
  * and refuses a batch holding a kind it has none for. */
 const clef_media_item *clef_batch_item(const clef_batch *b, int m);
 int64_t clef_batch_tokens(const clef_batch *b);
+/* The logits a forward yields: the options of the records whose last part
+ * (or whole self) is in the batch. */
 int     clef_batch_options(const clef_batch *b);
+/* 1 when record r of the batch yields logits (its last part is there). */
+int     clef_batch_last(const clef_batch *b, int r);
 
 typedef struct {
     int          threads;     /* CPU worker threads; 0 = one per core */
@@ -98,21 +146,29 @@ typedef struct {
     const char  *name;
     int   (*open)(const clef_model *m, const clef_backend_opts *o,
                   clef_backend **out, clef_error *err);
-    /* logits: one float per option of every record, in record order, then
-     * question order, then encoder option order (clef_batch_options()).
+    /* logits: one float per option of every record whose last part is in
+     * the batch, in record order, then question order, then encoder option
+     * order (clef_batch_options()).
      * An error of type "device_fault" says the backend is unusable until
      * closed and opened again (a poisoned CUDA context): the engine does
      * that for this replica alone. */
     int   (*forward)(clef_backend *b, const clef_batch *batch, float *logits,
                      clef_error *err);
     /* hidden: the backbone's final-norm output, [tokens][hidden_size] f32,
-     * packed like the batch (for tests and --raw). */
+     * packed like the batch (a part's rows for a part; for tests and
+     * --raw). */
     int   (*hidden)(clef_backend *b, const clef_batch *batch, float *hidden,
                     clef_error *err);
     void  (*close)(clef_backend *b);
     /* one line for logs and `clef bench`: what computes, on what (threads,
      * device, kernels, library versions) */
     const char *(*describe)(const clef_backend *b);
+    /* chunked prefill (see clef_batch_part): the state of record rec run
+     * in parts, on this backend; rec must outlive it.  NULL in a backend
+     * that runs records whole (CUDA, for now). */
+    int   (*seq_open)(clef_backend *b, const clef_record *rec,
+                      clef_backend_seq **out, clef_error *err);
+    void  (*seq_close)(clef_backend *b, clef_backend_seq *s);
 } clef_backend_ops;
 
 /* The ops of a backend by name; NULL with err filled ("unknown backend",

@@ -15,6 +15,11 @@
 
 #define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
 
+/* Chunked prefill: where a part of a record may start (a multiple of this
+ * many tokens), which clef_engine chunk_tokens= is checked against;
+ * backend.h's clef_batch_part says why it is 64. */
+#define CLEF_PART_ALIGN   64
+
 typedef struct {
     const char  *name;
     const char  *what;          /* one line for messages and --help */

@@ -39,12 +39,27 @@ struct clef_backend {
     clef_comm          *comm;
 };
 
+/* A record run in parts (backend.h's clef_batch_part): each rank's state
+ * of it, the final-norm rows of its tokens so far (the head reads the
+ * whole record's), and its media items' encoder rows, computed with its
+ * first part and sliced by the spans of each part. */
+struct clef_backend_seq {
+    const clef_record  *rec;
+    clef_cpu_seq      **ranks;          /* [tp] */
+    float              *hidden;         /* [ids.n][hidden_size] */
+    float              *features;       /* [levels][rows][hidden_size] */
+    int64_t             rows;
+    int64_t            *first;          /* [n_media]: item's first row */
+    int                 encoded;
+};
+
 /* One forward as every rank runs it. */
 typedef struct {
     clef_backend          *b;
     const int32_t         *ids;
     const int32_t         *cu_seqlens;
     int                    n_records;
+    const clef_cpu_part   *parts;          /* [tp][n_records], or NULL */
     const clef_cpu_media  *media;
     float                 *hidden;         /* rank 0's output */
     atomic_int             first_failed;   /* the rank that failed first */
@@ -215,8 +230,11 @@ tp_rank(void *ctx, int rank, clef_error *err)
     tp_forward  *f = ctx;
     int          none = -1, rc;
 
-    rc = clef_cpu_backbone_forward_media(f->b->backbones[rank], f->ids,
+    rc = clef_cpu_backbone_forward_parts(f->b->backbones[rank], f->ids,
                                          f->cu_seqlens, f->n_records, f->media,
+                                         f->parts != NULL
+                                         ? f->parts + rank * f->n_records
+                                         : NULL,
                                          rank == 0 ? f->hidden : NULL, err);
     if (rc != 0) {
         if (atomic_compare_exchange_strong(&f->first_failed, &none, rank)) {
@@ -229,34 +247,53 @@ tp_rank(void *ctx, int rank, clef_error *err)
 
 /* The backbone over a batch: on this thread alone (tp 1), or on every
  * rank, the hidden states coming from rank 0 (they are the same on every
- * rank: each one adds the same gathered partials in the same order). */
+ * rank: each one adds the same gathered partials in the same order).
+ * Parts of records run with each rank's own state of their records. */
 static int
-cpu_backbone(clef_backend *b, const int32_t *ids, const int32_t *cu_seqlens,
-    int n_records, const clef_cpu_media *media, float *hidden, clef_error *err)
+cpu_backbone(clef_backend *b, const clef_batch *batch, const int32_t *ids,
+    const clef_cpu_media *media, float *hidden, clef_error *err)
 {
-    tp_forward  f;
+    clef_cpu_part  *parts = NULL;
+    tp_forward      f;
+    int             n = batch->n_records, r, k, rc;
 
+    if (batch->parts != NULL) {
+        parts = malloc(sizeof(*parts) * (size_t) (b->tp * n));
+        if (parts == NULL) {
+            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
+        }
+        for (k = 0; k < b->tp; k++) {
+            for (r = 0; r < n; r++) {
+                parts[k * n + r].seq = batch->parts[r].seq != NULL
+                                       ? batch->parts[r].seq->ranks[k] : NULL;
+                parts[k * n + r].offset = batch->parts[r].offset;
+            }
+        }
+    }
     if (b->tp == 1) {
-        return clef_cpu_backbone_forward_media(b->backbone, ids, cu_seqlens,
-                                               n_records, media, hidden, err);
+        rc = clef_cpu_backbone_forward_parts(b->backbone, ids,
+                                             batch->cu_seqlens, n, media,
+                                             parts, hidden, err);
+        free(parts);
+        return rc;
     }
     f.b = b;
     f.ids = ids;
-    f.cu_seqlens = cu_seqlens;
-    f.n_records = n_records;
+    f.cu_seqlens = batch->cu_seqlens;
+    f.n_records = n;
+    f.parts = parts;
     f.media = media;
     f.hidden = hidden;
     atomic_init(&f.first_failed, -1);
     /* no rank is inside the communicator between forwards: a past abort
      * can be cleared */
     clef_comm_cpu_reset(b->comm);
-    if (clef_cpu_ranks_run(b->ranks, tp_rank, &f, err) != 0) {
-        if (atomic_load(&f.first_failed) >= 0) {
-            *err = f.first_err;
-        }
-        return -1;
+    rc = clef_cpu_ranks_run(b->ranks, tp_rank, &f, err);
+    if (rc != 0 && atomic_load(&f.first_failed) >= 0) {
+        *err = f.first_err;
     }
-    return 0;
+    free(parts);
+    return rc != 0 ? -1 : 0;
 }
 
 /* The encoder of a media kind on the CPU: items (all of the kind) to their
@@ -328,41 +365,37 @@ static const cpu_encoder  cpu_encoders[CLEF_MEDIA_KINDS] = {
     [CLEF_MEDIA_AUDIO] = cpu_encode_audio,
 };
 
-/* The batch's items through their kinds' encoders, each kind's items
- * together (in kind order, then batch order), then the spans' rows of
- * their output in place of their tokens' embeddings. */
+/* The encoders over the media items of a batch (those of its records run
+ * in parts left out when skip_parts: their seqs hold their rows), each
+ * kind's items together, in kind order, then batch order: *out holds
+ * [levels][*stride][hidden_size] floats, the encoded rows first (*rows of
+ * them), then `extra` rows for the caller; first[m] is item m's first row
+ * (-1: left out). */
 static int
-cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
-    float *hidden, clef_error *err)
+cpu_encode(clef_backend *b, const clef_batch *batch, int skip_parts,
+    int64_t extra, float **out, int64_t *stride, int64_t *rows_out,
+    int64_t *first, clef_error *err)
 {
     const clef_media_kind_info  *info;
     const clef_media_item      **items;
     const clef_media_item       *it;
-    clef_media_span             *spans, *visual;
-    clef_cpu_media               media;
-    int64_t                     *first, rows = 0, krow[CLEF_MEDIA_KINDS];
+    int64_t                      rows = 0, krow[CLEF_MEDIA_KINDS];
     int32_t                     *group;
     float                       *features = NULL;
     int                          m, k, n, at[CLEF_MEDIA_KINDS], rc = -1;
-    int                          levels, nv = 0, r, rm;
+    int                          levels, r, rm, left = 0;
 
-    if (batch->positions == NULL) {
-        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with media "
-                               "needs its media (clef_batch_set_media)");
-    }
     items = calloc((size_t) batch->n_items + 1, sizeof(*items));
-    first = calloc((size_t) batch->n_items + 1, sizeof(*first));
-    spans = calloc((size_t) batch->n_spans + 1, sizeof(*spans));
-    visual = calloc((size_t) batch->n_spans + 1, sizeof(*visual));
     group = calloc((size_t) batch->n_items + 1, sizeof(*group));
-    if (items == NULL || first == NULL || spans == NULL || visual == NULL
-        || group == NULL)
-    {
+    if (items == NULL || group == NULL) {
         clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
         goto done;
     }
     /* items[] by kind, group[]: their records; first[m]: item m's first
      * row of features */
+    for (m = 0; m < batch->n_items; m++) {
+        first[m] = -1;
+    }
     for (k = 1, n = 0; k < CLEF_MEDIA_KINDS; k++) {
         at[k] = n;
         krow[k] = rows;
@@ -374,6 +407,12 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
             }
             it = clef_batch_item(batch, m);
             if (it->kind != (clef_media_kind) k) {
+                continue;
+            }
+            if (skip_parts && batch->parts != NULL
+                && batch->parts[r].seq != NULL)
+            {
+                left++;
                 continue;
             }
             if (cpu_encoders[k] == NULL) {
@@ -389,12 +428,13 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
             rows += it->tokens;
         }
     }
-    if (n != batch->n_items) {
+    if (n + left != batch->n_items) {
         clef_error_fail(err, CLEF_E_INTERNAL, "a media item of no kind");
         goto done;
     }
     levels = 1 + clef_cpu_vision_deepstack(b->vision);
-    features = calloc((size_t) levels * (size_t) (rows > 0 ? rows : 1)
+    features = calloc((size_t) levels * (size_t) (rows + extra > 0
+                                                  ? rows + extra : 1)
                       * (size_t) b->hidden_size, sizeof(float));
     if (features == NULL) {
         clef_error_fail(err, CLEF_E_NO_MEMORY,
@@ -402,20 +442,132 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
         goto done;
     }
     for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
-        n = (k + 1 < CLEF_MEDIA_KINDS ? at[k + 1] : batch->n_items) - at[k];
+        n = (k + 1 < CLEF_MEDIA_KINDS ? at[k + 1] : batch->n_items - left)
+            - at[k];
         if (n > 0
             && cpu_encoders[k](b, items + at[k], group + at[k], n,
                                features + krow[k] * b->hidden_size,
-                               rows * b->hidden_size, err) != 0)
+                               (rows + extra) * b->hidden_size, err) != 0)
         {
             goto done;
         }
     }
+    *out = features;
+    features = NULL;
+    *stride = rows + extra;
+    *rows_out = rows;
+    rc = 0;
+
+done:
+    free(features);
+    free(group);
+    free(items);
+    return rc;
+}
+
+/* A record run in parts: its items through the encoders once, alone, with
+ * its first part (an item's rows do not depend on the items encoded with
+ * it: a record's logits are those of the record alone). */
+static int
+cpu_seq_encode(clef_backend *b, clef_backend_seq *s, clef_error *err)
+{
+    clef_batch  one;
+    int32_t     cu[2];
+    int64_t     rows;
+
+    if (s->encoded || s->rec->n_media == 0) {
+        return 0;
+    }
+    clef_batch_init(&one, &s->rec, 1, cu);
+    one.n_items = s->rec->n_media;
+    s->first = calloc((size_t) s->rec->n_media, sizeof(*s->first));
+    if (s->first == NULL) {
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
+    }
+    if (cpu_encode(b, &one, 0, 0, &s->features, &s->rows, &rows, s->first,
+                   err) != 0)
+    {
+        return -1;
+    }
+    s->encoded = 1;
+    return 0;
+}
+
+/* The batch's items through their kinds' encoders (cpu_encode), those of
+ * its parts from their records' seqs, then the spans' rows of their
+ * output in place of their tokens' embeddings. */
+static int
+cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
+    float *hidden, clef_error *err)
+{
+    const clef_backend_seq      *sq;
+    clef_media_span             *spans, *visual;
+    clef_cpu_media               media;
+    int64_t                     *first, rows = 0, stride = 0, extra = 0, at;
+    int32_t                     *rec_of, *item0;
+    float                       *features = NULL;
+    size_t                       H = (size_t) b->hidden_size;
+    int                          m, r, it, d, levels, nv = 0, rc = -1;
+
+    if (batch->positions == NULL) {
+        return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with media "
+                               "needs its media (clef_batch_set_media)");
+    }
+    first = calloc((size_t) batch->n_items + 1, sizeof(*first));
+    spans = calloc((size_t) batch->n_spans + 1, sizeof(*spans));
+    visual = calloc((size_t) batch->n_spans + 1, sizeof(*visual));
+    rec_of = calloc((size_t) batch->n_items + 1, sizeof(*rec_of));
+    item0 = calloc((size_t) batch->n_records + 1, sizeof(*item0));
+    if (first == NULL || spans == NULL || visual == NULL || rec_of == NULL
+        || item0 == NULL)
+    {
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    for (r = 0, m = 0; r < batch->n_records; r++) {
+        item0[r] = m;
+        for (it = 0; it < batch->records[r]->n_media; it++) {
+            rec_of[m++] = r;
+        }
+        if (batch->parts != NULL && batch->parts[r].seq != NULL
+            && cpu_seq_encode(b, batch->parts[r].seq, err) != 0)
+        {
+            goto done;
+        }
+    }
+    /* the parts' spans take rows after the encoded ones */
+    for (m = 0; m < batch->n_spans; m++) {
+        r = rec_of[batch->spans[m].item];
+        if (batch->parts != NULL && batch->parts[r].seq != NULL) {
+            extra += batch->spans[m].len;
+        }
+    }
+    if (cpu_encode(b, batch, 1, extra, &features, &stride, &rows, first, err)
+        != 0)
+    {
+        goto done;
+    }
+    levels = 1 + clef_cpu_vision_deepstack(b->vision);
+    at = rows;
     for (m = 0; m < batch->n_spans; m++) {
         spans[m] = batch->spans[m];
-        spans[m].row = (int32_t) (first[batch->spans[m].item]
-                                  + batch->spans[m].row);
-        if (cpu_visual(clef_batch_item(batch, batch->spans[m].item)->kind)) {
+        it = batch->spans[m].item;
+        r = rec_of[it];
+        sq = batch->parts != NULL ? batch->parts[r].seq : NULL;
+        if (sq != NULL) {
+            for (d = 0; d < levels; d++) {
+                memcpy(features + ((size_t) d * stride + at) * H,
+                       sq->features + ((size_t) d * sq->rows
+                                       + sq->first[it - item0[r]]
+                                       + spans[m].row) * H,
+                       sizeof(float) * H * (size_t) spans[m].len);
+            }
+            spans[m].row = (int32_t) at;
+            at += spans[m].len;
+        } else {
+            spans[m].row = (int32_t) (first[it] + spans[m].row);
+        }
+        if (cpu_visual(clef_batch_item(batch, it)->kind)) {
             visual[nv++] = spans[m];
         }
     }
@@ -424,27 +576,45 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     media.n_spans = batch->n_spans;
     media.features = features;
     media.n_deepstack = levels - 1;
-    media.deepstack = features + rows * b->hidden_size;
-    media.level_stride = rows * b->hidden_size;
+    media.deepstack = features + stride * b->hidden_size;
+    media.level_stride = stride * b->hidden_size;
     media.visual = visual;
     media.n_visual = nv;
-    rc = cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, &media,
-                      hidden, err);
+    rc = cpu_backbone(b, batch, ids, &media, hidden, err);
 
 done:
     free(features);
-    free(group);
-    free(items);
     free(first);
     free(spans);
     free(visual);
+    free(rec_of);
+    free(item0);
     return rc;
+}
+
+/* The final-norm rows of the batch's parts join their records' (the head
+ * reads the whole record). */
+static void
+cpu_keep_hidden(clef_backend *b, const clef_batch *batch, const float *hidden)
+{
+    const clef_batch_part  *p;
+    size_t                  H = (size_t) b->hidden_size;
+    int                     r;
+
+    for (r = 0; batch->parts != NULL && r < batch->n_records; r++) {
+        p = &batch->parts[r];
+        if (p->seq != NULL) {
+            memcpy(p->seq->hidden + (size_t) p->offset * H,
+                   hidden + (size_t) batch->cu_seqlens[r] * H,
+                   sizeof(float) * H * (size_t) p->len);
+        }
+    }
 }
 
 static int
 cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *err)
 {
-    int64_t   T = clef_batch_tokens(batch);
+    int64_t   T = clef_batch_tokens(batch), off;
     int32_t  *ids;
     int       r, rc, any = 0;
     double    t0 = clef_clock_seconds();
@@ -461,13 +631,16 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     for (r = 0; r < batch->n_records; r++) {
-        memcpy(ids + batch->cu_seqlens[r], batch->records[r]->ids.v,
+        off = batch->parts != NULL ? batch->parts[r].offset : 0;
+        memcpy(ids + batch->cu_seqlens[r], batch->records[r]->ids.v + off,
                sizeof(int32_t) * (batch->cu_seqlens[r + 1] - batch->cu_seqlens[r]));
     }
     rc = any || batch->n_spans > 0
          ? cpu_media(b, batch, ids, hidden, err)
-         : cpu_backbone(b, ids, batch->cu_seqlens, batch->n_records, NULL,
-                        hidden, err);
+         : cpu_backbone(b, batch, ids, NULL, hidden, err);
+    if (rc == 0) {
+        cpu_keep_hidden(b, batch, hidden);
+    }
     free(ids);
     b->backbone_s = clef_clock_seconds() - t0;
     return rc;
@@ -478,6 +651,7 @@ cpu_hidden(clef_backend *b, const clef_batch *batch, float *hidden, clef_error *
  * it changes nothing in its logits (one thread still runs each record's
  * head start to end). */
 typedef struct {
+    const float *hidden;        /* the record's rows; NULL: no logits yet */
     int          first_logit;
     int          rc;
     clef_error   err;
@@ -486,8 +660,6 @@ typedef struct {
 typedef struct {
     clef_cpu_head      *head;
     const clef_batch   *batch;
-    const float        *hidden;
-    int                 hidden_size;
     float              *logits;
     head_slot          *slots;         /* [n_records] */
 } heads_job;
@@ -501,9 +673,11 @@ head_task(void *ctx, int64_t begin, int64_t end, int worker)
 
     for (r = begin; r < end; r++) {
         s = &j->slots[r];
-        s->rc = clef_cpu_head_forward(j->head,
-                    j->hidden + (int64_t) j->batch->cu_seqlens[r] * j->hidden_size,
-                    j->batch->records[r], j->logits + s->first_logit, &s->err);
+        if (s->hidden != NULL) {
+            s->rc = clef_cpu_head_forward(j->head, s->hidden,
+                                          j->batch->records[r],
+                                          j->logits + s->first_logit, &s->err);
+        }
     }
 }
 
@@ -518,14 +692,20 @@ cpu_heads(clef_backend *b, const clef_batch *batch, const float *hidden,
     if (j.slots == NULL) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
+    /* a record's head runs with its last part, over its whole rows */
     for (r = 0; r < n; r++) {
+        if (!clef_batch_last(batch, r)) {
+            continue;
+        }
+        j.slots[r].hidden = batch->parts != NULL && batch->parts[r].seq != NULL
+                            ? batch->parts[r].seq->hidden
+                            : hidden + (int64_t) batch->cu_seqlens[r]
+                                       * b->hidden_size;
         j.slots[r].first_logit = off;
         off += batch->records[r]->n_options;
     }
     j.head = b->head;
     j.batch = batch;
-    j.hidden = hidden;
-    j.hidden_size = b->hidden_size;
     j.logits = logits;
     clef_cpu_pool_for(b->pool, n, 1, head_task, &j);
 
@@ -565,6 +745,59 @@ cpu_forward(clef_backend *b, const clef_batch *batch, float *logits, clef_error 
 
     free(hidden);
     return rc;
+}
+
+static void
+cpu_seq_close(clef_backend *b, clef_backend_seq *s)
+{
+    int  k;
+
+    if (s == NULL) {
+        return;
+    }
+    for (k = 0; s->ranks != NULL && k < b->tp; k++) {
+        clef_cpu_seq_close(s->ranks[k]);
+    }
+    free(s->ranks);
+    free(s->hidden);
+    free(s->features);
+    free(s->first);
+    free(s);
+}
+
+static int
+cpu_seq_open(clef_backend *b, const clef_record *rec, clef_backend_seq **out,
+    clef_error *err)
+{
+    clef_backend_seq  *s;
+    int64_t            n = (int64_t) rec->ids.n;
+    int                k;
+
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
+    }
+    s->rec = rec;
+    s->ranks = calloc((size_t) b->tp, sizeof(*s->ranks));
+    s->hidden = malloc(sizeof(float) * (size_t) (n > 0 ? n : 1)
+                       * (size_t) b->hidden_size);
+    if (s->ranks == NULL || s->hidden == NULL) {
+        cpu_seq_close(b, s);
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory for "
+                               "a record of %lld tokens run in parts",
+                               (long long) n);
+    }
+    /* each rank keeps its shard's state */
+    for (k = 0; k < b->tp; k++) {
+        if (clef_cpu_backbone_seq_open(b->backbones[k], n, &s->ranks[k], err)
+            != 0)
+        {
+            cpu_seq_close(b, s);
+            return -1;
+        }
+    }
+    *out = s;
+    return 0;
 }
 
 clef_cpu_backbone *
@@ -634,4 +867,6 @@ const clef_backend_ops  clef_cpu_backend_ops = {
     cpu_hidden,
     cpu_close,
     clef_cpu_backend_describe,
+    cpu_seq_open,
+    cpu_seq_close,
 };

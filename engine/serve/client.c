@@ -38,9 +38,10 @@ clef_zone_slots(size_t size)
 
 void
 clef_zone_configure(clef_queue *q, int64_t max_batch_tokens,
-    int64_t watchdog_ms)
+    int64_t chunk_tokens, int64_t watchdog_ms)
 {
     atomic_store(&q->h->max_batch_tokens, max_batch_tokens);
+    atomic_store(&q->h->chunk_tokens, chunk_tokens);
     atomic_store(&q->h->watchdog_ms, watchdog_ms);
 }
 

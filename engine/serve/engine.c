@@ -49,6 +49,8 @@ typedef struct {
     int                       index;
     clef_backend             *backend;
     clef_sched_batch          running;   /* its own batch */
+    clef_backend_seq         *seq;       /* the state of the record it
+                                            runs in parts, or NULL */
     int                       busy;      /* under e->mu */
     int                       faulted;   /* its device must be reset */
     int                       started;
@@ -407,25 +409,66 @@ engine_drop(void *ctx, clef_sched_item *it)
 }
 
 
+/* Chunked prefill: a record in parts whose first part is in b gets its
+ * state on the replica's backend; a record it cannot be opened for is
+ * answered with the error and leaves the batch.  Returns b's records. */
+static int
+engine_open_part(engine *e, engine_replica *rep, clef_sched_batch *b)
+{
+    clef_sched_item  *it;
+    clef_error        err;
+    int               i, kept = 0;
+
+    for (i = 0; i < b->n; i++) {
+        it = &b->items[i];
+        if (it->parted && it->offset == 0 && rep->seq == NULL) {
+            clef_error_clear(&err);
+            if (e->ops->seq_open(rep->backend, it->prep, &rep->seq, &err)
+                != 0)
+            {
+                rep->seq = NULL;
+                b->tokens -= it->len;
+                engine_answer_error(e, it->slot, &err);
+                b->part_active = 0;
+                engine_drop(e, it);
+                continue;
+            }
+        }
+        b->items[kept++] = *it;
+    }
+    b->n = kept;
+    return kept;
+}
+
+
 /* Runs one batch on a replica and answers its records (logits or the
- * forward's error). */
-static void
+ * forward's error); a record in parts is answered with its last part.
+ * Returns 0 when the forward ran, -1 when its records were answered with
+ * an error. */
+static int
 engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
 {
     const clef_record  **records = NULL;
+    clef_batch_part     *parts = NULL;
     int32_t             *cu = NULL;
     float               *logits = NULL;
     clef_wake_note      *notes = NULL;
     clef_batch           batch = { 0 };
     clef_error           err;
-    int                  i, n, n_notes = 0, off, rc, total;
+    int                  i, n, n_notes = 0, off, rc, total, parted = 0;
     int64_t              t0, ns;
     clef_slot           *s;
     clef_record         *rec;
 
     n = clef_sched_prune(&e->sched, b, clef_now_ns());
+    for (i = 0; i < n; i++) {
+        parted |= b->items[i].parted;
+    }
+    if (parted) {
+        n = engine_open_part(e, rep, b);
+    }
     if (n <= 0) {
-        return;
+        return 0;
     }
     for (i = 0; i < n; i++) {
         clef_queue_mark_running(e->q, b->items[i].slot);
@@ -435,15 +478,24 @@ engine_run_batch(engine *e, engine_replica *rep, clef_sched_batch *b)
     records = malloc((size_t) n * sizeof(*records));
     cu = malloc((size_t) (n + 1) * sizeof(*cu));
     notes = malloc((size_t) n * sizeof(*notes));
-    if (records == NULL || cu == NULL || notes == NULL) {
+    parts = parted ? malloc((size_t) n * sizeof(*parts)) : NULL;
+    if (records == NULL || cu == NULL || notes == NULL
+        || (parted && parts == NULL))
+    {
         clef_error_fail(&err, CLEF_E_NO_MEMORY, "out of memory");
         rc = -1;
         goto answer;
     }
     for (i = 0; i < n; i++) {
         records[i] = b->items[i].prep;
+        if (parts != NULL) {
+            parts[i].seq = b->items[i].parted ? rep->seq : NULL;
+            parts[i].offset = b->items[i].offset;
+            parts[i].len = b->items[i].len;
+            parts[i].last = b->items[i].last;
+        }
     }
-    clef_batch_init(&batch, records, n, cu);
+    clef_batch_init_parts(&batch, records, parts, n, cu);
     if (clef_batch_set_media(&batch, &err) != 0) {
         rc = -1;
         goto answer;
@@ -487,6 +539,10 @@ answer:
 
         rec = b->items[i].prep;
         s = clef_queue_slot_w(e->q, slot);
+        if (rc == 0 && !b->items[i].last) {
+            /* a part: the record is answered with its last one */
+            continue;
+        }
         if (rc == 0) {
             memcpy(clef_queue_logits_w(e->q, slot), logits + off,
                    (size_t) rec->n_options * sizeof(float));
@@ -495,11 +551,11 @@ answer:
             s->state_tokens = (int32_t) rec->state_tokens;
             s->state_kept = (int32_t) rec->state_kept;
             s->batch_records = (uint32_t) n;
+            off += rec->n_options;
         } else {
             *clef_queue_error_w(e->q, slot) = err;
             s->status = err.status >= 400 ? err.status : 500;
         }
-        off += rec->n_options;
 
         if (notes != NULL) {
             notes[n_notes++] = clef_queue_complete(e->q, slot);
@@ -514,8 +570,10 @@ answer:
     clef_batch_free_media(&batch);
     free(notes);
     free(logits);
+    free(parts);
     free(cu);
     free(records);
+    return rc != 0 ? -1 : 0;
 }
 
 
@@ -567,33 +625,49 @@ engine_replica_reopen(engine *e, engine_replica *rep)
 /*
  * An executor, one per replica: whenever it is idle and prepared records
  * wait, it takes the next batch from the ready FIFO (scheduler.h) and runs
- * it.  It never waits for a record being prepared.
+ * it.  It never waits for a record being prepared.  A record it runs in
+ * parts keeps it busy (its next part is work without the FIFO) until the
+ * record's last part ran or it was dropped; the state of the record is
+ * then closed.
  */
 static void *
 engine_exec_main(void *arg)
 {
     engine_replica  *rep = arg;
     engine          *e = rep->e;
+    int              ran;
 
     pthread_mutex_lock(&e->mu);
     for ( ;; ) {
-        while (e->sched.ready_n == 0 && !e->stop) {
+        while (e->sched.ready_n == 0 && !clef_sched_has_part(&rep->running)
+               && !e->stop)
+        {
             pthread_cond_wait(&e->cv, &e->mu);
         }
-        if (e->sched.ready_n == 0) {
+        if (e->sched.ready_n == 0 && !clef_sched_has_part(&rep->running)) {
             break;
         }
+        /* clef_engine chunk_tokens applies without a restart, where the
+         * backend can run a record in parts (backend.h) */
+        clef_sched_set_chunk(&e->sched, e->ops->seq_open != NULL
+                             ? atomic_load(&e->q->h->chunk_tokens) : 0);
         clef_sched_next_batch(&e->sched, &rep->running);
-        rep->busy = 1;
-        e->busy++;
+        if (!rep->busy) {
+            rep->busy = 1;
+            e->busy++;
+        }
         pthread_mutex_unlock(&e->mu);
 
         /* the preparing thread may have been waiting for room */
         clef_queue_wake_engine(e->q);
         clef_queue_progress(e->q);
 
-        engine_run_batch(e, rep, &rep->running);
-        clef_sched_batch_clear(&e->sched, &rep->running);
+        ran = engine_run_batch(e, rep, &rep->running) == 0;
+        clef_sched_batch_end(&e->sched, &rep->running, ran);
+        if (!clef_sched_has_part(&rep->running) && rep->seq != NULL) {
+            e->ops->seq_close(rep->backend, rep->seq);
+            rep->seq = NULL;
+        }
         clef_queue_progress(e->q);
         if (rep->faulted && engine_replica_reopen(e, rep) != 0) {
             pthread_mutex_lock(&e->mu);
@@ -603,8 +677,10 @@ engine_exec_main(void *arg)
         }
 
         pthread_mutex_lock(&e->mu);
-        rep->busy = 0;
-        e->busy--;
+        if (!clef_sched_has_part(&rep->running)) {
+            rep->busy = 0;
+            e->busy--;
+        }
         /* a draining preparing thread waits for the executors to be idle */
         clef_queue_wake_engine(e->q);
     }
@@ -885,6 +961,7 @@ clef_engine_run(clef_queue *q, const clef_engine_conf *conf, int restart)
     e.sched.gen = conf->gen;
     e.sched.max_batch_tokens = conf->max_batch_tokens;
     e.sched.max_records = conf->max_batch_records;
+    e.sched.chunk_tokens = e.ops->seq_open != NULL ? conf->chunk_tokens : 0;
     e.sched.prepare = engine_prepare;
     e.sched.drop = engine_drop;
     e.sched.wake = engine_wake;

@@ -45,6 +45,9 @@ typedef struct {
     int          decoders;           /* media workers and their decode
                                         processes; 0: from the cores
                                         (serve/media_workers.h) */
+    int64_t      chunk_tokens;       /* chunked prefill: records longer
+                                        run in parts of this many tokens;
+                                        0: off (scheduler.h) */
     int64_t      drain_timeout_ms;   /* keeper: SIGKILL after this */
     uint32_t     gen;                /* configuration generation served */
     pid_t        predecessor;        /* engine to wait for; 0 = none */

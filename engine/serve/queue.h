@@ -44,7 +44,8 @@
 #define CLEF_QUEUE_VERSION   7   /* 4: clef_error has a code; 5: the
                                     records' plans are CLP3 (plan.h); 6:
                                     audio is media kind 2, videos 3; 7:
-                                    the decode processes' counters */
+                                    the decode processes' counters and
+                                    chunk_tokens */
 #define CLEF_QUEUE_MIN_SIZE  (1024 * 1024)
 
 enum {
@@ -117,6 +118,7 @@ typedef struct {
     _Atomic uint32_t  want_gen;     /* newest generation the master started */
     _Atomic int64_t   max_batch_tokens; /* set by the master on every
                                            (re)load; read per batch */
+    _Atomic int64_t   chunk_tokens;     /* the same; 0: off */
     char              message[256]; /* last progress or error line */
 
     /* the watchdog: the engine bumps progress whenever a record or batch

@@ -24,17 +24,46 @@
  * locking: the engine calls the ready-FIFO functions under its own mutex,
  * and clef_sched_take() (the slow part) outside it.
  *
+ * Chunked prefill (chunk_tokens > 0, a backend that can run a record in
+ * parts: backend.h's clef_batch_part): a record longer than chunk_tokens
+ * runs in parts of chunk_tokens (the last one shorter), one part per
+ * batch, so that the records behind it do not wait for its whole forward.
+ * An executor runs one such record at a time, kept in its batch between
+ * parts (clef_sched_batch.part); the batches it takes follow three rules:
+ *   a. short records first: when records that run whole are ready, the
+ *      next batch takes them (as many as fit, in FIFO order, passing over
+ *      records that run in parts), without a part;
+ *   b. no starvation: after a batch without the part, the next batch
+ *      starts with the part (short records that fit join it);
+ *   c. a record that runs in parts starts when it heads the FIFO and the
+ *      executor runs none, and runs to its last part on that executor.
+ * So a short record waits for at most the part running when it became
+ * ready, and a long one for at most one batch of short records between
+ * two of its parts.  A record in parts that is cancelled is dropped
+ * between two parts; its deadline applies until its first part starts.
+ * In the ready FIFO a record in parts counts toward the records of a full
+ * batch, not its tokens, so that short records behind records waiting to
+ * run in parts are still prepared.  chunk_tokens 0: records run whole, as
+ * before.
+ *
  * Progress guarantee (test_scheduler checks it on fixed and randomized
- * mixes, with the engine's own policy):
+ * mixes, with the engine's own policy, with and without chunked prefill):
  *   1. An empty batch takes the head of the ready FIFO whatever its size
  *      (clef_sched_fits(empty, any) == 1), so every call of
- *      clef_sched_next_batch() on a non-empty FIFO moves a record.
+ *      clef_sched_next_batch() on a non-empty FIFO moves a record; with a
+ *      record in parts it moves short records or the record's next part,
+ *      and the record's parts end: each runs chunk_tokens tokens or the
+ *      rest.
  *   2. clef_sched_ready_full() is false on an empty FIFO, so the preparing
  *      thread always refills it, and every record it takes ends in the
  *      FIFO or is answered by prepare().
  *   3. The executor takes a batch whenever it is idle and the FIFO is not
- *      empty; the preparing thread takes records whenever the FIFO is not
- *      full.  Each waits only for the other's progress or for new work.
+ *      empty, or it runs a record in parts (clef_sched_has_part(): it
+ *      counts as busy until the record's last part ran or the record was
+ *      dropped, so a draining engine waits for it); the preparing thread
+ *      takes records whenever the FIFO is not full, which records waiting
+ *      to run in parts cannot make it by their tokens.  Each waits only
+ *      for the other's progress or for new work.
  * (The bug this replaced: a record that did not fit the batch being
  * prepared was "carried", and a carry made the scheduler call every later
  * batch full, even an empty one: two records that did not fit one batch
@@ -52,13 +81,27 @@ typedef struct {
     uint32_t   slot;
     int64_t    tokens;
     void      *prep;      /* what prepare() made of the record */
+    /* in a batch: tokens [offset, offset + len) of the record run; a
+     * whole record is 0, tokens, last 1, parted 0 */
+    int64_t    offset;
+    int64_t    len;
+    int        last;      /* its last part (or the whole record) */
+    int        parted;    /* the record runs in parts */
 } clef_sched_item;
 
 typedef struct {
     clef_sched_item  *items;
     int               n;
     int               cap;
-    int64_t           tokens;
+    int64_t           tokens;     /* of the records and parts it runs */
+
+    /* chunked prefill: the record this batch's executor runs in parts,
+     * kept here from one part to the next */
+    clef_sched_item   part;
+    int64_t           part_done;  /* its tokens that ran */
+    int               part_active;
+    int               part_owed;  /* a batch of short records ran since
+                                     its last part: the part goes next */
 } clef_sched_batch;
 
 /* Prepares a taken record.  Returns 0 with it->tokens and it->prep set,
@@ -79,6 +122,9 @@ typedef struct {
     uint32_t                gen;
     int64_t                 max_batch_tokens;
     int                     max_records;
+    int64_t                 chunk_tokens;   /* 0: records run whole; else
+                                               a multiple of the backend's
+                                               CLEF_PART_ALIGN */
     int                     ready_batches;  /* batches kept ready: one
                                                per executor (0 means 1) */
     clef_sched_prepare_fn   prepare;
@@ -91,7 +137,8 @@ typedef struct {
     int                     ready_head;
     int                     ready_n;
     int                     ready_cap;
-    int64_t                 ready_tokens;
+    int64_t                 ready_tokens;   /* of the records that run
+                                               whole */
 } clef_sched;
 
 /* The ready FIFO holds up to cap records (at least max_records). */
@@ -136,14 +183,31 @@ void clef_sched_ready_push(clef_sched *s, const clef_sched_item *it);
 
 /* Moves records from the head of the ready FIFO into the empty batch b
  * while they fit; returns the records moved (>= 1 unless the FIFO is
- * empty). */
+ * empty).  With chunked prefill, the rules a-c above: the records and
+ * the part moved (>= 1 unless the FIFO is empty and b runs no record in
+ * parts). */
 int  clef_sched_next_batch(clef_sched *s, clef_sched_batch *b);
 
+/* Sets chunk_tokens (0: off), as a reload may (the ready records weigh
+ * anew). */
+void clef_sched_set_chunk(clef_sched *s, int64_t chunk_tokens);
+
+/* 1 when b's executor has work without the FIFO: a record in parts. */
+int  clef_sched_has_part(const clef_sched_batch *b);
+
 /* Removes cancelled and expired records from b before it runs: cancelled
- * ones are freed, expired ones answered 504.  Returns records left. */
+ * ones are freed, expired ones answered 504 (a record in parts only
+ * before its first part).  Returns records left. */
 int  clef_sched_prune(clef_sched *s, clef_sched_batch *b, int64_t now_ns);
 
-/* Drops every record of b (drop() then clear); b stays allocated. */
+/* After b ran (ran 1; the records it finished answered) or failed (ran 0;
+ * every record of it answered with the error): drops what its records
+ * made, but for a record in parts whose part ran and that has parts left:
+ * it stays in b for its next part. */
+void clef_sched_batch_end(clef_sched *s, clef_sched_batch *b, int ran);
+
+/* Drops every record of b, its record in parts too (drop() then clear); b
+ * stays allocated. */
 void clef_sched_batch_clear(clef_sched *s, clef_sched_batch *b);
 
 /* Answers every ready record with status and message (an engine that

@@ -17,6 +17,14 @@
 #include "cpu/ops/rope.h"
 #include "cpu/parallel/rowpar.h"
 
+/* A part starts where every block the arithmetic counts from a record's
+ * first token starts (backend.h), and after at least the conv's kernel - 1
+ * tokens (the longest a configuration may name is 64) */
+_Static_assert(CLEF_PART_ALIGN % CLEF_GDN_CHUNK == 0
+               && CLEF_PART_ALIGN % CLEF_ATTN_BLOCK_Q == 0
+               && CLEF_PART_ALIGN >= 64 - 1,
+               "a part must start at a delta-rule chunk and a query block");
+
 /* Rows of the MLP run at a time: its intermediate activations ([rows][2 I])
  * then stay small whatever the batch. */
 #define MLP_TILE  1024
@@ -67,6 +75,14 @@ typedef struct {
     int             rn;
     float          *mcos, *msin;   /* [T][rot / 2], M-RoPE only */
     int32_t         one[2];
+    const int64_t  *roff;          /* text RoPE: the records' offsets */
+    /* chunked prefill: the batch's parts (NULL: records whole) and one
+     * layer's view of their seqs, [n_records] each */
+    const clef_cpu_part  *parts;
+    int64_t              *poff;
+    float               **pstate;
+    const float         **ptail;
+    clef_attn_past       *past;
 } acts;
 
 static const char  *prof_names[CLEF_PROF_COUNT] = {
@@ -235,6 +251,10 @@ acts_free(acts *a)
     free(a->rows);
     free(a->hid);
     free(a->out);
+    free(a->poff);
+    free(a->pstate);
+    free(a->ptail);
+    free(a->past);
     clef_cpu_moe_route_free(&a->route);
 }
 
@@ -324,9 +344,46 @@ row_parallel_add(clef_cpu_backbone *b, acts *a, int op, const float *in,
 }
 
 /* x += out_proj(GatedDeltaNet(xn)) */
+/* Chunked prefill: layer i's conv tails and delta-rule states of the
+ * batch's parts (a part at offset 0 has no tail yet). */
+static void
+gdn_parts(const acts *a, int i, int n_records)
+{
+    clef_cpu_seq  *s;
+    int            r;
+
+    for (r = 0; r < n_records; r++) {
+        s = a->parts[r].seq;
+        a->pstate[r] = s != NULL ? s->state[i] : NULL;
+        a->ptail[r] = s != NULL && a->parts[r].offset > 0 ? s->tail[i] : NULL;
+    }
+}
+
+/* Chunked prefill: the conv's last kernel - 1 input rows of each part, for
+ * the record's next part (a part that short is a record's last). */
+static void
+gdn_keep_tails(const clef_cpu_backbone *b, const acts *a, int i,
+    const int32_t *cu, int n_records)
+{
+    const clef_cpu_weights  *w = &b->w;
+    int64_t                  k1 = w->cfg.linear_conv_kernel_dim - 1, t;
+    int                      r;
+
+    for (r = 0; r < n_records; r++) {
+        if (a->parts[r].seq == NULL || cu[r + 1] - cu[r] < k1) {
+            continue;
+        }
+        for (t = 0; t < k1; t++) {
+            memcpy(a->parts[r].seq->tail[i] + t * w->qkv_dim,
+                   a->proj + (cu[r + 1] - k1 + t) * w->gdn_in_dim,
+                   sizeof(float) * (size_t) w->qkv_dim);
+        }
+    }
+}
+
 static int
-gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, acts *a, int64_t T,
-    const int32_t *cu, int n_records, clef_error *err)
+gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, int li, acts *a,
+    int64_t T, const int32_t *cu, int n_records, clef_error *err)
 {
     const clef_cpu_weights  *w = &b->w;
     const clef_text_config  *c = &w->cfg;
@@ -339,9 +396,17 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, acts *a, int64_t T,
     TIMED(b, CLEF_PROF_GDN_IN,
           clef_cpu_linear_prec(pool, a->xn, H, T, &l->in_proj, a->proj, ld,
                                0.0f, a->gemm, b->w.prec));
+    if (a->parts != NULL) {
+        gdn_parts(a, li, n_records);
+    }
     TIMED(b, CLEF_PROF_GDN_CONV,
-          clef_cpu_conv_silu(pool, a->proj, ld, a->u, w->qkv_dim, w->qkv_dim,
-                             l->conv, c->linear_conv_kernel_dim, cu, n_records));
+          clef_cpu_conv_silu_tails(pool, a->proj, ld, a->u, w->qkv_dim,
+                                   w->qkv_dim, l->conv,
+                                   c->linear_conv_kernel_dim, cu, n_records,
+                                   a->parts != NULL ? a->ptail : NULL));
+    if (a->parts != NULL) {
+        gdn_keep_tails(b, a, li, cu, n_records);
+    }
     TIMED(b, CLEF_PROF_GDN_PREP,
           clef_cpu_gdn_prepare(pool, a->u, w->qkv_dim, T, hk, dk,
                                a->proj + w->qkv_dim + w->gdn_v_dim, ld, hv,
@@ -361,7 +426,10 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, acts *a, int64_t T,
     ga.dk = dk;
     ga.dv = dv;
     ga.recurrent = 0;
-    TIMED(b, CLEF_PROF_GDN_CORE, clef_cpu_gdn(pool, &ga, cu, n_records, a->scratch));
+    TIMED(b, CLEF_PROF_GDN_CORE,
+          clef_cpu_gdn_states(pool, &ga, cu, n_records,
+                              a->parts != NULL ? a->pstate : NULL,
+                              a->scratch));
 
     TIMED(b, CLEF_PROF_GDN_NORM,
           clef_cpu_rmsnorm_gated(pool, a->o, w->gdn_v_dim, a->proj + w->qkv_dim, ld,
@@ -371,10 +439,41 @@ gdn_layer(clef_cpu_backbone *b, const clef_cpu_gdn_w *l, acts *a, int64_t T,
                             l->out_proj, a->x, err);
 }
 
+/* Chunked prefill: each part's keys and values (normed and turned) join
+ * those its record's earlier parts left in layer i's cache, which the
+ * attention then reads for the part's queries. */
+static void
+attn_parts(const clef_attn_args *aa, acts *a, int i, const int32_t *cu,
+    int n_records)
+{
+    clef_cpu_seq  *s;
+    int64_t        kvw = (int64_t) aa->hkv * aa->hd, t, off;
+    int            r;
+
+    for (r = 0; r < n_records; r++) {
+        s = a->parts[r].seq;
+        memset(&a->past[r], 0, sizeof(a->past[r]));
+        if (s == NULL) {
+            continue;
+        }
+        off = a->parts[r].offset;
+        for (t = cu[r]; t < cu[r + 1]; t++) {
+            memcpy(s->k[i] + (off + t - cu[r]) * kvw, aa->k + t * aa->ldk,
+                   sizeof(float) * (size_t) kvw);
+            memcpy(s->v[i] + (off + t - cu[r]) * kvw, aa->v + t * aa->ldv,
+                   sizeof(float) * (size_t) kvw);
+        }
+        a->past[r].k = s->k[i];
+        a->past[r].v = s->v[i];
+        a->past[r].ld = kvw;
+        a->past[r].offset = off;
+    }
+}
+
 /* x += o_proj(GatedAttention(xn)) */
 static int
-attn_layer(clef_cpu_backbone *b, const clef_cpu_attn_w *l, acts *a, int64_t T,
-    const int32_t *cu, int n_records, clef_error *err)
+attn_layer(clef_cpu_backbone *b, const clef_cpu_attn_w *l, int li, acts *a,
+    int64_t T, const int32_t *cu, int n_records, clef_error *err)
 {
     const clef_cpu_weights  *w = &b->w;
     const clef_text_config  *c = &w->cfg;
@@ -402,11 +501,17 @@ attn_layer(clef_cpu_backbone *b, const clef_cpu_attn_w *l, acts *a, int64_t T,
     aa.scale = (float) pow((double) hd, -0.5);
 
     TIMED(b, CLEF_PROF_ATTN_PREP,
-          clef_cpu_attention_prepare(pool, &aa, l->q_norm, l->k_norm,
-                                     (float) c->rms_norm_eps, w->rot_dim, a->rcos,
-                                     a->rsin, a->rcu, a->rn));
+          clef_cpu_attention_prepare_at(pool, &aa, l->q_norm, l->k_norm,
+                                        (float) c->rms_norm_eps, w->rot_dim,
+                                        a->rcos, a->rsin, a->rcu, a->roff,
+                                        a->rn));
+    if (a->parts != NULL) {
+        attn_parts(&aa, a, li, cu, n_records);
+    }
     TIMED(b, CLEF_PROF_ATTN_CORE,
-          rc = clef_cpu_attention(pool, &aa, cu, n_records, a->scratch));
+          rc = clef_cpu_attention_parts(pool, &aa, cu,
+                                        a->parts != NULL ? a->past : NULL,
+                                        n_records, a->scratch));
     if (rc != 0) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY,
                                "out of memory in attention");
@@ -541,6 +646,7 @@ mrope_tables(const clef_cpu_backbone *b, acts *a, const int32_t *pos, int64_t T)
     a->one[1] = (int32_t) T;
     a->rcu = a->one;
     a->rn = 1;
+    a->roff = NULL;
     return 0;
 }
 
@@ -606,6 +712,99 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     const int32_t *cu_seqlens, int n_records, const clef_cpu_media *media,
     float *hidden, clef_error *err)
 {
+    return clef_cpu_backbone_forward_parts(b, ids, cu_seqlens, n_records,
+                                           media, NULL, hidden, err);
+}
+
+int
+clef_cpu_backbone_seq_open(const clef_cpu_backbone *b, int64_t tokens,
+    clef_cpu_seq **out, clef_error *err)
+{
+    return clef_cpu_seq_open(&b->w, tokens, out, err);
+}
+
+/* Chunked prefill: the parts' checks (each where its record's last part
+ * ended, at an aligned offset, within the record), the RoPE table's
+ * length they need, and their arrays in a.  Their seqs are marked failed
+ * until the forward ends well. */
+static int
+parts_begin(const clef_cpu_backbone *b, const clef_cpu_part *parts,
+    const int32_t *cu, int n_records, const clef_cpu_media *media,
+    int64_t *longest, acts *a, clef_error *err)
+{
+    const clef_cpu_seq  *s;
+    int64_t              len, t, T = cu[n_records];
+    int                  r;
+
+    for (r = 0; r < n_records; r++) {
+        s = parts[r].seq;
+        len = (int64_t) cu[r + 1] - cu[r];
+        if (s == NULL) {
+            continue;
+        }
+        if (s->failed || parts[r].offset != s->done
+            || parts[r].offset % CLEF_PART_ALIGN != 0
+            || parts[r].offset + len > s->tokens
+            || s->layers != b->w.cfg.num_hidden_layers)
+        {
+            return clef_error_fail(err, CLEF_E_INTERNAL, "record %d: a part "
+                                   "of %lld tokens at %lld does not follow "
+                                   "its record's %lld of %lld tokens run "
+                                   "at a multiple of %d%s", r,
+                                   (long long) len,
+                                   (long long) parts[r].offset,
+                                   (long long) s->done, (long long) s->tokens,
+                                   CLEF_PART_ALIGN,
+                                   s->failed ? " (a forward failed)" : "");
+        }
+        *longest = parts[r].offset + len > *longest
+                   ? parts[r].offset + len : *longest;
+    }
+    if (media != NULL && media->positions != NULL) {
+        /* a part's M-RoPE positions need not be below its end */
+        for (t = 0; t < 3 * T; t++) {
+            *longest = media->positions[t] + 1 > *longest
+                       ? media->positions[t] + 1 : *longest;
+        }
+    }
+    a->parts = parts;
+    a->poff = malloc(sizeof(*a->poff) * (size_t) n_records);
+    a->pstate = malloc(sizeof(*a->pstate) * (size_t) n_records);
+    a->ptail = malloc(sizeof(*a->ptail) * (size_t) n_records);
+    a->past = malloc(sizeof(*a->past) * (size_t) n_records);
+    if (a->poff == NULL || a->pstate == NULL || a->ptail == NULL
+        || a->past == NULL)
+    {
+        return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
+    }
+    for (r = 0; r < n_records; r++) {
+        a->poff[r] = parts[r].offset;
+        if (parts[r].seq != NULL) {
+            parts[r].seq->failed = 1;
+        }
+    }
+    return 0;
+}
+
+/* The parts ran: their seqs hold their records' tokens so far. */
+static void
+parts_end(const clef_cpu_part *parts, const int32_t *cu, int n_records)
+{
+    int  r;
+
+    for (r = 0; r < n_records; r++) {
+        if (parts[r].seq != NULL) {
+            parts[r].seq->done += (int64_t) cu[r + 1] - cu[r];
+            parts[r].seq->failed = 0;
+        }
+    }
+}
+
+int
+clef_cpu_backbone_forward_parts(clef_cpu_backbone *b, const int32_t *ids,
+    const int32_t *cu_seqlens, int n_records, const clef_cpu_media *media,
+    const clef_cpu_part *parts, float *hidden, clef_error *err)
+{
     const clef_text_config  *c = &b->w.cfg;
     clef_cpu_pool           *pool = b->pool;
     const clef_cpu_layer    *l;
@@ -631,6 +830,18 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
         return 0;
     }
 
+    if (acts_alloc(&a, b, T) != 0) {
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+            "out of memory for the activations of %lld tokens",
+            (long long) T);
+    }
+    if (parts != NULL
+        && parts_begin(b, parts, cu_seqlens, n_records, media, &longest, &a,
+                       err) != 0)
+    {
+        acts_free(&a);
+        return -1;
+    }
     if (media != NULL && media->positions != NULL) {
         /* every M-RoPE position is below its record's length, but the
          * table must exist even with no full-attention layer to read it */
@@ -639,12 +850,8 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     if ((b->any_full || (media != NULL && media->positions != NULL))
         && rope_reserve(b, longest, err) != 0)
     {
-        return -1;
-    }
-    if (acts_alloc(&a, b, T) != 0) {
-        return clef_error_fail(err, CLEF_E_NO_MEMORY,
-            "out of memory for the activations of %lld tokens",
-            (long long) T);
+        rc = -1;
+        goto done;
     }
 
     TIMED(b, CLEF_PROF_EMBED,
@@ -656,6 +863,7 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     a.rsin = b->sin;
     a.rcu = cu_seqlens;
     a.rn = n_records;
+    a.roff = a.poff;
     if (media != NULL && clef_cpu_media_apply(b, media, &a, T, err) != 0) {
         rc = -1;
         goto done;
@@ -672,8 +880,8 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
             goto done;
         }
         rc = l->mixer == CLEF_MIXER_FULL
-             ? attn_layer(b, &l->attn, &a, T, cu_seqlens, n_records, err)
-             : gdn_layer(b, &l->gdn, &a, T, cu_seqlens, n_records, err);
+             ? attn_layer(b, &l->attn, i, &a, T, cu_seqlens, n_records, err)
+             : gdn_layer(b, &l->gdn, i, &a, T, cu_seqlens, n_records, err);
         if (rc != 0) {
             goto done;
         }
@@ -697,6 +905,9 @@ clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
         TIMED(b, CLEF_PROF_NORM,
               clef_cpu_rmsnorm(pool, a.x, H, hidden, H, T, (int) H,
                                  b->w.final_norm, eps));
+    }
+    if (parts != NULL) {
+        parts_end(parts, cu_seqlens, n_records);
     }
     rc = 0;
 

@@ -25,6 +25,7 @@
 #include "base/comm.h"
 #include "base/error.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/model/seq.h"
 #include "cpu/parallel/pool.h"
 #include "model/model.h"
 #include "model/shard.h"
@@ -84,6 +85,29 @@ typedef struct {
 int  clef_cpu_backbone_forward_media(clef_cpu_backbone *b, const int32_t *ids,
     const int32_t *cu_seqlens, int n_records, const clef_cpu_media *media,
     float *hidden, clef_error *err);
+
+/*
+ * Chunked prefill (backend.h's clef_batch_part): record r of a batch may be
+ * tokens [parts[r].offset, + its length) of a longer record whose state
+ * between its parts is parts[r].seq, opened by this backbone (one per
+ * rank: each keeps its shard's).  The parts of a record run in order,
+ * each at a multiple of CLEF_PART_ALIGN; the hidden states of its tokens
+ * are to the bit those of the record run whole.  media's positions and
+ * spans are the parts' (backend.h).  A forward that fails leaves the seqs
+ * of its parts unusable (later forwards refuse them).
+ */
+typedef struct {
+    clef_cpu_seq  *seq;         /* NULL: the record whole */
+    int64_t        offset;
+} clef_cpu_part;
+
+int  clef_cpu_backbone_seq_open(const clef_cpu_backbone *b, int64_t tokens,
+    clef_cpu_seq **out, clef_error *err);
+
+/* parts NULL: clef_cpu_backbone_forward_media(). */
+int  clef_cpu_backbone_forward_parts(clef_cpu_backbone *b, const int32_t *ids,
+    const int32_t *cu_seqlens, int n_records, const clef_cpu_media *media,
+    const clef_cpu_part *parts, float *hidden, clef_error *err);
 
 void clef_cpu_backbone_close(clef_cpu_backbone *b);
 

@@ -21,6 +21,7 @@ typedef struct {
     float                  eps;
     int                    rot;
     const int32_t         *cu;
+    const int64_t         *offsets;
     int                    n_records;
 } prepare_job;
 
@@ -39,7 +40,7 @@ prepare_task(void *ctx, int64_t begin, int64_t end, int worker)
         while (t >= j->cu[r + 1]) {
             r++;
         }
-        pos = t - j->cu[r];
+        pos = t - j->cu[r] + (j->offsets != NULL ? j->offsets[r] : 0);
         c = j->cos + pos * half;
         s = j->sin + pos * half;
         for (h = 0; h < a->hq; h++) {
@@ -61,7 +62,18 @@ clef_cpu_attention_prepare(clef_cpu_pool *pool, const clef_attn_args *a,
     const float *cos, const float *sin, const int32_t *cu_seqlens,
     int n_records)
 {
-    prepare_job  j = { a, q_norm, k_norm, cos, sin, eps, rot, cu_seqlens, n_records };
+    clef_cpu_attention_prepare_at(pool, a, q_norm, k_norm, eps, rot, cos, sin,
+                                  cu_seqlens, NULL, n_records);
+}
+
+void
+clef_cpu_attention_prepare_at(clef_cpu_pool *pool, const clef_attn_args *a,
+    const float *q_norm, const float *k_norm, float eps, int rot,
+    const float *cos, const float *sin, const int32_t *cu_seqlens,
+    const int64_t *offsets, int n_records)
+{
+    prepare_job  j = { a, q_norm, k_norm, cos, sin, eps, rot, cu_seqlens,
+                       offsets, n_records };
 
     clef_cpu_pool_for(pool, cu_seqlens[n_records], 8, prepare_task, &j);
 }
@@ -81,6 +93,7 @@ clef_cpu_attention_scratch_floats(int group, int hd)
 typedef struct {
     const clef_attn_args  *a;
     const int32_t         *cu;
+    const clef_attn_past  *past;       /* NULL: every record whole */
     const int64_t         *blocks;     /* [n_records + 1] prefix of query blocks */
     int                    n_records;
     int64_t                items;
@@ -89,17 +102,20 @@ typedef struct {
 } attn_job;
 
 /* One query block of the g query heads that read kv head kv: queries
- * [q0, q0 + nq) of a record starting at token t0, against keys
- * [0, q0 + nq).  The g heads' queries are stacked (row j * nq + i is head
- * kv * g + j, query i) so that each product with a key block is one GEMM of
- * g * nq rows instead of g small ones. */
+ * [q0, q0 + nq) of a record (counted from its first token), read at rows
+ * q0 - qoff of qrow (and written at those of orow), against keys
+ * [0, q0 + nq) at kb, vb (row stride ldk, ldv).  The g heads' queries are
+ * stacked (row j * nq + i is head kv * g + j, query i) so that each
+ * product with a key block is one GEMM of g * nq rows instead of g small
+ * ones. */
 static void
-attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
-    float *scratch)
+attend_block(const clef_attn_args *a, const float *qrow, float *orow_base,
+    int64_t qoff, const float *kb, int64_t ldk, const float *vb, int64_t ldv,
+    int64_t q0, int nq, int kv, float *scratch)
 {
     const int     g = a->hq / a->hkv, hd = a->hd, rows = g * nq;
-    const float  *kh = a->k + t0 * a->ldk + (int64_t) kv * hd;
-    const float  *vh = a->v + t0 * a->ldv + (int64_t) kv * hd;
+    const float  *kh = kb + (int64_t) kv * hd;
+    const float  *vh = vb + (int64_t) kv * hd;
     float        *S = scratch;
     float        *Q = S + (size_t) g * BQ * BK;
     float        *O = Q + (size_t) g * BQ * hd;
@@ -112,7 +128,8 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
 
     for (j = 0; j < g; j++) {
         for (i = 0; i < nq; i++) {
-            src = a->q + (t0 + q0 + i) * a->ldq + (int64_t) (kv * g + j) * a->q_head_stride;
+            src = qrow + (q0 - qoff + i) * a->ldq
+                  + (int64_t) (kv * g + j) * a->q_head_stride;
             memcpy(Q + (size_t) (j * nq + i) * hd, src, sizeof(float) * hd);
         }
     }
@@ -126,7 +143,7 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
         nk = kend - k0 < BK ? (int) (kend - k0) : BK;
 
         clef_cpu_gemm(rows, nk, hd, a->scale, clef_cpu_rows(Q, hd),
-                      clef_cpu_trans(kh + k0 * a->ldk, a->ldk), 0.0f, S, BK, gs);
+                      clef_cpu_trans(kh + k0 * ldk, ldk), 0.0f, S, BK, gs);
 
         for (r = 0; r < rows; r++) {
             srow = S + (size_t) r * BK;
@@ -157,13 +174,14 @@ attend_block(const clef_attn_args *a, int64_t t0, int64_t q0, int nq, int kv,
         }
 
         clef_cpu_gemm(rows, hd, nk, 1.0f, clef_cpu_rows(S, BK),
-                      clef_cpu_rows(vh + k0 * a->ldv, a->ldv), 1.0f, O, hd, gs);
+                      clef_cpu_rows(vh + k0 * ldv, ldv), 1.0f, O, hd, gs);
     }
 
     for (j = 0; j < g; j++) {
         for (i = 0; i < nq; i++) {
             r = j * nq + i;
-            orow = a->o + (t0 + q0 + i) * a->ldo + (int64_t) (kv * g + j) * hd;
+            orow = orow_base + (q0 - qoff + i) * a->ldo
+                   + (int64_t) (kv * g + j) * hd;
             l = 1.0f / sum[r];
             for (d = 0; d < hd; d++) {
                 orow[d] = O[(size_t) r * hd + d] * l;
@@ -177,8 +195,9 @@ attn_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const attn_job        *j = ctx;
     const clef_attn_args  *a = j->a;
+    const clef_attn_past  *p;
     float                 *scratch = j->scratch + (size_t) worker * j->per_worker;
-    int64_t                item, blk, t0, len, q0;
+    int64_t                item, blk, t0, len, q0, off;
     int                    r, kv, lo, hi, mid;
 
     /* from the last item down: the last query blocks of a record see the
@@ -199,8 +218,15 @@ attn_task(void *ctx, int64_t begin, int64_t end, int worker)
         r = lo;
         t0 = j->cu[r];
         len = j->cu[r + 1] - t0;
-        q0 = (blk - j->blocks[r]) * BQ;
-        attend_block(a, t0, q0, len - q0 < BQ ? (int) (len - q0) : BQ, kv,
+        p = j->past != NULL && j->past[r].k != NULL ? &j->past[r] : NULL;
+        off = p != NULL ? p->offset : 0;
+        q0 = off + (blk - j->blocks[r]) * BQ;
+        attend_block(a, a->q + t0 * a->ldq, a->o + t0 * a->ldo, off,
+                     p != NULL ? p->k : a->k + t0 * a->ldk,
+                     p != NULL ? p->ld : a->ldk,
+                     p != NULL ? p->v : a->v + t0 * a->ldv,
+                     p != NULL ? p->ld : a->ldv, q0,
+                     off + len - q0 < BQ ? (int) (off + len - q0) : BQ, kv,
                      scratch);
     }
 }
@@ -208,6 +234,15 @@ attn_task(void *ctx, int64_t begin, int64_t end, int worker)
 int
 clef_cpu_attention(clef_cpu_pool *pool, const clef_attn_args *a,
     const int32_t *cu_seqlens, int n_records, float *scratch)
+{
+    return clef_cpu_attention_parts(pool, a, cu_seqlens, NULL, n_records,
+                                    scratch);
+}
+
+int
+clef_cpu_attention_parts(clef_cpu_pool *pool, const clef_attn_args *a,
+    const int32_t *cu_seqlens, const clef_attn_past *past, int n_records,
+    float *scratch)
 {
     attn_job  j;
     int64_t  *blocks;
@@ -225,6 +260,7 @@ clef_cpu_attention(clef_cpu_pool *pool, const clef_attn_args *a,
 
     j.a = a;
     j.cu = cu_seqlens;
+    j.past = past;
     j.blocks = blocks;
     j.n_records = n_records;
     j.scratch = scratch;

@@ -21,4 +21,14 @@ void clef_cpu_conv_silu(clef_cpu_pool *pool, const float *x, int64_t ldx,
     float *y, int64_t ldy, int channels, const float *w, int kernel,
     const int32_t *cu_seqlens, int n_records);
 
+/* The same where a record may continue one run before (chunked prefill):
+ * tails[r], when tails is not NULL and it is not NULL, holds the (kernel -
+ * 1) input rows (channels floats each, oldest first) that came before
+ * record r's first token here, and takes their place as the taps before
+ * it; the sums are those of the record run whole, to the bit. */
+void clef_cpu_conv_silu_tails(clef_cpu_pool *pool, const float *x,
+    int64_t ldx, float *y, int64_t ldy, int channels, const float *w,
+    int kernel, const int32_t *cu_seqlens, int n_records,
+    const float *const *tails);
+
 #endif

@@ -85,10 +85,11 @@ clef_cpu_gdn_scratch_floats(int dk, int dv)
 void
 clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
     const float *k, int64_t ldqk, const float *v, int64_t ldv, const float *g,
-    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch)
+    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch,
+    float *state)
 {
-    float        *S = scratch;
-    float        *kk = S + (size_t) dk * dv;
+    float        *S = state != NULL ? state : scratch;
+    float        *kk = scratch + (size_t) dk * dv;
     float        *qk = kk + C * C;
     float        *uw = qk + C * C;              /* [C][dv + dk] */
     float        *qg = uw + (size_t) C * (dv + dk);
@@ -101,7 +102,9 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
     int64_t       t0;
     int           n, s, r, i, ldu = dv + dk;
 
-    memset(S, 0, sizeof(float) * (size_t) dk * dv);
+    if (state == NULL) {
+        memset(S, 0, sizeof(float) * (size_t) dk * dv);
+    }
 
     for (t0 = 0; t0 < T; t0 += C) {
         n = T - t0 < C ? (int) (T - t0) : C;
@@ -185,16 +188,19 @@ clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
 void
 clef_cpu_gdn_recurrent_head(int64_t T, int dk, int dv, const float *q,
     const float *k, int64_t ldqk, const float *v, int64_t ldv, const float *g,
-    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch)
+    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch,
+    float *state)
 {
-    float        *S = scratch;
-    float        *d = S + (size_t) dk * dv;
+    float        *S = state != NULL ? state : scratch;
+    float        *d = scratch + (size_t) dk * dv;
     float        *srow, *ot, e, b;
     const float  *qt, *kt, *vt;
     int64_t       t;
     int           i, c;
 
-    memset(S, 0, sizeof(float) * (size_t) dk * dv);
+    if (state == NULL) {
+        memset(S, 0, sizeof(float) * (size_t) dk * dv);
+    }
 
     for (t = 0; t < T; t++) {
         qt = q + t * ldqk;
@@ -233,6 +239,7 @@ clef_cpu_gdn_recurrent_head(int64_t T, int dk, int dv, const float *q,
 typedef struct {
     const clef_gdn_args  *a;
     const int32_t        *cu;
+    float *const         *state;
     float                *scratch;
     size_t                per_worker;
 } gdn_job;
@@ -260,6 +267,7 @@ gdn_task(void *ctx, int64_t begin, int64_t end, int worker)
     float                *scratch = j->scratch + (size_t) worker * j->per_worker;
     int64_t               item, t0, T;
     int                   r, h, kh;
+    float                *st;
     unsigned int          mxcsr = _mm_getcsr();
 
     _mm_setcsr(mxcsr | MXCSR_FTZ_DAZ);
@@ -269,13 +277,15 @@ gdn_task(void *ctx, int64_t begin, int64_t end, int worker)
         kh = h / (a->hv / a->hk);
         t0 = j->cu[r];
         T = j->cu[r + 1] - t0;
+        st = j->state != NULL && j->state[r] != NULL
+             ? j->state[r] + (int64_t) h * a->dk * a->dv : NULL;
         (a->recurrent ? clef_cpu_gdn_recurrent_head : clef_cpu_gdn_chunk_head)(
             T, a->dk, a->dv,
             a->q + t0 * a->ldqk + (int64_t) kh * a->dk,
             a->k + t0 * a->ldqk + (int64_t) kh * a->dk, a->ldqk,
             a->v + t0 * a->ldv + (int64_t) h * a->dv, a->ldv,
             a->g + t0 * a->hv + h, a->beta + t0 * a->hv + h, a->hv,
-            a->o + t0 * a->ldo + (int64_t) h * a->dv, a->ldo, scratch);
+            a->o + t0 * a->ldo + (int64_t) h * a->dv, a->ldo, scratch, st);
     }
     _mm_setcsr(mxcsr);
 }
@@ -284,7 +294,16 @@ void
 clef_cpu_gdn(clef_cpu_pool *pool, const clef_gdn_args *a,
     const int32_t *cu_seqlens, int n_records, float *scratch)
 {
-    gdn_job  j = { a, cu_seqlens, scratch, clef_cpu_gdn_scratch_floats(a->dk, a->dv) };
+    clef_cpu_gdn_states(pool, a, cu_seqlens, n_records, NULL, scratch);
+}
+
+void
+clef_cpu_gdn_states(clef_cpu_pool *pool, const clef_gdn_args *a,
+    const int32_t *cu_seqlens, int n_records, float *const *state,
+    float *scratch)
+{
+    gdn_job  j = { a, cu_seqlens, state, scratch,
+                   clef_cpu_gdn_scratch_floats(a->dk, a->dv) };
 
     clef_cpu_pool_for(pool, (int64_t) n_records * a->hv, 1, gdn_task, &j);
 }

@@ -45,14 +45,19 @@ size_t clef_cpu_gdn_scratch_floats(int dk, int dv);
 
 /* One value head over one record of T tokens.  q, k: rows of dk at stride
  * ldqk; v, o: rows of dv at strides ldv, ldo; g, beta: one float per token
- * at stride ldgb.  The state starts at zero. */
+ * at stride ldgb.  state NULL: S starts at zero (in scratch); else S is
+ * state (dk x dv), read and left as the tokens leave it, so that a record
+ * run in parts starting at multiples of CLEF_GDN_CHUNK computes the bits
+ * of the record run whole (chunked prefill). */
 void clef_cpu_gdn_chunk_head(int64_t T, int dk, int dv, const float *q,
     const float *k, int64_t ldqk, const float *v, int64_t ldv, const float *g,
-    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch);
+    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch,
+    float *state);
 
 void clef_cpu_gdn_recurrent_head(int64_t T, int dk, int dv, const float *q,
     const float *k, int64_t ldqk, const float *v, int64_t ldv, const float *g,
-    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch);
+    const float *beta, int64_t ldgb, float *o, int64_t ldo, float *scratch,
+    float *state);
 
 typedef struct {
     const float  *q, *k;        /* head h at + h * dk */
@@ -70,5 +75,13 @@ typedef struct {
  * clef_cpu_gdn_scratch_floats() floats per pool worker. */
 void clef_cpu_gdn(clef_cpu_pool *pool, const clef_gdn_args *a,
     const int32_t *cu_seqlens, int n_records, float *scratch);
+
+/* The same where records carry their states from and to their other parts
+ * (chunked prefill): state[r], when not NULL, is record r's (hv heads of
+ * dk x dv, head j at + j dk dv), zero before its first part; NULL entries
+ * (or state NULL) start from zero. */
+void clef_cpu_gdn_states(clef_cpu_pool *pool, const clef_gdn_args *a,
+    const int32_t *cu_seqlens, int n_records, float *const *state,
+    float *scratch);
 
 #endif
