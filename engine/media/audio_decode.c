@@ -149,7 +149,8 @@ refuse(audio_dec *d, clef_error *err, const char *type, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    return clef_error_set(err, 400, type, d->loc, "Audio clip %d %s.",
+    return clef_error_set(err, 400, type, d->loc, d->lim.track
+                          ? "Video %d's sound %s." : "Audio clip %d %s.",
                           d->index, why);
 }
 
@@ -561,7 +562,8 @@ clef_audio_decode(const uint8_t *data, size_t len, int index,
     d.io.len = len;
     d.io.deadline = clef_clock_seconds() + lim->max_decode_seconds;
     d.max_n = (int64_t) (lim->max_seconds * CLEF_AUDIO_RATE);
-    snprintf(d.loc, sizeof(d.loc), "[\"body\",\"audio\",%d]", index);
+    snprintf(d.loc, sizeof(d.loc), "[\"body\",\"%s\",%d]",
+             lim->track ? "videos" : "audio", index);
 
     rc = open_input(&d, err) == 0 && decode_all(&d, err) == 0 ? 0 : -1;
     audio_close(&d);

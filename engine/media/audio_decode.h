@@ -56,6 +56,11 @@
 typedef struct {
     double   max_seconds;           /* of 16 kHz output */
     double   max_decode_seconds;    /* wall clock */
+    int32_t  track;                 /* 1: the clip is a video's sound
+                                       (Clef Omni, media.h), index names
+                                       the video: refusals say "Video i's
+                                       sound", loc ["body","videos",i] */
+    int32_t  pad;
 } clef_audio_limits;
 
 /* The bounds above (audio_input.c: no codec needed). */

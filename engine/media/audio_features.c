@@ -517,6 +517,17 @@ clef_audio_record_features(const clef_audio_config *ac,
     const float *const *samples, const int64_t *n, int count, float **out,
     int32_t *frames, clef_error *err)
 {
+    return clef_audio_record_features_of(ac, samples, n, count, NULL, NULL,
+                                         out, frames, err);
+}
+
+
+int
+clef_audio_record_features_of(const clef_audio_config *ac,
+    const float *const *samples, const int64_t *n, int count,
+    const char *who, const char *loc, float **out, int32_t *frames,
+    clef_error *err)
+{
     int64_t  L = 0;
     int      k, j;
 
@@ -526,9 +537,10 @@ clef_audio_record_features(const clef_audio_config *ac,
     }
     if (count > 0 && L < clef_audio_min_samples(ac)) {
         return clef_error_set(err, 400, "audio_too_short",
-            "[\"body\",\"audio\",0]", "The audio clips of this request are "
-            "too short: the longest has %lld samples at %d Hz (%.1f ms); "
-            "the least is %lld samples (%.1f ms).", (long long) L,
+            loc != NULL ? loc : "[\"body\",\"audio\",0]", "%s of this "
+            "request are too short: the longest has %lld samples at %d Hz "
+            "(%.1f ms); the least is %lld samples (%.1f ms).",
+            who != NULL ? who : "The audio clips", (long long) L,
             (int) ac->sampling_rate, 1000.0 * L / ac->sampling_rate,
             (long long) clef_audio_min_samples(ac),
             1000.0 * clef_audio_min_samples(ac) / ac->sampling_rate);

@@ -92,4 +92,11 @@ int clef_audio_record_features(const clef_audio_config *ac,
     const float *const *samples, const int64_t *n, int count, float **out,
     int32_t *frames, clef_error *err);
 
+/* The same, the clips named who ("The videos' audio tracks") at loc in
+ * the refusal (NULL: "The audio clips", ["body","audio",0]). */
+int clef_audio_record_features_of(const clef_audio_config *ac,
+    const float *const *samples, const int64_t *n, int count,
+    const char *who, const char *loc, float **out, int32_t *frames,
+    clef_error *err);
+
 #endif

@@ -42,6 +42,7 @@ static const clef_media_wire  audio_wire = {
 void
 clef_audio_limits_default(clef_audio_limits *lim)
 {
+    memset(lim, 0, sizeof(*lim));
     lim->max_seconds = CLEF_AUDIO_MAX_SECONDS;
     lim->max_decode_seconds = CLEF_AUDIO_DECODE_SECONDS;
 }

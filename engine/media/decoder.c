@@ -33,6 +33,10 @@ typedef struct {
     int                      index;     /* the first item's */
     const char              *kind;      /* "video", "audio", "image" */
     const char              *noun;      /* "Video", "Audio clip", "Image" */
+    char                     name[48];  /* its first item in messages:
+                                           "Video 1", "Video 1's sound" */
+    clef_decode_verdict     *verdict;   /* what a failure says of the file
+                                           (decoder.h) */
     const uint8_t *const    *data;      /* its files, n of them */
     const size_t            *lens;
     int                      n;
@@ -42,19 +46,39 @@ typedef struct {
     char                     loc[64];
 } job;
 
-/* What a child may refuse a file with: its kind's 400s, nothing else (a
- * child that says anything else answered against its code). */
-static const char *const  video_refusals[] = {
-    "video_invalid", "video_no_stream", "video_codec_unsupported",
-    "video_too_many_pixels", "video_too_long", "video_too_many_frames",
-    "video_decode_budget", "video_one_frame", NULL
+/* What a child may refuse a file with: its kind's 400s, each with what
+ * it says of the file (decoder.h's verdicts), nothing else (a child that
+ * says anything else answered against its code). */
+typedef struct {
+    const char           *type;
+    clef_decode_verdict   verdict;
+} refusal;
+
+static const refusal  video_refusals[] = {
+    { "video_invalid", CLEF_DECODE_UNDECODABLE },
+    { "video_no_stream", CLEF_DECODE_NO_STREAM },
+    { "video_codec_unsupported", CLEF_DECODE_OVER_LIMIT },
+    { "video_too_many_pixels", CLEF_DECODE_OVER_LIMIT },
+    { "video_too_long", CLEF_DECODE_OVER_LIMIT },
+    { "video_too_many_frames", CLEF_DECODE_OVER_LIMIT },
+    { "video_decode_budget", CLEF_DECODE_OVER_LIMIT },
+    { "video_one_frame", CLEF_DECODE_OVER_LIMIT },
+    { NULL, CLEF_DECODE_OK }
 };
-static const char *const  audio_refusals[] = {
-    "audio_invalid", "audio_no_stream", "audio_codec_unsupported",
-    "audio_too_long", "audio_too_short", "audio_decode_budget", NULL
+static const refusal  audio_refusals[] = {
+    { "audio_invalid", CLEF_DECODE_UNDECODABLE },
+    { "audio_no_stream", CLEF_DECODE_NO_STREAM },
+    { "audio_codec_unsupported", CLEF_DECODE_OVER_LIMIT },
+    { "audio_too_long", CLEF_DECODE_OVER_LIMIT },
+    { "audio_too_short", CLEF_DECODE_OVER_LIMIT },
+    { "audio_decode_budget", CLEF_DECODE_OVER_LIMIT },
+    { NULL, CLEF_DECODE_OK }
 };
-static const char *const  image_refusals[] = {
-    "image_invalid", "image_type_mismatch", "image_too_many_pixels", NULL
+static const refusal  image_refusals[] = {
+    { "image_invalid", CLEF_DECODE_UNDECODABLE },
+    { "image_type_mismatch", CLEF_DECODE_UNDECODABLE },
+    { "image_too_many_pixels", CLEF_DECODE_OVER_LIMIT },
+    { NULL, CLEF_DECODE_OK }
 };
 
 
@@ -254,19 +278,21 @@ item_loc(const job *j, int k, char *loc, size_t size)
 }
 
 
-static int
-refusal_allowed(const char *kind, const char *type)
+/* The refusal's verdict when its kind's list has it, else OK (it may not
+ * refuse with that: treated as the decoder failing on the file). */
+static clef_decode_verdict
+refusal_verdict(const char *kind, const char *type)
 {
-    const char *const  *t = strcmp(kind, "audio") == 0 ? audio_refusals
-                            : strcmp(kind, "image") == 0 ? image_refusals
-                            : video_refusals;
+    const refusal  *t = strcmp(kind, "audio") == 0 ? audio_refusals
+                        : strcmp(kind, "image") == 0 ? image_refusals
+                        : video_refusals;
 
-    for ( /* void */ ; *t != NULL; t++) {
-        if (strcmp(*t, type) == 0) {
-            return 1;
+    for ( /* void */ ; t->type != NULL; t++) {
+        if (strcmp(t->type, type) == 0) {
+            return t->verdict;
         }
     }
-    return 0;
+    return CLEF_DECODE_OK;
 }
 
 
@@ -276,13 +302,19 @@ refusal_allowed(const char *kind, const char *type)
 static int
 child_error(clef_dec_result *r, const job *j, int k, clef_error *err)
 {
-    char    type[40], msg[sizeof(r->err.message)], loc[64];
-    size_t  i;
+    char                 type[40], msg[sizeof(r->err.message)], loc[64],
+                         name[48];
+    clef_decode_verdict  v;
+    size_t               i;
 
+    snprintf(name, sizeof(name), "%s", j->name);
     r->err.type[sizeof(r->err.type) - 1] = '\0';
     r->err.message[sizeof(r->err.message) - 1] = '\0';
     item_loc(j, k, loc, sizeof(loc));
-    if (r->err.status == 400 && refusal_allowed(j->kind, r->err.type)) {
+    v = r->err.status == 400 ? refusal_verdict(j->kind, r->err.type)
+                             : CLEF_DECODE_OK;
+    if (v != CLEF_DECODE_OK) {
+        *j->verdict = v;
         for (i = 0; r->err.message[i] != '\0'; i++) {
             msg[i] = r->err.message[i] >= 0x20 && r->err.message[i] < 0x7f
                      ? r->err.message[i] : '?';
@@ -295,15 +327,19 @@ child_error(clef_dec_result *r, const job *j, int k, clef_error *err)
     snprintf(type, sizeof(type), "%s_%s", j->kind,
              r->err.code == CLEF_E_NO_MEMORY && strcmp(j->kind, "image") != 0
              ? "decode_budget" : "invalid");
-    if (r->err.code == CLEF_E_NO_MEMORY) {
-        return clef_error_set(err, 400, type, loc, "%s %d cannot be "
-            "decoded within the decoder's memory budget (%llu MiB of "
-            "address space).", j->noun, j->index + k,
-            (unsigned long long) (CLEF_DECODER_MAX_AS >> 20));
+    if (k > 0) {
+        snprintf(name, sizeof(name), "%s %d", j->noun, j->index + k);
     }
-    return clef_error_set(err, 400, type, loc, "%s %d cannot be "
-                          "decoded: the decoder failed on it.", j->noun,
-                          j->index + k);
+    *j->verdict = r->err.code == CLEF_E_NO_MEMORY
+                  && strcmp(j->kind, "image") != 0
+                  ? CLEF_DECODE_OVER_LIMIT : CLEF_DECODE_UNDECODABLE;
+    if (r->err.code == CLEF_E_NO_MEMORY) {
+        return clef_error_set(err, 400, type, loc, "%s cannot be decoded "
+            "within the decoder's memory budget (%llu MiB of address "
+            "space).", name, (unsigned long long) (CLEF_DECODER_MAX_AS >> 20));
+    }
+    return clef_error_set(err, 400, type, loc, "%s cannot be decoded: the "
+                          "decoder failed on it.", name);
 }
 
 
@@ -327,46 +363,50 @@ child_fate(const fate *f, double budget, const job *j, clef_error *err)
     /* images have no budget type of their own (decoder.h) */
     snprintf(over, sizeof(over), "%s_%s", j->kind,
              strcmp(j->kind, "image") == 0 ? "invalid" : "decode_budget");
+    *j->verdict = CLEF_DECODE_UNDECODABLE;
     if (f->timed_out) {
+        *j->verdict = CLEF_DECODE_OVER_LIMIT;
         return clef_error_set(err, 400, over, j->loc,
-            "%s %d took longer than %.0f s to decode; the limit is %.0f "
-            "s.", j->noun, j->index, budget + CLEF_DECODER_GRACE, budget);
+            "%s took longer than %.0f s to decode; the limit is %.0f "
+            "s.", j->name, budget + CLEF_DECODER_GRACE, budget);
     }
     if (f->killed) {
         return clef_error_set(err, 400, invalid, j->loc,
-            "%s %d cannot be decoded: the decoder's answer was "
-            "malformed.", j->noun, j->index);
+            "%s cannot be decoded: the decoder's answer was "
+            "malformed.", j->name);
     }
     if (sig == SIGSYS) {
         return clef_error_set(err, 400, invalid, j->loc,
-            "%s %d cannot be decoded: the decoder made a system call its "
-            "sandbox forbids and was stopped.", j->noun, j->index);
+            "%s cannot be decoded: the decoder made a system call its "
+            "sandbox forbids and was stopped.", j->name);
     }
     /* SIGXCPU at its soft CPU limit, SIGKILL at its hard one: either is
      * its own budget only when it really used that much CPU */
     if (sig == SIGXCPU
         || (sig == SIGKILL && f->cpu_seconds >= f->cpu_limit))
     {
+        *j->verdict = CLEF_DECODE_OVER_LIMIT;
         return clef_error_set(err, 400, over, j->loc,
-            "%s %d cannot be decoded: the decoder ran out of its CPU "
-            "budget (%.0f s).", j->noun, j->index, f->cpu_limit);
+            "%s cannot be decoded: the decoder ran out of its CPU "
+            "budget (%.0f s).", j->name, f->cpu_limit);
     }
     if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP
         || sig == SIGQUIT)
     {
+        *j->verdict = CLEF_DECODE_SERVER;
         return clef_error_set(err, 503, "service_unavailable", j->loc,
-            "%s %d was not decoded: the decode process was killed from "
+            "%s was not decoded: the decode process was killed from "
             "outside the server (signal %d, %s: the kernel's OOM killer or "
-            "an operator); retry.", j->noun, j->index, sig, strsignal(sig));
+            "an operator); retry.", j->name, sig, strsignal(sig));
     }
     if (sig != 0) {
         return clef_error_set(err, 400, invalid, j->loc,
-            "%s %d cannot be decoded: the decoder crashed on it (signal "
-            "%d, %s).", j->noun, j->index, sig, strsignal(sig));
+            "%s cannot be decoded: the decoder crashed on it (signal "
+            "%d, %s).", j->name, sig, strsignal(sig));
     }
     return clef_error_set(err, 400, invalid, j->loc,
-        "%s %d cannot be decoded: the decoder ended (exit %d) without "
-        "an answer.", j->noun, j->index,
+        "%s cannot be decoded: the decoder ended (exit %d) without "
+        "an answer.", j->name,
         WIFEXITED(f->status) ? WEXITSTATUS(f->status) : -1);
 }
 
@@ -389,8 +429,8 @@ lane_failed(const job *j, const char *during, clef_error *err)
         clef_decoder_lane_down(l);
     }
     return clef_error_set(err, 503, "service_unavailable", j->loc,
-                          "%s %d was not decoded: the decode process "
-                          "stopped %s; retry.", j->noun, j->index, during);
+                          "%s was not decoded: the decode process "
+                          "stopped %s; retry.", j->name, during);
 }
 
 
@@ -416,8 +456,8 @@ check_samples(const float *x, int64_t n, const job *j, clef_error *err)
     for (i = 0; i < n; i++) {
         if (!isfinite(x[i])) {
             return clef_error_set(err, 400, "audio_invalid", j->loc,
-                "Audio clip %d cannot be decoded: the decoder answered a "
-                "sample that is not a finite number.", j->index);
+                "%s cannot be decoded: the decoder answered a sample that "
+                "is not a finite number.", j->name);
         }
     }
     return 0;
@@ -609,8 +649,8 @@ decode_job(const clef_dec_request *rq, job *j, const dec_out *out,
     if (pid <= 0) {
         close(sp[0]);
         return clef_error_set(err, 503, "service_unavailable", j->loc,
-                              "%s %d was not decoded: the decode process "
-                              "cannot fork (%s); retry.", j->noun, j->index,
+                              "%s was not decoded: the decode process "
+                              "cannot fork (%s); retry.", j->name,
                               strerror(st.wait_status));
     }
 
@@ -671,8 +711,8 @@ decode_job(const clef_dec_request *rq, job *j, const dec_out *out,
         /* the server's own failure (a kernel without what the sandbox
          * needs): no file is to blame, and no retry will help */
         a.r[0].err.message[sizeof(a.r[0].err.message) - 1] = '\0';
-        return clef_error_fail(err, CLEF_E_INTERNAL, "%s %d cannot be "
-                               "decoded here: the %s", j->noun, j->index,
+        return clef_error_fail(err, CLEF_E_INTERNAL, "%s cannot be "
+                               "decoded here: the %s", j->name,
                                a.r[0].err.message);
     }
     answers_free(&a);
@@ -698,11 +738,14 @@ run_job(const clef_decoder_run *run, clef_dec_request *rq, job *j,
         len += j->lens[k];
         rq->lens[k] = j->lens[k];
     }
+    /* a failure no step names otherwise is the server's */
+    *j->verdict = CLEF_DECODE_SERVER;
     if (len > CLEF_DEC_MAX_FILE) {
+        *j->verdict = CLEF_DECODE_OVER_LIMIT;
         return clef_error_set(err, 413, rq->kind == CLEF_MEDIA_AUDIO
                               ? "audio_too_large" : "video_too_large",
-                              j->loc, "%s %d is %zu bytes; the decoder "
-                              "takes at most %u.", j->noun, j->index, len,
+                              j->loc, "%s is %zu bytes; the decoder "
+                              "takes at most %u.", j->name, len,
                               CLEF_DEC_MAX_FILE);
     }
     l = run != NULL && run->lane != NULL ? run->lane
@@ -731,6 +774,14 @@ run_job(const clef_decoder_run *run, clef_dec_request *rq, job *j,
     clef_decoder_lane_relay_end(l);
     l->item[0] = '\0';
     pthread_mutex_unlock(&l->mu);
+    if (rc == 0) {
+        *j->verdict = CLEF_DECODE_OK;
+    } else if (*j->verdict == CLEF_DECODE_SERVER && err->status >= 400
+               && err->status < 500 && err->status != 499)
+    {
+        /* the engine's own checks of what came back (samples, frames) */
+        *j->verdict = CLEF_DECODE_UNDECODABLE;
+    }
     return rc;
 }
 
@@ -738,7 +789,7 @@ run_job(const clef_decoder_run *run, clef_dec_request *rq, job *j,
 static void
 job_init(job *j, int index, const char *kind, const char *noun,
     const char *field, const uint8_t *const *data, const size_t *lens,
-    int n)
+    int n, clef_decode_verdict *verdict)
 {
     memset(j, 0, sizeof(*j));
     j->index = index;
@@ -747,6 +798,8 @@ job_init(job *j, int index, const char *kind, const char *noun,
     j->data = data;
     j->lens = lens;
     j->n = n;
+    j->verdict = verdict;
+    snprintf(j->name, sizeof(j->name), "%s %d", noun, index);
     snprintf(j->loc, sizeof(j->loc), "[\"body\",\"%s\",%d]", field, index);
 }
 
@@ -756,12 +809,13 @@ clef_decoder_video_run(const clef_decoder_run *run, const uint8_t *data,
     size_t len, int index, const clef_video_limits *lim,
     const clef_video_config *vc, clef_media_item *out, clef_error *err)
 {
-    clef_dec_request  rq;
-    dec_out           o = { out, NULL, NULL, NULL, NULL };
-    job               j;
+    clef_dec_request     rq;
+    clef_decode_verdict  v;
+    dec_out              o = { out, NULL, NULL, NULL, NULL };
+    job                  j;
 
     memset(out, 0, sizeof(*out));
-    job_init(&j, index, "video", "Video", "videos", &data, &len, 1);
+    job_init(&j, index, "video", "Video", "videos", &data, &len, 1, &v);
     memset(&rq, 0, sizeof(rq));
     rq.kind = CLEF_MEDIA_VIDEO;
     rq.limits = *lim;
@@ -774,21 +828,33 @@ clef_decoder_video_run(const clef_decoder_run *run, const uint8_t *data,
 int
 clef_decoder_audio_run(const clef_decoder_run *run, const uint8_t *data,
     size_t len, int index, const clef_audio_limits *lim, float **samples,
-    int64_t *n, clef_error *err)
+    int64_t *n, clef_decode_verdict *verdict, clef_error *err)
 {
-    clef_dec_request  rq;
-    dec_out           o = { NULL, samples, n, NULL, NULL };
-    job               j;
+    clef_dec_request     rq;
+    clef_decode_verdict  v;
+    dec_out              o = { NULL, samples, n, NULL, NULL };
+    job                  j;
+    int                  rc;
 
     *samples = NULL;
     *n = 0;
-    job_init(&j, index, "audio", "Audio clip", "audio", &data, &len, 1);
+    job_init(&j, index, "audio", "Audio clip", lim->track ? "videos"
+                                                           : "audio",
+             &data, &len, 1, &v);
+    if (lim->track) {
+        /* a video's sound is named after its video */
+        snprintf(j.name, sizeof(j.name), "Video %d's sound", index);
+    }
     memset(&rq, 0, sizeof(rq));
     rq.kind = CLEF_MEDIA_AUDIO;
     clef_video_limits_default(&rq.limits);
     clef_video_config_default(&rq.video);
     rq.audio = *lim;
-    return run_job(run, &rq, &j, lim->max_decode_seconds, &o, err);
+    rc = run_job(run, &rq, &j, lim->max_decode_seconds, &o, err);
+    if (verdict != NULL) {
+        *verdict = v;
+    }
+    return rc;
 }
 
 
@@ -797,12 +863,13 @@ clef_decoder_images_run(const clef_decoder_run *run,
     const clef_media_input *in, int n, int index, int64_t max_pixels,
     int exif, clef_rgb_image *out, int *decoded, clef_error *err)
 {
-    clef_dec_request   rq;
-    const uint8_t     *data[CLEF_DEC_MAX_FILES];
-    size_t             lens[CLEF_DEC_MAX_FILES];
-    dec_out            o = { NULL, NULL, NULL, out, decoded };
-    job                j;
-    int                k;
+    clef_dec_request     rq;
+    clef_decode_verdict  v;
+    const uint8_t       *data[CLEF_DEC_MAX_FILES];
+    size_t               lens[CLEF_DEC_MAX_FILES];
+    dec_out              o = { NULL, NULL, NULL, out, decoded };
+    job                  j;
+    int                  k;
 
     *decoded = 0;
     if (n < 1 || n > CLEF_DEC_MAX_FILES) {
@@ -817,7 +884,7 @@ clef_decoder_images_run(const clef_decoder_run *run,
         rq.formats[k] = (uint32_t) in[k].format;
         memset(&out[k], 0, sizeof(out[k]));
     }
-    job_init(&j, index, "image", "Image", "images", data, lens, n);
+    job_init(&j, index, "image", "Image", "images", data, lens, n, &v);
     rq.kind = CLEF_MEDIA_IMAGE;
     rq.max_pixels = max_pixels;
     rq.exif = exif != 0;
@@ -851,5 +918,5 @@ clef_decoder_audio(const uint8_t *data, size_t len, int index,
     clef_decoder_run  run = { NULL, progress, NULL, ctx, NULL };
 
     return clef_decoder_audio_run(&run, data, len, index, lim, samples, n,
-                                  err);
+                                  NULL, err);
 }

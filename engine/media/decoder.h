@@ -74,6 +74,20 @@ int  clef_decoder_path(char *path, size_t size);
 
 typedef struct clef_decoder_lane  clef_decoder_lane;   /* decoder_lane.h */
 
+/* What a decode that failed says of its file: a closed list, set from the
+ * child's refusal (each type of a kind's list carries one) or from how
+ * the child ended, never from reading messages. */
+typedef enum {
+    CLEF_DECODE_OK = 0,
+    CLEF_DECODE_UNDECODABLE,    /* the file cannot be decoded: invalid,
+                                   damaged, the decoder crashed on it */
+    CLEF_DECODE_NO_STREAM,      /* it has no stream of the kind */
+    CLEF_DECODE_OVER_LIMIT,     /* over this server's limits: length,
+                                   size, codec, decode budget */
+    CLEF_DECODE_SERVER          /* the server's failure (5xx), or the
+                                   request went away */
+} clef_decode_verdict;
+
 /* How an item goes through the decode process. */
 typedef struct clef_decoder_run  clef_decoder_run;
 
@@ -111,12 +125,14 @@ int  clef_decoder_video_run(const clef_decoder_run *run, const uint8_t *data,
 /*
  * Decodes the audio clip data[0..len) in a child of the decode process to
  * 16 kHz mono samples (*samples malloc'ed, *n of them), as
- * clef_audio_decode() would; refusals name clip index (audio_decode.h).
- * The engine checks the count against lim before it reads them.
+ * clef_audio_decode() would; refusals name clip index (audio_decode.h),
+ * or video index's sound when lim->track is set.  The engine checks the
+ * count against lim before it reads them.  verdict (may be NULL): what a
+ * failure says of the file.
  */
 int  clef_decoder_audio_run(const clef_decoder_run *run, const uint8_t *data,
     size_t len, int index, const clef_audio_limits *lim, float **samples,
-    int64_t *n, clef_error *err);
+    int64_t *n, clef_decode_verdict *verdict, clef_error *err);
 
 /*
  * Decodes a record's n images in[0..n) (image index and on, in order) in

@@ -14,6 +14,7 @@
 #include "media/image_decode.h"
 #include "media/image_input.h"
 #include "media/processor.h"
+#include "media/video_sound.h"
 
 
 /* A record's images as the decode process answered them (image_begin):
@@ -321,7 +322,7 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     memset(out, 0, sizeof(*out));
     clef_audio_limits_default(&lim);
     if (clef_decoder_audio_run(&run->dec, in->data, in->len, index, &lim,
-                               &samples, &n, err) != 0)
+                               &samples, &n, NULL, err) != 0)
     {
         return -1;
     }
@@ -329,33 +330,6 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     out->values = samples;
     out->samples = n;
     return 0;
-}
-
-
-/* A record whose only audio is its videos' tracks, all too short: the
- * refusal names the first video heard, not a clip the request has not. */
-static void
-too_short_tracks(const clef_media_item *items, int video, clef_error *err)
-{
-    char  msg[sizeof(err->message)], type[sizeof(err->type)], loc[64];
-    int   k, v = 0;
-
-    if (strcmp(err->type, "audio_too_short") != 0) {
-        return;
-    }
-    for (k = 0; k < video; k++) {
-        v += items[k].kind == CLEF_MEDIA_VIDEO;
-    }
-    snprintf(type, sizeof(type), "%s", err->type);
-    snprintf(msg, sizeof(msg), "%s", err->message);
-    snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", v);
-    if (strncmp(msg, "The audio clips", 15) == 0) {
-        clef_error_set(err, err->status, type, loc,
-                       "The videos' audio tracks%s",
-                       msg + 15);
-    } else {
-        clef_error_set(err, err->status, type, loc, "%s", msg);
-    }
 }
 
 
@@ -372,7 +346,8 @@ audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
     int64_t           *len = calloc((size_t) n + 1, sizeof(*len));
     float            **out = calloc((size_t) n + 1, sizeof(*out));
     int32_t           *frames = calloc((size_t) n + 1, sizeof(*frames));
-    int                k, c = 0, rc = -1;
+    char               loc[64];
+    int                k, c = 0, v, rc = -1;
 
     if (clips == NULL || s == NULL || len == NULL || out == NULL
         || frames == NULL)
@@ -387,12 +362,22 @@ audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
             len[c++] = items[k].samples;
         }
     }
-    if (clef_audio_record_features(&mc->audio, s, len, c, out, frames, err)
+    /* clips first, then tracks: a first clip that is a track means the
+     * record's only audio is its videos' sound, named after the first
+     * video heard */
+    v = 0;
+    if (c > 0 && clips[0]->sound_of > 0) {
+        for (k = 0; k < clips[0]->sound_of - 1; k++) {
+            v += items[k].kind == CLEF_MEDIA_VIDEO;
+        }
+    }
+    snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", v);
+    if (clef_audio_record_features_of(&mc->audio, s, len, c,
+            c > 0 && clips[0]->sound_of > 0 ? "The videos' audio tracks"
+                                             : NULL,
+            c > 0 && clips[0]->sound_of > 0 ? loc : NULL, out, frames, err)
         != 0)
     {
-        if (c > 0 && clips[0]->sound_of > 0) {
-            too_short_tracks(items, clips[0]->sound_of - 1, err);
-        }
         goto done;
     }
     for (k = 0; k < c; k++) {
@@ -418,11 +403,11 @@ done:
 
 static const clef_media_prep  preps[CLEF_MEDIA_KINDS] = {
     [CLEF_MEDIA_IMAGE] = { CLEF_MEDIA_IMAGE, image_prepare, image_begin,
-                           image_release, span_expand, NULL },
+                           image_release, NULL, span_expand, NULL },
     [CLEF_MEDIA_VIDEO] = { CLEF_MEDIA_VIDEO, video_prepare, NULL, NULL,
-                           video_expand, NULL },
+                           clef_video_sound_extend, video_expand, NULL },
     [CLEF_MEDIA_AUDIO] = { CLEF_MEDIA_AUDIO, audio_prepare, NULL, NULL,
-                           span_expand, audio_finish },
+                           NULL, span_expand, audio_finish },
 };
 
 

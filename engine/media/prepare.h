@@ -69,6 +69,17 @@ typedef struct {
                             clef_error *err);
     /* Frees run->batch[kind] (NULL when begin is). */
     void           (*release)(clef_media_run *run);
+    /* After every item of the record is prepared and before any finish
+     * (NULL: no such step), once per record when it has an item of the
+     * kind: items of the kind that bring items of another kind add them
+     * (a Clef Omni video heard with its sound: its track, an audio item,
+     * media.h), growing *items (realloc) and *n.  in[0..n_in): the
+     * record's inputs, item k < n_in made from in[k].  On failure the
+     * caller frees the *n items. */
+    int            (*extend)(const clef_media_input *in, int n_in,
+                             clef_media_item **items, int *n,
+                             const clef_media_conf *mc,
+                             const clef_media_run *run, clef_error *err);
     /* Appends the ids of the record's item items[item] in the record's
      * media text to ids (its kind's start, pad and end tokens of tok,
      * indexed by kind, and any text of its own, tokenized with tk) and

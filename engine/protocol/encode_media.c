@@ -3,13 +3,10 @@
  */
 #include "protocol/encode_media.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "media/audio_decode.h"
-#include "media/decoder.h"
 #include "media/prepare.h"
 #include "model/model_media.h"
 
@@ -23,146 +20,6 @@ plan_has(const clef_plan *plan, clef_media_kind kind)
         if (plan->media[k].kind == kind) {
             return 1;
         }
-    }
-    return 0;
-}
-
-
-/* The record's videos, and in *with_sound how many of them have an audio
- * stream. */
-static int
-count_videos(const clef_encode_opts *opts, int *with_sound)
-{
-    int  k, videos = 0;
-
-    *with_sound = 0;
-    for (k = 0; k < opts->n_media; k++) {
-        if (opts->media[k].kind == CLEF_MEDIA_VIDEO) {
-            videos++;
-            *with_sound += opts->media[k].has_audio != 0;
-        }
-    }
-    return videos;
-}
-
-
-/* A track's refusal names its video: ["body","videos",v], "Video v's
- * sound ..." for the decoder's "Audio clip i ...". */
-static int
-track_refusal(int v, clef_error *err)
-{
-    const char  *why = err->message;
-    char         msg[sizeof(err->message)], type[sizeof(err->type)],
-                 loc[64];
-
-    if (err->status < 400 || err->status >= 500) {
-        return -1;
-    }
-    if (strncmp(why, "Audio clip ", 11) == 0) {
-        for (why += 11; isdigit((unsigned char) *why); why++) {
-            /* void */
-        }
-        while (*why == ' ') {
-            why++;
-        }
-    }
-    /* copied first: clef_error_set() writes err's own fields */
-    snprintf(msg, sizeof(msg), "%s", why);
-    snprintf(type, sizeof(type), "%s", err->type);
-    snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", v);
-    return clef_error_set(err, err->status, type, loc,
-                          "Video %d's sound %s", v, msg);
-}
-
-
-/* Audio in video (media.h): each video's track, decoded from the video's
- * file as the reference's load_video does (_decode_audio: the first audio
- * stream, the clips' resampler), appended to the record's items as an
- * audio item.  Clef Omni's reference hears the videos (use_audio_in_video)
- * only when every video of the record has a track with a sample: a video
- * without an audio stream, or whose track decodes to nothing (its None),
- * turns the sound off for the whole record, and no track is kept.  It
- * decodes every video's track all the same, so a track it cannot decode
- * fails the request even beside a silent video: an undecodable track
- * (audio_invalid) is refused whatever the others are.  A refusal of this
- * server's own (a codec it does not take, a track over its limits) would
- * not stop the reference: it is refused only when the sound is heard.
- * The tracks kept count in opts->n_media, for the caller to free on
- * failure. */
-static int
-add_tracks(const clef_plan *plan, const clef_media_run *run,
-    clef_encode_opts *opts, clef_error *err)
-{
-    clef_audio_limits   lim;
-    clef_media_item    *items;
-    clef_error          held;
-    float              *samples;
-    int64_t             n;
-    int                 k, v, first = opts->n_media, videos, sounding;
-    int                 heard;
-
-    videos = count_videos(opts, &sounding);
-    items = realloc(opts->media,
-                    sizeof(clef_media_item) * (size_t) (first + videos + 1));
-    if (items == NULL) {
-        return clef_error_set(err, 500, "internal_error", "",
-                              "Out of memory.");
-    }
-    opts->media = items;
-    heard = videos > 0 && sounding == videos;
-    memset(&held, 0, sizeof(held));
-    clef_audio_limits_default(&lim);
-    for (k = 0, v = -1; k < first; k++) {
-        if (items[k].kind != CLEF_MEDIA_VIDEO) {
-            continue;
-        }
-        v++;
-        if (!items[k].has_audio) {
-            continue;
-        }
-        if (clef_decoder_audio_run(&run->dec, plan->media[k].data,
-                                   plan->media[k].len, v, &lim, &samples, &n,
-                                   err) != 0)
-        {
-            if (err->status < 400 || err->status >= 500
-                || strcmp(err->type, "audio_invalid") == 0)
-            {
-                return track_refusal(v, err);
-            }
-            if (strcmp(err->type, "audio_no_stream") != 0) {
-                /* this server's own limit: refused if the sound is heard */
-                if (held.status == 0) {
-                    track_refusal(v, err);
-                    held = *err;
-                }
-                clef_error_clear(err);
-                continue;
-            }
-            /* silent after all: the record's videos are not heard */
-            clef_error_clear(err);
-            heard = 0;
-            while (opts->n_media > first) {
-                clef_media_item_free(&items[--opts->n_media]);
-            }
-            continue;
-        }
-        if (!heard) {
-            free(samples);
-            continue;
-        }
-        memset(&items[opts->n_media], 0, sizeof(clef_media_item));
-        items[opts->n_media].kind = CLEF_MEDIA_AUDIO;
-        items[opts->n_media].values = samples;
-        items[opts->n_media].samples = n;
-        items[opts->n_media].sound_of = k + 1;
-        items[k].sound = ++opts->n_media;
-    }
-    if (heard && held.status != 0) {
-        *err = held;
-        return -1;
-    }
-    for (k = 0; !heard && k < first; k++) {
-        items[k].sound = 0;
     }
     return 0;
 }
@@ -223,6 +80,29 @@ release_kinds(clef_media_run *run)
 }
 
 
+/* The kinds' extend steps (prepare.h), once each for the kinds the
+ * record has, in kind order. */
+static int
+extend_kinds(const clef_plan *plan, const clef_media_conf *mc,
+    const clef_media_run *run, clef_encode_opts *opts, clef_error *err)
+{
+    const clef_media_prep  *prep;
+    int                     kind;
+
+    for (kind = 1; kind < CLEF_MEDIA_KINDS; kind++) {
+        prep = clef_media_prep_of(kind);
+        if (prep != NULL && prep->extend != NULL
+            && plan_has(plan, (clef_media_kind) kind)
+            && prep->extend(plan->media, plan->n_media, &opts->media,
+                            &opts->n_media, mc, run, err) != 0)
+        {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
 /* Each kind's step over the record's items (prepare.h's finish), once
  * every item is prepared, for the kinds the record has. */
 static int
@@ -262,7 +142,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     clef_media_conf              conf = *mc;
     clef_media_run               run;
     int64_t                      ids;
-    int                          k, index, max_length, videos, sounding;
+    int                          k, index, max_length;
 
     opts->media = NULL;
     opts->n_media = 0;
@@ -338,26 +218,8 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
         }
     }
     release_kinds(&run);
-    /* the videos' tracks (add_tracks): a server without an audio tower
-     * cannot hear them, and says so when the reference would */
-    videos = count_videos(opts, &sounding);
-    if (mc->videos_with_sound == CLEF_VIDEO_SOUND_HEARD
-        && !(mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
-        && videos > 0 && sounding == videos)
-    {
-        clef_encode_media_release(opts);
-        return clef_error_set(err, 400, "videos_with_sound_unsupported",
-            "[\"body\",\"videos\"]",
-            "Every video of this request has an audio track, which "
-            "Clef Omni hears with its frames, and this server has no "
-            "audio tower here; send at least one video without an "
-            "audio track, or the videos without their sound.");
-    }
-    if (mc->videos_with_sound == CLEF_VIDEO_SOUND_HEARD
-        && (mc->accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
-        && sounding > 0
-        && add_tracks(plan, &run, opts, err) != 0)
-    {
+    /* items that bring items of another kind (a video's sound) */
+    if (extend_kinds(plan, &conf, &run, opts, err) != 0) {
         clef_encode_media_release(opts);
         return -1;
     }
