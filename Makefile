@@ -343,7 +343,7 @@ clean: clean-cuda
 # ==== nginx module ========================================================
 # build/ngx_http_clef_module.so, built out of tree against Debian's nginx-dev
 # headers with the packaged binary's own configure flags (conf_flags), so
-# that /usr/sbin/nginx loads it (spec/nginx-module-recipe.md §0-§2); then
+# that /usr/sbin/nginx loads it (docs/nginx-module-build.md); then
 # the t/*.t suites (prove) and `make run`.
 
 NGX_SRC      ?= /usr/share/nginx/src

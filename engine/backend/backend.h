@@ -12,7 +12,7 @@
  * running it alone (the README's "Determinism").
  *
  * What later features add without changing this interface:
- *   - media (images; video and audio next): a batch may carry 3-axis
+ *   - media (images, videos and audio): a batch may carry 3-axis
  *     M-RoPE positions per token, its records' media items and spans of
  *     tokens whose embeddings come from the encoder of an item's kind;
  *     text-only batches leave all of it NULL and pay nothing.  Each backend

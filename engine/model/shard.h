@@ -1,6 +1,6 @@
 /*
  * Tensor-parallel sharding of the text backbone, Megatron style, as vLLM
- * and SGLang shard Qwen3.5 (spec/qwen35-backbone.md).  One description of
+ * and SGLang shard Qwen3.5 (docs/spec/backbone.md).  One description of
  * which rank holds which heads and columns, shared by every backend that
  * shards (the CPU backend's rank threads, the CUDA backend's devices), so
  * that they split the checkpoint the same way.
