@@ -9,7 +9,7 @@
  * crosses a record boundary (conv, delta-rule state, attention), and no
  * arithmetic may depend on a record's neighbours or position in the batch
  * or on the thread count: the logits of a record are bit for bit those of
- * running it alone (the README's "Determinism").
+ * running it alone (docs/design/precision.md, "Determinism").
  *
  * What later features add without changing this interface:
  *   - media (images, videos and audio): a batch may carry 3-axis
