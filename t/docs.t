@@ -3,6 +3,8 @@
 # nginx and no build: it reads the sources.
 #
 #   plan       a plan version (CLPn) other than the one protocol/plan.c writes
+#              (README.md and docs/; directives, parameters and precisions
+#              in conf/*.conf too)
 #   precision  a precision that base/precision.c does not have
 #   directive  a directive (or a clef_* name) the module's source does not have
 #   parameter  a clef_model / clef_engine / clef_systemone parameter the
@@ -213,6 +215,28 @@ for my $f (@docs) {
             push @links, "$at: $target: no heading with that anchor"
                 unless $anchors{$file}{$anchor};
         }
+    }
+}
+
+# the example configurations: their clef_* directives and parameters
+for my $f (glob 'conf/*.conf') {
+    my ($n, $in_stmt) = (0, 0);
+    for my $line (split /\n/, slurp($f)) {
+        $n++;
+        $line =~ s/#.*//;
+        if ($line =~ /^\s*(clef_[a-z_]+)(?=[\s;]|$)/) {
+            push @directive, "$f:$n: directive $1" unless $directive{$1};
+            $in_stmt = 1;
+        }
+        next unless $in_stmt;
+        for my $p ($line =~ /(?:^|\s)([a-z_]+)=/g) {
+            push @parameter, "$f:$n: parameter $p=" unless $param{$p};
+        }
+        for my $list ($line =~ /\bprecision=([a-z0-9]+)/g) {
+            push @precision, "$f:$n names precision $list"
+                unless $precision{$list};
+        }
+        $in_stmt = 0 if $line =~ /;/;
     }
 }
 
