@@ -343,7 +343,7 @@ clean: clean-cuda
 # ==== nginx module ========================================================
 # build/ngx_http_clef_module.so, built out of tree against Debian's nginx-dev
 # headers with the packaged binary's own configure flags (conf_flags), so
-# that /usr/sbin/nginx loads it (spec/nginx-module-recipe.md §0-§2); then
+# that /usr/sbin/nginx loads it (docs/nginx-module-build.md); then
 # the t/*.t suites (prove) and `make run`.
 
 NGX_SRC      ?= /usr/share/nginx/src
@@ -404,7 +404,7 @@ $(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) \
 # as they measure what they load; the Test::Nginx::Socket suites four at a
 # time (each has its own server root and port; they mostly wait on nginx),
 # then again in HUP mode (one nginx, reloaded between blocks); then
-# t/example/, a user's own suite (README "Testing your configuration"), run
+# t/example/, a user's own suite (docs/testing.md), run
 # as a user runs it, in both modes.  auto/test-nginx finds Test::Nginx (or
 # fails, saying why).
 NGX_TN_SUITES  = $(shell grep -l '^use Test::Nginx::Socket' t/*.t)

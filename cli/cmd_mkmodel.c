@@ -320,7 +320,7 @@ tiny_vision(int out_hidden)
 
 /* Turns the --config object into config.json and joint_head_config.json,
  * both validated by the loader's own parsers. */
-/* preprocessor_config.json of the release (spec/qwen35-backbone.md
+/* preprocessor_config.json of the release (docs/spec/backbone.md
  * §5.1), with the tower's patch sizes */
 static json_t *
 preprocessor_config(const clef_vision_config *vc)
@@ -339,7 +339,7 @@ preprocessor_config(const clef_vision_config *vc)
                      "processor_class", "Qwen3VLProcessor");
 }
 
-/* video_preprocessor_config.json of the release (spec/qwen35-backbone.md
+/* video_preprocessor_config.json of the release (docs/spec/backbone.md
  * §5.4), with the tower's patch sizes */
 static json_t *
 video_preprocessor_config(const clef_vision_config *vc)

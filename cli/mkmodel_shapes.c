@@ -1,8 +1,8 @@
 /*
  * The shapes `clef mkmodel --shape NAME` knows, written in the --config
  * format (t/fixtures/models/README.md).  clef-flash and clef are the real
- * Qwen3.5-9B and 27B backbones and heads (spec/qwen35-backbone.md §1.2,
- * spec/clef-encoder-and-head.md §1), vision tower included in the config;
+ * Qwen3.5-9B and 27B backbones and heads (docs/spec/backbone.md §1.2,
+ * docs/spec/encoder-and-head.md §1), vision tower included in the config;
  * omni is Clef Omni's (§6: the thinker of Qwen3-Omni-30B-A3B with its
  * vision and audio towers), omni-tiny the same parts at toy sizes.
  */
@@ -29,7 +29,7 @@
     " \"partial_rotary_factor\": 0.25, \"mrope_interleaved\": true,"        \
     " \"mrope_section\": [11, 11, 10]},"
 
-/* Clef Omni: Qwen3-Omni-30B-A3B's thinker (spec/qwen35-backbone.md §6) */
+/* Clef Omni: Qwen3-Omni-30B-A3B's thinker (docs/spec/backbone.md §6) */
 #define OMNI_TEXT                                                           \
     "\"model_type\": \"qwen3_omni_moe_text\", \"rms_norm_eps\": 1e-6,"      \
     " \"rope_theta\": 1000000, \"norm_topk_prob\": true,"                  \

@@ -1,6 +1,6 @@
 /*
  * Causal varlen attention with GQA and the sigmoid output gate
- * (spec/qwen35-backbone.md §3.2 steps 5-6), flash style: the L x L score
+ * (docs/spec/backbone.md §3.2 steps 5-6), flash style: the L x L score
  * matrix never exists; each block keeps a 64-row query tile of one record
  * and streams that record's key/value blocks through shared memory
  * (cp.async, double-buffered), with an online softmax in fp32.

@@ -1,7 +1,7 @@
 /*
  * The forward pass as a sequence of launches on the backend's stream: the
- * Qwen3.5 backbone (spec/qwen35-backbone.md §3) in bf16 with fp32
- * accumulation, then the joint schema head (spec/clef-encoder-and-head.md
+ * Qwen3.5 backbone (docs/spec/backbone.md §3) in bf16 with fp32
+ * accumulation, then the joint schema head (docs/spec/encoder-and-head.md
  * §5) in fp32.  Nothing here waits for the device, so the whole sequence
  * can be captured into a CUDA graph.
  */

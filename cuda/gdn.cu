@@ -1,5 +1,5 @@
 /*
- * Chunked gated delta rule over packed records (spec/qwen35-backbone.md
+ * Chunked gated delta rule over packed records (docs/spec/backbone.md
  * §3.1, steps 4-7 and "Chunked prefill").
  *
  * One block per (record, v-head, slice of BV value columns): the columns of

@@ -1,5 +1,5 @@
 /*
- * Kernels of the joint schema head (spec/clef-encoder-and-head.md §5), all
+ * Kernels of the joint schema head (docs/spec/encoder-and-head.md §5), all
  * fp32: LayerNorm, span means, exact-erf GELU, the small attentions of the
  * routing and decoder layers, field assembly and option scores.  The
  * head's matrix products are cuBLASLt calls made by cuda/forward.c; the

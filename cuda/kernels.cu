@@ -1,5 +1,5 @@
 /*
- * Memory-bound kernels of the Qwen3.5 backbone (spec/qwen35-backbone.md §3):
+ * Memory-bound kernels of the Qwen3.5 backbone (docs/spec/backbone.md §3):
  * embedding gather, zero-centred RMSNorm, causal depthwise conv + SiLU over
  * packed records, gated RMSNorm, q/k norm + partial RoPE, SwiGLU.
  * fp32 arithmetic on bf16 storage; each output is rounded to bf16 where the

@@ -1,5 +1,5 @@
 /*
- * Clef Omni's routed experts on the device (spec/qwen35-backbone.md §6; the
+ * Clef Omni's routed experts on the device (docs/spec/backbone.md §6; the
  * CPU's cpu/ops/moe.h says what they compute): the router's logits in
  * fp32, each token's softmax, top k and renormalised weights, the
  * permutation that groups the tokens by expert (tokens in order within

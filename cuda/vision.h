@@ -1,6 +1,6 @@
 /*
  * The vision tower on the CUDA backend (issue 11 item 5): the CPU tower's
- * steps (engine/cpu/model/vision.c, spec/qwen35-backbone.md §5.2) with bf16
+ * steps (engine/cpu/model/vision.c, docs/spec/backbone.md §5.2) with bf16
  * GEMM inputs and an fp32 residual stream, run on the backend's stream
  * right after the token embedding of a batch with images; its merged
  * features replace the image-pad tokens' embeddings, and the backbone's

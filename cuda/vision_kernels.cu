@@ -1,5 +1,5 @@
 /*
- * Memory-bound kernels of the vision tower (spec/qwen35-backbone.md §5.2,
+ * Memory-bound kernels of the vision tower (docs/spec/backbone.md §5.2,
  * engine/cpu/model/vision.c is the reference): LayerNorm into the GEMMs' bf16
  * input, the patch embedding's bias with the resampled position table,
  * qkv bias with the 2D rotary, bias + GELU, the residual adds, and the

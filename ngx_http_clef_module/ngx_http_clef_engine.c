@@ -1,5 +1,5 @@
 /*
- * Master side of the engine (DESIGN.md §2): init_module forks a keeper
+ * Master side of the engine (docs/architecture.md §1): init_module forks a keeper
  * (engine/serve/keeper.c), which forks the engine (engine/serve/engine.c).
  * The master holds one end of the keeper's control socket; the end of its
  * writing is the keeper's life line:

@@ -1,6 +1,6 @@
 /*
  * GET /v1/models: {"models":[{"name","description","release_date"}]}
- * (spec/systemone-protocol.md §6; the Python SDK wants all three strings),
+ * (docs/spec/protocol.md §6; the Python SDK wants all three strings),
  * with extensions the SDKs ignore: what a request may carry, how the
  * weights are stored and the precision the backend multiplies them in.
  */

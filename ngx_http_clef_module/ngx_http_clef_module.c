@@ -205,7 +205,7 @@ ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(mcf->decoders, 0);
     /* chunked prefill: a short request waits for at most one part of a
      * long record; a CPU forward runs about as many tokens a second on 256
-     * tokens as on 2048 or 8192 (README "Against llama.cpp"), so parts of
+     * tokens as on 2048 or 8192 (docs/benchmarks.md), so parts of
      * 2048 cost a long record little and bound the wait to one of them */
     ngx_conf_init_value(mcf->chunk_tokens, 2048);
     ngx_conf_init_uint_value(mcf->max_queue, 1024);

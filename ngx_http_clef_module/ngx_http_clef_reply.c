@@ -1,6 +1,6 @@
 /*
  * Responses of the clef locations: every one is JSON in one of the System
- * One error shapes (spec/systemone-protocol.md §7):
+ * One error shapes (docs/spec/protocol.md §7):
  *   {"detail":"..."}                                   400 limits, 405, 413, 415
  *   {"detail":{"error_type":"...","message":"..."}}    401/403, 400
  *                                                      max_tokens_exceeded,

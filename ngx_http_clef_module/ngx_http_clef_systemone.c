@@ -1,5 +1,5 @@
 /*
- * POST /v1/systemone in a worker (DESIGN.md §1):
+ * POST /v1/systemone in a worker (docs/architecture.md §3):
  *
  *   method, API key, content type -> read the body -> clef_request_parse
  *   with the location's limits, refuse what the engine cannot serve

@@ -49,9 +49,9 @@ my @engine_exports = map { (split)[-1] } grep { /\s[TDBR]\s/ }
 is_deeply \@engine_exports, ['clef_engine_library'],
     'libclef_engine.so exports its table alone';
 
-# FFmpeg only in the decode process (README "Videos"): neither the module
-# nor the engine library links it; the engine runs clef-decoder, beside
-# it, for each video
+# FFmpeg only in the decode process (docs/design/media.md): neither the
+# module nor the engine library links it; the engine runs clef-decoder,
+# beside it, for each video
 my @engine_needed = map { /^\s*(\S+)/ ? $1 : () } `ldd $engine_lib`;
 is_deeply [grep { /libav|libswscale|libswresample|libseccomp/ } @engine_needed],
     [], 'libclef_engine.so links no FFmpeg';

@@ -1,5 +1,5 @@
 # The engine's decode processes under the conditions operators meet
-# (README "Media workers and decode processes"):
+# (docs/design/media.md, "Media workers and decode processes"):
 #
 #   1. nginx started with OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1 in
 #      its environment, and on one CPU (affinity): videos and images are

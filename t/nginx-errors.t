@@ -1,5 +1,5 @@
 # Every error status of the clef locations, with its exact JSON body
-# (spec/systemone-protocol.md §7, §9): 400 limits as {"detail": "..."},
+# (docs/spec/protocol.md §7, §9): 400 limits as {"detail": "..."},
 # 400 max_tokens_exceeded and 401/403 as {"detail": {"error_type",
 # "message"}}, 422 as {"detail": [{"type","loc","msg","input"}]}, 405, 413
 # (also nginx's own, from client_max_body_size), 415 (multipart too), and

@@ -1,4 +1,4 @@
-# Clef Omni from GGUF behind nginx (README "Clef Omni from GGUF"): the
+# Clef Omni from GGUF behind nginx (docs/design/omni.md): the
 # omni1 checkpoint as `clef mkmodel --gguf q4_k_m` writes it, served as
 # `clef_model NAME FILE.gguf mmproj=FILE`, answers text as clef decide does
 # on the same file and text and images with the reference's token count

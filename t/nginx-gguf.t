@@ -1,4 +1,4 @@
-# GGUF models behind nginx (README "GGUF"): llama.cpp's Q4_K_M file of the
+# GGUF models behind nginx (docs/design/gguf.md): llama.cpp's Q4_K_M file of the
 # gg1 checkpoint served as `clef_model NAME FILE.gguf` answers as clef
 # decide does on the same file, its F16 file with the mmproj takes images,
 # and /v1/models says how the weights are stored and the precision they

@@ -1,8 +1,8 @@
-# Images through nginx (README "Images"): requests of t/fixtures/vision on
+# Images through nginx (docs/design/media.md): requests of t/fixtures/vision on
 # the checkpoint they were computed on get the reference's answers (the
 # same bytes as `clef decide`, probabilities within rounding of
 # transformers + ClefModel), and every refusal of an image reaches the
-# client as the JSON the README shows: from the worker (wire form, limits,
+# client as docs/design/media.md shows it: from the worker (wire form, limits,
 # headers) and from the engine (pixels that cannot be decoded).
 use strict;
 use warnings;

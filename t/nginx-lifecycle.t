@@ -1,4 +1,4 @@
-# The engine process across nginx's life (DESIGN.md §2):
+# The engine process across nginx's life (docs/architecture.md §1):
 #   - nginx -s reload under load, model unchanged: no failed request, the
 #     same engine pid, the weights loaded once;
 #   - a reload with another model: a new engine after the old one drained,

@@ -1,4 +1,4 @@
-# Clef Omni's audio clips through nginx (README "Clef Omni"): requests of
+# Clef Omni's audio clips through nginx (docs/design/omni.md): requests of
 # t/fixtures/e2e/omni1_audio.jsonl (t/reference/gen_omni_e2e_fixtures.py:
 # Cloudflare's Omni joint_schema_model.py run from the raw bodies) on the
 # checkpoint they were computed on get what `clef decide` answers (the

@@ -1,4 +1,4 @@
-# Clef Omni's videos through nginx (README "Clef Omni"): requests of
+# Clef Omni's videos through nginx (docs/design/omni.md): requests of
 # t/fixtures/vision/omni_videos.jsonl on the checkpoint they were computed
 # on get what `clef decide` answers (the same JSON), the reference's token
 # count and its probabilities within rounding (Cloudflare's Omni

@@ -1,4 +1,4 @@
-# POST /v1/systemone answers: every shape of spec/systemone-protocol.md §9
+# POST /v1/systemone answers: every shape of docs/spec/protocol.md §9
 # (noul, choice with null descriptions, score with object levels, a
 # one-level score, 64 questions, JSON state, unicode) equals what
 # `build/clef decide` answers for the same body on the same checkpoint.

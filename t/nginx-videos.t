@@ -1,4 +1,4 @@
-# Videos through nginx (README "Videos"): requests of
+# Videos through nginx (docs/design/media.md, "Videos in requests"): requests of
 # t/fixtures/vision/videos.jsonl on the checkpoint they were computed on
 # get the reference's token count and probabilities (the same bytes as
 # `clef decide`; transformers' Qwen3VLVideoProcessor + ClefModel), videos

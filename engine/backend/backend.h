@@ -9,10 +9,10 @@
  * crosses a record boundary (conv, delta-rule state, attention), and no
  * arithmetic may depend on a record's neighbours or position in the batch
  * or on the thread count: the logits of a record are bit for bit those of
- * running it alone (the README's "Determinism").
+ * running it alone (docs/design/precision.md, "Determinism").
  *
  * What later features add without changing this interface:
- *   - media (images; video and audio next): a batch may carry 3-axis
+ *   - media (images, videos and audio): a batch may carry 3-axis
  *     M-RoPE positions per token, its records' media items and spans of
  *     tokens whose embeddings come from the encoder of an item's kind;
  *     text-only batches leave all of it NULL and pay nothing.  Each backend

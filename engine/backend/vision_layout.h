@@ -2,7 +2,7 @@
  * Where each patch of a batch's images sits and what it reads, for a vision
  * tower that runs outside the CPU backend (cuda/vision*.c): pure host logic,
  * built from the same definitions as the CPU tower (engine/cpu/model/vision.c,
- * spec/qwen35-backbone.md §5.2) so that it can be tested without a device.
+ * docs/spec/backbone.md §5.2) so that it can be tested without a device.
  *
  *   - the (row, column) of a patch, whose rows come in merge-block order;
  *   - the four taps and weights of the bilinear, align_corners resampling

@@ -52,7 +52,7 @@ typedef struct {
      * buf + rank * n; on return every rank's buf holds every rank's n
      * there, copied bit for bit.  The CPU backbone gathers the segment
      * partials of a row-parallel product with it, so that each rank sums
-     * the same values in the same order (README "Determinism"); a
+     * the same values in the same order (docs/design/precision.md); a
      * sum would do as well but for the sign of a zero.  NULL where not
      * implemented (the NCCL communicator): the caller then zeroes the
      * other slots and sums them with all_reduce_sum. */

@@ -1,13 +1,13 @@
 /*
  * Errors are data in libclef: every fallible call fills a clef_error and
  * returns a non-zero code; nothing aborts.  The fields map one to one onto
- * the System One error bodies the server sends (see README "Errors").
+ * the System One error bodies the server sends (docs/directives.md, "Errors").
  *
  * Each error carries a closed code beside the protocol's type string: the
  * code is what control flow tests (the engine resets a replica on
  * CLEF_E_DEVICE_FAULT), the type is what the wire shows.  Two setters:
  *   clef_error_set()   an error of the protocol, whose type and status the
- *                      protocol or the README fixes ("too_many_choices",
+ *                      protocol or docs/ fixes ("too_many_choices",
  *                      "max_tokens_exceeded", "images_unsupported"); the
  *                      code follows from them (clef_errc_classify)
  *   clef_error_fail()  a failure of the server (memory, the model files, a

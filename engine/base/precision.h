@@ -1,5 +1,5 @@
 /*
- * How a backend's linear layers multiply (the README's "precision"):
+ * How a backend's linear layers multiply (docs/design/precision.md):
  * compute precision, chosen per model, and independent of how the weights
  * are stored (model/dtype.h: a bf16 or a block-quantized weight is
  * multiplied at either precision).  The one enum the module's directive,

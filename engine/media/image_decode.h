@@ -13,7 +13,7 @@
  *         chunk before the image data.  16-bit: the reference hands a
  *         uint16 tensor to a processor that divides by 255 (its pixel
  *         values reach 513): we keep the high byte, torchvision's own
- *         to_dtype(uint8, scale=True), and say so (README).
+ *         to_dtype(uint8, scale=True), and say so (docs/design/media.md).
  *   JPEG  libjpeg-turbo, default decoding (ISLOW DCT, fancy upsampling);
  *         grey and YCbCr to RGB by libjpeg; CMYK and YCCK decoded as CMYK
  *         and turned into RGB with k - k * (255 - c) / 255 (rounded as

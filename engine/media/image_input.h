@@ -1,5 +1,5 @@
 /*
- * The images of a request as they arrive (spec/systemone-protocol.md §2,
+ * The images of a request as they arrive (docs/spec/protocol.md §2,
  * "Media", Cloudflare's form): a top-level "images" array whose items are
  * data URLs, "data:image/png|jpeg|webp;base64,...", or objects
  * {"content_type": "image/png", "base64": "..."}.

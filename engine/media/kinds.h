@@ -1,6 +1,6 @@
 /*
- * The media kinds as a request carries them (spec/systemone-protocol.md §2,
- * spec/clef-encoder-and-head.md §2): one row per kind, which the request's
+ * The media kinds as a request carries them (docs/spec/protocol.md §2,
+ * docs/spec/encoder-and-head.md §2): one row per kind, which the request's
  * validation (protocol/request.c), the plan (protocol/plan.c), the engine
  * and the backends read for everything a kind changes in them: the
  * request's field, the words of its refusals, its limits, the reader of its

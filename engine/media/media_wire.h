@@ -1,5 +1,5 @@
 /*
- * A media item's wire form, whatever its kind (spec/systemone-protocol.md
+ * A media item's wire form, whatever its kind (docs/spec/protocol.md
  * §2, Cloudflare's form): a data URL, "data:<type>;base64,<data>", or an
  * object {"content_type": "<type>", "base64": "<data>"}.  The image kind
  * (image_input.h) and the video kind (video_input.h) read their items with

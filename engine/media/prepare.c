@@ -129,9 +129,9 @@ image_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 
 
 /* <|vision_start|>, one <|image_pad|> per merged patch, <|vision_end|>
- * (spec/clef-encoder-and-head.md §3.6): one span.  An audio clip alike:
+ * (docs/spec/encoder-and-head.md §3.6): one span.  An audio clip alike:
  * <|audio_start|>, one <|audio_pad|> per row of the audio tower
- * (media/audio_features.h), <|audio_end|> (spec/qwen35-backbone.md §6). */
+ * (media/audio_features.h), <|audio_end|> (docs/spec/backbone.md §6). */
 static int
 span_expand(const clef_media_item *items, int item,
     const clef_media_tokens *toks, const clef_tokenizer *tk, clef_ids *ids,
@@ -251,7 +251,7 @@ video_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 }
 
 
-/* Per frame pair (spec/qwen35-backbone.md §5.4): "<t seconds>", tokenized
+/* Per frame pair (docs/spec/backbone.md §5.4): "<t seconds>", tokenized
  * on its own as the processor's text puts it between special tokens, then
  * <|vision_start|>, the pair's <|video_pad|>s, <|vision_end|>: one span
  * and one M-RoPE group a pair. */

@@ -5,8 +5,10 @@
  * the engine's preparing thread, never in an nginx worker; a kind without a
  * row here is refused (this engine cannot prepare it).
  *
- *   image   image_decode.h (PNG, JPEG, WebP, EXIF), then processor.h
- *           (smart_resize, the antialiased bicubic, the normalisation);
+ *   image   decoded by the sandboxed decode process, a record's images
+ *           in one child (image_decode.h: PNG, JPEG, WebP, EXIF; in the
+ *           engine with FFMPEG=no), then processor.h (smart_resize, the
+ *           antialiased bicubic, the normalisation);
  *           <|vision_start|>, its pads, <|vision_end|>
  *   video   decoded, sampled and resized by the engine's sandboxed decode
  *           process (decoder.h, video_process.h), made an item by

@@ -1,7 +1,7 @@
 /*
  * The reference's image processor (Qwen2VLImageProcessor, the torchvision
  * backend that Clef's preprocessor_config.json selects through
- * Qwen3VLProcessor; spec/qwen35-backbone.md §5.1), from decoded RGB to the
+ * Qwen3VLProcessor; docs/spec/backbone.md §5.1), from decoded RGB to the
  * vision tower's input:
  *
  *   1. smart_resize: both sides to multiples of patch x merge (32), the

@@ -66,7 +66,7 @@
  *            to sws_scale_frame (an unspecified matrix is BT.601, an
  *            unspecified range limited, RGB out full range).
  *
- * Further isolation (not done here, see README "Video"): decoding runs in
+ * Further isolation (not done here, see docs/design/media.md): decoding runs in
  * the engine process, never in an nginx worker; a decode process with a
  * seccomp filter (read/write/mmap/exit only, no open, no socket) would
  * contain a memory-safety bug in FFmpeg's decoders the way the engine

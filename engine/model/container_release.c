@@ -1,7 +1,7 @@
 /*
- * A Clef release directory as a container (container.h; spec/clef-encoder-
- * and-head.md §1, §7 and spec/qwen35-backbone.md §1-§2): config.json,
- * joint_head_config.json, preprocessor_config.json and
+ * A Clef release directory as a container (container.h;
+ * docs/spec/encoder-and-head.md §1, §7, docs/spec/backbone.md §1-§2):
+ * config.json, joint_head_config.json, preprocessor_config.json and
  * video_preprocessor_config.json when the tower is there,
  * model.safetensors.index.json + shards (or one model.safetensors),
  * joint_head.safetensors, tokenizer.json.  Tensors stay in the mapped

@@ -2,7 +2,7 @@
  * A Clef model: its configs, its tokenizer and one canonical tensor table,
  * from a container (container.h): a GGUF file (and its mmproj), or a
  * release directory
- * (spec/clef-encoder-and-head.md §1, §7 and spec/qwen35-backbone.md §1-§2:
+ * (docs/spec/encoder-and-head.md §1, §7 and docs/spec/backbone.md §1-§2:
  * config.json, joint_head_config.json, model.safetensors.index.json +
  * shards (or one model.safetensors), joint_head.safetensors,
  * tokenizer.json).
@@ -109,7 +109,7 @@ typedef struct {
     int  feedforward;
 } clef_head_config;
 
-/* The vision tower (spec/qwen35-backbone.md §1.3, §5), when the checkpoint
+/* The vision tower (docs/spec/backbone.md §1.3, §5), when the checkpoint
  * has one: config.json's vision_config and token ids, and the processor. */
 typedef struct {
     int     present;                /* vision_config and model.visual.* */

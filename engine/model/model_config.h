@@ -1,6 +1,6 @@
 /*
- * What a Clef release's two config files say (spec/qwen35-backbone.md
- * §1-§2, spec/clef-encoder-and-head.md §1, §7.1).  Shared by the loader
+ * What a Clef release's two config files say (docs/spec/backbone.md
+ * §1-§2, docs/spec/encoder-and-head.md §1, §7.1).  Shared by the loader
  * (engine/model/model.c) and the checkpoint generator (cli/cmd_mkmodel.c);
  * the tensors the configs imply are the role table's (roles.h).
  */

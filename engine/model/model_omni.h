@@ -1,6 +1,6 @@
 /*
  * The Clef Omni release layout (Qwen3OmniMoeForConditionalGeneration with
- * the joint head, spec/qwen35-backbone.md §6): config.json's
+ * the joint head, docs/spec/backbone.md §6): config.json's
  * thinker_config (its text_config is read by clef_text_config_parse(),
  * its vision_config by clef_vision_config_parse()); here its token ids,
  * its time scale and its audio_config, and the names of its tensors.

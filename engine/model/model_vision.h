@@ -1,5 +1,5 @@
 /*
- * The vision tower's configuration (spec/qwen35-backbone.md §1.3, §2.5,
+ * The vision tower's configuration (docs/spec/backbone.md §1.3, §2.5,
  * §5): config.json's vision_config and image and video token ids,
  * preprocessor_config.json and video_preprocessor_config.json.  Shared by the loader and `clef mkmodel`; its
  * tensors are the role table's (roles.h).
@@ -28,7 +28,7 @@ int clef_processor_config_parse(const json_t *root, const char *file,
     const clef_vision_config *v, clef_processor_config *pc, clef_error *err);
 
 /* root: video_preprocessor_config.json (NULL: the release's values,
- * spec/qwen35-backbone.md §5.4): Qwen3VLVideoProcessor's keys, its patch,
+ * docs/spec/backbone.md §5.4): Qwen3VLVideoProcessor's keys, its patch,
  * temporal and merge sizes the tower's, frames sampled (do_sample_frames
  * true), fps, min/max_frames and the pixel budget in bounds. */
 int clef_video_processor_config_parse(const json_t *root, const char *file,

@@ -1,6 +1,6 @@
 /*
  * Tensor-parallel sharding of the text backbone, Megatron style, as vLLM
- * and SGLang shard Qwen3.5 (spec/qwen35-backbone.md).  One description of
+ * and SGLang shard Qwen3.5 (docs/spec/backbone.md).  One description of
  * which rank holds which heads and columns, shared by every backend that
  * shards (the CPU backend's rank threads, the CUDA backend's devices), so
  * that they split the checkpoint the same way.
@@ -76,7 +76,7 @@ int  clef_shard_check(const clef_text_config *c, int tp, clef_error *err);
  * tp = 3 on heads that 3 divides, or tp = 16; a power of two up to 8 that
  * the model accepts divides S by its definition): the order of a plain all-reduce, within a few ulps of tp = 1 but not its bits.  Such a
  * tp is accepted rather than refused: it is a valid split of the model,
- * only not a bit-exact one, and README "Tensor parallelism" says so.
+ * only not a bit-exact one, and docs/design/tensor-parallelism.md says so.
  */
 #define CLEF_SHARD_SEGS_MAX  8
 

@@ -1,6 +1,6 @@
 /*
- * Option logits -> the System One response (spec/systemone-protocol.md §3-§4,
- * spec/clef-encoder-and-head.md §6).  Probabilities are the per-question fp32
+ * Option logits -> the System One response (docs/spec/protocol.md §3-§4,
+ * docs/spec/encoder-and-head.md §6).  Probabilities are the per-question fp32
  * softmax; confidences and the score are computed from those unrounded
  * values promoted to double; every printed value is Python's round(x, 4)
  * written as Python's repr (so 1 -> 1.0, 0 -> 0.0).

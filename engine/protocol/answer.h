@@ -1,5 +1,5 @@
 /*
- * From option logits to the System One answer (spec/systemone-protocol.md
+ * From option logits to the System One answer (docs/spec/protocol.md
  * §3-§4): per-question softmax in fp32, then
  *   noul:   {"type":"noul","noul":p_true}
  *   choice: choice = first argmax in request order, probabilities in request

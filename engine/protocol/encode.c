@@ -1,6 +1,6 @@
 /*
  * The record encoder: encode_record of the reference, piece by piece
- * (spec/clef-encoder-and-head.md §3.3-§3.4), over a rendered plan
+ * (docs/spec/encoder-and-head.md §3.3-§3.4), over a rendered plan
  * (plan.h).
  *
  * Every piece is tokenized on its own, so a piece that occurs many times

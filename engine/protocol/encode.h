@@ -1,5 +1,5 @@
 /*
- * encode_record of the reference (spec/clef-encoder-and-head.md §3): the
+ * encode_record of the reference (docs/spec/encoder-and-head.md §3): the
  * request becomes
  *     prefix + media + state + schema + suffix
  * with every piece tokenized on its own, plus half-open absolute spans of
@@ -30,7 +30,7 @@ typedef struct {
      * in its order: each becomes the ids its kind makes of it
      * (media/prepare.h; an image: <|vision_start|>, one <|image_pad|> per
      * merged patch, <|vision_end|>), all of them followed by one "\n",
-     * after the prefix (spec/clef-encoder-and-head.md §3.6); the record
+     * after the prefix (docs/spec/encoder-and-head.md §3.6); the record
      * then carries their spans and M-RoPE positions.  On success the
      * record owns the items' data (the caller's items are left without
      * it); on failure it stays the caller's. */
@@ -80,7 +80,7 @@ typedef struct {
 } clef_record;
 
 /*
- * The reference's get_rope_index for one record (spec/qwen35-backbone.md
+ * The reference's get_rope_index for one record (docs/spec/backbone.md
  * §5.3): a run of text counts on from the last position on all three axes;
  * a span of an item whose merged grid is h x w, starting at position p,
  * puts its token (s, i, j) (s counting the span's h x w groups) at

@@ -2,7 +2,7 @@
  * The encoding plan: every text of a record that the encoder tokenizes,
  * rendered in advance, in one flat position-independent blob.
  *
- * encode_record (spec/clef-encoder-and-head.md §3.3) is two stages:
+ * encode_record (docs/spec/encoder-and-head.md §3.3) is two stages:
  *   1. render (no tokenizer): the state as Python's json.dumps writes it,
  *      and for each question its field header, its instruction and one
  *      JSON text per option.  Linear in the body, cheap: an nginx worker

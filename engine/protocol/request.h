@@ -1,5 +1,5 @@
 /*
- * A System One request (spec/systemone-protocol.md §2) parsed and validated
+ * A System One request (docs/spec/protocol.md §2) parsed and validated
  * into typed structures.  Everything points into the request's arena.
  *
  * Errors, as data (clef_error), with the status the server answers with:

@@ -1,5 +1,5 @@
 /*
- * The engine process (DESIGN.md §2), plain C.
+ * The engine process (docs/architecture.md §1), plain C.
  *
  * The nginx module forks a keeper from the master (keeper.h); the keeper
  * forks the engine and starts it again when it dies.  The engine:

@@ -1,5 +1,5 @@
 /*
- * The engine's libraries out of nginx's processes (DESIGN.md §1, §2).
+ * The engine's libraries out of nginx's processes (docs/architecture.md §1).
  *
  * Everything a worker needs (the request model, validation, the plan, the
  * zone client) is the client library, linked into the nginx module.  The

@@ -1,6 +1,6 @@
 /*
  * The shared-memory record queue between nginx workers and the engine
- * process (DESIGN.md §1-§2).  Plain C: the nginx module hands it the memory
+ * process (docs/architecture.md §1).  Plain C: the nginx module hands it the memory
  * of its shared zone; the engine process, forked from the nginx master,
  * sees the same mapping at the same address.
  *

@@ -1,7 +1,7 @@
 /*
  * Wake-ups from the engine (and the keeper) to nginx workers: one abstract
  * unix datagram socket per worker, named after the zone and the worker's
- * pid, registered in the worker's own event loop (DESIGN.md §2).  Each
+ * pid, registered in the worker's own event loop (docs/architecture.md §1).  Each
  * datagram names the record that finished (slot and sequence), so a
  * worker finishes exactly that request instead of scanning all of its
  * pending ones.

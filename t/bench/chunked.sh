@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chunked prefill (clef_engine chunk_tokens=, README "Batching"): what a
+# Chunked prefill (clef_engine chunk_tokens=, docs/design/batching.md): what a
 # short request waits behind a long record, in one run on this machine:
 #
 #     t/bench/chunked.sh [LONG_TOKENS] [CHUNK_TOKENS]

@@ -27,7 +27,7 @@
 #include "protocol/answer.h"
 #include "shell.h"
 
-/* The numerics contract of the CUDA backend (DESIGN §5): probabilities
+/* The numerics contract of the CUDA backend (docs/architecture.md §5): probabilities
  * within PROB_TOL of the fp32 reference.  If every probability may move by
  * that much, only a question whose top-two margin exceeds twice it must
  * keep its argmax: the others are near-ties (the fixtures have margins down

@@ -1,7 +1,7 @@
 # An example of a user's own regression suite: the nginx configuration of
 # a site that serves Clef through ngx_http_clef_module, tested with
 # Test::Nginx::Socket as nginx module users test theirs.  Nothing of the
-# project's test code is used; README "Testing your configuration" says
+# project's test code is used; docs/testing.md says
 # how to run it.  `make test` runs it as written, against a tiny model made
 # by `clef mkmodel` (random weights: the answers' numbers mean nothing, so
 # only their shape is asserted).

@@ -10,7 +10,7 @@ package ClefNginx;
 # one block at a time, its requests one after the other.
 #
 # A self-contained nginx instance with ngx_http_clef_module loaded
-# (spec/nginx-module-recipe.md, appendix C): its own prefix (mode 0755,
+# (docs/nginx-module-build.md, "Testing a module against the packaged nginx"): its own prefix (mode 0755,
 # workers may run as nobody), a free loopback port, every compiled-in path
 # overridden, `daemon off` as a child of the test; stopped as Test::Nginx
 # stops its nginx (Test::Nginx::Util's kill_process: QUIT, then after

@@ -16,11 +16,12 @@ The reference is transformers' Qwen2VLImageProcessor (torchvision backend,
 the one AutoProcessor builds from Clef's preprocessor_config.json), fed the
 data URL exactly as the Clef reference passes request["images"]: its
 fetch_images() -> load_image_as_tensor() -> torchvision decode_image(RGB,
-apply_exif_orientation=True).  Two cases where we differ on purpose (README,
-engine/media/image_decode.h): 16-bit PNGs (the reference feeds uint16 to a
-processor made for uint8; expected here from torchvision's own
-to_dtype(uint8, scale=True) of its decode), and animated WebP (refused by
-the reference; expected here from Pillow's first frame, RGB).
+apply_exif_orientation=True).  Two cases where we differ on purpose
+(docs/design/media.md, engine/media/image_decode.h): 16-bit PNGs (the
+reference feeds uint16 to a processor made for uint8; expected here from
+torchvision's own to_dtype(uint8, scale=True) of its decode), and animated
+WebP (refused by the reference; expected here from Pillow's first frame,
+RGB).
 """
 import base64
 import io

@@ -59,7 +59,7 @@ CLIPS = os.path.join(ROOT, "clips")
 TOKENIZER = os.path.join(REPO, "t", "fixtures", "tokenizer", "qwen3")
 VIDEO_PLACEHOLDER = "<|vision_start|><|video_pad|><|vision_end|>"
 
-# the release's video_preprocessor_config.json (spec/qwen35-backbone.md §5.4)
+# the release's video_preprocessor_config.json (docs/spec/backbone.md §5.4)
 VIDEO_CONFIG = {
     "size": {"shortest_edge": 4096, "longest_edge": 25165824},
     "patch_size": 16, "temporal_patch_size": 2, "merge_size": 2,

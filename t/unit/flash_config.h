@@ -1,5 +1,5 @@
 /*
- * Clef-flash's text sizes (spec/qwen35-backbone.md §1) as a
+ * Clef-flash's text sizes (docs/spec/backbone.md §1) as a
  * clef_text_config, for the tests that split it into shards.
  */
 #ifndef CLEF_TEST_FLASH_CONFIG_H

@@ -1,6 +1,6 @@
 /*
  * From logits to the System One answer: the protocol's conformance examples
- * (spec/systemone-protocol.md §9: 2, 3, 4, 5, 6), the confidence formulas,
+ * (docs/spec/protocol.md §9: 2, 3, 4, 5, 6), the confidence formulas,
  * first-in-request-order ties, K = 1, Python round(x, 4) (ties to even on
  * exact binary values), whole values as 1.0/0.0, and the raw block.
  */

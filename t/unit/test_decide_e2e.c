@@ -50,7 +50,7 @@
 
 #define LOGIT_TOL    1e-4
 #define PROB_TOL     1e-5
-/* the bf16 contract, the CUDA backend's too (DESIGN §5) */
+/* the bf16 contract, the CUDA backend's too (docs/architecture.md §5) */
 #define BF16_TOL     2e-2
 #define HIDDEN_TOL   5e-5
 /* two values rounded to 4 decimals from inputs within PROB_TOL */

@@ -276,7 +276,7 @@ test_exif(void)
 }
 
 
-/* spec/qwen35-backbone.md §5.3's example: 5 text tokens, <vision_start>,
+/* docs/spec/backbone.md §5.3's example: 5 text tokens, <vision_start>,
  * a 4 x 4 merged image, <vision_end>, text; then a second image, 2 x 6 */
 static void
 test_mrope(void)

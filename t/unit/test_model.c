@@ -889,7 +889,7 @@ test_real_layout(void)
     t = clef_model_head_tensor(m, "residual_scorer.0.weight");
     CHECK(t != NULL && t->shape[0] == 1024 && t->shape[1] == 4096,
           "residual_scorer.0.weight [1024, 4096]");
-    /* the release's vision tower (spec/qwen35-backbone.md §1.3, §2.5) */
+    /* the release's vision tower (docs/spec/backbone.md §1.3, §2.5) */
     CHECK(clef_model_vision_config(m) != NULL
           && clef_model_vision_config(m)->depth == 27
           && clef_model_vision_config(m)->hidden_size == 1152
@@ -932,8 +932,8 @@ count_spec(const clef_tensor_spec *s, void *ctx)
     return 0;
 }
 
-/* The inventory against the published counts (spec/qwen35-backbone.md §2.5,
- * spec/clef-encoder-and-head.md §1). */
+/* The inventory against the published counts (docs/spec/backbone.md §2.5,
+ * docs/spec/encoder-and-head.md §1). */
 static void
 test_inventory(void)
 {

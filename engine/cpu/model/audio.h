@@ -1,6 +1,6 @@
 /*
  * Clef Omni's audio tower on the CPU, fp32 (transformers 5.10.2's
- * Qwen3OmniMoeAudioEncoder; spec/qwen35-backbone.md §6): each clip's
+ * Qwen3OmniMoeAudioEncoder; docs/spec/backbone.md §6): each clip's
  * log-mel features cut into chunks of 100 frames, each chunk through three
  * stride-2 convolutions with GELU and the linear conv_out, sinusoidal
  * positions restarting in every chunk, pre-LN layers of bidirectional

@@ -616,7 +616,7 @@ mlp_layer(clef_cpu_backbone *b, const clef_cpu_mlp_w *mlp, acts *a, int64_t T,
     }
 }
 
-/* M-RoPE (spec/qwen35-backbone.md §5.3): token t's rotary pair j turns by
+/* M-RoPE (docs/spec/backbone.md §5.3): token t's rotary pair j turns by
  * its position on pair j's axis, read from the table by position (every
  * position is below the longest record's length). */
 static int

@@ -1,6 +1,6 @@
 /*
  * The joint schema head in fp32 on the CPU, one record at a time
- * (spec/clef-encoder-and-head.md §5).  Weights are converted to f32 once at
+ * (docs/spec/encoder-and-head.md §5).  Weights are converted to f32 once at
  * open; lm_head stays in the mapped file and only the rows the options name
  * are gathered.  Everything a record needs is sized by its tokens and
  * options, and the wide intermediates (LayerNorm'd hidden rows, the option

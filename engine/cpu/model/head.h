@@ -1,5 +1,5 @@
 /*
- * The joint schema head on the CPU in fp32 (spec/clef-encoder-and-head.md §5),
+ * The joint schema head on the CPU in fp32 (docs/spec/encoder-and-head.md §5),
  * one record at a time: the head's attentions run over that record's tokens
  * only.
  */

@@ -1,6 +1,6 @@
 /*
  * Opening the CPU head: every tensor of joint_head.safetensors checked
- * against joint_head_config.json (spec/clef-encoder-and-head.md §7.1) and
+ * against joint_head_config.json (docs/spec/encoder-and-head.md §7.1) and
  * converted to f32 once, the matrices packed for the GEMM (gemm.h).  The
  * tensors are named by their roles (model/roles.h), which also give the
  * shapes they are checked against.

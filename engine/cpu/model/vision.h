@@ -1,5 +1,5 @@
 /*
- * The vision tower on the CPU, fp32 (spec/qwen35-backbone.md §5.2,
+ * The vision tower on the CPU, fp32 (docs/spec/backbone.md §5.2,
  * transformers' Qwen3_5VisionModel): patch embedding, the learned position
  * table resampled bilinearly (align_corners) to each image's grid, the 2D
  * rotary, pre-LN blocks of bidirectional attention inside each image and a
@@ -42,7 +42,7 @@ int  clef_cpu_vision_forward(clef_cpu_vision *v,
     const clef_media_item *const *items, int n_items, float *features,
     clef_error *err);
 
-/* DeepStack (Clef Omni, spec/qwen35-backbone.md §6): the number of
+/* DeepStack (Clef Omni, docs/spec/backbone.md §6): the number of
  * mergers that read the output of earlier tower blocks (0 without a tower
  * or for Clef's); clef_cpu_vision_forward_levels() writes the merger's
  * features at features and merger d's (the output of block

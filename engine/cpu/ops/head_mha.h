@@ -1,6 +1,6 @@
 /*
  * nn.MultiheadAttention (batch_first, bias, no mask, no dropout) in fp32, the
- * layout the joint schema head stores (spec/clef-encoder-and-head.md §5):
+ * layout the joint schema head stores (docs/spec/encoder-and-head.md §5):
  *   in_proj_weight [3W][W]: rows 0..W-1 Wq, W..2W-1 Wk, 2W..3W-1 Wv
  *   in_proj_bias   [3W]:    split the same way
  *   head i uses columns [i*d, (i+1)*d) of q, k and v, d = W/heads;

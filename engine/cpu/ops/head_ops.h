@@ -1,6 +1,6 @@
 /*
  * The small fp32 building blocks of the joint schema head
- * (spec/clef-encoder-and-head.md §5): nn.LayerNorm, nn.Linear, exact GELU.
+ * (docs/spec/encoder-and-head.md §5): nn.LayerNorm, nn.Linear, exact GELU.
  * Rows are contiguous; products go through the CPU GEMM (gemm.h), so a
  * row's result never depends on the rows computed with it.
  */

@@ -1,5 +1,5 @@
 /*
- * Routed experts (spec/qwen35-backbone.md §6, transformers'
+ * Routed experts (docs/spec/backbone.md §6, transformers'
  * Qwen3OmniMoeThinkerTextTopKRouter and ...TextExperts): each token's
  * router logits go through a softmax in fp32, its top k experts are kept
  * and their weights renormalised to sum to 1 (norm_topk_prob); the

@@ -1,5 +1,5 @@
 /*
- * The vision tower's per-token ops, fp32 (spec/qwen35-backbone.md §5.2):
+ * The vision tower's per-token ops, fp32 (docs/spec/backbone.md §5.2):
  * LayerNorm with bias, the two GELUs, bias adds, the 2D rotary, and
  * bidirectional softmax attention inside each image.  Each op splits rows
  * over the pool; nothing depends on how.
