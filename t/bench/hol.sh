@@ -50,8 +50,8 @@ for side in rev tree; do
         "$(cut -d' ' -f1 "$f" | tr '\n' ' ')" \
         "$(cut -d' ' -f2,3 "$f" | tr '\n' ' ')"
 done
-awk 'NR == FNR { a[FNR] = $1; next } { b[FNR] = $1 }
-     END { n = asort(a); asort(b); m = int((n + 1) / 2);
-           printf "text latency: %s %.1f ms, tree %.1f ms: %.0fx lower\n",
-                  "'"$SHA"'", a[m], b[m], a[m] / b[m] }' \
-    build/bench/hol-rev.txt build/bench/hol-tree.txt
+a=$(cut -d' ' -f1 build/bench/hol-rev.txt | median)
+b=$(cut -d' ' -f1 build/bench/hol-tree.txt | median)
+awk -v a="$a" -v b="$b" -v rev="$SHA" 'BEGIN {
+    printf "text latency: %s %.1f ms, tree %.1f ms: %.0fx lower\n", rev, a, b,
+           a / b }'
