@@ -150,7 +150,7 @@ clef_cmd_image(int argc, char **argv)
             clef_model_close(m);
             return 1;
         }
-        mc.processor = clef_model_vision_config(m)->processor;
+        CLEF_MC_IMAGE(&mc) = clef_model_vision_config(m)->processor;
         pool = clef_cpu_pool_create(threads, &err);
         if (pool == NULL || clef_cpu_vision_open(m, pool, &v, &err) != 0) {
             fprintf(stderr, "clef image: %s\n", err.message);

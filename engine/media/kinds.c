@@ -17,7 +17,8 @@
 static int64_t
 image_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 {
-    int64_t  n = clef_image_pad_tokens(in->height, in->width, &mc->processor);
+    int64_t  n = clef_image_pad_tokens(in->height, in->width,
+                                       &CLEF_MC_IMAGE(mc));
 
     return n < 0 ? -1 : n + 2;
 }
@@ -33,7 +34,7 @@ image_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 static int64_t
 video_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 {
-    const clef_video_config  *vc = &mc->video;
+    const clef_video_config  *vc = &CLEF_MC_VIDEO(mc);
     const char               *why;
     double                    fps, secs = (double) in->duration_us / 1e6;
     int64_t                   oh, ow, least = INT64_MAX, ids, pad, m;
@@ -74,7 +75,7 @@ video_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 static int64_t
 audio_header_ids(const clef_media_input *in, const clef_media_conf *mc)
 {
-    const clef_audio_config  *ac = &mc->audio;
+    const clef_audio_config  *ac = &CLEF_MC_AUDIO(mc);
     int64_t                   n, frames;
 
     n = in->duration_us * ac->sampling_rate / 1000000 - 64;
@@ -137,9 +138,9 @@ void
 clef_media_conf_default(clef_media_conf *mc)
 {
     memset(mc, 0, sizeof(*mc));
-    clef_processor_config_default(&mc->processor);
-    clef_video_config_default(&mc->video);
-    clef_audio_config_default(&mc->audio);
+    clef_processor_config_default(&CLEF_MC_IMAGE(mc));
+    clef_video_config_default(&CLEF_MC_VIDEO(mc));
+    clef_audio_config_default(&CLEF_MC_AUDIO(mc));
 }
 
 
@@ -161,5 +162,16 @@ clef_media_accepted_words(unsigned accepts, char *out, size_t cap)
         w += (size_t) snprintf(out + w, cap - w, "%s%s",
                                i == 0 ? "" : i == n - 1 ? " and " : ", ",
                                list[i]);
+    }
+}
+
+
+void
+clef_media_conf_tokens(const clef_media_conf *mc, clef_media_tokens *tokens)
+{
+    int  k;
+
+    for (k = 0; k < CLEF_MEDIA_KINDS; k++) {
+        tokens[k] = mc->kind[k].tokens;
     }
 }

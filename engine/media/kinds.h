@@ -39,23 +39,39 @@ enum {
                                        the backend has no audio tower */
 };
 
-/* What the serving model takes: the kinds it has an encoder for, their
- * tokens (config.json) and their processors' settings. */
+/* A kind's part of what the serving model takes: its tokens and its
+ * processor's settings, the member of proc its kind names. */
+typedef struct {
+    clef_media_tokens          tokens;     /* config.json's */
+    union {
+        clef_processor_config  image;      /* preprocessor_config.json */
+        clef_audio_config      audio;      /* preprocessor_config.json's
+                                              feature extractor keys */
+        clef_video_config      video;      /* video_preprocessor_
+                                              config.json */
+    }                          proc;
+} clef_media_kind_conf;
+
+/* What the serving model takes: the kinds it has an encoder for, and each
+ * kind's settings, indexed by kind. */
 typedef struct {
     unsigned               accepts;     /* CLEF_MEDIA_BIT() of each kind */
-    clef_media_tokens      tokens[CLEF_MEDIA_KINDS];
-    clef_processor_config  processor;   /* images
-                                           (preprocessor_config.json) */
-    clef_video_config      video;       /* videos (video_preprocessor_
-                                           config.json) */
-    clef_audio_config      audio;       /* audio clips' features
-                                           (preprocessor_config.json's
-                                           feature extractor keys) */
+    clef_media_kind_conf   kind[CLEF_MEDIA_KINDS];
     int                    newline_each;   /* each item's text ends in a
                                               newline of its own (Clef
                                               Omni), else one after all */
     int                    videos_with_sound;   /* CLEF_VIDEO_SOUND_* */
 } clef_media_conf;
+
+/* A kind's processor settings in mc (a pointer), by the kind's name. */
+#define CLEF_MC_IMAGE(mc)  ((mc)->kind[CLEF_MEDIA_IMAGE].proc.image)
+#define CLEF_MC_AUDIO(mc)  ((mc)->kind[CLEF_MEDIA_AUDIO].proc.audio)
+#define CLEF_MC_VIDEO(mc)  ((mc)->kind[CLEF_MEDIA_VIDEO].proc.video)
+
+/* Each kind's tokens, into tokens[CLEF_MEDIA_KINDS] (an encoder's
+ * options: protocol/encode.h). */
+void clef_media_conf_tokens(const clef_media_conf *mc,
+    clef_media_tokens *tokens);
 
 /* Accepts nothing; the processor's defaults. */
 void clef_media_conf_default(clef_media_conf *mc);

@@ -158,25 +158,25 @@ void
 clef_media_conf_apply_kwargs(clef_media_conf *mc, const clef_media_kwargs *kw)
 {
     if (kw->set & CLEF_KW_FPS) {
-        mc->video.fps = kw->fps;
+        CLEF_MC_VIDEO(mc).fps = kw->fps;
     }
     if (kw->set & CLEF_KW_SIZE) {
-        mc->processor.min_pixels = kw->size_shortest;
-        mc->processor.max_pixels = kw->size_longest;
-        mc->video.min_pixels = kw->size_shortest;
-        mc->video.max_pixels = kw->size_longest;
+        CLEF_MC_IMAGE(mc).min_pixels = kw->size_shortest;
+        CLEF_MC_IMAGE(mc).max_pixels = kw->size_longest;
+        CLEF_MC_VIDEO(mc).min_pixels = kw->size_shortest;
+        CLEF_MC_VIDEO(mc).max_pixels = kw->size_longest;
     }
     /* the image processor's older names, over size (images only) */
     if (kw->set & CLEF_KW_MIN_PIXELS) {
-        mc->processor.min_pixels = kw->min_pixels;
+        CLEF_MC_IMAGE(mc).min_pixels = kw->min_pixels;
     }
     if (kw->set & CLEF_KW_MAX_PIXELS) {
-        mc->processor.max_pixels = kw->max_pixels;
+        CLEF_MC_IMAGE(mc).max_pixels = kw->max_pixels;
     }
     if (kw->set & CLEF_KW_CAP) {
-        mc->video.cap_pixels_per_frame = kw->cap_pixels_per_frame;
+        CLEF_MC_VIDEO(mc).cap_pixels_per_frame = kw->cap_pixels_per_frame;
     }
     if (kw->set & CLEF_KW_VIDEO_TOKENS) {
-        mc->video.max_video_tokens = kw->max_video_tokens;
+        CLEF_MC_VIDEO(mc).max_video_tokens = kw->max_video_tokens;
     }
 }

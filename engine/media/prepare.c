@@ -43,7 +43,7 @@ image_begin(const clef_media_input *in, int n, const clef_media_conf *mc,
     b->n = n;
     run->batch[CLEF_MEDIA_IMAGE] = b;
     if (clef_decoder_images_run(&run->dec, in, n, 0, CLEF_IMAGE_MAX_PIXELS,
-                                mc->processor.exif_orientation, b->rgb,
+                                CLEF_MC_IMAGE(mc).exif_orientation, b->rgb,
                                 &b->decoded, &b->err) != 0)
     {
         /* the server's failure fails the record; a file's waits for its
@@ -106,7 +106,7 @@ image_pixels(const clef_media_input *in, int index, const clef_media_conf *mc,
 {
     (void) run;
     return clef_image_decode_exif(in, index, CLEF_IMAGE_MAX_PIXELS,
-                                  mc->processor.exif_orientation, rgb, err);
+                                  CLEF_MC_IMAGE(mc).exif_orientation, rgb, err);
 }
 
 #endif
@@ -122,7 +122,7 @@ image_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     if (image_pixels(in, index, mc, run, &rgb, err) != 0) {
         return -1;
     }
-    rc = clef_image_preprocess(&rgb, index, &mc->processor, out, err);
+    rc = clef_image_preprocess(&rgb, index, &CLEF_MC_IMAGE(mc), out, err);
     clef_rgb_image_free(&rgb);
     return rc;
 }
@@ -247,7 +247,7 @@ video_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 
     clef_video_limits_default(&lim);
     return clef_decoder_video_run(&run->dec, in->data, in->len, index, &lim,
-                                  &mc->video, out, err);
+                                  &CLEF_MC_VIDEO(mc), out, err);
 }
 
 
@@ -372,7 +372,7 @@ audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
         }
     }
     snprintf(loc, sizeof(loc), "[\"body\",\"videos\",%d]", v);
-    if (clef_audio_record_features_of(&mc->audio, s, len, c,
+    if (clef_audio_record_features_of(&CLEF_MC_AUDIO(mc), s, len, c,
             c > 0 && clips[0]->sound_of > 0 ? "The videos' audio tracks"
                                              : NULL,
             c > 0 && clips[0]->sound_of > 0 ? loc : NULL, out, frames, err)
@@ -385,7 +385,7 @@ audio_finish(clef_media_item *items, int n, const clef_media_conf *mc,
         clips[k]->values = out[k];
         clips[k]->samples = 0;
         clips[k]->grid_t = 1;
-        clips[k]->grid_h = mc->audio.n_mels;
+        clips[k]->grid_h = CLEF_MC_AUDIO(mc).n_mels;
         clips[k]->grid_w = frames[k];
         clips[k]->tokens = clef_audio_output_tokens(frames[k]);
     }

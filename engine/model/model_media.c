@@ -24,22 +24,23 @@ omni_media_conf(const clef_model *m, clef_media_conf *mc)
     const clef_omni_config  *oc = clef_model_omni_config(m);
     int                      c;
 
-    mc->video.patch_size = mc->processor.patch_size;
-    mc->video.temporal_patch_size = mc->processor.temporal_patch_size;
-    mc->video.merge_size = mc->processor.merge_size;
-    mc->video.rescale_factor = mc->processor.rescale_factor;
+    CLEF_MC_VIDEO(mc).patch_size = CLEF_MC_IMAGE(mc).patch_size;
+    CLEF_MC_VIDEO(mc).temporal_patch_size =
+        CLEF_MC_IMAGE(mc).temporal_patch_size;
+    CLEF_MC_VIDEO(mc).merge_size = CLEF_MC_IMAGE(mc).merge_size;
+    CLEF_MC_VIDEO(mc).rescale_factor = CLEF_MC_IMAGE(mc).rescale_factor;
     for (c = 0; c < 3; c++) {
-        mc->video.mean[c] = mc->processor.mean[c];
-        mc->video.std[c] = mc->processor.std[c];
+        CLEF_MC_VIDEO(mc).mean[c] = CLEF_MC_IMAGE(mc).mean[c];
+        CLEF_MC_VIDEO(mc).std[c] = CLEF_MC_IMAGE(mc).std[c];
     }
-    clef_video_config_omni(&mc->video, oc != NULL
+    clef_video_config_omni(&CLEF_MC_VIDEO(mc), oc != NULL
                            ? oc->position_id_per_seconds
                            : CLEF_OMNI_POSITIONS_PER_SECOND);
     mc->videos_with_sound = CLEF_VIDEO_SOUND_HEARD;
     mc->newline_each = 1;
-    mc->processor.exif_orientation = 0;
-    mc->processor.min_pixels = 65536;
-    mc->processor.max_pixels = 1048576;
+    CLEF_MC_IMAGE(mc).exif_orientation = 0;
+    CLEF_MC_IMAGE(mc).min_pixels = 65536;
+    CLEF_MC_IMAGE(mc).max_pixels = 1048576;
 }
 
 void
@@ -52,19 +53,19 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
     clef_media_conf_default(mc);
     if (vc != NULL) {
         mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE);
-        mc->tokens[CLEF_MEDIA_IMAGE].start = vc->vision_start_token_id;
-        mc->tokens[CLEF_MEDIA_IMAGE].pad = vc->image_token_id;
-        mc->tokens[CLEF_MEDIA_IMAGE].end = vc->vision_end_token_id;
-        mc->processor = vc->processor;
-        mc->video = vc->video;
+        mc->kind[CLEF_MEDIA_IMAGE].tokens.start = vc->vision_start_token_id;
+        mc->kind[CLEF_MEDIA_IMAGE].tokens.pad = vc->image_token_id;
+        mc->kind[CLEF_MEDIA_IMAGE].tokens.end = vc->vision_end_token_id;
+        CLEF_MC_IMAGE(mc) = vc->processor;
+        CLEF_MC_VIDEO(mc) = vc->video;
     }
     /* videos: the same tower, frame pairs, when the config names their
      * pad token */
     if (vc != NULL && vc->video_token_id > 0) {
         mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO);
-        mc->tokens[CLEF_MEDIA_VIDEO].start = vc->vision_start_token_id;
-        mc->tokens[CLEF_MEDIA_VIDEO].pad = vc->video_token_id;
-        mc->tokens[CLEF_MEDIA_VIDEO].end = vc->vision_end_token_id;
+        mc->kind[CLEF_MEDIA_VIDEO].tokens.start = vc->vision_start_token_id;
+        mc->kind[CLEF_MEDIA_VIDEO].tokens.pad = vc->video_token_id;
+        mc->kind[CLEF_MEDIA_VIDEO].tokens.end = vc->vision_end_token_id;
     }
     if (clef_model_family(m) == CLEF_FAMILY_OMNI) {
         omni_media_conf(m, mc);
@@ -76,10 +77,10 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
     oc = clef_model_omni_config(m);
     if (ac != NULL && oc != NULL) {
         mc->accepts |= CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO);
-        mc->audio = ac->features;
-        mc->tokens[CLEF_MEDIA_AUDIO].start = oc->audio_start_token_id;
-        mc->tokens[CLEF_MEDIA_AUDIO].pad = oc->audio_token_id;
-        mc->tokens[CLEF_MEDIA_AUDIO].end = oc->audio_end_token_id;
+        CLEF_MC_AUDIO(mc) = ac->features;
+        mc->kind[CLEF_MEDIA_AUDIO].tokens.start = oc->audio_start_token_id;
+        mc->kind[CLEF_MEDIA_AUDIO].tokens.pad = oc->audio_token_id;
+        mc->kind[CLEF_MEDIA_AUDIO].tokens.end = oc->audio_end_token_id;
     }
 }
 

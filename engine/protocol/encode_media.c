@@ -163,7 +163,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
     /* Clef Omni's reference hands its processor the request's
      * media_kwargs beside its own videos_kwargs, which it refuses or
      * applies its own way: none is taken with its videos */
-    if (mc->video.sampling == CLEF_VIDEO_TIMED && plan->kwargs.set != 0
+    if (CLEF_MC_VIDEO(mc).sampling == CLEF_VIDEO_TIMED && plan->kwargs.set != 0
         && plan_has(plan, CLEF_MEDIA_VIDEO))
     {
         return clef_error_set(err, 400, "media_kwargs_unsupported",
@@ -185,7 +185,7 @@ clef_encode_media_prepare(const clef_media_conf *mc, const clef_plan *plan,
         return clef_error_set(err, 500, "internal_error", "", "Out of memory.");
     }
     opts->n_media = plan->n_media;
-    memcpy(opts->tokens, mc->tokens, sizeof(opts->tokens));
+    clef_media_conf_tokens(mc, opts->tokens);
     /* what the request's media_kwargs change in its processors */
     clef_media_conf_apply_kwargs(&conf, &plan->kwargs);
     memset(&run, 0, sizeof(run));

@@ -680,7 +680,7 @@ synth_case(const clef_model *m, json_t *c, clef_record *rec)
         return -1;
     }
     clef_model_media_conf(m, &mc);
-    memcpy(eo.tokens, mc.tokens, sizeof(eo.tokens));
+    clef_media_conf_tokens(&mc, eo.tokens);
     eo.media = calloc((size_t) plan.n_media + 1, sizeof(clef_media_item));
     eo.n_media = plan.n_media;
     for (k = 0; k < plan.n_media; k++) {

@@ -129,7 +129,7 @@ encode_case_audio(const clef_model *m, json_t *c, clef_media_item *clips,
         eo.media = all;
         eo.n_media = n_img + n_clips;
         all = NULL;
-        memcpy(eo.tokens, mc.tokens, sizeof(eo.tokens));
+        clef_media_conf_tokens(&mc, eo.tokens);
         eo.newline_each = mc.newline_each;
         saved = plan.media;
         plan.media = inputs;

@@ -575,7 +575,7 @@ test_inputs(void)
             ids = clef_media_kind_of(CLEF_MEDIA_AUDIO)->header_ids(&in[0],
                                                                    &mc);
             tokens = clef_audio_output_tokens(clef_audio_valid_frames(
-                         &mc.audio, cl->n, cl->n)) + 2;
+                         &CLEF_MC_AUDIO(&mc), cl->n, cl->n)) + 2;
             bound &= ids >= 3 && ids <= tokens;
             if (strstr(file, ".wav") != NULL && cl->n >= 16000) {
                 CHECK(ids >= tokens - 1, "%s: its WAV header gives %lld of "
@@ -864,11 +864,13 @@ test_model(void)
     if (m != NULL) {
         clef_model_media_conf(m, &mc);
         CHECK((mc.accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
-              && mc.tokens[CLEF_MEDIA_AUDIO].start == 151669
-              && mc.tokens[CLEF_MEDIA_AUDIO].pad == 151675
-              && mc.tokens[CLEF_MEDIA_AUDIO].end == 151670
-              && mc.audio.sampling_rate == 16000 && mc.audio.n_fft == 400
-              && mc.audio.hop_length == 160 && mc.audio.n_mels == 128,
+              && mc.kind[CLEF_MEDIA_AUDIO].tokens.start == 151669
+              && mc.kind[CLEF_MEDIA_AUDIO].tokens.pad == 151675
+              && mc.kind[CLEF_MEDIA_AUDIO].tokens.end == 151670
+              && CLEF_MC_AUDIO(&mc).sampling_rate == 16000
+              && CLEF_MC_AUDIO(&mc).n_fft == 400
+              && CLEF_MC_AUDIO(&mc).hop_length == 160
+              && CLEF_MC_AUDIO(&mc).n_mels == 128,
               "Clef Omni with its audio tower: audio, its three tokens, the "
               "feature extractor's settings from preprocessor_config.json");
         clef_media_conf_backend(&mc, "cpu");

@@ -164,7 +164,7 @@ items_equal(json_t *c, const clef_record *rec, const clef_media_conf *mc,
         ok = sp->row == next[sp->item] && sp->len > 0;
         next[sp->item] += sp->len;
         for (i = 0; ok && i < sp->len; i++) {
-            ok = rec->ids.v[sp->start + i] == mc->tokens[it->kind].pad;
+            ok = rec->ids.v[sp->start + i] == mc->kind[it->kind].tokens.pad;
         }
         *runs += it->sound > 0 || it->sound_of > 0;
     }
@@ -208,7 +208,7 @@ main(void)
     clef_model_media_conf(m, &mc);
     CHECK(mc.videos_with_sound == CLEF_VIDEO_SOUND_HEARD
           && (mc.accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
-          && mc.video.position_step == 13,
+          && CLEF_MC_VIDEO(&mc).position_step == 13,
           "Clef Omni hears videos with sound; pairs 13 positions apart");
 
     json_array_foreach(cases, i, c) {

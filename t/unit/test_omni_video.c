@@ -235,8 +235,8 @@ main(void)
     }
     vc = clef_model_vision_config(m);
     clef_model_media_conf(m, &mc);
-    CHECK(mc.video.sampling == CLEF_VIDEO_TIMED
-          && mc.video.position_step == 13
+    CHECK(CLEF_MC_VIDEO(&mc).sampling == CLEF_VIDEO_TIMED
+          && CLEF_MC_VIDEO(&mc).position_step == 13
           && mc.videos_with_sound == CLEF_VIDEO_SOUND_HEARD
           && (mc.accepts & CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO)),
           "Clef Omni takes videos: timed sampling, pairs 13 positions "
@@ -269,7 +269,8 @@ main(void)
         {
             continue;
         }
-        CHECK(frames_equal(c, &mc.video), "%s: every frame kept, scaled, "
+        CHECK(frames_equal(c, &CLEF_MC_VIDEO(&mc)),
+              "%s: every frame kept, scaled, "
               "byte-identical to the reference's load_video", name);
         if (encode_err(m, c, rec, &err) != 0) {
             CHECK(0, "%s: encoded (%s)", name, err.message);
