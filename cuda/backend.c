@@ -709,6 +709,32 @@ wait_ranks(clef_backend *b, const char *what, clef_error *err)
     return cuda_tp_wait(b, err);
 }
 
+/* The tail of every run: waits for its work even after a failed enqueue
+ * (rc != 0), as the staging buffers are reused.  The first error is the
+ * one reported, unless the wait finds the device faulted (the engine then
+ * reopens the replica); the profile marks of a failed run are dropped. */
+static int
+run_wait(clef_backend *b, int rc, const char *what, clef_error *err)
+{
+    clef_error  later;
+
+    if (rc != 0) {
+        memset(&later, 0, sizeof(later));
+        if (wait_ranks(b, what, &later) != 0
+            && later.code == CLEF_E_DEVICE_FAULT)
+        {
+            *err = later;
+        }
+        b->n_marks = 0;
+        return -1;
+    }
+    if (wait_ranks(b, what, err) != 0) {
+        b->n_marks = 0;
+        return -1;
+    }
+    return 0;
+}
+
 static void
 profile_collect(clef_backend *b)
 {
@@ -770,22 +796,7 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
         rc = cuda_check(cudaMemcpyAsync(b->hout, b->ws.logits, (size_t) p.N * sizeof(float),
                                         cudaMemcpyDeviceToHost, b->stream), "logits", err);
     }
-    /* Wait even after a failed enqueue: the staging buffers are reused.
-     * The first error is the one reported. */
-    if (rc != 0) {
-        clef_error  later;
-
-        memset(&later, 0, sizeof(later));
-        if (wait_ranks(b, "forward", &later) != 0
-            && later.code == CLEF_E_DEVICE_FAULT)
-        {
-            *err = later;
-        }
-        b->n_marks = 0;
-        return -1;
-    }
-    if (wait_ranks(b, "forward", err) != 0) {
-        b->n_marks = 0;
+    if (run_wait(b, rc, "forward", err) != 0) {
         return -1;
     }
     if (b->profile) {
@@ -821,24 +832,9 @@ cuda_hidden(clef_backend *b, const clef_batch *batch, float *hidden,
                                         (size_t) p.T * b->H * sizeof(float),
                                         cudaMemcpyDeviceToHost, b->stream), "hidden", err);
     }
-    if (rc != 0) {
-        clef_error  later;
-
-        memset(&later, 0, sizeof(later));
-        if (wait_ranks(b, "hidden", &later) != 0
-            && later.code == CLEF_E_DEVICE_FAULT)
-        {
-            *err = later;
-        }
-        b->n_marks = 0;
-        return -1;
-    }
-    if (wait_ranks(b, "hidden", err) != 0) {
-        b->n_marks = 0;
-        return -1;
-    }
+    rc = run_wait(b, rc, "hidden", err);
     b->n_marks = 0;
-    return 0;
+    return rc;
 }
 
 /* ---- extras ------------------------------------------------------------------ */
