@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
-#include "audio.h"
-#include "vision.h"
+#include "tower.h"
 
 int
 cuda_check(cudaError_t e, const char *what, clef_error *err)
@@ -46,12 +45,6 @@ cuda_mark(clef_backend *b, int type)
         b->n_marks++;
     }
 }
-
-#define CK(call, what)  do {                                                  \
-        if (cuda_check((call), (what), err) != 0) {                           \
-            return -1;                                                        \
-        }                                                                     \
-    } while (0)
 
 #define GEMM(mode, rows, n, k, Wt, ldw, Xp, ldx, Dp, ldd, beta, bias)          \
     do {                                                                      \
@@ -124,7 +117,7 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         r.pos = meta + p->o_pos;
         r.inv_freq = b->inv_freq;
         r.plain_norm = b->plain_norm;
-        cuda_vision_rope(b, &r);        /* M-RoPE with images (vision.c) */
+        cuda_towers_rope(b, &r);        /* M-RoPE with images (tower.c) */
         r.rot = b->rot;
         r.q = w->mix;
         r.k = kbuf;
@@ -272,14 +265,9 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
         }
         CK(clef_k_embed(k->dmeta + p->o_ids, k->embed, k->ws.hid, T, H, k->stream),
            "embedding");
-        /* images: the tower, its features over the pad tokens (vision.c;
-         * rank 0 only, which is every rank when images run: tp = 1) */
-        if (r == 0 && cuda_vision_embed(k, err) != 0) {
-            return -1;
-        }
-        /* audio clips: the audio tower, its rows over the audio-pad
-         * tokens (audio.c; rank 0, every rank with media: tp = 1) */
-        if (r == 0 && cuda_audio_embed(k, err) != 0) {
+        /* media: each tower's rows over its items' pad tokens (tower.c;
+         * rank 0 only, which is every rank when media run: tp = 1) */
+        if (r == 0 && cuda_towers_embed(k, err) != 0) {
             return -1;
         }
     }
@@ -320,10 +308,7 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
         }
         /* DeepStack (Clef Omni): level l of the images' features over
          * their pad tokens (rank 0, which is every rank with images) */
-        if (cuda_vision_active(b)
-            && (cuda_rank_device(b, 0, &cur, err) != 0
-                || cuda_vision_deepstack(b, l, err) != 0))
-        {
+        if (cuda_towers_layer(b, l, &cur, err) != 0) {
             return -1;
         }
     }
