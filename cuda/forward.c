@@ -360,6 +360,24 @@ gattn(clef_backend *b, const cuda_plan *p, const float *q, int ldq,
     return cuda_check(clef_k_group_attention(&a, b->stream), "head attention", err);
 }
 
+/* A norm-first feed-forward block over n rows of x: x += W2 gelu(W1
+ * LN(x) + b1) + b2, through Rn and FF. */
+static int
+head_ffn(clef_backend *b, float *x, int n, const float *n_w, const float *n_b,
+    const float *w1, const float *b1, const float *w2, const float *b2,
+    const char *norm, clef_error *err)
+{
+    cudaStream_t  s = b->stream;
+    cuda_ws      *w = &b->ws;
+    const int     W = b->W, F = b->F;
+
+    CK(clef_k_layernorm(x, 0, W, w->Rn, W, n_w, n_b, n, W, 1e-5f, s), norm);
+    GEMM(CLEF_GEMM_F32, n, F, W, w1, W, w->Rn, W, w->FF, F, 0.0f, NULL);
+    CK(clef_k_bias_gelu(w->FF, F, b1, n, F, s), "gelu");
+    GEMM(CLEF_GEMM_F32, n, W, F, w2, F, w->FF, F, x, W, 1.0f, b2);
+    return 0;
+}
+
 /* One evidence-routing layer: the option queries R attend to the
  * memory M. */
 static int
@@ -368,7 +386,7 @@ head_route(clef_backend *b, const cuda_plan *p, const cuda_route *r,
 {
     cudaStream_t  s = b->stream;
     cuda_ws      *w = &b->ws;
-    const int     T = p->T, N = p->N, W = b->W, F = b->F;
+    const int     T = p->T, N = p->N, W = b->W;
     const float   eps = 1e-5f;
 
     CK(clef_k_layernorm(w->M, 0, W, w->Mn, W, r->mn_w, r->mn_b, T, W, eps, s),
@@ -385,12 +403,8 @@ head_route(clef_backend *b, const cuda_plan *p, const cuda_route *r,
     {
         return -1;
     }
-    CK(clef_k_layernorm(w->R, 0, W, w->Rn, W, r->fn_w, r->fn_b, N, W, eps, s),
-       "feedforward norm");
-    GEMM(CLEF_GEMM_F32, N, F, W, r->ff0_w, W, w->Rn, W, w->FF, F, 0.0f, NULL);
-    CK(clef_k_bias_gelu(w->FF, F, r->ff0_b, N, F, s), "gelu");
-    GEMM(CLEF_GEMM_F32, N, W, F, r->ff3_w, F, w->FF, F, w->R, W, 1.0f, r->ff3_b);
-    return 0;
+    return head_ffn(b, w->R, N, r->fn_w, r->fn_b, r->ff0_w, r->ff0_b,
+                    r->ff3_w, r->ff3_b, "feedforward norm", err);
 }
 
 /* The fields: each question's options summed into its field Fq. */
@@ -432,7 +446,7 @@ head_decoder(clef_backend *b, const cuda_plan *p, const cuda_dec *d,
 {
     cudaStream_t  s = b->stream;
     cuda_ws      *w = &b->ws;
-    const int     T = p->T, Q = p->Q, W = b->W, F = b->F;
+    const int     T = p->T, Q = p->Q, W = b->W;
     const float   eps = 1e-5f;
 
     CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n1_w, d->n1_b, Q, W, eps, s),
@@ -459,12 +473,8 @@ head_decoder(clef_backend *b, const cuda_plan *p, const cuda_dec *d,
         return -1;
     }
 
-    CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n3_w, d->n3_b, Q, W, eps, s),
-       "norm3");
-    GEMM(CLEF_GEMM_F32, Q, F, W, d->l1_w, W, w->Rn, W, w->FF, F, 0.0f, NULL);
-    CK(clef_k_bias_gelu(w->FF, F, d->l1_b, Q, F, s), "gelu");
-    GEMM(CLEF_GEMM_F32, Q, W, F, d->l2_w, F, w->FF, F, w->Fq, W, 1.0f, d->l2_b);
-    return 0;
+    return head_ffn(b, w->Fq, Q, d->n3_w, d->n3_b, d->l1_w, d->l1_b, d->l2_w,
+                    d->l2_b, "norm3", err);
 }
 
 /* Scores: F = field_norm(fields) in Rn, Ro = option_norm(R), the scorer's
