@@ -93,6 +93,181 @@ load_rows(bf16 *dst, const bf16 *src, int ld, int r0, int len, int hd)
     }
 }
 
+/* S = Q K^T for this warp's 16 rows and BC keys. */
+template <int HD, int BC>
+static __device__ __forceinline__ void
+attn_scores(float (&sc)[BC / 8][4], const bf16 *Qs, const bf16 *Kb, int warp,
+    int lane)
+{
+    constexpr int  LDS = HD + 8;
+
+#pragma unroll
+    for (int i = 0; i < BC / 8; i++) {
+        sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; kk++) {
+        uint32_t  qa[4];
+
+        ldsm_x4(qa, Qs + (warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS
+                    + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+        for (int np = 0; np < BC / 16; np++) {
+            uint32_t  kf[4];
+
+            ldsm_x4(kf, Kb + (np * 16 + (lane & 7) + (lane >> 4) * 8) * LDS
+                        + kk * 16 + ((lane >> 3) & 1) * 8);
+            mma16816(sc[2 * np], qa, kf[0], kf[1]);
+            mma16816(sc[2 * np + 1], qa, kf[2], kf[3]);
+        }
+    }
+}
+
+/* The online softmax of one key block: scores scaled and masked (the
+ * causal mask, and keys past the record, only where they can bite), the
+ * running maxima m and sums l of rows a and b moved on, sc turned into P
+ * and the output o rescaled by the maxima's change. */
+template <int HD, int BC, bool CAUSAL>
+static __device__ __forceinline__ void
+attn_online_softmax(float (&sc)[BC / 8][4], float (&o)[HD / 8][4], float &m_a,
+    float &m_b, float &l_a, float &l_b, float scale_log2, int kbase,
+    int qbase, int len, int warp, int row_a, int row_b, int t4)
+{
+    float  mx_a = -INFINITY, mx_b = -INFINITY, base_a, base_b;
+    float  corr_a, corr_b;
+    bool   mask;
+
+    mask = (CAUSAL && kbase + BC - 1 > qbase + warp * 16) || kbase + BC > len;
+#pragma unroll
+    for (int i = 0; i < BC / 8; i++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float  v = sc[i][e] * scale_log2;
+
+            if (mask) {
+                int  key = kbase + i * 8 + 2 * t4 + (e & 1);
+                int  row = e < 2 ? row_a : row_b;
+
+                if ((CAUSAL && key > row) || key >= len) {
+                    v = -INFINITY;
+                }
+            }
+            sc[i][e] = v;
+            if (e < 2) {
+                mx_a = fmaxf(mx_a, v);
+            } else {
+                mx_b = fmaxf(mx_b, v);
+            }
+        }
+    }
+    mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
+    mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
+    mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
+    mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
+
+    mx_a = fmaxf(m_a, mx_a);
+    mx_b = fmaxf(m_b, mx_b);
+    base_a = mx_a == -INFINITY ? 0.0f : mx_a;
+    base_b = mx_b == -INFINITY ? 0.0f : mx_b;
+    corr_a = exp2f(m_a - base_a);
+    corr_b = exp2f(m_b - base_b);
+    m_a = mx_a;
+    m_b = mx_b;
+    l_a *= corr_a;
+    l_b *= corr_b;
+#pragma unroll
+    for (int i = 0; i < BC / 8; i++) {
+        sc[i][0] = exp2f(sc[i][0] - base_a);
+        sc[i][1] = exp2f(sc[i][1] - base_a);
+        sc[i][2] = exp2f(sc[i][2] - base_b);
+        sc[i][3] = exp2f(sc[i][3] - base_b);
+        l_a += sc[i][0] + sc[i][1];
+        l_b += sc[i][2] + sc[i][3];
+    }
+#pragma unroll
+    for (int i = 0; i < HD / 8; i++) {
+        o[i][0] *= corr_a;
+        o[i][1] *= corr_a;
+        o[i][2] *= corr_b;
+        o[i][3] *= corr_b;
+    }
+}
+
+/* O += P V, P straight from the score registers. */
+template <int HD, int BC>
+static __device__ __forceinline__ void
+attn_pv(float (&o)[HD / 8][4], const float (&sc)[BC / 8][4], const bf16 *Vb,
+    int lane)
+{
+    constexpr int  LDS = HD + 8;
+
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; kk++) {
+        uint32_t  pa[4];
+
+        pa[0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
+        pa[1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+        pa[2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+        pa[3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+#pragma unroll
+        for (int np = 0; np < HD / 16; np++) {
+            uint32_t  vf[4];
+
+            ldsm_x4_t(vf, Vb + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS
+                          + np * 16 + (lane >> 4) * 8);
+            mma16816(o[2 * np], pa, vf[0], vf[1]);
+            mma16816(o[2 * np + 1], pa, vf[2], vf[3]);
+        }
+    }
+}
+
+/* Normalise, gate, store rows a and b of the warp's 16. */
+template <int HD, bool CAUSAL>
+static __device__ __forceinline__ void
+attn_store(const clef_k_attn_args &a, const float (&o)[HD / 8][4], float l_a,
+    float l_b, int start, int len, int row_a, int row_b, int h, int t4)
+{
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 1);
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 2);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 1);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 2);
+    {
+        const float  inv[2] = { l_a > 0.0f ? 1.0f / l_a : 0.0f,
+                                l_b > 0.0f ? 1.0f / l_b : 0.0f };
+        const int    rows[2] = { row_a, row_b };
+
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int64_t  tok = (int64_t) start + rows[half];
+
+            if (rows[half] >= len) {
+                continue;
+            }
+#pragma unroll
+            for (int i = 0; i < HD / 8; i++) {
+                int    d = i * 8 + 2 * t4;
+                float  x0, x1;
+
+                if (d >= a.hd) {
+                    continue;
+                }
+                x0 = rbf(o[i][2 * half] * inv[half]);
+                x1 = rbf(o[i][2 * half + 1] * inv[half]);
+                if (CAUSAL && a.gate != NULL) {
+                    bf162   gv = *reinterpret_cast<const bf162 *>(
+                        (const bf16 *) a.gate + tok * a.ldg + (int64_t) h * a.g_hs + d);
+                    float2  gf = __bfloat1622float2(gv);
+
+                    x0 *= rbf(1.0f / (1.0f + expf(-gf.x)));
+                    x1 *= rbf(1.0f / (1.0f + expf(-gf.y)));
+                }
+                *reinterpret_cast<bf162 *>((bf16 *) a.out + tok * a.ldo
+                    + (int64_t) h * a.o_hs + d) = __floats2bfloat162_rn(x0, x1);
+            }
+        }
+    }
+}
+
 /* CAUSAL false: the vision tower's attention inside an image (every key
  * of the tile's record, no gate). */
 template <int HD, int BC, bool CAUSAL>
@@ -136,9 +311,6 @@ attn_kernel(clef_k_attn_args a, float scale_log2)
         const int    buf = kb & 1, kbase = kb * BC;
         const bf16  *Kb = Ks + buf * BC * LDS, *Vb = Vs + buf * BC * LDS;
         float        sc[BC / 8][4];
-        float        mx_a = -INFINITY, mx_b = -INFINITY, base_a, base_b;
-        float        corr_a, corr_b;
-        bool         mask;
 
         if (kb + 1 < nkb) {
             load_rows<BC, HD>(Ks + (buf ^ 1) * BC * LDS, kg, a.ldk, kbase + BC, len, a.hd);
@@ -150,146 +322,15 @@ attn_kernel(clef_k_attn_args a, float scale_log2)
         }
         __syncthreads();
 
-        /* S = Q K^T for this warp's 16 rows and BC keys. */
-#pragma unroll
-        for (int i = 0; i < BC / 8; i++) {
-            sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
-        }
-#pragma unroll
-        for (int kk = 0; kk < HD / 16; kk++) {
-            uint32_t  qa[4];
-
-            ldsm_x4(qa, Qs + (warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS
-                        + kk * 16 + (lane >> 4) * 8);
-#pragma unroll
-            for (int np = 0; np < BC / 16; np++) {
-                uint32_t  kf[4];
-
-                ldsm_x4(kf, Kb + (np * 16 + (lane & 7) + (lane >> 4) * 8) * LDS
-                            + kk * 16 + ((lane >> 3) & 1) * 8);
-                mma16816(sc[2 * np], qa, kf[0], kf[1]);
-                mma16816(sc[2 * np + 1], qa, kf[2], kf[3]);
-            }
-        }
-
-        /* Causal mask (and keys past the record) only where it can bite. */
-        mask = (CAUSAL && kbase + BC - 1 > qbase + warp * 16) || kbase + BC > len;
-#pragma unroll
-        for (int i = 0; i < BC / 8; i++) {
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float  v = sc[i][e] * scale_log2;
-
-                if (mask) {
-                    int  key = kbase + i * 8 + 2 * t4 + (e & 1);
-                    int  row = e < 2 ? row_a : row_b;
-
-                    if ((CAUSAL && key > row) || key >= len) {
-                        v = -INFINITY;
-                    }
-                }
-                sc[i][e] = v;
-                if (e < 2) {
-                    mx_a = fmaxf(mx_a, v);
-                } else {
-                    mx_b = fmaxf(mx_b, v);
-                }
-            }
-        }
-        mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
-        mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
-        mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
-        mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
-
-        mx_a = fmaxf(m_a, mx_a);
-        mx_b = fmaxf(m_b, mx_b);
-        base_a = mx_a == -INFINITY ? 0.0f : mx_a;
-        base_b = mx_b == -INFINITY ? 0.0f : mx_b;
-        corr_a = exp2f(m_a - base_a);
-        corr_b = exp2f(m_b - base_b);
-        m_a = mx_a;
-        m_b = mx_b;
-        l_a *= corr_a;
-        l_b *= corr_b;
-#pragma unroll
-        for (int i = 0; i < BC / 8; i++) {
-            sc[i][0] = exp2f(sc[i][0] - base_a);
-            sc[i][1] = exp2f(sc[i][1] - base_a);
-            sc[i][2] = exp2f(sc[i][2] - base_b);
-            sc[i][3] = exp2f(sc[i][3] - base_b);
-            l_a += sc[i][0] + sc[i][1];
-            l_b += sc[i][2] + sc[i][3];
-        }
-#pragma unroll
-        for (int i = 0; i < HD / 8; i++) {
-            o[i][0] *= corr_a;
-            o[i][1] *= corr_a;
-            o[i][2] *= corr_b;
-            o[i][3] *= corr_b;
-        }
-
-        /* O += P V. */
-#pragma unroll
-        for (int kk = 0; kk < BC / 16; kk++) {
-            uint32_t  pa[4];
-
-            pa[0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
-            pa[1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
-            pa[2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-            pa[3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
-#pragma unroll
-            for (int np = 0; np < HD / 16; np++) {
-                uint32_t  vf[4];
-
-                ldsm_x4_t(vf, Vb + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDS
-                              + np * 16 + (lane >> 4) * 8);
-                mma16816(o[2 * np], pa, vf[0], vf[1]);
-                mma16816(o[2 * np + 1], pa, vf[2], vf[3]);
-            }
-        }
+        attn_scores<HD, BC>(sc, Qs, Kb, warp, lane);
+        attn_online_softmax<HD, BC, CAUSAL>(sc, o, m_a, m_b, l_a, l_b,
+                                            scale_log2, kbase, qbase, len,
+                                            warp, row_a, row_b, t4);
+        attn_pv<HD, BC>(o, sc, Vb, lane);
         __syncthreads();
     }
 
-    /* Normalise, gate, store. */
-    l_a += __shfl_xor_sync(0xffffffffu, l_a, 1);
-    l_a += __shfl_xor_sync(0xffffffffu, l_a, 2);
-    l_b += __shfl_xor_sync(0xffffffffu, l_b, 1);
-    l_b += __shfl_xor_sync(0xffffffffu, l_b, 2);
-    {
-        const float  inv[2] = { l_a > 0.0f ? 1.0f / l_a : 0.0f,
-                                l_b > 0.0f ? 1.0f / l_b : 0.0f };
-        const int    rows[2] = { row_a, row_b };
-
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            int64_t  tok = (int64_t) start + rows[half];
-
-            if (rows[half] >= len) {
-                continue;
-            }
-#pragma unroll
-            for (int i = 0; i < HD / 8; i++) {
-                int    d = i * 8 + 2 * t4;
-                float  x0, x1;
-
-                if (d >= a.hd) {
-                    continue;
-                }
-                x0 = rbf(o[i][2 * half] * inv[half]);
-                x1 = rbf(o[i][2 * half + 1] * inv[half]);
-                if (CAUSAL && a.gate != NULL) {
-                    bf162   gv = *reinterpret_cast<const bf162 *>(
-                        (const bf16 *) a.gate + tok * a.ldg + (int64_t) h * a.g_hs + d);
-                    float2  gf = __bfloat1622float2(gv);
-
-                    x0 *= rbf(1.0f / (1.0f + expf(-gf.x)));
-                    x1 *= rbf(1.0f / (1.0f + expf(-gf.y)));
-                }
-                *reinterpret_cast<bf162 *>((bf16 *) a.out + tok * a.ldo
-                    + (int64_t) h * a.o_hs + d) = __floats2bfloat162_rn(x0, x1);
-            }
-        }
-    }
+    attn_store<HD, CAUSAL>(a, o, l_a, l_b, start, len, row_a, row_b, h, t4);
 }
 
 template <int HD, int BC>

@@ -17,44 +17,32 @@
 #include "backend/audio_layout.h"
 #include "backend/vision_layout.h"
 #include "cuda_backend.h"
+#include "tower.h"
 
 #define SLAB    16          /* chunks per pass of the convolutions */
 #define LN_EPS  1e-5f       /* nn.LayerNorm's default */
 #define HALF(n) (((n) - 1) / 2 + 1)
 
-static size_t
-align256(size_t v)
+static int
+audio_open(clef_backend *b, void **state, clef_error *err)
 {
-    return (v + 255) / 256 * 256;
+    cuda_audio  *a = NULL;
+    int          rc;
+
+    rc = cuda_audio_weights_upload(b->model, clef_model_text_config(b->model),
+                                   &a, err);
+    *state = a;
+    return rc;
 }
 
-int
-cuda_audio_open(clef_backend *b, clef_error *err)
+static void
+audio_close(void *state)
 {
-    return cuda_audio_weights_upload(b->model, clef_model_text_config(b->model),
-                                     &b->audio, err);
-}
+    cuda_audio  *a = state;
 
-void
-cuda_audio_close(clef_backend *b)
-{
-    cuda_audio  *a = b->audio;
-
-    if (a == NULL) {
-        return;
-    }
-    if (a->ws_mem != NULL) {
-        cudaFree(a->ws_mem);
-    }
-    if (a->dmeta != NULL) {
-        cudaFree(a->dmeta);
-    }
-    if (a->hstage != NULL) {
-        cudaFreeHost(a->hstage);
-    }
+    cuda_stage_free(&a->stage);
     free(a->chunk_row);
     cuda_audio_weights_free(a);
-    b->audio = NULL;
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -65,51 +53,16 @@ aplan_layout(const cuda_audio *a, cuda_aplan *p)
     size_t  o = 0;
 
     p->o_feat = o;
-    o = align256(o + (size_t) p->nc * a->mels * p->w0 * 4);
+    o = cuda_align256(o + (size_t) p->nc * a->mels * p->w0 * 4);
     p->o_cw = o;
-    o = align256(o + (size_t) p->nc * 4);
+    o = cuda_align256(o + (size_t) p->nc * 4);
     p->o_rowmeta = o;
-    o = align256(o + (size_t) p->P * 2 * 4);
+    o = cuda_align256(o + (size_t) p->P * 2 * 4);
     p->o_tiles = o;
-    o = align256(o + (size_t) p->n_tiles * 3 * 4);
+    o = cuda_align256(o + (size_t) p->n_tiles * 3 * 4);
     p->o_dst = o;
-    o = align256(o + (size_t) p->P * 4);
+    o = cuda_align256(o + (size_t) p->P * 4);
     p->bytes = o;
-}
-
-static int
-grow_stage(cuda_audio *a, size_t bytes, clef_error *err)
-{
-    cudaError_t  e;
-    size_t       cap = bytes + bytes / 4 + 4096;
-
-    if (bytes > a->stage_cap) {
-        if (a->hstage != NULL) {
-            cudaFreeHost(a->hstage);
-            a->hstage = NULL;
-            a->stage_cap = 0;
-        }
-        e = cudaHostAlloc((void **) &a->hstage, cap, cudaHostAllocDefault);
-        if (e != cudaSuccess) {
-            a->hstage = NULL;
-            return cuda_check(e, "audio staging", err);
-        }
-        a->stage_cap = cap;
-    }
-    if (bytes > a->dmeta_cap) {
-        if (a->dmeta != NULL) {
-            cudaFree(a->dmeta);
-            a->dmeta = NULL;
-            a->dmeta_cap = 0;
-        }
-        e = cudaMalloc((void **) &a->dmeta, cap);
-        if (e != cudaSuccess) {
-            a->dmeta = NULL;
-            return cuda_check(e, "audio metadata", err);
-        }
-        a->dmeta_cap = cap;
-    }
-    return 0;
 }
 
 /* Carves the workspace for the plan's rows and widest chunk (slabs of at
@@ -125,7 +78,7 @@ aws_layout(cuda_audio *a, const cuda_aplan *p, char *base)
 
 #define CARVE(field, type, bytes)                                           \
     a->field = base != NULL ? (type *) (base + off) : NULL;                 \
-    off = align256(off + (bytes))
+    off = cuda_align256(off + (bytes))
     CARVE(act1, clef_bf16, nc * h1 * w1 * C * 2);
     CARVE(act2, clef_bf16, nc * h2 * w2 * C * 2);
     CARVE(act3, clef_bf16, nc * h3 * w3 * C * 2);
@@ -145,26 +98,12 @@ aws_layout(cuda_audio *a, const cuda_aplan *p, char *base)
 static int
 ensure_aws(cuda_audio *a, const cuda_aplan *p, clef_error *err)
 {
-    cudaError_t  e;
-    size_t       bytes = aws_layout(a, p, NULL);
-
-    if (a->ws_mem == NULL || bytes > a->ws_cap) {
-        if (a->ws_mem != NULL) {
-            cudaFree(a->ws_mem);
-            a->ws_mem = NULL;
-            a->ws_cap = 0;
-        }
-        bytes += bytes / 4 + 4096;
-        e = cudaMalloc(&a->ws_mem, bytes);
-        if (e != cudaSuccess) {
-            a->ws_mem = NULL;
-            return clef_error_fail(err, CLEF_E_NO_MEMORY,
-                "audio workspace of %zu bytes for %lld rows: %s", bytes,
-                (long long) p->P, cudaGetErrorString(e));
-        }
-        a->ws_cap = bytes;
+    if (cuda_stage_ws(&a->stage, aws_layout(a, p, NULL), "audio", p->P,
+                      "rows", err) != 0)
+    {
+        return -1;
     }
-    aws_layout(a, p, a->ws_mem);
+    aws_layout(a, p, a->stage.ws);
     return 0;
 }
 
@@ -177,7 +116,7 @@ aplan_fill(cuda_audio *a, const clef_batch *batch,
     clef_error *err)
 {
     cuda_aplan             *p = &a->plan;
-    unsigned char          *s = a->hstage;
+    unsigned char          *s = a->stage.hstage;
     float                  *feat = (float *) (s + p->o_feat);
     int32_t                *cw = (int32_t *) (s + p->o_cw);
     int32_t                *rm = (int32_t *) (s + p->o_rowmeta);
@@ -216,10 +155,12 @@ aplan_fill(cuda_audio *a, const clef_batch *batch,
     return 0;
 }
 
-int
-cuda_audio_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
+/* The prepare hook (tower.h), for a batch with audio clips. */
+static int
+audio_prepare(clef_backend *b, void *state, const clef_batch *batch,
+    clef_error *err)
 {
-    cuda_audio              *a = b->audio;
+    cuda_audio              *a = state;
     cuda_aplan              *p;
     const clef_media_item  **items;
     const clef_media_item   *it;
@@ -229,18 +170,9 @@ cuda_audio_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     int64_t                 *rows;
     int                      m, r, rm, n = 0, rc = -1;
 
-    if (a != NULL) {
-        a->active = 0;
-    }
     for (m = 0; m < batch->n_items; m++) {
-        n += clef_batch_item(batch, m)->kind == CLEF_MEDIA_AUDIO;
-    }
-    if (n == 0) {
-        return 0;
-    }
-    if (a == NULL) {
-        return clef_error_set(err, 400, "audio_unsupported", NULL,
-                              "This model does not accept audio clips.");
+        n += cuda_tower_takes(&cuda_audio_tower,
+                              clef_batch_item(batch, m)->kind);
     }
     items = calloc((size_t) n, sizeof(*items));
     group = calloc((size_t) n, sizeof(*group));
@@ -256,7 +188,7 @@ cuda_audio_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
             rm += batch->records[r++]->n_media;
         }
         it = clef_batch_item(batch, m);
-        if (it->kind == CLEF_MEDIA_AUDIO) {
+        if (cuda_tower_takes(&cuda_audio_tower, it->kind)) {
             group[n] = r;
             items[n++] = it;
         }
@@ -290,15 +222,13 @@ cuda_audio_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
         goto done;
     }
     a->chunk_row = rows;
-    if (grow_stage(a, p->bytes, err) != 0 || ensure_aws(a, p, err) != 0
+    if (cuda_stage_grow(&a->stage, p->bytes, "audio", err) != 0
+        || ensure_aws(a, p, err) != 0
         || aplan_fill(a, batch, items, &lay, err) != 0
-        || cuda_check(cudaMemcpyAsync(a->dmeta, a->hstage, p->bytes,
-                                      cudaMemcpyHostToDevice, b->stream),
-                      "audio metadata upload", err) != 0)
+        || cuda_stage_upload(&a->stage, p->bytes, b->stream, "audio", err) != 0)
     {
         goto done;
     }
-    a->active = 1;
     rc = 0;
 
 done:
@@ -308,35 +238,15 @@ done:
     return rc;
 }
 
-int
-cuda_audio_active(const clef_backend *b)
-{
-    return b->audio != NULL && b->audio->active;
-}
-
 /* ---- forward -------------------------------------------------------------- */
 
-#define CK(call, what)  do {                                                  \
-        if (cuda_check((call), (what), err) != 0) {                           \
-            return -1;                                                        \
-        }                                                                     \
-    } while (0)
-
-#define AGEMM(rows, n, k, Wt, Xp, Dp)                                         \
-    do {                                                                      \
-        if (clef_gemm_run(b->gemm, s, CLEF_GEMM_BF16, (rows), (n), (k), (Wt), \
-                          (k), (Xp), (k), (Dp), (n), 0.0f, NULL, err) != 0)   \
-        {                                                                     \
-            return -1;                                                        \
-        }                                                                     \
-    } while (0)
-
-int
-cuda_audio_tower(clef_backend *b, clef_error *err)
+/* The tower over the prepared batch's clips into a->feat (before the last
+ * bias). */
+static int
+audio_run(clef_backend *b, cuda_audio *a, clef_error *err)
 {
-    cuda_audio           *a = b->audio;
     const cuda_aplan     *p = &a->plan;
-    const unsigned char  *d = a->dmeta;
+    const unsigned char  *d = a->stage.dmeta;
     const float          *feat = (const float *) (d + p->o_feat);
     const int32_t        *cw = (const int32_t *) (d + p->o_cw);
     const int32_t        *rm = (const int32_t *) (d + p->o_rowmeta);
@@ -360,12 +270,12 @@ cuda_audio_tower(clef_backend *b, clef_error *err)
                          C, s), "audio conv1");
         CK(clef_k_aim2col(a->act1, cw + c0, 1, n, h1, w1, C, a->cols, s),
            "audio im2col 2");
-        AGEMM(n * h2 * w2, C, 9 * C, a->conv2, a->cols, a->act2);
+        TGEMM(n * h2 * w2, C, 9 * C, a->conv2, a->cols, a->act2);
         CK(clef_k_vbias_gelu(a->act2, a->conv2_b, n * h2 * w2, C, 0, s),
            "audio conv2 gelu");
         CK(clef_k_aim2col(a->act2, cw + c0, 2, n, h2, w2, C, a->cols, s),
            "audio im2col 3");
-        AGEMM(n * F * w3, C, 9 * C, a->conv3, a->cols, a->act3);
+        TGEMM(n * F * w3, C, 9 * C, a->conv3, a->cols, a->act3);
         CK(clef_k_vbias_gelu(a->act3, a->conv3_b, n * F * w3, C, 0, s),
            "audio conv3 gelu");
         r0 = a->chunk_row[c0];
@@ -373,7 +283,7 @@ cuda_audio_tower(clef_backend *b, clef_error *err)
         CK(clef_k_aflatten(a->act3, rm + 2 * r0, (int) (r1 - r0), c0, F, w3,
                            C, a->flat + r0 * C * F, s), "audio flatten");
     }
-    AGEMM(P, D, C * F, a->conv_out, a->flat, a->y);
+    TGEMM(P, D, C * F, a->conv_out, a->flat, a->y);
     CK(clef_k_apos(a->y, a->pos, rm, a->x, P, D, s), "audio positions");
 
     memset(&at, 0, sizeof(at));
@@ -401,100 +311,54 @@ cuda_audio_tower(clef_backend *b, clef_error *err)
 
         CK(clef_k_vlayernorm(a->x, y->n1_w, y->n1_b, a->xn, P, D, LN_EPS, s),
            "audio norm1");
-        AGEMM(P, 3 * D, D, y->qkv, a->xn, a->qkv);
+        TGEMM(P, 3 * D, D, y->qkv, a->xn, a->qkv);
         CK(clef_k_abias(a->qkv, y->qkv_b, P, 3 * D, s), "audio qkv bias");
         CK(clef_k_attention_bidir(&at, s), "audio attention");
-        AGEMM(P, D, D, y->out, a->o, a->y);
+        TGEMM(P, D, D, y->out, a->o, a->y);
         CK(clef_k_vresidual(a->x, a->y, y->out_b, P, D, s), "audio residual");
 
         CK(clef_k_vlayernorm(a->x, y->n2_w, y->n2_b, a->xn, P, D, LN_EPS, s),
            "audio norm2");
-        AGEMM(P, a->I, D, y->fc1, a->xn, a->mlp);
+        TGEMM(P, a->I, D, y->fc1, a->xn, a->mlp);
         CK(clef_k_vbias_gelu(a->mlp, y->fc1_b, P, a->I, 0, s), "audio gelu");
-        AGEMM(P, D, a->I, y->fc2, a->mlp, a->y);
+        TGEMM(P, D, a->I, y->fc2, a->mlp, a->y);
         CK(clef_k_vresidual(a->x, a->y, y->fc2_b, P, D, s), "audio residual");
     }
 
     CK(clef_k_vlayernorm(a->x, a->post_w, a->post_b, a->xn, P, D, LN_EPS, s),
        "audio ln_post");
-    AGEMM(P, D, D, a->proj1, a->xn, a->mlp);
+    TGEMM(P, D, D, a->proj1, a->xn, a->mlp);
     CK(clef_k_vbias_gelu(a->mlp, a->proj1_b, P, D, 0, s), "audio proj1 gelu");
-    AGEMM(P, a->O, D, a->proj2, a->mlp, a->feat);
+    TGEMM(P, a->O, D, a->proj2, a->mlp, a->feat);
     return 0;
 }
 
-int
-cuda_audio_embed(clef_backend *b, clef_error *err)
+/* The embed hook (tower.h): the tower, its rows over the audio-pad
+ * tokens. */
+static int
+audio_embed(clef_backend *b, void *state, cuda_tower_out *out,
+    clef_error *err)
 {
-    cuda_audio  *a = b->audio;
+    cuda_audio  *a = state;
 
-    if (a == NULL || !a->active || a->plan.P == 0) {
-        return 0;
-    }
-    if (cuda_audio_tower(b, err) != 0) {
+    if (audio_run(b, a, err) != 0) {
         return -1;
     }
-    return cuda_check(clef_k_vscatter(a->feat, a->proj2_b,
-                                      (const int32_t *) (a->dmeta
-                                                         + a->plan.o_dst),
-                                      b->ws.hid, (int) a->plan.P, a->O,
-                                      b->stream),
-                      "audio features", err);
+    out->feat = a->feat;
+    out->bias = a->proj2_b;
+    out->dst = (const int32_t *) (a->stage.dmeta + a->plan.o_dst);
+    out->rows = a->plan.P;
+    out->width = a->O;
+    return 0;
 }
 
-int
-clef_cuda_audio_features(clef_backend *b, const clef_batch *batch,
-    float *features, clef_error *err)
-{
-    cuda_audio  *a = b->audio;
-    uint16_t    *h = NULL;
-    float       *bias = NULL;
-    size_t       n;
-    int64_t      j;
-    int          i, rc = -1;
-
-    if (a == NULL) {
-        return clef_error_set(err, 400, "audio_unsupported", NULL,
-                              "This model does not accept audio clips.");
-    }
-    if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
-        || cuda_audio_prepare(b, batch, err) != 0)
-    {
-        return -1;
-    }
-    if (!a->active || a->plan.P == 0) {
-        return 0;
-    }
-    n = (size_t) a->plan.P * (size_t) a->O;
-    h = malloc(n * sizeof(uint16_t));
-    bias = malloc((size_t) a->O * sizeof(float));
-    if (h == NULL || bias == NULL) {
-        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
-    } else if (cuda_audio_tower(b, err) == 0
-               && cuda_check(cudaMemcpyAsync(h, a->feat, n * 2,
-                                             cudaMemcpyDeviceToHost, b->stream),
-                             "audio features", err) == 0
-               && cuda_check(cudaMemcpyAsync(bias, a->proj2_b,
-                                             (size_t) a->O * sizeof(float),
-                                             cudaMemcpyDeviceToHost, b->stream),
-                             "audio bias", err) == 0)
-    {
-        rc = 0;
-    }
-    /* wait even after a failed enqueue: the staging buffer is reused */
-    if (cuda_check(cudaStreamSynchronize(b->stream), "audio tower", err) != 0) {
-        rc = -1;
-    }
-    if (rc == 0) {
-        for (j = 0; j < a->plan.P; j++) {
-            for (i = 0; i < a->O; i++) {
-                features[j * a->O + i] = clef_bf16_to_f32(h[j * a->O + i])
-                                         + bias[i];
-            }
-        }
-    }
-    a->active = 0;
-    free(h);
-    free(bias);
-    return rc;
-}
+const cuda_tower_ops  cuda_audio_tower = {
+    "audio",
+    CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO),
+    audio_open,
+    audio_prepare,
+    audio_embed,
+    audio_close,
+    NULL,                       /* audio positions count on as text's */
+    NULL                        /* no DeepStack */
+};

@@ -17,11 +17,11 @@
  *   ln_post -> proj1 GEMM -> bias + GELU -> proj2 GEMM
  *   -> + bias over the audio-pad tokens' embeddings
  *
- * The backend.c / forward.c side is four calls: open and close with the
- * backend, prepare after the vision tower's (validates, lays the batch's
- * clips out and uploads their features and metadata, or marks a batch
- * without clips), embed after the vision tower's.  Batches with clips run
- * eagerly, never as a CUDA graph (their shapes depend on the clips).
+ * It is a row of the towers' table (tower.h, cuda_audio_tower), after
+ * the vision tower's: audio clips; open and close with the backend,
+ * prepare (validates, lays the batch's clips out and uploads their
+ * features and metadata), embed.  Batches with clips run eagerly, never
+ * as a CUDA graph (their shapes depend on the clips).
  */
 #ifndef CLEF_CUDA_AUDIO_H
 #define CLEF_CUDA_AUDIO_H
@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "devmem.h"
 #include "kernels.h"
 
 typedef struct {
@@ -60,8 +61,7 @@ typedef struct cuda_audio {
     int          D, I, C, F, O, heads, hd, layers, mels;
 
     /* weights (audio_weights.c) */
-    void       **allocs;
-    int          n_allocs, cap_allocs;
+    cuda_allocs  allocs;
     float       *conv1_w, *conv1_b, *conv2_b, *conv3_b;   /* [C][9], [C] */
     clef_bf16   *conv2, *conv3;                           /* [C][9 C] */
     clef_bf16   *conv_out;                                /* [D][C F] */
@@ -71,17 +71,11 @@ typedef struct cuda_audio {
     float       *pos;                                     /* [13][D] */
     clef_audio_tower_config  cfg;
 
-    /* the current batch (audio.c) */
-    int          active;             /* it has audio clips */
+    /* the current batch (audio.c): its plan, staging and workspace */
     cuda_aplan   plan;
     int64_t     *chunk_row;          /* host: each chunk's first row,
                                         [nc + 1] */
-    unsigned char *hstage, *dmeta;
-    size_t       stage_cap, dmeta_cap;
-
-    /* workspace */
-    void        *ws_mem;
-    size_t       ws_cap;
+    cuda_stage   stage;
     clef_bf16   *act1, *act2, *act3, *cols;   /* the convolutions' */
     clef_bf16   *flat;               /* [P][C F] */
     float       *x;                  /* [P][D] residual stream */
@@ -97,18 +91,5 @@ typedef struct cuda_audio {
 int   cuda_audio_weights_upload(const clef_model *m, const clef_text_config *tc,
     cuda_audio **out, clef_error *err);
 void  cuda_audio_weights_free(cuda_audio *a);
-
-/* audio.c: the backend's hooks. */
-int   cuda_audio_open(clef_backend *b, clef_error *err);
-void  cuda_audio_close(clef_backend *b);
-int   cuda_audio_prepare(clef_backend *b, const clef_batch *batch,
-    clef_error *err);
-int   cuda_audio_active(const clef_backend *b);
-int   cuda_audio_embed(clef_backend *b, clef_error *err);
-
-/* The tower alone over a prepared batch's clips into a->feat (before the
- * last bias): for the tests, through clef_cuda_audio_features
- * (clef_cuda.h). */
-int   cuda_audio_tower(clef_backend *b, clef_error *err);
 
 #endif

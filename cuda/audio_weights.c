@@ -16,45 +16,13 @@
 #include "cuda_backend.h"
 #include "model/roles.h"
 
-static int
-adev_alloc(cuda_audio *a, size_t bytes, void **out, clef_error *err)
-{
-    void        *p;
-    cudaError_t  e;
-
-    if (a->n_allocs == a->cap_allocs) {
-        int    cap = a->cap_allocs ? 2 * a->cap_allocs : 64;
-        void **n = realloc(a->allocs, (size_t) cap * sizeof(*n));
-
-        if (n == NULL) {
-            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
-        }
-        a->allocs = n;
-        a->cap_allocs = cap;
-    }
-    e = cudaMalloc(&p, bytes ? bytes : 16);
-    if (e != cudaSuccess) {
-        return clef_error_fail(err, CLEF_E_NO_MEMORY,
-            "cudaMalloc of %zu bytes for the audio tower: %s", bytes,
-            cudaGetErrorString(e));
-    }
-    a->allocs[a->n_allocs++] = p;
-    *out = p;
-    return 0;
-}
-
 void
 cuda_audio_weights_free(cuda_audio *a)
 {
-    int  i;
-
     if (a == NULL) {
         return;
     }
-    for (i = 0; i < a->n_allocs; i++) {
-        cudaFree(a->allocs[i]);
-    }
-    free(a->allocs);
+    cuda_allocs_free(&a->allocs);
     free(a->L);
     free(a);
 }
@@ -125,7 +93,8 @@ up(cuda_audio *a, const clef_model *m, const clef_role *r, int n, int l,
             b[i] = clef_f32_to_bf16(h[i]);
         }
     }
-    if (adev_alloc(a, (size_t) all * (bf16 ? 2 : 4), out, err) == 0
+    if (cuda_dev_alloc(&a->allocs, (size_t) all * (bf16 ? 2 : 4),
+                       "the audio tower", out, err) == 0
         && copy_up(*out, bf16 ? (void *) b : (void *) h,
                    (size_t) all * (bf16 ? 2 : 4), err) == 0)
     {
@@ -217,7 +186,8 @@ cuda_audio_weights_upload(const clef_model *m, const clef_text_config *tc,
     }
     /* a chunk keeps 13 steps at most */
     clef_audio_positions((int) D, 13, pos);
-    if (adev_alloc(a, sizeof(float) * 13 * (size_t) D, (void **) &a->pos,
+    if (cuda_dev_alloc(&a->allocs, sizeof(float) * 13 * (size_t) D,
+                       "the audio tower", (void **) &a->pos,
                    err) != 0
         || copy_up(a->pos, pos, sizeof(float) * 13 * (size_t) D, err) != 0)
     {

@@ -10,9 +10,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
-#include "media/kinds.h"
-#include "audio.h"
-#include "vision.h"
+#include "tower.h"
 
 static int
 round_up(int v, int unit)
@@ -325,8 +323,7 @@ rank_free(clef_backend *b)
     if (b->hout != NULL) {
         cudaFreeHost(b->hout);
     }
-    cuda_vision_close(b);           /* images (vision.c) */
-    cuda_audio_close(b);            /* audio clips (audio.c) */
+    cuda_towers_close(b);           /* the media towers (tower.c) */
     cuda_weights_free(b);
     clef_gemm_destroy(b->gemm);
     if (b->stream != NULL) {
@@ -538,11 +535,9 @@ open_replica(const clef_model *m, const clef_backend_opts *o, const char *comm,
             return -1;
         }
     }
-    /* images (vision.c) and audio clips (audio.c): the towers on rank 0,
-     * which alone runs them */
+    /* the media towers (tower.c) on rank 0, which alone runs them */
     if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
-        || cuda_vision_open(b, err) != 0
-        || cuda_audio_open(b, err) != 0)
+        || cuda_towers_open(b, err) != 0)
     {
         cuda_close(b);
         return -1;
@@ -609,44 +604,6 @@ capture(clef_backend *b, const cuda_plan *p, cuda_graph *g, clef_error *err)
     return 0;
 }
 
-/* ---- media --------------------------------------------------------------- */
-
-/* The media kinds this backend has an encoder for: images and videos, on
- * the vision tower (vision.c, whose prepare, embed and rope hooks run
- * every forward; a video's frame pairs are its temporal groups), and
- * audio clips on the audio tower (audio.c: prepare and embed).  A batch
- * holding another kind is refused before anything is launched. */
-static const clef_media_kind  cuda_encoders[] = {
-    CLEF_MEDIA_IMAGE, CLEF_MEDIA_VIDEO, CLEF_MEDIA_AUDIO
-};
-
-static int
-media_check(const clef_batch *batch, clef_error *err)
-{
-    const clef_media_kind_info  *info;
-    const clef_media_item       *it;
-    size_t                       e;
-    int                          m;
-
-    for (m = 0; m < batch->n_items; m++) {
-        it = clef_batch_item(batch, m);
-        for (e = 0; e < sizeof(cuda_encoders) / sizeof(cuda_encoders[0]); e++) {
-            if (it->kind == cuda_encoders[e]) {
-                break;
-            }
-        }
-        if (e == sizeof(cuda_encoders) / sizeof(cuda_encoders[0])) {
-            info = clef_media_kind_of(it->kind);
-            return clef_error_set(err, 400, info != NULL ? info->unsupported
-                                                         : "media_unsupported",
-                                  NULL, "The cuda backend has no encoder for "
-                                  "%s.", info != NULL ? info->many
-                                                      : "this media");
-        }
-    }
-    return 0;
-}
-
 static int
 prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
 {
@@ -660,7 +617,8 @@ prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
         return clef_error_set(err, 500, "media_unsupported", NULL,
                               "the cuda backend runs images at tp=1 only");
     }
-    if (media_check(batch, err) != 0
+    /* a kind no tower takes is refused before anything is launched */
+    if (cuda_towers_check(batch, err) != 0
         || cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
         || cuda_plan_build(b, batch, p, err) != 0)
     {
@@ -675,11 +633,10 @@ prepare(clef_backend *b, const clef_batch *batch, cuda_plan *p, clef_error *err)
             return -1;
         }
     }
-    /* images (vision.c) and audio clips (audio.c): after the workspace,
-     * as the towers' plans read it */
+    /* the media towers (tower.c): after the workspace, as their plans
+     * read it */
     if (cuda_rank_device(b, 0, &cur, err) != 0
-        || cuda_vision_prepare(b, batch, err) != 0
-        || cuda_audio_prepare(b, batch, err) != 0)
+        || cuda_towers_prepare(b, batch, err) != 0)
     {
         return -1;
     }
@@ -707,6 +664,32 @@ wait_ranks(clef_backend *b, const char *what, clef_error *err)
         return cuda_check(cudaStreamSynchronize(b->stream), what, err);
     }
     return cuda_tp_wait(b, err);
+}
+
+/* The tail of every run: waits for its work even after a failed enqueue
+ * (rc != 0), as the staging buffers are reused.  The first error is the
+ * one reported, unless the wait finds the device faulted (the engine then
+ * reopens the replica); the profile marks of a failed run are dropped. */
+static int
+run_wait(clef_backend *b, int rc, const char *what, clef_error *err)
+{
+    clef_error  later;
+
+    if (rc != 0) {
+        memset(&later, 0, sizeof(later));
+        if (wait_ranks(b, what, &later) != 0
+            && later.code == CLEF_E_DEVICE_FAULT)
+        {
+            *err = later;
+        }
+        b->n_marks = 0;
+        return -1;
+    }
+    if (wait_ranks(b, what, err) != 0) {
+        b->n_marks = 0;
+        return -1;
+    }
+    return 0;
 }
 
 static void
@@ -742,10 +725,10 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
 
     b->n_marks = 0;
     /* No graphs across ranks (graphs.c says why): tp > 1 launches
-     * eagerly; so does a batch with images: the graph key does not hold
-     * its images' grids (vision.c). */
+     * eagerly; so does a batch with media: the graph key does not hold
+     * its items' shapes (tower.h). */
     if (b->use_graphs && !b->profile && b->tp == 1 && b->comm == NULL
-        && !cuda_vision_active(b) && !cuda_audio_active(b))
+        && !cuda_towers_active(b))
     {
         g = cuda_graph_lookup(b, &p, &fresh);
     }
@@ -770,22 +753,7 @@ cuda_forward(clef_backend *b, const clef_batch *batch, float *logits,
         rc = cuda_check(cudaMemcpyAsync(b->hout, b->ws.logits, (size_t) p.N * sizeof(float),
                                         cudaMemcpyDeviceToHost, b->stream), "logits", err);
     }
-    /* Wait even after a failed enqueue: the staging buffers are reused.
-     * The first error is the one reported. */
-    if (rc != 0) {
-        clef_error  later;
-
-        memset(&later, 0, sizeof(later));
-        if (wait_ranks(b, "forward", &later) != 0
-            && later.code == CLEF_E_DEVICE_FAULT)
-        {
-            *err = later;
-        }
-        b->n_marks = 0;
-        return -1;
-    }
-    if (wait_ranks(b, "forward", err) != 0) {
-        b->n_marks = 0;
+    if (run_wait(b, rc, "forward", err) != 0) {
         return -1;
     }
     if (b->profile) {
@@ -821,24 +789,9 @@ cuda_hidden(clef_backend *b, const clef_batch *batch, float *hidden,
                                         (size_t) p.T * b->H * sizeof(float),
                                         cudaMemcpyDeviceToHost, b->stream), "hidden", err);
     }
-    if (rc != 0) {
-        clef_error  later;
-
-        memset(&later, 0, sizeof(later));
-        if (wait_ranks(b, "hidden", &later) != 0
-            && later.code == CLEF_E_DEVICE_FAULT)
-        {
-            *err = later;
-        }
-        b->n_marks = 0;
-        return -1;
-    }
-    if (wait_ranks(b, "hidden", err) != 0) {
-        b->n_marks = 0;
-        return -1;
-    }
+    rc = run_wait(b, rc, "hidden", err);
     b->n_marks = 0;
-    return 0;
+    return rc;
 }
 
 /* ---- extras ------------------------------------------------------------------ */

@@ -13,6 +13,7 @@
 
 #include "clef_cuda.h"
 #include "comm_cuda.h"
+#include "devmem.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "model/model.h"
@@ -22,6 +23,7 @@
 #define CUDA_GRAPH_KEY   13          /* int32 counts of a launch shape (graphs.c) */
 #define CUDA_MARKS_MAX   (4 * CLEF_MAX_LAYERS + 8)
 #define CUDA_TP_MAX      CLEF_K_RANKS_MAX  /* ranks of one replica */
+#define CUDA_TOWERS      2           /* rows of tower.c's table */
 
 /* A decoder layer on the device as its parts (weights.c loads each with
  * a loader of its own): its norms, its mixer, its MLP by kind. */
@@ -132,6 +134,14 @@ typedef struct {
     clef_bf16   *m_gu, *m_act, *m_out;         /* [T k][2 Im], [Im], [H] */
 } cuda_ws;
 
+/* A media tower of the backend (tower.h): its own state (vision.h,
+ * audio.h; NULL: the model has none, or a rank > 0) and whether the
+ * prepared batch has items for it. */
+typedef struct {
+    void            *state;
+    int              active;
+} cuda_tower_slot;
+
 typedef struct {
     int              used;
     int32_t          key[CUDA_GRAPH_KEY];
@@ -175,14 +185,12 @@ struct clef_backend {
                                         per token, Im columns each */
 
     /* weights */
-    void      **allocs;
-    int         n_allocs, cap_allocs;
+    cuda_allocs allocs;
     clef_bf16  *embed, *lm_head, *final_norm;
     float      *inv_freq;
     cuda_layer  layers[CLEF_MAX_LAYERS];
     cuda_head_w head;
-    struct cuda_vision *vision;      /* vision.h; NULL: no tower */
-    struct cuda_audio  *audio;       /* audio.h; NULL: no audio tower */
+    cuda_tower_slot towers[CUDA_TOWERS];   /* tower.c's rows, in order */
 
     /* per forward (ranks > 0: the backbone's buffers and dmeta only) */
     void       *ws_mem;
@@ -250,5 +258,12 @@ int   cuda_rank_device(clef_backend *b, int r, int *cur, clef_error *err);
 
 /* Turns a failed CUDA call into a clef_error (returns 0 on success). */
 int   cuda_check(cudaError_t e, const char *what, clef_error *err);
+
+/* Returns -1 from the calling function when a CUDA call fails (err set). */
+#define CK(call, what)  do {                                                  \
+        if (cuda_check((call), (what), err) != 0) {                           \
+            return -1;                                                        \
+        }                                                                     \
+    } while (0)
 
 #endif

@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
-#include "audio.h"
-#include "vision.h"
+#include "tower.h"
 
 int
 cuda_check(cudaError_t e, const char *what, clef_error *err)
@@ -46,12 +45,6 @@ cuda_mark(clef_backend *b, int type)
         b->n_marks++;
     }
 }
-
-#define CK(call, what)  do {                                                  \
-        if (cuda_check((call), (what), err) != 0) {                           \
-            return -1;                                                        \
-        }                                                                     \
-    } while (0)
 
 #define GEMM(mode, rows, n, k, Wt, ldw, Xp, ldx, Dp, ldd, beta, bias)          \
     do {                                                                      \
@@ -124,7 +117,7 @@ layer_mixer(clef_backend *b, const cuda_plan *p, int l, float beta,
         r.pos = meta + p->o_pos;
         r.inv_freq = b->inv_freq;
         r.plain_norm = b->plain_norm;
-        cuda_vision_rope(b, &r);        /* M-RoPE with images (vision.c) */
+        cuda_towers_rope(b, &r);        /* M-RoPE with images (tower.c) */
         r.rot = b->rot;
         r.q = w->mix;
         r.k = kbuf;
@@ -272,14 +265,9 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
         }
         CK(clef_k_embed(k->dmeta + p->o_ids, k->embed, k->ws.hid, T, H, k->stream),
            "embedding");
-        /* images: the tower, its features over the pad tokens (vision.c;
-         * rank 0 only, which is every rank when images run: tp = 1) */
-        if (r == 0 && cuda_vision_embed(k, err) != 0) {
-            return -1;
-        }
-        /* audio clips: the audio tower, its rows over the audio-pad
-         * tokens (audio.c; rank 0, every rank with media: tp = 1) */
-        if (r == 0 && cuda_audio_embed(k, err) != 0) {
+        /* media: each tower's rows over its items' pad tokens (tower.c;
+         * rank 0 only, which is every rank when media run: tp = 1) */
+        if (r == 0 && cuda_towers_embed(k, err) != 0) {
             return -1;
         }
     }
@@ -320,10 +308,7 @@ cuda_backbone(clef_backend *b, const cuda_plan *p, clef_error *err)
         }
         /* DeepStack (Clef Omni): level l of the images' features over
          * their pad tokens (rank 0, which is every rank with images) */
-        if (cuda_vision_active(b)
-            && (cuda_rank_device(b, 0, &cur, err) != 0
-                || cuda_vision_deepstack(b, l, err) != 0))
-        {
+        if (cuda_towers_layer(b, l, &cur, err) != 0) {
             return -1;
         }
     }
@@ -375,6 +360,167 @@ gattn(clef_backend *b, const cuda_plan *p, const float *q, int ldq,
     return cuda_check(clef_k_group_attention(&a, b->stream), "head attention", err);
 }
 
+/* A norm-first feed-forward block over n rows of x: x += W2 gelu(W1
+ * LN(x) + b1) + b2, through Rn and FF. */
+static int
+head_ffn(clef_backend *b, float *x, int n, const float *n_w, const float *n_b,
+    const float *w1, const float *b1, const float *w2, const float *b2,
+    const char *norm, clef_error *err)
+{
+    cudaStream_t  s = b->stream;
+    cuda_ws      *w = &b->ws;
+    const int     W = b->W, F = b->F;
+
+    CK(clef_k_layernorm(x, 0, W, w->Rn, W, n_w, n_b, n, W, 1e-5f, s), norm);
+    GEMM(CLEF_GEMM_F32, n, F, W, w1, W, w->Rn, W, w->FF, F, 0.0f, NULL);
+    CK(clef_k_bias_gelu(w->FF, F, b1, n, F, s), "gelu");
+    GEMM(CLEF_GEMM_F32, n, W, F, w2, F, w->FF, F, x, W, 1.0f, b2);
+    return 0;
+}
+
+/* One evidence-routing layer: the option queries R attend to the
+ * memory M. */
+static int
+head_route(clef_backend *b, const cuda_plan *p, const cuda_route *r,
+    clef_error *err)
+{
+    cudaStream_t  s = b->stream;
+    cuda_ws      *w = &b->ws;
+    const int     T = p->T, N = p->N, W = b->W;
+    const float   eps = 1e-5f;
+
+    CK(clef_k_layernorm(w->M, 0, W, w->Mn, W, r->mn_w, r->mn_b, T, W, eps, s),
+       "memory norm");
+    GEMM(CLEF_GEMM_TF32, T, 2 * W, W, r->att.in_w + (size_t) W * W, W, w->Mn, W,
+         w->KV, 2 * W, 0.0f, r->att.in_b + W);
+    CK(clef_k_layernorm(w->R, 0, W, w->Rn, W, r->qn_w, r->qn_b, N, W, eps, s),
+       "query norm");
+    GEMM(CLEF_GEMM_F32, N, W, W, r->att.in_w, W, w->Rn, W, w->Qh, W, 0.0f,
+         r->att.in_b);
+    if (gattn(b, p, w->Qh, W, w->KV, w->KV + W, 2 * W, p->o_og_g, p->o_og_i,
+              p->o_og_gi, p->og_groups, p->og_items, err) != 0
+        || mha_out(b, &r->att, w->R, N, err) != 0)
+    {
+        return -1;
+    }
+    return head_ffn(b, w->R, N, r->fn_w, r->fn_b, r->ff0_w, r->ff0_b,
+                    r->ff3_w, r->ff3_b, "feedforward norm", err);
+}
+
+/* The fields: each question's options summed into its field Fq. */
+static int
+head_fields(clef_backend *b, const cuda_plan *p, clef_error *err)
+{
+    cuda_ws            *w = &b->ws;
+    const cuda_head_w  *h = &b->head;
+    const int32_t      *meta = b->dmeta;
+    const int           W = b->W;
+    clef_k_fields_args  fa;
+
+    fa.R = w->R;
+    fa.ldr = W;
+    fa.B = w->QVP + W;
+    fa.ldb = 2 * W;
+    fa.G = w->GP;
+    fa.ldgp = W;
+    fa.type_emb = h->type_emb;
+    fa.sum_w = h->sum_w;
+    fa.sum_b = h->sum_b;
+    fa.q_opt_off = meta + p->o_qoff;
+    fa.q_rec = meta + p->o_qrec;
+    fa.q_type = meta + p->o_qtype;
+    fa.F = w->Fq;
+    fa.ldf = W;
+    fa.Q = p->Q;
+    fa.W = W;
+    fa.max_opts = p->max_opts;
+    fa.eps = 1e-5f;
+    return cuda_check(clef_k_fields(&fa, b->stream), "fields", err);
+}
+
+/* One decoder layer (norm first) over the fields; the memory is the raw
+ * projection M. */
+static int
+head_decoder(clef_backend *b, const cuda_plan *p, const cuda_dec *d,
+    clef_error *err)
+{
+    cudaStream_t  s = b->stream;
+    cuda_ws      *w = &b->ws;
+    const int     T = p->T, Q = p->Q, W = b->W;
+    const float   eps = 1e-5f;
+
+    CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n1_w, d->n1_b, Q, W, eps, s),
+       "norm1");
+    GEMM(CLEF_GEMM_F32, Q, 3 * W, W, d->sa.in_w, W, w->Rn, W, w->Qh, 3 * W, 0.0f,
+         d->sa.in_b);
+    if (gattn(b, p, w->Qh, 3 * W, w->Qh + W, w->Qh + 2 * W, 3 * W, p->o_fs_g,
+              p->o_fs_i, p->o_fs_gi, p->fs_groups, p->fs_items, err) != 0
+        || mha_out(b, &d->sa, w->Fq, Q, err) != 0)
+    {
+        return -1;
+    }
+
+    CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n2_w, d->n2_b, Q, W, eps, s),
+       "norm2");
+    GEMM(CLEF_GEMM_F32, Q, W, W, d->ca.in_w, W, w->Rn, W, w->Qh, W, 0.0f,
+         d->ca.in_b);
+    GEMM(CLEF_GEMM_TF32, T, 2 * W, W, d->ca.in_w + (size_t) W * W, W, w->M, W,
+         w->KV, 2 * W, 0.0f, d->ca.in_b + W);
+    if (gattn(b, p, w->Qh, W, w->KV, w->KV + W, 2 * W, p->o_fm_g, p->o_fm_i,
+              p->o_fm_gi, p->fm_groups, p->fm_items, err) != 0
+        || mha_out(b, &d->ca, w->Fq, Q, err) != 0)
+    {
+        return -1;
+    }
+
+    return head_ffn(b, w->Fq, Q, d->n3_w, d->n3_b, d->l1_w, d->l1_b, d->l2_w,
+                    d->l2_b, "norm3", err);
+}
+
+/* Scores: F = field_norm(fields) in Rn, Ro = option_norm(R), the scorer's
+ * hidden layer, then each option's logit. */
+static int
+head_scores(clef_backend *b, const cuda_plan *p, clef_error *err)
+{
+    cudaStream_t        s = b->stream;
+    cuda_ws            *w = &b->ws;
+    const cuda_head_w  *h = &b->head;
+    const int32_t      *meta = b->dmeta;
+    const int           N = p->N, Q = p->Q, W = b->W;
+    const float         eps = 1e-5f;
+    clef_k_score_args   sa;
+
+    CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, h->field_w, h->field_b, Q, W, eps, s),
+       "field norm");
+    CK(clef_k_layernorm(w->R, 0, W, w->Ro, W, h->opt_w, h->opt_b, N, W, eps, s),
+       "option norm");
+    CK(clef_k_scorer_input(w->Rn, W, w->Ro, W, meta + p->o_oq, w->Z, N, W, s),
+       "scorer input");
+    GEMM(CLEF_GEMM_F32, N, W, 4 * W, h->rs0_w, 4 * W, w->Z, 4 * W, w->Hs, W, 0.0f,
+         NULL);
+    CK(clef_k_bias_gelu(w->Hs, W, h->rs0_b, N, W, s), "gelu");
+
+    sa.qv = w->qv;
+    sa.g = w->glob;
+    sa.lex = w->lex;
+    sa.H = b->H;
+    sa.F = w->Rn;
+    sa.Ro = w->Ro;
+    sa.Hs = w->Hs;
+    sa.W = W;
+    sa.w3 = h->rs3_w;
+    sa.b3 = h->rs3_b;
+    sa.o_q = meta + p->o_oq;
+    sa.q_rec = meta + p->o_qrec;
+    sa.prior_scale = h->prior_scale;
+    sa.joint_scale = h->joint_scale;
+    sa.gate = h->gate;
+    sa.logits = w->logits;
+    sa.N = N;
+    CK(clef_k_scores(&sa, s), "scores");
+    return 0;
+}
+
 int
 cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err)
 {
@@ -383,12 +529,10 @@ cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err)
     const cuda_head_w  *h = &b->head;
     const int32_t      *meta = b->dmeta;
     const int           T = p->T, N = p->N, Q = p->Q, NR = p->NR;
-    const int           H = b->H, W = b->W, F = b->F;
+    const int           H = b->H, W = b->W;
     float              *QV = w->qv, *CTX = w->ctx, *G = w->glob, *LEX = w->lex;
     const int32_t      *jobs = meta + p->o_jobs;
     const float         eps = 1e-5f;
-    clef_k_fields_args    fa;
-    clef_k_score_args     sa;
     int                 i;
 
     /* Token level: X = LN(hidden), M = X Wm^T, span means. */
@@ -416,115 +560,19 @@ cuda_head(clef_backend *b, const cuda_plan *p, clef_error *err)
     CK(clef_k_add_rows(w->R, W, w->QVP, 2 * W, meta + p->o_oq, N, W, s),
        "option queries");
 
-    /* Evidence routing. */
+    /* Evidence routing, the fields, the decoder, the scores. */
     for (i = 0; i < b->n_route; i++) {
-        const cuda_route  *r = &h->route[i];
-
-        CK(clef_k_layernorm(w->M, 0, W, w->Mn, W, r->mn_w, r->mn_b, T, W, eps, s),
-           "memory norm");
-        GEMM(CLEF_GEMM_TF32, T, 2 * W, W, r->att.in_w + (size_t) W * W, W, w->Mn, W,
-             w->KV, 2 * W, 0.0f, r->att.in_b + W);
-        CK(clef_k_layernorm(w->R, 0, W, w->Rn, W, r->qn_w, r->qn_b, N, W, eps, s),
-           "query norm");
-        GEMM(CLEF_GEMM_F32, N, W, W, r->att.in_w, W, w->Rn, W, w->Qh, W, 0.0f,
-             r->att.in_b);
-        if (gattn(b, p, w->Qh, W, w->KV, w->KV + W, 2 * W, p->o_og_g, p->o_og_i,
-                  p->o_og_gi, p->og_groups, p->og_items, err) != 0
-            || mha_out(b, &r->att, w->R, N, err) != 0)
-        {
+        if (head_route(b, p, &h->route[i], err) != 0) {
             return -1;
         }
-        CK(clef_k_layernorm(w->R, 0, W, w->Rn, W, r->fn_w, r->fn_b, N, W, eps, s),
-           "feedforward norm");
-        GEMM(CLEF_GEMM_F32, N, F, W, r->ff0_w, W, w->Rn, W, w->FF, F, 0.0f, NULL);
-        CK(clef_k_bias_gelu(w->FF, F, r->ff0_b, N, F, s), "gelu");
-        GEMM(CLEF_GEMM_F32, N, W, F, r->ff3_w, F, w->FF, F, w->R, W, 1.0f, r->ff3_b);
     }
-
-    /* Fields. */
-    fa.R = w->R;
-    fa.ldr = W;
-    fa.B = w->QVP + W;
-    fa.ldb = 2 * W;
-    fa.G = w->GP;
-    fa.ldgp = W;
-    fa.type_emb = h->type_emb;
-    fa.sum_w = h->sum_w;
-    fa.sum_b = h->sum_b;
-    fa.q_opt_off = meta + p->o_qoff;
-    fa.q_rec = meta + p->o_qrec;
-    fa.q_type = meta + p->o_qtype;
-    fa.F = w->Fq;
-    fa.ldf = W;
-    fa.Q = Q;
-    fa.W = W;
-    fa.max_opts = p->max_opts;
-    fa.eps = eps;
-    CK(clef_k_fields(&fa, s), "fields");
-
-    /* Decoder layers (norm first); the memory is the raw projection M. */
+    if (head_fields(b, p, err) != 0) {
+        return -1;
+    }
     for (i = 0; i < b->n_dec; i++) {
-        const cuda_dec  *d = &h->dec[i];
-
-        CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n1_w, d->n1_b, Q, W, eps, s),
-           "norm1");
-        GEMM(CLEF_GEMM_F32, Q, 3 * W, W, d->sa.in_w, W, w->Rn, W, w->Qh, 3 * W, 0.0f,
-             d->sa.in_b);
-        if (gattn(b, p, w->Qh, 3 * W, w->Qh + W, w->Qh + 2 * W, 3 * W, p->o_fs_g,
-                  p->o_fs_i, p->o_fs_gi, p->fs_groups, p->fs_items, err) != 0
-            || mha_out(b, &d->sa, w->Fq, Q, err) != 0)
-        {
+        if (head_decoder(b, p, &h->dec[i], err) != 0) {
             return -1;
         }
-
-        CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n2_w, d->n2_b, Q, W, eps, s),
-           "norm2");
-        GEMM(CLEF_GEMM_F32, Q, W, W, d->ca.in_w, W, w->Rn, W, w->Qh, W, 0.0f,
-             d->ca.in_b);
-        GEMM(CLEF_GEMM_TF32, T, 2 * W, W, d->ca.in_w + (size_t) W * W, W, w->M, W,
-             w->KV, 2 * W, 0.0f, d->ca.in_b + W);
-        if (gattn(b, p, w->Qh, W, w->KV, w->KV + W, 2 * W, p->o_fm_g, p->o_fm_i,
-                  p->o_fm_gi, p->fm_groups, p->fm_items, err) != 0
-            || mha_out(b, &d->ca, w->Fq, Q, err) != 0)
-        {
-            return -1;
-        }
-
-        CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, d->n3_w, d->n3_b, Q, W, eps, s),
-           "norm3");
-        GEMM(CLEF_GEMM_F32, Q, F, W, d->l1_w, W, w->Rn, W, w->FF, F, 0.0f, NULL);
-        CK(clef_k_bias_gelu(w->FF, F, d->l1_b, Q, F, s), "gelu");
-        GEMM(CLEF_GEMM_F32, Q, W, F, d->l2_w, F, w->FF, F, w->Fq, W, 1.0f, d->l2_b);
     }
-
-    /* Scores: F = field_norm(fields) in Rn, Ro = option_norm(R). */
-    CK(clef_k_layernorm(w->Fq, 0, W, w->Rn, W, h->field_w, h->field_b, Q, W, eps, s),
-       "field norm");
-    CK(clef_k_layernorm(w->R, 0, W, w->Ro, W, h->opt_w, h->opt_b, N, W, eps, s),
-       "option norm");
-    CK(clef_k_scorer_input(w->Rn, W, w->Ro, W, meta + p->o_oq, w->Z, N, W, s),
-       "scorer input");
-    GEMM(CLEF_GEMM_F32, N, W, 4 * W, h->rs0_w, 4 * W, w->Z, 4 * W, w->Hs, W, 0.0f,
-         NULL);
-    CK(clef_k_bias_gelu(w->Hs, W, h->rs0_b, N, W, s), "gelu");
-
-    sa.qv = QV;
-    sa.g = G;
-    sa.lex = LEX;
-    sa.H = H;
-    sa.F = w->Rn;
-    sa.Ro = w->Ro;
-    sa.Hs = w->Hs;
-    sa.W = W;
-    sa.w3 = h->rs3_w;
-    sa.b3 = h->rs3_b;
-    sa.o_q = meta + p->o_oq;
-    sa.q_rec = meta + p->o_qrec;
-    sa.prior_scale = h->prior_scale;
-    sa.joint_scale = h->joint_scale;
-    sa.gate = h->gate;
-    sa.logits = w->logits;
-    sa.N = N;
-    CK(clef_k_scores(&sa, s), "scores");
-    return 0;
+    return head_scores(b, p, err);
 }

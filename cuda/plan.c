@@ -108,25 +108,16 @@ splits_for(int n)
     return s < 1 ? 1 : s;
 }
 
-int
-cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
+/* Validates the batch's records and sets p's counts. */
+static int
+plan_count(clef_backend *b, const clef_batch *batch, cuda_plan *p,
     clef_error *err)
 {
     const int  NR = batch->n_records;
     int64_t    T = 0;
     int        r, q, o, i, Q = 0, N = 0, nt = 0, maxo = 0;
     int        og_g = 0, og_i = 0, fm_g = 0, fm_i = 0, fs_g = 0, fs_i = 0;
-    int32_t   *m;
-    tile      *tiles;
-    gwork      og, fm, fs;
 
-    memset(p, 0, sizeof(*p));
-    if (NR < 1 || NR > 65535) {
-        return clef_error_fail(err, CLEF_E_INTERNAL,
-            "cuda backend: a batch holds 1 to 65535 records, not %d", NR);
-    }
-
-    /* Validate and count. */
     for (r = 0; r < NR; r++) {
         const clef_record  *rec = batch->records[r];
         int                 len = (int) rec->ids.n;
@@ -198,32 +189,118 @@ cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
     p->fs_items = fs_i;
     p->max_items = og_i > fm_i ? og_i : fm_i;
     p->max_items = fs_i > p->max_items ? fs_i : p->max_items;
+    return 0;
+}
+
+/* Where each array starts in the staging buffer, from p's counts. */
+static void
+plan_offsets(cuda_plan *p)
+{
+    const size_t  T = (size_t) p->T, NR = (size_t) p->NR, Q = (size_t) p->Q;
+    const size_t  N = (size_t) p->N;
 
     p->o_cu = 0;
-    p->o_tiles = p->o_cu + (size_t) NR + 1;
-    p->o_jobs = p->o_tiles + 3 * (size_t) nt;
+    p->o_tiles = p->o_cu + NR + 1;
+    p->o_jobs = p->o_tiles + 3 * (size_t) p->n_tiles;
     p->o_oq = p->o_jobs + 3 * (size_t) p->n_jobs;
-    p->o_qrec = p->o_oq + (size_t) N;
-    p->o_qtype = p->o_qrec + (size_t) Q;
-    p->o_qoff = p->o_qtype + (size_t) Q;
-    p->o_og_g = p->o_qoff + (size_t) Q + 1;
-    p->o_og_i = p->o_og_g + 4 * (size_t) og_g;
-    p->o_og_gi = p->o_og_i + 2 * (size_t) og_i;
-    p->o_fm_g = p->o_og_gi + (size_t) og_g + 1;
-    p->o_fm_i = p->o_fm_g + 4 * (size_t) fm_g;
-    p->o_fm_gi = p->o_fm_i + 2 * (size_t) fm_i;
-    p->o_fs_g = p->o_fm_gi + (size_t) fm_g + 1;
-    p->o_fs_i = p->o_fs_g + 4 * (size_t) fs_g;
-    p->o_fs_gi = p->o_fs_i + 2 * (size_t) fs_i;
-    p->o_pos = p->o_fs_gi + (size_t) fs_g + 1;
-    p->o_ids = p->o_pos + (size_t) T;
-    p->total = p->o_ids + (size_t) T;
+    p->o_qrec = p->o_oq + N;
+    p->o_qtype = p->o_qrec + Q;
+    p->o_qoff = p->o_qtype + Q;
+    p->o_og_g = p->o_qoff + Q + 1;
+    p->o_og_i = p->o_og_g + 4 * (size_t) p->og_groups;
+    p->o_og_gi = p->o_og_i + 2 * (size_t) p->og_items;
+    p->o_fm_g = p->o_og_gi + (size_t) p->og_groups + 1;
+    p->o_fm_i = p->o_fm_g + 4 * (size_t) p->fm_groups;
+    p->o_fm_gi = p->o_fm_i + 2 * (size_t) p->fm_items;
+    p->o_fs_g = p->o_fm_gi + (size_t) p->fm_groups + 1;
+    p->o_fs_i = p->o_fs_g + 4 * (size_t) p->fs_groups;
+    p->o_fs_gi = p->o_fs_i + 2 * (size_t) p->fs_items;
+    p->o_pos = p->o_fs_gi + (size_t) p->fs_groups + 1;
+    p->o_ids = p->o_pos + T;
+    p->total = p->o_ids + T;
+}
 
+/* Record r's rows of the staging buffer m: its tokens' positions and ids,
+ * its attention tiles from ti on, its questions' and options' span jobs
+ * and relations (qg: its first question, og0: its first option), and its
+ * three grouped attentions' work. */
+static void
+plan_fill_record(const clef_batch *batch, const cuda_plan *p, int32_t *m,
+    int r, int *ti, int qg, int og0, gwork *og, gwork *fm, gwork *fs)
+{
+    const clef_record  *rec = batch->records[r];
+    const int           Q = p->Q, N = p->N, NR = p->NR;
+    int                 s = batch->cu_seqlens[r], len = (int) rec->ids.n;
+    int32_t            *pos = m + p->o_pos, *jobs = m + p->o_jobs;
+    int32_t            *oq = m + p->o_oq, *qrec = m + p->o_qrec;
+    int32_t            *qtype = m + p->o_qtype, *qoff = m + p->o_qoff;
+    int32_t            *ids = m + p->o_ids;
+    int32_t            *jq = jobs, *jc = jobs + 3 * Q, *jg = jobs + 3 * (Q + N);
+    int32_t            *jl = jobs + 3 * (Q + N + NR);
+    tile               *tiles = (tile *) (m + p->o_tiles);
+    int                 i, q, o;
+
+    m[p->o_cu + r] = s;
+    for (i = 0; i < len; i++) {
+        pos[s + i] = i;
+        ids[s + i] = rec->ids.v[i];
+    }
+    for (i = 0; i < len; i += CLEF_K_ATTN_TILE) {
+        tiles[*ti].start = s;
+        tiles[*ti].len = len;
+        tiles[*ti].qbase = i;
+        (*ti)++;
+    }
+    for (q = 0; q < rec->n_questions; q++) {
+        jq[3 * (qg + q)] = s + rec->question_spans[q].start;
+        jq[3 * (qg + q) + 1] = s + rec->question_spans[q].end;
+        jq[3 * (qg + q) + 2] = 0;
+        qrec[qg + q] = r;
+        qtype[qg + q] = (int32_t) rec->question_types[q];
+        qoff[qg + q] = og0 + rec->option_offset[q];
+        for (o = rec->option_offset[q]; o < rec->option_offset[q + 1]; o++) {
+            oq[og0 + o] = qg + q;
+        }
+    }
+    for (o = 0; o < rec->n_options; o++) {
+        jc[3 * (og0 + o)] = s + rec->option_spans[o].start;
+        jc[3 * (og0 + o) + 1] = s + rec->option_spans[o].end;
+        jc[3 * (og0 + o) + 2] = 0;
+        jl[3 * (og0 + o)] = s + rec->option_spans[o].start;
+        jl[3 * (og0 + o) + 1] = s + rec->option_spans[o].end;
+        jl[3 * (og0 + o) + 2] = 1;
+    }
+    jg[3 * r] = s + len - 1;
+    jg[3 * r + 1] = s + len;
+    jg[3 * r + 2] = 0;
+
+    gwork_add(og, og0, og0 + rec->n_options, s, s + len);
+    gwork_add(fm, qg, qg + rec->n_questions, s, s + len);
+    gwork_add(fs, qg, qg + rec->n_questions, qg, qg + rec->n_questions);
+}
+
+int
+cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
+    clef_error *err)
+{
+    const int  NR = batch->n_records;
+    int        r, ti = 0, qg = 0, og0 = 0;
+    int32_t   *m;
+    gwork      og, fm, fs;
+
+    memset(p, 0, sizeof(*p));
+    if (NR < 1 || NR > 65535) {
+        return clef_error_fail(err, CLEF_E_INTERNAL,
+            "cuda backend: a batch holds 1 to 65535 records, not %d", NR);
+    }
+    if (plan_count(b, batch, p, err) != 0) {
+        return -1;
+    }
+    plan_offsets(p);
     if (grow_host(b, p->total, err) != 0) {
         return -1;
     }
     m = b->hmeta;
-    tiles = (tile *) (m + p->o_tiles);      /* three int32 per tile */
 
     og.g = m + p->o_og_g;  og.it = m + p->o_og_i;  og.gi = m + p->o_og_gi;
     fm.g = m + p->o_fm_g;  fm.it = m + p->o_fm_i;  fm.gi = m + p->o_fm_gi;
@@ -231,61 +308,14 @@ cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,
     og.ng = og.ni = fm.ng = fm.ni = fs.ng = fs.ni = 0;
     og.gi[0] = fm.gi[0] = fs.gi[0] = 0;
 
-    {
-        int32_t  *cu = m + p->o_cu, *pos = m + p->o_pos, *jobs = m + p->o_jobs;
-        int32_t  *oq = m + p->o_oq, *qrec = m + p->o_qrec, *qtype = m + p->o_qtype;
-        int32_t  *qoff = m + p->o_qoff, *ids = m + p->o_ids;
-        int       ti = 0, qg = 0, og0 = 0;
-        int32_t  *jq = jobs, *jc = jobs + 3 * Q, *jg = jobs + 3 * (Q + N);
-        int32_t  *jl = jobs + 3 * (Q + N + NR);
-
-        for (r = 0; r < NR; r++) {
-            const clef_record  *rec = batch->records[r];
-            int                 s = batch->cu_seqlens[r], len = (int) rec->ids.n;
-
-            cu[r] = s;
-            for (i = 0; i < len; i++) {
-                pos[s + i] = i;
-                ids[s + i] = rec->ids.v[i];
-            }
-            for (i = 0; i < len; i += CLEF_K_ATTN_TILE) {
-                tiles[ti].start = s;
-                tiles[ti].len = len;
-                tiles[ti].qbase = i;
-                ti++;
-            }
-            for (q = 0; q < rec->n_questions; q++) {
-                jq[3 * (qg + q)] = s + rec->question_spans[q].start;
-                jq[3 * (qg + q) + 1] = s + rec->question_spans[q].end;
-                jq[3 * (qg + q) + 2] = 0;
-                qrec[qg + q] = r;
-                qtype[qg + q] = (int32_t) rec->question_types[q];
-                qoff[qg + q] = og0 + rec->option_offset[q];
-                for (o = rec->option_offset[q]; o < rec->option_offset[q + 1]; o++) {
-                    oq[og0 + o] = qg + q;
-                }
-            }
-            for (o = 0; o < rec->n_options; o++) {
-                jc[3 * (og0 + o)] = s + rec->option_spans[o].start;
-                jc[3 * (og0 + o) + 1] = s + rec->option_spans[o].end;
-                jc[3 * (og0 + o) + 2] = 0;
-                jl[3 * (og0 + o)] = s + rec->option_spans[o].start;
-                jl[3 * (og0 + o) + 1] = s + rec->option_spans[o].end;
-                jl[3 * (og0 + o) + 2] = 1;
-            }
-            jg[3 * r] = s + len - 1;
-            jg[3 * r + 1] = s + len;
-            jg[3 * r + 2] = 0;
-
-            gwork_add(&og, og0, og0 + rec->n_options, s, s + len);
-            gwork_add(&fm, qg, qg + rec->n_questions, s, s + len);
-            gwork_add(&fs, qg, qg + rec->n_questions, qg, qg + rec->n_questions);
-            qg += rec->n_questions;
-            og0 += rec->n_options;
-        }
-        cu[NR] = (int32_t) T;
-        qoff[Q] = N;
-        qsort(tiles, (size_t) nt, sizeof(tile), tile_cmp);
+    for (r = 0; r < NR; r++) {
+        plan_fill_record(batch, p, m, r, &ti, qg, og0, &og, &fm, &fs);
+        qg += batch->records[r]->n_questions;
+        og0 += batch->records[r]->n_options;
     }
+    m[p->o_cu + NR] = (int32_t) p->T;
+    m[p->o_qoff + p->Q] = p->N;
+    /* three int32 per tile */
+    qsort(m + p->o_tiles, (size_t) p->n_tiles, sizeof(tile), tile_cmp);
     return 0;
 }

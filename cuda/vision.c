@@ -25,43 +25,40 @@
 
 #include "backend/vision_layout.h"
 #include "cuda_backend.h"
+#include "tower.h"
 #include "vision.h"
 
 #define MAX_PATCHES  (1 << 24)
 #define LN_EPS       1e-6f
 
-static size_t
-align256(size_t v)
+static int
+vision_open(clef_backend *b, void **state, clef_error *err)
 {
-    return (v + 255) / 256 * 256;
+    cuda_vision  *v = NULL;
+    int           rc;
+
+    rc = cuda_vision_weights_upload(b->model, clef_model_text_config(b->model),
+                                    &v, err);
+    *state = v;
+    return rc;
 }
 
-int
-cuda_vision_open(clef_backend *b, clef_error *err)
+static void
+vision_close(void *state)
 {
-    return cuda_vision_weights_upload(b->model, clef_model_text_config(b->model),
-                                      &b->vision, err);
-}
+    cuda_vision  *v = state;
 
-void
-cuda_vision_close(clef_backend *b)
-{
-    cuda_vision  *v = b->vision;
-
-    if (v == NULL) {
-        return;
-    }
-    if (v->ws_mem != NULL) {
-        cudaFree(v->ws_mem);
-    }
-    if (v->dmeta != NULL) {
-        cudaFree(v->dmeta);
-    }
-    if (v->hstage != NULL) {
-        cudaFreeHost(v->hstage);
-    }
+    cuda_stage_free(&v->stage);
     cuda_vision_weights_free(v);
-    b->vision = NULL;
+}
+
+/* Whether item m is this tower's (an image or a video). */
+static int
+visual(const clef_batch *batch, int m)
+{
+    const clef_media_item  *im = clef_batch_item(batch, m);
+
+    return im != NULL && cuda_tower_takes(&cuda_vision_tower, im->kind);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -72,81 +69,46 @@ vplan_layout(const cuda_vision *v, cuda_vplan *p)
     size_t  o = 0, q = (size_t) (v->hd / 4);
 
     p->o_rgb = o;
-    o = align256(o + (size_t) p->rgb_bytes);
+    o = cuda_align256(o + (size_t) p->rgb_bytes);
     p->o_imeta = o;
-    o = align256(o + (size_t) p->n_img * 4 * 8);
+    o = cuda_align256(o + (size_t) p->n_img * 4 * 8);
     p->o_inorm = o;
-    o = align256(o + (size_t) p->n_img * 6 * 4);
+    o = cuda_align256(o + (size_t) p->n_img * 6 * 4);
     p->o_img = o;
-    o = align256(o + (size_t) p->P * 4);
+    o = cuda_align256(o + (size_t) p->P * 4);
     p->o_src = o;
-    o = align256(o + (size_t) p->P * 4);
+    o = cuda_align256(o + (size_t) p->P * 4);
     p->o_rows = o;
-    o = align256(o + (size_t) p->P1 * v->row * 2);
+    o = cuda_align256(o + (size_t) p->P1 * v->row * 2);
     p->o_tap = o;
-    o = align256(o + (size_t) p->P * 4 * 4);
+    o = cuda_align256(o + (size_t) p->P * 4 * 4);
     p->o_pw = o;
-    o = align256(o + (size_t) p->P * 4 * 4);
+    o = cuda_align256(o + (size_t) p->P * 4 * 4);
     p->o_rc = o;
-    o = align256(o + (size_t) p->P * 2 * 4);
+    o = cuda_align256(o + (size_t) p->P * 2 * 4);
     p->o_cos = o;
-    o = align256(o + (size_t) p->n_pos * q * 4);
+    o = cuda_align256(o + (size_t) p->n_pos * q * 4);
     p->o_sin = o;
-    o = align256(o + (size_t) p->n_pos * q * 4);
+    o = cuda_align256(o + (size_t) p->n_pos * q * 4);
     p->o_tiles = o;
-    o = align256(o + (size_t) p->n_tiles * 3 * 4);
+    o = cuda_align256(o + (size_t) p->n_tiles * 3 * 4);
     p->o_dst = o;
-    o = align256(o + (size_t) p->R * 4);
+    o = cuda_align256(o + (size_t) p->R * 4);
     p->o_mpos = o;
-    o = align256(o + (size_t) p->T * 3 * 4);
+    o = cuda_align256(o + (size_t) p->T * 3 * 4);
     p->bytes = o;
 }
 
-static int
-grow_stage(cuda_vision *v, size_t bytes, clef_error *err)
-{
-    cudaError_t  e;
-    size_t       cap = bytes + bytes / 4 + 4096;
-
-    if (bytes > v->stage_cap) {
-        if (v->hstage != NULL) {
-            cudaFreeHost(v->hstage);
-            v->hstage = NULL;
-            v->stage_cap = 0;
-        }
-        e = cudaHostAlloc((void **) &v->hstage, cap, cudaHostAllocDefault);
-        if (e != cudaSuccess) {
-            v->hstage = NULL;
-            return cuda_check(e, "vision staging", err);
-        }
-        v->stage_cap = cap;
-    }
-    if (bytes > v->dmeta_cap) {
-        if (v->dmeta != NULL) {
-            cudaFree(v->dmeta);
-            v->dmeta = NULL;
-            v->dmeta_cap = 0;
-        }
-        e = cudaMalloc((void **) &v->dmeta, cap);
-        if (e != cudaSuccess) {
-            v->dmeta = NULL;
-            return cuda_check(e, "vision metadata", err);
-        }
-        v->dmeta_cap = cap;
-    }
-    return 0;
-}
-
-/* Carves the workspace for cap_P patches; with a NULL base it only sizes. */
+/* Carves the workspace for P patches; with a NULL base it only sizes. */
 static size_t
-vws_layout(cuda_vision *v, char *base)
+vws_layout(cuda_vision *v, int64_t patches, char *base)
 {
-    size_t  P = (size_t) v->cap_P, R = P / (size_t) v->unit + 1, off = 0;
+    size_t  P = (size_t) patches, R = P / (size_t) v->unit + 1, off = 0;
     size_t  H = (size_t) v->H, wide = (size_t) (v->I > v->H ? v->I : v->H);
 
 #define CARVE(field, type, bytes)                                           \
     v->field = base != NULL ? (type *) (base + off) : NULL;                 \
-    off = align256(off + (bytes))
+    off = cuda_align256(off + (bytes))
     CARVE(rows, clef_bf16, P * (size_t) v->row * 2);
     CARVE(x, float, P * H * 4);
     CARVE(xn, clef_bf16, P * H * 2);
@@ -163,27 +125,12 @@ vws_layout(cuda_vision *v, char *base)
 static int
 ensure_vws(cuda_vision *v, int64_t P, clef_error *err)
 {
-    cudaError_t  e;
-    size_t       bytes;
-
-    if (v->ws_mem != NULL && P <= v->cap_P) {
-        return 0;
+    if (cuda_stage_ws(&v->stage, vws_layout(v, P, NULL), "vision", P,
+                      "patches", err) != 0)
+    {
+        return -1;
     }
-    if (v->ws_mem != NULL) {
-        cudaFree(v->ws_mem);
-        v->ws_mem = NULL;
-    }
-    v->cap_P = P + P / 4 + 256;
-    bytes = vws_layout(v, NULL);
-    e = cudaMalloc(&v->ws_mem, bytes);
-    if (e != cudaSuccess) {
-        v->ws_mem = NULL;
-        v->cap_P = 0;
-        return clef_error_fail(err, CLEF_E_NO_MEMORY,
-            "vision workspace of %zu bytes for %lld patches: %s", bytes,
-            (long long) P, cudaGetErrorString(e));
-    }
-    vws_layout(v, v->ws_mem);
+    vws_layout(v, P, v->stage.ws);
     return 0;
 }
 
@@ -195,7 +142,7 @@ static int
 vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
 {
     cuda_vplan        *p = &v->plan;
-    unsigned char     *s = v->hstage;
+    unsigned char     *s = v->stage.hstage;
     uint16_t          *rows = (uint16_t *) (s + p->o_rows);
     int32_t           *tap = (int32_t *) (s + p->o_tap);
     float             *pw = (float *) (s + p->o_pw);
@@ -220,10 +167,10 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     }
     cu[0] = 0;
     for (m = 0; m < batch->n_items; m++) {
-        im = clef_batch_item(batch, m);
-        if (im->kind == CLEF_MEDIA_AUDIO) {
-            continue;                   /* audio.c's */
+        if (!visual(batch, m)) {
+            continue;                   /* another tower's */
         }
+        im = clef_batch_item(batch, m);
         n = (int64_t) im->grid_h * im->grid_w;
         /* RGB frames go up as they are (a quarter of the bf16 rows) and
          * become patch rows on the device; pixel values given as floats
@@ -281,66 +228,20 @@ vplan_fill(cuda_vision *v, const clef_batch *batch, clef_error *err)
     return 0;
 }
 
-/* Whether item m is the vision tower's (an image or a video; audio clips
- * have a tower of their own, audio.c). */
+/* The tower's prepare hook (tower.h), for a batch with images or videos:
+ * a text batch, or one with audio clips alone (their positions count on
+ * as text's, mrope.c), never comes here and runs the text rope. */
 static int
-visual(const clef_batch *batch, int m)
+vision_prepare(clef_backend *b, void *state, const clef_batch *batch,
+    clef_error *err)
 {
-    const clef_media_item  *im = clef_batch_item(batch, m);
-
-    return im == NULL || im->kind != CLEF_MEDIA_AUDIO;
-}
-
-/* The error of a batch with media for a model without a tower, in the
- * words of the first visual item's kind. */
-static int
-no_tower(const clef_batch *batch, clef_error *err)
-{
-    const clef_media_item  *im = NULL;
-    int                     m;
-
-    for (m = 0; m < batch->n_items && im == NULL; m++) {
-        im = visual(batch, m) ? clef_batch_item(batch, m) : NULL;
-    }
-
-    if (im != NULL && im->kind == CLEF_MEDIA_VIDEO) {
-        return clef_error_set(err, 400, "videos_unsupported", NULL,
-                              "This model does not accept videos.");
-    }
-    return clef_error_set(err, 400, "images_unsupported", NULL,
-                          "This model does not accept images.");
-}
-
-int
-cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
-{
-    cuda_vision            *v = b->vision;
+    cuda_vision            *v = state;
     cuda_vplan             *p;
     const clef_media_item  *im;
     int64_t                 P = 0, side = 1, P1 = 0, rgb = 0, n, groups = 0;
     int64_t                 tiles = 0;
-    int                     r, m, any = 0;
+    int                     m;
 
-    if (v != NULL) {
-        v->active = 0;
-    }
-    for (r = 0; r < batch->n_records; r++) {
-        any |= batch->records[r]->n_media > 0;
-    }
-    if (!any && batch->n_spans == 0 && batch->positions == NULL) {
-        return 0;                       /* text: the path of old, untouched */
-    }
-    /* audio clips alone: their positions count on as text's (mrope.c),
-     * so the text rope serves them and the tower has nothing to do */
-    for (m = 0, any = 0; m < batch->n_items; m++) {
-        any |= visual(batch, m);
-    }
-    if (!any) {
-        return 0;
-    }
-    if (v == NULL) {
-        return no_tower(batch, err);
-    }
     if (batch->positions == NULL) {
         return clef_error_fail(err, CLEF_E_INTERNAL, "a batch with media "
                                "needs its media (clef_batch_set_media)");
@@ -397,66 +298,35 @@ cuda_vision_prepare(clef_backend *b, const clef_batch *batch, clef_error *err)
     p->n_pos = (int) side;
     p->n_tiles = tiles;
     vplan_layout(v, p);
-    if (grow_stage(v, p->bytes, err) != 0 || ensure_vws(v, P, err) != 0
-        || vplan_fill(v, batch, err) != 0)
+    if (cuda_stage_grow(&v->stage, p->bytes, "vision", err) != 0
+        || ensure_vws(v, P, err) != 0 || vplan_fill(v, batch, err) != 0)
     {
         return -1;
     }
-    if (cuda_check(cudaMemcpyAsync(v->dmeta, v->hstage, p->bytes,
-                                   cudaMemcpyHostToDevice, b->stream),
-                   "vision metadata upload", err) != 0)
-    {
-        return -1;
-    }
-    v->active = 1;
-    return 0;
+    return cuda_stage_upload(&v->stage, p->bytes, b->stream, "vision", err);
 }
 
-int
-cuda_vision_active(const clef_backend *b)
+/* The batch's M-RoPE positions and the backbone's sections. */
+static void
+vision_rope(const void *state, clef_k_rope_args *r)
 {
-    return b->vision != NULL && b->vision->active;
-}
+    const cuda_vision  *v = state;
 
-void
-cuda_vision_rope(const clef_backend *b, clef_k_rope_args *r)
-{
-    const cuda_vision  *v = b->vision;
-
-    if (v != NULL && v->active) {
-        r->mpos = (const int32_t *) (v->dmeta + v->plan.o_mpos);
-        r->msec[0] = v->msec[0];
-        r->msec[1] = v->msec[1];
-        r->msec[2] = v->msec[2];
-    } else {
-        r->mpos = NULL;
-        r->msec[0] = r->msec[1] = r->msec[2] = 0;
-    }
+    r->mpos = (const int32_t *) (v->stage.dmeta + v->plan.o_mpos);
+    r->msec[0] = v->msec[0];
+    r->msec[1] = v->msec[1];
+    r->msec[2] = v->msec[2];
 }
 
 /* ---- forward -------------------------------------------------------------- */
 
-#define CK(call, what)  do {                                                  \
-        if (cuda_check((call), (what), err) != 0) {                           \
-            return -1;                                                        \
-        }                                                                     \
-    } while (0)
-
-#define VGEMM(rows, n, k, Wt, Xp, Dp)                                         \
-    do {                                                                      \
-        if (clef_gemm_run(b->gemm, s, CLEF_GEMM_BF16, (rows), (n), (k), (Wt), \
-                          (k), (Xp), (k), (Dp), (n), 0.0f, NULL, err) != 0)   \
-        {                                                                     \
-            return -1;                                                        \
-        }                                                                     \
-    } while (0)
-
-int
-cuda_vision_tower(clef_backend *b, clef_error *err)
+/* The tower over the prepared batch's images into v->feat (merged rows,
+ * before the last bias). */
+static int
+vision_run(clef_backend *b, cuda_vision *v, clef_error *err)
 {
-    cuda_vision        *v = b->vision;
     const cuda_vplan   *p = &v->plan;
-    const unsigned char *d = v->dmeta;
+    const unsigned char *d = v->stage.dmeta;
     cudaStream_t        s = b->stream;
     const int           P = (int) p->P, R = (int) p->R, H = v->H;
     clef_k_patch_args   pa;
@@ -478,7 +348,7 @@ cuda_vision_tower(clef_backend *b, clef_error *err)
     pa.ps = v->ps;
     pa.temporal = v->temporal;
     CK(clef_k_vpatchify(&pa, s), "vision patch rows");
-    VGEMM(P, H, v->row, v->patch_w, v->rows, v->y);
+    TGEMM(P, H, v->row, v->patch_w, v->rows, v->y);
     CK(clef_k_vpos_embed(v->y, v->patch_b, v->pos, (const int32_t *) (d + p->o_tap),
                          (const float *) (d + p->o_pw), v->x, P, H, s),
        "vision position embedding");
@@ -508,20 +378,20 @@ cuda_vision_tower(clef_backend *b, clef_error *err)
 
         CK(clef_k_vlayernorm(v->x, bl->n1_w, bl->n1_b, v->xn, P, H, LN_EPS, s),
            "vision norm1");
-        VGEMM(P, 3 * H, H, bl->qkv, v->xn, v->qkv);
+        TGEMM(P, 3 * H, H, bl->qkv, v->xn, v->qkv);
         CK(clef_k_vqkv_rotary(v->qkv, bl->qkv_b, (const int32_t *) (d + p->o_rc),
                               (const float *) (d + p->o_cos),
                               (const float *) (d + p->o_sin), P, v->heads, v->hd, s),
            "vision rotary");
         CK(clef_k_attention_bidir(&a, s), "vision attention");
-        VGEMM(P, H, H, bl->proj, v->o, v->y);
+        TGEMM(P, H, H, bl->proj, v->o, v->y);
         CK(clef_k_vresidual(v->x, v->y, bl->proj_b, P, H, s), "vision residual");
 
         CK(clef_k_vlayernorm(v->x, bl->n2_w, bl->n2_b, v->xn, P, H, LN_EPS, s),
            "vision norm2");
-        VGEMM(P, v->I, H, bl->fc1, v->xn, v->mlp);
+        TGEMM(P, v->I, H, bl->fc1, v->xn, v->mlp);
         CK(clef_k_vbias_gelu(v->mlp, bl->fc1_b, P, v->I, 1, s), "vision gelu");
-        VGEMM(P, H, v->I, bl->fc2, v->mlp, v->y);
+        TGEMM(P, H, v->I, bl->fc2, v->mlp, v->y);
         CK(clef_k_vresidual(v->x, v->y, bl->fc2_b, P, H, s), "vision residual");
 
         /* DeepStack: this block's output through each merger that reads
@@ -534,10 +404,10 @@ cuda_vision_tower(clef_backend *b, clef_error *err)
             }
             CK(clef_k_vlayernorm(v->x, g->n_w, g->n_b, v->xn, R, v->M, LN_EPS,
                                  s), "deepstack norm");
-            VGEMM(R, v->M, v->M, g->m1, v->xn, v->mlp);
+            TGEMM(R, v->M, v->M, g->m1, v->xn, v->mlp);
             CK(clef_k_vbias_gelu(v->mlp, g->m1_b, R, v->M, 0, s),
                "deepstack gelu");
-            VGEMM(R, v->out, v->M, g->m2, v->mlp,
+            TGEMM(R, v->out, v->M, g->m2, v->mlp,
                   v->ds_feat + (size_t) j * R * v->out);
         }
     }
@@ -546,97 +416,56 @@ cuda_vision_tower(clef_backend *b, clef_error *err)
      * normed [P][H] is the [R][4H] input as it lies */
     CK(clef_k_vlayernorm(v->x, v->mn_w, v->mn_b, v->xn, P, H, LN_EPS, s),
        "vision merger norm");
-    VGEMM(R, v->M, v->M, v->m1, v->xn, v->mlp);
+    TGEMM(R, v->M, v->M, v->m1, v->xn, v->mlp);
     CK(clef_k_vbias_gelu(v->mlp, v->m1_b, R, v->M, 0, s), "vision merger gelu");
-    VGEMM(R, v->out, v->M, v->m2, v->mlp, v->feat);
+    TGEMM(R, v->out, v->M, v->m2, v->mlp, v->feat);
     return 0;
 }
 
-int
-cuda_vision_embed(clef_backend *b, clef_error *err)
+/* The embed hook (tower.h): the tower, its merged rows over the
+ * image-pad tokens. */
+static int
+vision_embed(clef_backend *b, void *state, cuda_tower_out *out,
+    clef_error *err)
 {
-    cuda_vision  *v = b->vision;
+    cuda_vision  *v = state;
 
-    if (v == NULL || !v->active || v->plan.P == 0) {
-        return 0;
-    }
-    if (cuda_vision_tower(b, err) != 0) {
+    if (vision_run(b, v, err) != 0) {
         return -1;
     }
-    return cuda_check(clef_k_vscatter(v->feat, v->m2_b,
-                                      (const int32_t *) (v->dmeta + v->plan.o_dst),
-                                      b->ws.hid, (int) v->plan.R, v->out, b->stream),
-                      "image features", err);
+    out->feat = v->feat;
+    out->bias = v->m2_b;
+    out->dst = (const int32_t *) (v->stage.dmeta + v->plan.o_dst);
+    out->rows = v->plan.P > 0 ? v->plan.R : 0;
+    out->width = v->out;
+    return 0;
 }
 
-int
-cuda_vision_deepstack(clef_backend *b, int l, clef_error *err)
+/* The layer hook: after decoder layer l, DeepStack level l's features
+ * added over the image-pad tokens (nothing past the last level). */
+static int
+vision_deepstack(clef_backend *b, void *state, int l, clef_error *err)
 {
-    cuda_vision  *v = b->vision;
+    cuda_vision  *v = state;
 
-    if (v == NULL || !v->active || v->plan.P == 0 || l >= v->n_ds) {
+    if (v->plan.P == 0 || l >= v->n_ds) {
         return 0;
     }
     return cuda_check(clef_k_vscatter_add(
                           v->ds_feat + (size_t) l * v->plan.R * v->out,
                           v->ds[l].m2_b,
-                          (const int32_t *) (v->dmeta + v->plan.o_dst),
+                          (const int32_t *) (v->stage.dmeta + v->plan.o_dst),
                           b->ws.hid, (int) v->plan.R, v->out, b->stream),
                       "deepstack features", err);
 }
 
-int
-clef_cuda_vision_features(clef_backend *b, const clef_batch *batch,
-    float *features, clef_error *err)
-{
-    cuda_vision  *v = b->vision;
-    uint16_t     *h = NULL;
-    float        *bias = NULL;
-    size_t        n;
-    int64_t       j;
-    int           i, rc = -1;
-
-    if (v == NULL) {
-        return no_tower(batch, err);
-    }
-    if (cuda_check(cudaSetDevice(b->device), "cudaSetDevice", err) != 0
-        || cuda_vision_prepare(b, batch, err) != 0)
-    {
-        return -1;
-    }
-    if (!v->active || v->plan.R == 0) {
-        return 0;
-    }
-    n = (size_t) v->plan.R * (size_t) v->out;
-    h = malloc(n * sizeof(uint16_t));
-    bias = malloc((size_t) v->out * sizeof(float));
-    if (h == NULL || bias == NULL) {
-        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
-    } else if (cuda_vision_tower(b, err) == 0
-               && cuda_check(cudaMemcpyAsync(h, v->feat, n * 2,
-                                             cudaMemcpyDeviceToHost, b->stream),
-                             "vision features", err) == 0
-               && cuda_check(cudaMemcpyAsync(bias, v->m2_b,
-                                             (size_t) v->out * sizeof(float),
-                                             cudaMemcpyDeviceToHost, b->stream),
-                             "vision bias", err) == 0)
-    {
-        rc = 0;
-    }
-    /* wait even after a failed enqueue: the staging buffer is reused */
-    if (cuda_check(cudaStreamSynchronize(b->stream), "vision tower", err) != 0) {
-        rc = -1;
-    }
-    if (rc == 0) {
-        for (j = 0; j < v->plan.R; j++) {
-            for (i = 0; i < v->out; i++) {
-                features[j * v->out + i] = clef_bf16_to_f32(h[j * v->out + i])
-                                           + bias[i];
-            }
-        }
-    }
-    v->active = 0;
-    free(h);
-    free(bias);
-    return rc;
-}
+const cuda_tower_ops  cuda_vision_tower = {
+    "vision",
+    CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE) | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO),
+    vision_open,
+    vision_prepare,
+    vision_embed,
+    vision_close,
+    vision_rope,
+    vision_deepstack
+};

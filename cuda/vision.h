@@ -6,11 +6,13 @@
  * features replace the image-pad tokens' embeddings, and the backbone's
  * full-attention rope turns by the batch's M-RoPE positions (§5.3).
  *
- * The backend.c / forward.c side is five calls: open and close with the
- * backend, prepare after the batch plan (validates, builds and uploads the
- * per-patch metadata, or marks a text batch, which then runs exactly as
- * before), embed after the embedding gather, rope when filling the rope
- * arguments.
+ * It is a row of the towers' table (tower.h, cuda_vision_tower): images
+ * and videos; open and close with the backend, prepare after the batch
+ * plan (validates, builds and uploads the per-patch metadata), embed
+ * after the embedding gather, and two hooks of its own: rope (the
+ * batch's M-RoPE positions, when filling the rope arguments) and layer
+ * (DeepStack, after each decoder layer).  A batch without images or
+ * videos never reaches it and runs exactly as before.
  *
  * The tower runs on rank 0 and a batch with images is refused at tp > 1
  * (backend.c, prepare).  The plan for tensor parallelism is not to shard
@@ -27,6 +29,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "devmem.h"
 #include "kernels.h"
 
 /* A DeepStack merger (Clef Omni): LayerNorm over each merged row's 4H,
@@ -82,8 +85,7 @@ typedef struct cuda_vision {
     int          msec[3];            /* the backbone's M-RoPE sections */
 
     /* weights (vision_weights.c) */
-    void       **allocs;
-    int          n_allocs, cap_allocs;
+    cuda_allocs  allocs;
     clef_bf16   *patch_w;            /* [H][row] */
     float       *patch_b;            /* [H] */
     float       *pos;                /* [side^2][H] */
@@ -95,15 +97,9 @@ typedef struct cuda_vision {
     int          ds_block[CUDA_VISION_DEEPSTACK_MAX];  /* the block each reads */
     cuda_vmerger ds[CUDA_VISION_DEEPSTACK_MAX];
 
-    /* the current batch (vision.c) */
-    int          active;             /* it has images or videos */
+    /* the current batch (vision.c): its plan, staging and workspace */
     cuda_vplan   plan;
-    unsigned char *hstage, *dmeta;
-    size_t       stage_cap, dmeta_cap;
-
-    /* workspace, sized for cap_P patches */
-    void        *ws_mem;
-    int64_t      cap_P;
+    cuda_stage   stage;
     clef_bf16   *rows;               /* [P][row] patch rows */
     float       *x;                  /* [P][H] residual stream */
     clef_bf16   *xn, *qkv, *o, *y;   /* [P][H] [P][3H] [P][H] [P][H] */
@@ -118,22 +114,5 @@ typedef struct cuda_vision {
 int   cuda_vision_weights_upload(const clef_model *m, const clef_text_config *tc,
     cuda_vision **out, clef_error *err);
 void  cuda_vision_weights_free(cuda_vision *v);
-
-/* vision.c: the backend's hooks. */
-int   cuda_vision_open(clef_backend *b, clef_error *err);
-void  cuda_vision_close(clef_backend *b);
-int   cuda_vision_prepare(clef_backend *b, const clef_batch *batch,
-    clef_error *err);
-int   cuda_vision_active(const clef_backend *b);
-int   cuda_vision_embed(clef_backend *b, clef_error *err);
-/* After decoder layer l: DeepStack level l's features added over the
- * image-pad tokens (nothing past the last level, or without images). */
-int   cuda_vision_deepstack(clef_backend *b, int l, clef_error *err);
-void  cuda_vision_rope(const clef_backend *b, clef_k_rope_args *r);
-
-/* The tower alone over a prepared batch's images into v->feat (merged
- * rows, before the last bias): for the tests, through
- * clef_cuda_vision_features (clef_cuda.h). */
-int   cuda_vision_tower(clef_backend *b, clef_error *err);
 
 #endif

@@ -17,45 +17,13 @@
 #include "model/roles.h"
 #include "vision.h"
 
-static int
-vdev_alloc(cuda_vision *v, size_t bytes, void **out, clef_error *err)
-{
-    void        *p;
-    cudaError_t  e;
-
-    if (v->n_allocs == v->cap_allocs) {
-        int    cap = v->cap_allocs ? 2 * v->cap_allocs : 64;
-        void **a = realloc(v->allocs, (size_t) cap * sizeof(*a));
-
-        if (a == NULL) {
-            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
-        }
-        v->allocs = a;
-        v->cap_allocs = cap;
-    }
-    e = cudaMalloc(&p, bytes ? bytes : 16);
-    if (e != cudaSuccess) {
-        return clef_error_fail(err, CLEF_E_NO_MEMORY,
-            "cudaMalloc of %zu bytes for the vision tower: %s", bytes,
-            cudaGetErrorString(e));
-    }
-    v->allocs[v->n_allocs++] = p;
-    *out = p;
-    return 0;
-}
-
 void
 cuda_vision_weights_free(cuda_vision *v)
 {
-    int  i;
-
     if (v == NULL) {
         return;
     }
-    for (i = 0; i < v->n_allocs; i++) {
-        cudaFree(v->allocs[i]);
-    }
-    free(v->allocs);
+    cuda_allocs_free(&v->allocs);
     free(v->blocks);
     free(v);
 }
@@ -122,7 +90,8 @@ up_f32(cuda_vision *v, const clef_model *m, clef_role r, int l, float **out,
     if (h == NULL) {
         return -1;
     }
-    rc = vdev_alloc(v, (size_t) numel * sizeof(float), &d, err);
+    rc = cuda_dev_alloc(&v->allocs, (size_t) numel * sizeof(float),
+                        "the vision tower", &d, err);
     if (rc == 0) {
         *out = d;
         rc = copy_up(d, h, (size_t) numel * sizeof(float), err);
@@ -153,7 +122,8 @@ up_bf16(cuda_vision *v, const clef_model *m, clef_role r, int l,
     for (i = 0; i < numel; i++) {
         b[i] = clef_f32_to_bf16(h[i]);
     }
-    rc = vdev_alloc(v, (size_t) numel * 2, &d, err);
+    rc = cuda_dev_alloc(&v->allocs, (size_t) numel * 2, "the vision tower", &d,
+                        err);
     if (rc == 0) {
         *out = d;
         rc = copy_up(d, b, (size_t) numel * 2, err);

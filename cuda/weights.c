@@ -28,44 +28,12 @@
 #include "model/roles.h"
 #include "shard_slice.h"
 
-static int
-dev_alloc(clef_backend *b, size_t bytes, void **out, clef_error *err)
-{
-    void        *p;
-    cudaError_t  e;
-
-    if (b->n_allocs == b->cap_allocs) {
-        int    cap = b->cap_allocs ? 2 * b->cap_allocs : 256;
-        void **a = realloc(b->allocs, (size_t) cap * sizeof(*a));
-
-        if (a == NULL) {
-            return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
-        }
-        b->allocs = a;
-        b->cap_allocs = cap;
-    }
-    e = cudaMalloc(&p, bytes ? bytes : 16);
-    if (e != cudaSuccess) {
-        return clef_error_fail(err, CLEF_E_NO_MEMORY,
-            "cudaMalloc of %zu bytes for the weights: %s", bytes,
-            cudaGetErrorString(e));
-    }
-    b->allocs[b->n_allocs++] = p;
-    *out = p;
-    return 0;
-}
+#define WEIGHTS  "the weights"      /* their allocations' owner, in errors */
 
 void
 cuda_weights_free(clef_backend *b)
 {
-    int  i;
-
-    for (i = 0; i < b->n_allocs; i++) {
-        cudaFree(b->allocs[i]);
-    }
-    free(b->allocs);
-    b->allocs = NULL;
-    b->n_allocs = b->cap_allocs = 0;
+    cuda_allocs_free(&b->allocs);
     free(b->head.route);
     free(b->head.dec);
     b->head.route = NULL;
@@ -180,7 +148,10 @@ up_bf16(clef_backend *b, const clef_tensor *t, clef_bf16 **out, clef_error *err)
 {
     void  *d;
 
-    if (t == NULL || dev_alloc(b, (size_t) t->numel * 2, &d, err) != 0) {
+    if (t == NULL
+        || cuda_dev_alloc(&b->allocs, (size_t) t->numel * 2, WEIGHTS, &d, err)
+           != 0)
+    {
         return -1;
     }
     *out = d;
@@ -281,7 +252,7 @@ up_stack(clef_backend *b, const clef_tensor **parts, const cuda_slice_kind *kind
         return clef_error_fail(err, CLEF_E_INTERNAL,
             "cuda backend: %lld stacked rows for %d allocated", (long long) used, rows);
     }
-    if (dev_alloc(b, (size_t) rows * cols * 2, &d, err) != 0) {
+    if (cuda_dev_alloc(&b->allocs, (size_t) rows * cols * 2, WEIGHTS, &d, err) != 0) {
         return -1;
     }
     if (cudaMemset(d, 0, (size_t) rows * cols * 2) != cudaSuccess) {
@@ -312,7 +283,9 @@ up_cols(clef_backend *b, const clef_tensor *t, int64_t rows, int64_t cols,
         return -1;
     }
     nr = cuda_slice_ranges(clef_model_text_config(b->model), &b->shard, kind, r);
-    if (dev_alloc(b, (size_t) (rows * cuda_slice_total(r, nr)) * 2, &d, err) != 0) {
+    if (cuda_dev_alloc(&b->allocs, (size_t) (rows * cuda_slice_total(r, nr)) * 2,
+                       WEIGHTS, &d, err) != 0)
+    {
         return -1;
     }
     *out = d;
@@ -324,7 +297,7 @@ up_f32_host(clef_backend *b, const float *h, size_t n, float **out, clef_error *
 {
     void  *d;
 
-    if (dev_alloc(b, n * sizeof(float), &d, err) != 0) {
+    if (cuda_dev_alloc(&b->allocs, n * sizeof(float), WEIGHTS, &d, err) != 0) {
         return -1;
     }
     *out = d;
@@ -409,12 +382,15 @@ upload_moe(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
 
     if (up_f32(b, role_t(b, CLEF_ROLE_MOE_ROUTER, l, err), &m->router, err)
         != 0
-        || dev_alloc(b, (size_t) b->E * 2 * each * 2, &d, err) != 0)
+        || cuda_dev_alloc(&b->allocs, (size_t) b->E * 2 * each * 2, WEIGHTS, &d,
+                          err) != 0)
     {
         return -1;
     }
     m->gate_up = d;
-    if (dev_alloc(b, (size_t) b->E * each * 2, &d, err) != 0) {
+    if (cuda_dev_alloc(&b->allocs, (size_t) b->E * each * 2, WEIGHTS, &d, err)
+        != 0)
+    {
         return -1;
     }
     m->down = d;
@@ -497,7 +473,8 @@ upload_gdn(clef_backend *b, int l, cuda_layer *ly, clef_error *err)
          : clef_error_fail(err, CLEF_E_INTERNAL,
              "cuda backend: %d conv channels for %d", c, b->Cconv);
     if (rc == 0) {
-        rc = dev_alloc(b, (size_t) b->Cconv * b->Kc * 2, &d, err);
+        rc = cuda_dev_alloc(&b->allocs, (size_t) b->Cconv * b->Kc * 2, WEIGHTS,
+                            &d, err);
     }
     if (rc == 0) {
         ly->gdn.conv_wt = d;

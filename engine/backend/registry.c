@@ -9,9 +9,9 @@
 
 #include "media/media.h"
 
-/* the encoders each backend has: engine/cpu/backend_cpu.c's cpu_encoders,
- * cuda/backend.c's cuda_encoders (images and videos on the vision tower,
- * audio clips on Clef Omni's audio tower) */
+/* the encoders each backend has, the kinds of its towers' tables:
+ * engine/cpu/towers.c's and cuda/tower.c's (images and videos on the
+ * vision tower, audio clips on Clef Omni's audio tower) */
 #define ENCODERS  (CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE) \
                    | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO) \
                    | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))

@@ -8,22 +8,21 @@
 
 #include "base/clock.h"
 #include "cpu/kernels/gemm.h"
-#include "cpu/model/audio.h"
 #include "cpu/model/head.h"
-#include "cpu/model/vision.h"
 #include "cpu/parallel/comm_cpu.h"
 #include "cpu/parallel/pool.h"
 #include "cpu/parallel/ranks.h"
+#include "cpu/towers.h"
 #include "media/kinds.h"
 #include "model/shard.h"
 
 struct clef_backend {
-    clef_cpu_pool      *pool;           /* rank 0's: the vision tower's too */
+    clef_cpu_pool      *pool;           /* rank 0's: the towers' too */
     clef_cpu_backbone  *backbone;       /* rank 0's */
     clef_cpu_head      *head;
-    clef_cpu_vision    *vision;         /* NULL: a model without a tower */
-    clef_cpu_audio     *audio;          /* NULL: a model without an audio
-                                           tower */
+    void               *towers[CLEF_CPU_TOWERS];  /* clef_cpu_towers' rows
+                                           (towers.h); NULL: the model has
+                                           no such tower */
     int                 hidden_size;
     clef_precision  prec;
     double              backbone_s, head_s;
@@ -69,14 +68,17 @@ typedef struct {
 static void
 cpu_close(clef_backend *b)
 {
-    int  r;
+    int  r, t;
 
     if (b == NULL) {
         return;
     }
     clef_cpu_head_close(b->head);
-    clef_cpu_vision_close(b->vision);
-    clef_cpu_audio_close(b->audio);
+    for (t = 0; t < CLEF_CPU_TOWERS; t++) {
+        if (b->towers[t] != NULL) {
+            clef_cpu_towers[t].close(b->towers[t]);
+        }
+    }
     /* the rank threads first: none may still use a backbone */
     clef_cpu_ranks_destroy(b->ranks);
     for (r = 0; b->backbones != NULL && r < b->tp; r++) {
@@ -161,6 +163,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     clef_error *err)
 {
     clef_backend  *b;
+    int            t;
 
     b = calloc(1, sizeof(*b));
     if (b == NULL) {
@@ -171,13 +174,19 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     b->prec = o != NULL && (o->precision == CLEF_PRECISION_BF16
                             || o->precision == CLEF_PRECISION_Q8)
               ? o->precision : CLEF_PRECISION_FP32;
-    /* the vision tower and the joint head are not sharded: they run once,
+    /* the media towers and the joint head are not sharded: they run once,
      * on rank 0's thread and workers, before and after the ranks' forward */
-    if (cpu_open_ranks(b, m, o, err) != 0
-        || clef_cpu_vision_open(m, b->pool, &b->vision, err) != 0
-        || clef_cpu_audio_open(m, b->pool, &b->audio, err) != 0
-        || clef_cpu_head_open(m, &b->head, err) != 0)
-    {
+    if (cpu_open_ranks(b, m, o, err) != 0) {
+        cpu_close(b);
+        return -1;
+    }
+    for (t = 0; t < CLEF_CPU_TOWERS; t++) {
+        if (clef_cpu_towers[t].open(m, b->pool, &b->towers[t], err) != 0) {
+            cpu_close(b);
+            return -1;
+        }
+    }
+    if (clef_cpu_head_open(m, &b->head, err) != 0) {
         cpu_close(b);
         return -1;
     }
@@ -185,13 +194,11 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
     if (o != NULL && o->progress != NULL) {
         clef_cpu_backbone_set_progress(b->backbone, o->progress,
                                        o->progress_ctx);
-        if (b->vision != NULL) {
-            clef_cpu_vision_set_progress(b->vision, o->progress,
-                                         o->progress_ctx);
-        }
-        if (b->audio != NULL) {
-            clef_cpu_audio_set_progress(b->audio, o->progress,
-                                        o->progress_ctx);
+        for (t = 0; t < CLEF_CPU_TOWERS; t++) {
+            if (b->towers[t] != NULL) {
+                clef_cpu_towers[t].set_progress(b->towers[t], o->progress,
+                                                o->progress_ctx);
+            }
         }
     }
     /* OpenBLAS is linked into the process but never called here: its core
@@ -296,30 +303,6 @@ cpu_backbone(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     return rc != 0 ? -1 : 0;
 }
 
-/* The encoder of a media kind on the CPU: items (all of the kind) to their
- * merged rows at the text stack's width, one item after the other; a kind
- * with DeepStack levels (the vision tower's, Clef Omni) writes level d + 1
- * at features + (d + 1) level_stride.  group[k]: item k's record in the
- * batch (the audio tower pads a record's clips alike). */
-typedef int (*cpu_encoder)(clef_backend *b,
-    const clef_media_item *const *items, const int32_t *group, int n,
-    float *features, int64_t level_stride, clef_error *err);
-
-/* The image kind: the vision tower over every image of the batch at once
- * (cpu/model/vision.c). */
-static int
-cpu_encode_images(clef_backend *b, const clef_media_item *const *items,
-    const int32_t *group, int n, float *features, int64_t level_stride,
-    clef_error *err)
-{
-    if (b->vision == NULL) {
-        return clef_error_set(err, 400, "images_unsupported", NULL,
-                              "This model does not accept images.");
-    }
-    return clef_cpu_vision_forward_levels(b->vision, items, n, features,
-                                          level_stride, err);
-}
-
 /* Whether a kind's tokens take the DeepStack additions (the reference's
  * visual_pos_masks: image and video pads). */
 static int
@@ -328,42 +311,41 @@ cpu_visual(clef_media_kind k)
     return k == CLEF_MEDIA_IMAGE || k == CLEF_MEDIA_VIDEO;
 }
 
-/* The video kind: the same tower, each frame pair a temporal group of
- * two frames (cpu/model/vision.c). */
+/* The encoder of media kind k (towers.h): its tower over items, all of
+ * the kind, refused by name for a model without that tower.  group[k]:
+ * item k's record in the batch (the audio tower pads a record's clips
+ * alike). */
 static int
-cpu_encode_videos(clef_backend *b, const clef_media_item *const *items,
-    const int32_t *group, int n, float *features, int64_t level_stride,
-    clef_error *err)
+cpu_encode_kind(clef_backend *b, clef_media_kind k,
+    const clef_media_item *const *items, const int32_t *group, int n,
+    float *features, int64_t level_stride, clef_error *err)
 {
-    if (b->vision == NULL) {
-        return clef_error_set(err, 400, "videos_unsupported", NULL,
-                              "This model does not accept videos.");
+    const clef_media_kind_info  *info = clef_media_kind_of(k);
+    int                          t = clef_cpu_tower_of(k);
+
+    if (b->towers[t] == NULL) {
+        return clef_error_set(err, 400, info->unsupported, NULL,
+                              "This model does not accept %s.", info->many);
     }
-    return clef_cpu_vision_forward_levels(b->vision, items, n, features,
-                                          level_stride, err);
+    return clef_cpu_towers[t].encode(b->towers[t], items, group, n, features,
+                                     level_stride, err);
 }
 
-/* The audio kind: Clef Omni's audio tower over every clip of the batch,
- * each record's clips padded alike (cpu/model/audio.c); rows at the text
- * stack's width, no DeepStack levels. */
+/* 1 + the DeepStack levels of the model's towers (the vision tower's,
+ * Clef Omni): the feature planes an encoding writes. */
 static int
-cpu_encode_audio(clef_backend *b, const clef_media_item *const *items,
-    const int32_t *group, int n, float *features, int64_t level_stride,
-    clef_error *err)
+cpu_levels(clef_backend *b)
 {
-    (void) level_stride;
-    if (b->audio == NULL) {
-        return clef_error_set(err, 400, "audio_unsupported", NULL,
-                              "This model does not accept audio clips.");
-    }
-    return clef_cpu_audio_forward(b->audio, items, group, n, features, err);
-}
+    int  t, d, levels = 0;
 
-static const cpu_encoder  cpu_encoders[CLEF_MEDIA_KINDS] = {
-    [CLEF_MEDIA_IMAGE] = cpu_encode_images,
-    [CLEF_MEDIA_VIDEO] = cpu_encode_videos,
-    [CLEF_MEDIA_AUDIO] = cpu_encode_audio,
-};
+    for (t = 0; t < CLEF_CPU_TOWERS; t++) {
+        if (b->towers[t] != NULL && clef_cpu_towers[t].deepstack != NULL) {
+            d = clef_cpu_towers[t].deepstack(b->towers[t]);
+            levels = d > levels ? d : levels;
+        }
+    }
+    return 1 + levels;
+}
 
 /* The encoders over the media items of a batch (those of its records run
  * in parts left out when skip_parts: their seqs hold their rows), each
@@ -415,7 +397,7 @@ cpu_encode(clef_backend *b, const clef_batch *batch, int skip_parts,
                 left++;
                 continue;
             }
-            if (cpu_encoders[k] == NULL) {
+            if (clef_cpu_tower_of(k) < 0) {
                 info = clef_media_kind_of(k);
                 clef_error_set(err, 400, info->unsupported, NULL,
                                "The cpu backend has no encoder for %s.",
@@ -432,7 +414,7 @@ cpu_encode(clef_backend *b, const clef_batch *batch, int skip_parts,
         clef_error_fail(err, CLEF_E_INTERNAL, "a media item of no kind");
         goto done;
     }
-    levels = 1 + clef_cpu_vision_deepstack(b->vision);
+    levels = cpu_levels(b);
     features = calloc((size_t) levels * (size_t) (rows + extra > 0
                                                   ? rows + extra : 1)
                       * (size_t) b->hidden_size, sizeof(float));
@@ -445,7 +427,7 @@ cpu_encode(clef_backend *b, const clef_batch *batch, int skip_parts,
         n = (k + 1 < CLEF_MEDIA_KINDS ? at[k + 1] : batch->n_items - left)
             - at[k];
         if (n > 0
-            && cpu_encoders[k](b, items + at[k], group + at[k], n,
+            && cpu_encode_kind(b, k, items + at[k], group + at[k], n,
                                features + krow[k] * b->hidden_size,
                                (rows + extra) * b->hidden_size, err) != 0)
         {
@@ -547,7 +529,7 @@ cpu_media(clef_backend *b, const clef_batch *batch, const int32_t *ids,
     {
         goto done;
     }
-    levels = 1 + clef_cpu_vision_deepstack(b->vision);
+    levels = cpu_levels(b);
     at = rows;
     for (m = 0; m < batch->n_spans; m++) {
         spans[m] = batch->spans[m];
