@@ -185,32 +185,7 @@ read_until(int fd, void *buf, size_t len, const job *j)
 static int
 send_request(int ctl, const clef_dec_request *rq, int item)
 {
-    struct msghdr    m;
-    struct iovec     iov;
-    struct cmsghdr  *c;
-    union {
-        char            buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr  align;
-    }                u;
-    ssize_t          n;
-
-    memset(&m, 0, sizeof(m));
-    memset(&u, 0, sizeof(u));
-    iov.iov_base = (void *) rq;
-    iov.iov_len = sizeof(*rq);
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof(u.buf);
-    c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &item, sizeof(int));
-    do {
-        n = sendmsg(ctl, &m, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n == (ssize_t) sizeof(*rq) ? 0 : -1;
+    return clef_dec_send_fd(ctl, rq, sizeof(*rq), item);
 }
 
 
