@@ -77,11 +77,17 @@ static int
 image_pixels(const clef_media_input *in, int index, const clef_media_conf *mc,
     const clef_media_run *run, clef_rgb_image *rgb, clef_error *err)
 {
-    image_batch  *b = run->batch[CLEF_MEDIA_IMAGE];
+    image_batch  *b = run != NULL ? run->batch[CLEF_MEDIA_IMAGE] : NULL;
+    int           decoded;
 
-    (void) in;
-    (void) mc;
-    if (b == NULL || index < 0 || index > b->decoded || index >= b->n) {
+    if (b == NULL) {
+        /* prepared alone, without its record's begin step (tests) */
+        return clef_decoder_images_run(run != NULL ? &run->dec : NULL, in, 1,
+                                       index, CLEF_IMAGE_MAX_PIXELS,
+                                       CLEF_MC_IMAGE(mc).exif_orientation,
+                                       rgb, &decoded, err);
+    }
+    if (index < 0 || index > b->decoded || index >= b->n) {
         return clef_error_fail(err, CLEF_E_INTERNAL, "image %d was not "
                                "decoded with its record's", index);
     }
@@ -246,7 +252,8 @@ video_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
     clef_video_limits  lim;
 
     clef_video_limits_default(&lim);
-    return clef_decoder_video_run(&run->dec, in->data, in->len, index, &lim,
+    return clef_decoder_video_run(run != NULL ? &run->dec : NULL, in->data,
+                                  in->len, index, &lim,
                                   &CLEF_MC_VIDEO(mc), out, err);
 }
 
@@ -321,8 +328,9 @@ audio_prepare(const clef_media_input *in, int index, const clef_media_conf *mc,
 
     memset(out, 0, sizeof(*out));
     clef_audio_limits_default(&lim);
-    if (clef_decoder_audio_run(&run->dec, in->data, in->len, index, &lim,
-                               &samples, &n, NULL, err) != 0)
+    if (clef_decoder_audio_run(run != NULL ? &run->dec : NULL, in->data,
+                               in->len, index, &lim, &samples, &n, NULL, err)
+        != 0)
     {
         return -1;
     }
