@@ -384,11 +384,14 @@ $(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef_client.a
 module-configure: $(NGX_BUILD)/Makefile
 
 # -f must be absolute (make changes into $(NGX_SRC) first); the module is
-# relinked whenever libclef_client.a changes, and comes with the engine
+# relinked whenever libclef_client.a or its version script
+# (ngx_http_clef_module/exports.map: it exports the module alone) changes,
+# and comes with the engine
 # library it loads (beside it, as `make install` places them); `install`
 # gives the .so a new inode, never overwriting one a running nginx has
 # mapped (recipe §6.7)
 $(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) \
+               ngx_http_clef_module/exports.map \
                $(BUILD)/libclef_client.a $(BUILD)/libclef_engine.so
 	@rm -f $(NGX_BUILD)/ngx_http_clef_module.so
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \

@@ -79,17 +79,17 @@ capabilities(clef_buf *b, const ngx_http_clef_model_t *m,
         return -1;
     }
     if (img && clef_buf_printf(b, ",\"max_images\":%d",
-                               (int) llcf->max_images) != 0)
+                               (int) llcf->max_items[CLEF_MEDIA_IMAGE]) != 0)
     {
         return -1;
     }
     if (vid && clef_buf_printf(b, ",\"max_videos\":%d",
-                               (int) llcf->max_videos) != 0)
+                               (int) llcf->max_items[CLEF_MEDIA_VIDEO]) != 0)
     {
         return -1;
     }
     return aud ? clef_buf_printf(b, ",\"max_audio\":%d",
-                                 (int) llcf->max_audio)
+                                 (int) llcf->max_items[CLEF_MEDIA_AUDIO])
                : 0;
 }
 

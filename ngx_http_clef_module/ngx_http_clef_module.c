@@ -19,7 +19,6 @@
  *             clef_api_key KEY... | off; clef_json_errors on | off;
  */
 #include "ngx_http_clef_module.h"
-#include "model/model_media.h"
 
 #include <malloc.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@ static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_clef_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static ngx_int_t ngx_http_clef_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_clef_postconfiguration(ngx_conf_t *cf);
 static char *ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -52,7 +52,14 @@ static ngx_int_t ngx_http_clef_init_process(ngx_cycle_t *cycle);
 static void ngx_http_clef_exit_process(ngx_cycle_t *cycle);
 
 
-static ngx_command_t  ngx_http_clef_commands[] = {
+/* The directives below, then one per media kind that sets its
+ * max_items[kind] (clef_max_images, clef_max_videos, clef_max_audio), named
+ * from the kind's row in media/kinds.c by ngx_http_clef_preconfiguration;
+ * the zeroed row after them ends the table. */
+#define NGX_HTTP_CLEF_COMMANDS  9
+
+static ngx_command_t  ngx_http_clef_commands[NGX_HTTP_CLEF_COMMANDS
+                                             + CLEF_MEDIA_KINDS] = {
 
     { ngx_string("clef_model"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
@@ -96,27 +103,6 @@ static ngx_command_t  ngx_http_clef_commands[] = {
       offsetof(ngx_http_clef_loc_conf_t, max_questions),
       NULL },
 
-    { ngx_string("clef_max_images"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_clef_loc_conf_t, max_images),
-      NULL },
-
-    { ngx_string("clef_max_videos"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_clef_loc_conf_t, max_videos),
-      NULL },
-
-    { ngx_string("clef_max_audio"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_clef_loc_conf_t, max_audio),
-      NULL },
-
     { ngx_string("clef_json_errors"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -136,14 +122,12 @@ static ngx_command_t  ngx_http_clef_commands[] = {
       ngx_http_clef_api_key,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
-      NULL },
-
-      ngx_null_command
+      NULL }
 };
 
 
 static ngx_http_module_t  ngx_http_clef_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_http_clef_preconfiguration,        /* preconfiguration */
     ngx_http_clef_postconfiguration,       /* postconfiguration */
 
     ngx_http_clef_create_main_conf,        /* create main configuration */
@@ -247,6 +231,7 @@ static void *
 ngx_http_clef_create_loc_conf(ngx_conf_t *cf)
 {
     ngx_http_clef_loc_conf_t  *llcf;
+    ngx_uint_t                 k;
 
     llcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_clef_loc_conf_t));
     if (llcf == NULL) {
@@ -254,9 +239,9 @@ ngx_http_clef_create_loc_conf(ngx_conf_t *cf)
     }
 
     llcf->max_questions = NGX_CONF_UNSET;
-    llcf->max_images = NGX_CONF_UNSET;
-    llcf->max_videos = NGX_CONF_UNSET;
-    llcf->max_audio = NGX_CONF_UNSET;
+    for (k = 0; k < CLEF_MEDIA_KINDS; k++) {
+        llcf->max_items[k] = NGX_CONF_UNSET;
+    }
     llcf->max_tokens = NGX_CONF_UNSET;
     llcf->api_keys = NGX_CONF_UNSET_PTR;
     llcf->json_errors = NGX_CONF_UNSET;
@@ -271,24 +256,23 @@ ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_clef_loc_conf_t  *prev = parent;
     ngx_http_clef_loc_conf_t  *conf = child;
     ngx_http_clef_main_conf_t *mcf;
-    clef_media_limits          videos, audio;
+    clef_media_limits          lim;
+    ngx_uint_t                 k;
+    ngx_int_t                  least = 0;
 
     ngx_conf_merge_value(conf->max_questions, prev->max_questions, 64);
-    ngx_conf_merge_value(conf->max_images, prev->max_images, 4);
-    clef_media_limits_default(CLEF_MEDIA_VIDEO, &videos);
-    ngx_conf_merge_value(conf->max_videos, prev->max_videos,
-                         videos.max_items);
-    clef_media_limits_default(CLEF_MEDIA_AUDIO, &audio);
-    ngx_conf_merge_value(conf->max_audio, prev->max_audio, audio.max_items);
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        clef_media_limits_default((clef_media_kind) k, &lim);
+        ngx_conf_merge_value(conf->max_items[k], prev->max_items[k],
+                             lim.max_items);
+        least = ngx_min(least, conf->max_items[k]);
+    }
     ngx_conf_merge_value(conf->max_tokens, prev->max_tokens,
                          CLEF_DEFAULT_MAX_LENGTH);
     ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
     ngx_conf_merge_value(conf->json_errors, prev->json_errors, 0);
 
-    if (conf->max_questions < 1 || conf->max_images < 0
-        || conf->max_videos < 0 || conf->max_audio < 0
-        || conf->max_tokens < 1)
-    {
+    if (conf->max_questions < 1 || least < 0 || conf->max_tokens < 1) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "clef_max_questions and clef_max_tokens must be "
                            "at least 1, clef_max_images, clef_max_videos "
@@ -309,6 +293,39 @@ ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* Names the per-kind limit directives (see ngx_http_clef_commands) from
+ * the kinds' rows: nginx looks a directive up by name when it meets it in
+ * the http block, which it parses after this; the table keeps the names
+ * from the first http block on (a reload finds them there). */
+static ngx_int_t
+ngx_http_clef_preconfiguration(ngx_conf_t *cf)
+{
+    ngx_command_t               *cmd;
+    const clef_media_kind_info  *kind;
+    ngx_uint_t                   k;
+
+    cmd = &ngx_http_clef_commands[NGX_HTTP_CLEF_COMMANDS];
+    if (cmd->name.len != 0) {
+        return NGX_OK;
+    }
+
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++, cmd++) {
+        kind = clef_media_kind_of((int) k);
+        cmd->name.data = (u_char *) kind->directive;
+        cmd->name.len = ngx_strlen(kind->directive);
+        cmd->type = NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF
+                    |NGX_CONF_TAKE1;
+        cmd->set = ngx_conf_set_num_slot;
+        cmd->conf = NGX_HTTP_LOC_CONF_OFFSET;
+        cmd->offset = offsetof(ngx_http_clef_loc_conf_t, max_items)
+                      + k * sizeof(ngx_int_t);
+        cmd->post = NULL;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -679,15 +696,11 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_memcpy(m->weights.data, info.weights, m->weights.len + 1);
 
     /* images and videos need the vision tower, audio clips the audio
-     * tower; the CUDA backend runs them on rank 0 only, so at tp=1
-     * (cuda/README.md, "Images") */
+     * tower, and the backend an encoder for them at this tp (its row in
+     * backend/registry.c says which) */
     m->media = info.media;
-    clef_media_conf_backend(&m->media, (const char *) m->backend.data);
-    if (ngx_strcmp(m->backend.data, "cpu") != 0 && m->tp > 1) {
-        m->media.accepts &= ~(CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
-                              | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO)
-                              | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO));
-    }
+    m->media.accepts &= clef_backend_media((char *) m->backend.data,
+                                           m->backend.len, (int) m->tp);
 
     m->description.data = ngx_pnalloc(cf->pool, 384);
     if (m->description.data == NULL) {

@@ -98,9 +98,9 @@ typedef struct {
 typedef struct {
     ngx_uint_t                 handler;       /* NGX_HTTP_CLEF_* */
     ngx_int_t                  max_questions;
-    ngx_int_t                  max_images;
-    ngx_int_t                  max_videos;
-    ngx_int_t                  max_audio;
+    ngx_int_t                  max_items[CLEF_MEDIA_KINDS];
+                                              /* by kind: clef_max_images,
+                                                 ... (media/kinds.c) */
     ngx_int_t                  max_tokens;
     ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
                                                  empty: off */

@@ -429,6 +429,7 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     ngx_int_t                   max_length;
     int                         rc;
     ngx_msec_t                  ms;
+    ngx_uint_t                  k;
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
@@ -477,9 +478,9 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
      * the engine anything */
     clef_limits_default(&lim);
     lim.max_questions = (int) llcf->max_questions;
-    lim.media[CLEF_MEDIA_IMAGE].max_items = (int) llcf->max_images;
-    lim.media[CLEF_MEDIA_VIDEO].max_items = (int) llcf->max_videos;
-    lim.media[CLEF_MEDIA_AUDIO].max_items = (int) llcf->max_audio;
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        lim.media[k].max_items = (int) llcf->max_items[k];
+    }
     clef_error_clear(&err);
     if (clef_request_parse(&ctx->req, (const char *) body, len, &lim, &err)
         != 0)

@@ -16,12 +16,15 @@
                    | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO) \
                    | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
 
+/* The CUDA backend runs its towers on rank 0 alone, so it encodes media
+ * at tp=1 only (cuda/backend.c refuses a batch with media at tp > 1); the
+ * CPU backend's ranks are threads over one memory and encode at any tp. */
 static const clef_backend_entry  registry[] = {
     { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1,
-      CLEF_PRECISION_FP32, ENCODERS },
+      CLEF_PRECISION_FP32, ENCODERS, ENCODERS },
     { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)", 1, 1,
-      CLEF_PRECISION_BF16, ENCODERS },
-    { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT, 0 }
+      CLEF_PRECISION_BF16, ENCODERS, 0 },
+    { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT, 0, 0 }
 };
 
 const clef_backend_entry *
@@ -41,6 +44,14 @@ clef_backend_lookup(const char *name, size_t len)
         }
     }
     return NULL;
+}
+
+unsigned
+clef_backend_media(const char *name, size_t len, int tp)
+{
+    const clef_backend_entry  *e = clef_backend_lookup(name, len);
+
+    return e == NULL ? 0 : tp > 1 ? e->media_tp : e->media;
 }
 
 static pthread_once_t  names_once = PTHREAD_ONCE_INIT;

@@ -32,6 +32,9 @@ typedef struct {
                                    (CLEF_MEDIA_BIT(), media/media.h): a
                                    kind outside it is refused by name
                                    before anything is decoded */
+    unsigned     media_tp;      /* of those, the kinds it encodes when tp
+                                   is above 1 (`nginx -t` takes the rest
+                                   out of what the model accepts) */
 } clef_backend_entry;
 
 /* Every backend this build knows, in a NULL-named-terminated table. */
@@ -39,6 +42,10 @@ const clef_backend_entry *clef_backend_registry(void);
 
 /* The entry named name[0..len), or NULL. */
 const clef_backend_entry *clef_backend_lookup(const char *name, size_t len);
+
+/* The media kinds (CLEF_MEDIA_BIT()) the backend named name[0..len)
+ * encodes at tensor parallelism tp; 0 for a name that is no backend. */
+unsigned clef_backend_media(const char *name, size_t len, int tp);
 
 /* "cpu, cuda": the names, for messages. */
 const char *clef_backend_names(void);
