@@ -515,25 +515,257 @@ ngx_http_clef_real_path(ngx_conf_t *cf, ngx_http_clef_model_t *m,
 }
 
 
+/* clef_model's parameters after NAME PATH, into m. */
+static ngx_int_t
+ngx_http_clef_model_params(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_str_t *value, ngx_uint_t n)
+{
+    ngx_uint_t       i;
+    clef_precision   precision;
+
+    for (i = 3; i < n; i++) {
+
+        if (ngx_strncmp(value[i].data, "backend=", 8) == 0) {
+            m->backend.data = value[i].data + 8;
+            m->backend.len = value[i].len - 8;
+            if (clef_backend_lookup((char *) m->backend.data, m->backend.len)
+                != NULL)
+            {
+                continue;
+            }
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "unknown backend \"%V\" (known: %s)",
+                               &m->backend, clef_backend_names());
+            return NGX_ERROR;
+        }
+
+        if (ngx_strncmp(value[i].data, "tp=", 3) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 3, 1, &m->tp)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 8, 0, &m->threads)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "precision=", 10) == 0) {
+            if (clef_precision_parse((char *) value[i].data + 10,
+                                     value[i].len - 10, &precision)
+                != 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid \"%V\": precision is fp32, bf16 or q8",
+                                   &value[i]);
+                return NGX_ERROR;
+            }
+            m->precision = precision;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "devices=", 8) == 0) {
+            if (ngx_http_clef_parse_devices(cf, &value[i], m) != NGX_OK) {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_length=", 11) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 11, 1, &m->max_length)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "mmproj=", 7) == 0) {
+            m->mmproj.data = value[i].data + 7;
+            m->mmproj.len = value[i].len - 7;
+            if (ngx_http_clef_real_path(cf, m, &m->mmproj) != NGX_OK) {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "truncate=reject") == 0) {
+            m->truncate = CLEF_TRUNCATE_REJECT;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "truncate=state") == 0) {
+            m->truncate = CLEF_TRUNCATE_STATE;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                           &value[i]);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* The model's path, relative to the prefix: it must exist, a release
+ * directory or a GGUF file; *fi is its information. */
+static ngx_int_t
+ngx_http_clef_model_path(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_str_t *path, ngx_file_info_t *fi)
+{
+    m->path = *path;
+    if (ngx_http_clef_real_path(cf, m, &m->path) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    if (ngx_file_info(m->path.data, fi) == NGX_FILE_ERROR
+        || (!ngx_is_dir(fi) && !ngx_is_file(fi)))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_model \"%V\": \"%V\" is neither a release"
+                           " directory nor a GGUF file", &m->name, &m->path);
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
+
+/* Validates the release without loading a weight (nginx -t does this):
+ * its lengths, weights and media into m, the rest into *info. */
+static ngx_int_t
+ngx_http_clef_model_inspect(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    clef_model_info *info)
+{
+    clef_error  err;
+    int         rc;
+
+    /* tp must divide every sharded count of this model (nginx -t says
+     * which one it does not) */
+    clef_error_clear(&err);
+    rc = clef_model_inspect((char *) m->path.data,
+                            m->mmproj.len ? (char *) m->mmproj.data : NULL,
+                            (int) m->tp, info, &err);
+    if (rc == CLEF_INSPECT_OPEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_model \"%V\" in \"%V\": %s", &m->name,
+                           &m->path, err.message);
+        return NGX_ERROR;
+    }
+    if (rc != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
+                           &m->name, err.message);
+        return NGX_ERROR;
+    }
+    m->max_token_bytes = info->max_token_bytes;
+    if (m->max_length == 0) {
+        m->max_length = info->max_length;
+    }
+    m->weights.len = ngx_strlen(info->weights);
+    m->weights.data = ngx_pnalloc(cf->pool, m->weights.len + 1);
+    if (m->weights.data == NULL) {
+        return NGX_ERROR;
+    }
+    ngx_memcpy(m->weights.data, info->weights, m->weights.len + 1);
+
+    /* images and videos need the vision tower, audio clips the audio
+     * tower, and the backend an encoder for them at this tp (its row in
+     * backend/registry.c says which) */
+    m->media = info->media;
+    m->media.accepts &= clef_backend_media((char *) m->backend.data,
+                                           m->backend.len, (int) m->tp);
+    return NGX_OK;
+}
+
+
+/* The one line /v1/models and /status give of the model. */
+static ngx_int_t
+ngx_http_clef_model_describe(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    const clef_model_info *info)
+{
+    u_char  *p;
+    char     inputs[192];
+
+    m->description.data = ngx_pnalloc(cf->pool, 384);
+    if (m->description.data == NULL) {
+        return NGX_ERROR;
+    }
+    ngx_http_clef_inputs_text(m, info->omni, inputs, sizeof(inputs));
+    p = ngx_snprintf(m->description.data, 384,
+                     "Clef %sdecision model %V: %d layers, hidden size %d, "
+                     "%V weights, %V backend; %s", info->omni ? "Omni " : "",
+                     &m->name, info->layers, info->hidden_size, &m->weights,
+                     &m->backend, inputs);
+    m->description.len = p - m->description.data;
+    return NGX_OK;
+}
+
+
+/* The release date of a checkpoint directory: its config.json's date; of
+ * a GGUF file, the file's.  *fi is the path's information. */
+static ngx_int_t
+ngx_http_clef_release_date(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_file_info_t *fi)
+{
+    struct tm   tm;
+    time_t      mtime;
+    u_char      cfg[NGX_MAX_PATH];
+
+    if (ngx_is_dir(fi)) {
+        ngx_snprintf(cfg, sizeof(cfg) - 1, "%V/config.json%Z", &m->path);
+    } else {
+        ngx_snprintf(cfg, sizeof(cfg) - 1, "%V%Z", &m->path);
+    }
+    mtime = ngx_file_info((char *) cfg, fi) == NGX_FILE_ERROR
+            ? ngx_time() : ngx_file_mtime(fi);
+    gmtime_r(&mtime, &tm);
+    m->release_date.data = ngx_pnalloc(cf->pool, sizeof("YYYY-MM-DD"));
+    if (m->release_date.data == NULL) {
+        return NGX_ERROR;
+    }
+    m->release_date.len = strftime((char *) m->release_date.data,
+                                   sizeof("YYYY-MM-DD"), "%Y-%m-%d", &tm);
+    return NGX_OK;
+}
+
+
+/* What an engine is kept running across reloads for while it stays the
+ * same. */
+static ngx_int_t
+ngx_http_clef_fingerprint(ngx_conf_t *cf, ngx_http_clef_model_t *m)
+{
+    u_char  *p;
+
+    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len + m->mmproj.len
+                                      + m->devices_text.len + 128);
+    if (m->fingerprint.data == NULL) {
+        return NGX_ERROR;
+    }
+    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%V|%i|%V|%i|%i|%i|%i",
+                    &m->path, &m->mmproj, &m->backend, m->threads,
+                    &m->devices_text, m->tp, m->max_length, m->truncate,
+                    (ngx_int_t) m->precision);
+    m->fingerprint.len = p - m->fingerprint.data;
+    return NGX_OK;
+}
+
+
 static char *
 ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_clef_main_conf_t *mcf = conf;
 
     ngx_str_t               *value;
-    ngx_uint_t               i;
     ngx_http_clef_model_t   *m;
     clef_model_info          info;
-    clef_precision           precision;
-    clef_error               err;
-    int                      rc;
     char                     why[512];
     ngx_file_info_t          fi;
-    u_char                  *p;
-    struct tm                tm;
-    time_t                   mtime;
-    u_char                   cfg[NGX_MAX_PATH];
-    char                     inputs[192];
 
     if (mcf->model != NULL) {
         return "is duplicate: one model per http block";
@@ -551,110 +783,10 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     m->max_length = 0;               /* the model's default, once read */
     m->truncate = CLEF_TRUNCATE_REJECT;
 
-    for (i = 3; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "backend=", 8) == 0) {
-            m->backend.data = value[i].data + 8;
-            m->backend.len = value[i].len - 8;
-            if (clef_backend_lookup((char *) m->backend.data, m->backend.len)
-                != NULL)
-            {
-                continue;
-            }
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "unknown backend \"%V\" (known: %s)",
-                               &m->backend, clef_backend_names());
-            return NGX_CONF_ERROR;
-        }
-
-        if (ngx_strncmp(value[i].data, "tp=", 3) == 0) {
-            if (ngx_http_clef_param_int(cf, &value[i], 3, 1, &m->tp)
-                != NGX_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
-            if (ngx_http_clef_param_int(cf, &value[i], 8, 0, &m->threads)
-                != NGX_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "precision=", 10) == 0) {
-            if (clef_precision_parse((char *) value[i].data + 10,
-                                     value[i].len - 10, &precision)
-                != 0)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"%V\": precision is fp32, bf16 or q8",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-            m->precision = precision;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "devices=", 8) == 0) {
-            if (ngx_http_clef_parse_devices(cf, &value[i], m) != NGX_OK) {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "max_length=", 11) == 0) {
-            if (ngx_http_clef_param_int(cf, &value[i], 11, 1, &m->max_length)
-                != NGX_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "mmproj=", 7) == 0) {
-            m->mmproj.data = value[i].data + 7;
-            m->mmproj.len = value[i].len - 7;
-            if (ngx_http_clef_real_path(cf, m, &m->mmproj) != NGX_OK) {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strcmp(value[i].data, "truncate=reject") == 0) {
-            m->truncate = CLEF_TRUNCATE_REJECT;
-            continue;
-        }
-
-        if (ngx_strcmp(value[i].data, "truncate=state") == 0) {
-            m->truncate = CLEF_TRUNCATE_STATE;
-            continue;
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                           &value[i]);
-        return NGX_CONF_ERROR;
-    }
-
-    /* the path: relative to the prefix, must exist: a release directory
-     * or a GGUF file */
-    m->path = value[2];
-    if (ngx_http_clef_real_path(cf, m, &m->path) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-    if (ngx_file_info(m->path.data, &fi) == NGX_FILE_ERROR
-        || (!ngx_is_dir(&fi) && !ngx_is_file(&fi)))
+    if (ngx_http_clef_model_params(cf, m, value, cf->args->nelts) != NGX_OK
+        || ngx_http_clef_model_path(cf, m, &value[2], &fi) != NGX_OK
+        || ngx_http_clef_check_layout(cf, m) != NGX_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "clef_model \"%V\": \"%V\" is neither a release"
-                           " directory nor a GGUF file", &m->name, &m->path);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_clef_check_layout(cf, m) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -666,84 +798,21 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* validate the release without loading a weight (nginx -t does this);
-     * tp must divide every sharded count of this model (nginx -t says
-     * which one it does not) */
-    clef_error_clear(&err);
-    rc = clef_model_inspect((char *) m->path.data,
-                            m->mmproj.len ? (char *) m->mmproj.data : NULL,
-                            (int) m->tp, &info, &err);
-    if (rc == CLEF_INSPECT_OPEN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "clef_model \"%V\" in \"%V\": %s", &m->name,
-                           &m->path, err.message);
+    if (ngx_http_clef_model_inspect(cf, m, &info) != NGX_OK
+        || ngx_http_clef_model_describe(cf, m, &info) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
-    if (rc != 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
-                           &m->name, err.message);
-        return NGX_CONF_ERROR;
-    }
-    m->max_token_bytes = info.max_token_bytes;
-    if (m->max_length == 0) {
-        m->max_length = info.max_length;
-    }
-    m->weights.len = ngx_strlen(info.weights);
-    m->weights.data = ngx_pnalloc(cf->pool, m->weights.len + 1);
-    if (m->weights.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-    ngx_memcpy(m->weights.data, info.weights, m->weights.len + 1);
-
-    /* images and videos need the vision tower, audio clips the audio
-     * tower, and the backend an encoder for them at this tp (its row in
-     * backend/registry.c says which) */
-    m->media = info.media;
-    m->media.accepts &= clef_backend_media((char *) m->backend.data,
-                                           m->backend.len, (int) m->tp);
-
-    m->description.data = ngx_pnalloc(cf->pool, 384);
-    if (m->description.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-    ngx_http_clef_inputs_text(m, info.omni, inputs, sizeof(inputs));
-    p = ngx_snprintf(m->description.data, 384,
-                     "Clef %sdecision model %V: %d layers, hidden size %d, "
-                     "%V weights, %V backend; %s", info.omni ? "Omni " : "",
-                     &m->name, info.layers, info.hidden_size, &m->weights,
-                     &m->backend, inputs);
-    m->description.len = p - m->description.data;
 
     /* checking the release read its tokenizer: give that memory back
      * before the master forks workers that would all carry it */
     (void) malloc_trim(0);
 
-    /* the release date of a checkpoint directory: its config.json's date;
-     * of a GGUF file, the file's */
-    p = ngx_is_dir(&fi) ? ngx_snprintf(cfg, sizeof(cfg) - 1,
-                                       "%V/config.json%Z", &m->path)
-                        : ngx_snprintf(cfg, sizeof(cfg) - 1, "%V%Z", &m->path);
-    mtime = ngx_file_info((char *) cfg, &fi) == NGX_FILE_ERROR
-            ? ngx_time() : ngx_file_mtime(&fi);
-    gmtime_r(&mtime, &tm);
-    m->release_date.data = ngx_pnalloc(cf->pool, sizeof("YYYY-MM-DD"));
-    if (m->release_date.data == NULL) {
+    if (ngx_http_clef_release_date(cf, m, &fi) != NGX_OK
+        || ngx_http_clef_fingerprint(cf, m) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
-    m->release_date.len = strftime((char *) m->release_date.data,
-                                   sizeof("YYYY-MM-DD"), "%Y-%m-%d", &tm);
-
-    /* an engine keeps running across reloads while this stays the same */
-    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len + m->mmproj.len
-                                      + m->devices_text.len + 128);
-    if (m->fingerprint.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%V|%i|%V|%i|%i|%i|%i",
-                    &m->path, &m->mmproj, &m->backend, m->threads,
-                    &m->devices_text, m->tp, m->max_length, m->truncate,
-                    (ngx_int_t) m->precision);
-    m->fingerprint.len = p - m->fingerprint.data;
 
     mcf->model = m;
 
