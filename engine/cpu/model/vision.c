@@ -11,8 +11,8 @@
 #include "backend/vision_layout.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/ops/vision_ops.h"
+#include "model/roles.h"
 
-#define PREFIX  "model.visual."
 #define TILE    1024        /* rows of the patch rows and the MLP at a time */
 
 typedef struct {
@@ -53,15 +53,16 @@ clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
 }
 
 
-/* A tensor of the tower as fp32 (malloc'ed), NULL with err filled. */
+/* Role r of tower block (or DeepStack merger) `layer` as fp32
+ * (malloc'ed), NULL with err filled. */
 static float *
-load_f32(const clef_model *m, const char *name, clef_error *err)
+load_f32(const clef_model *m, clef_role r, int layer, clef_error *err)
 {
     const clef_tensor  *t;
     char                full[128];
     float              *p;
 
-    snprintf(full, sizeof(full), PREFIX "%s", name);
+    clef_role_name(NULL, r, layer, full, sizeof(full));
     t = clef_model_tensor(m, full);
     if (t == NULL || t->data == NULL) {
         clef_error_fail(err, CLEF_E_MODEL, "tensor '%s' is missing",
@@ -84,34 +85,34 @@ load_f32(const clef_model *m, const char *name, clef_error *err)
  * products are those of an fp32 copy), read in place from the checkpoint,
  * whose pages are then released; another dtype is packed in fp32. */
 static int
-load_packed(const clef_model *m, const char *name, int64_t n, int64_t k,
-    clef_cpu_wpack *w, clef_error *err)
+load_packed(const clef_model *m, clef_role r, int layer, int64_t n,
+    int64_t k, clef_cpu_wpack *w, clef_error *err)
 {
     const clef_tensor  *t;
     char                full[128];
     float              *p;
 
-    snprintf(full, sizeof(full), PREFIX "%s", name);
+    clef_role_name(NULL, r, layer, full, sizeof(full));
     t = clef_model_tensor(m, full);
     if (t != NULL && t->data != NULL && t->dtype == CLEF_DTYPE_BF16
         && t->numel == n * k)
     {
         if (clef_cpu_wpack_alloc_bf16(w, n, k) != 0) {
             return clef_error_fail(err, CLEF_E_NO_MEMORY,
-                                   "out of memory packing '%s'", name);
+                                   "out of memory packing '%s'", full);
         }
         clef_cpu_wpack_rows_bf16(w, 0, n, (const uint16_t *) t->data, k);
         clef_tensor_release(t);
         return 0;
     }
-    p = load_f32(m, name, err);
+    p = load_f32(m, r, layer, err);
     if (p == NULL) {
         return -1;
     }
     if (clef_cpu_wpack_alloc(w, n, k) != 0) {
         free(p);
         return clef_error_fail(err, CLEF_E_NO_MEMORY,
-                               "out of memory packing '%s'", name);
+                               "out of memory packing '%s'", full);
     }
     clef_cpu_wpack_rows(w, 0, n, p, k);
     free(p);
@@ -130,28 +131,32 @@ merger_free(vmerger *g)
     clef_cpu_wpack_free(&g->m2);
 }
 
-/* merger "<prefix>norm.*", "<prefix>linear_fc1.*", "<prefix>linear_fc2.*" */
-static int
-merger_load(const clef_model *m, const char *prefix, int64_t M, int64_t out,
-    vmerger *g, clef_error *err)
-{
-    char  n[4][96];
+/* A merger's roles: its norm and norm bias, fc1 and its bias, fc2 and
+ * its bias (the tower's merger, or DeepStack merger `layer`'s). */
+static const clef_role  merger_roles[6] = {
+    CLEF_ROLE_V_MERGER_NORM, CLEF_ROLE_V_MERGER_NORM_BIAS,
+    CLEF_ROLE_V_MERGER_FC1, CLEF_ROLE_V_MERGER_FC1_BIAS,
+    CLEF_ROLE_V_MERGER_FC2, CLEF_ROLE_V_MERGER_FC2_BIAS
+};
+static const clef_role  deepstack_roles[6] = {
+    CLEF_ROLE_V_DS_NORM, CLEF_ROLE_V_DS_NORM_BIAS,
+    CLEF_ROLE_V_DS_FC1, CLEF_ROLE_V_DS_FC1_BIAS,
+    CLEF_ROLE_V_DS_FC2, CLEF_ROLE_V_DS_FC2_BIAS
+};
 
-    snprintf(n[0], sizeof(n[0]), "%snorm.weight", prefix);
-    snprintf(n[1], sizeof(n[1]), "%snorm.bias", prefix);
-    snprintf(n[2], sizeof(n[2]), "%slinear_fc1.weight", prefix);
-    snprintf(n[3], sizeof(n[3]), "%slinear_fc2.weight", prefix);
-    if ((g->norm_w = load_f32(m, n[0], err)) == NULL
-        || (g->norm_b = load_f32(m, n[1], err)) == NULL
-        || load_packed(m, n[2], M, M, &g->m1, err) != 0
-        || load_packed(m, n[3], out, M, &g->m2, err) != 0)
+static int
+merger_load(const clef_model *m, const clef_role *r, int layer, int64_t M,
+    int64_t out, vmerger *g, clef_error *err)
+{
+    if ((g->norm_w = load_f32(m, r[0], layer, err)) == NULL
+        || (g->norm_b = load_f32(m, r[1], layer, err)) == NULL
+        || load_packed(m, r[2], layer, M, M, &g->m1, err) != 0
+        || load_packed(m, r[4], layer, out, M, &g->m2, err) != 0)
     {
         return -1;
     }
-    snprintf(n[0], sizeof(n[0]), "%slinear_fc1.bias", prefix);
-    snprintf(n[1], sizeof(n[1]), "%slinear_fc2.bias", prefix);
-    return (g->m1_b = load_f32(m, n[0], err)) == NULL
-           || (g->m2_b = load_f32(m, n[1], err)) == NULL ? -1 : 0;
+    return (g->m1_b = load_f32(m, r[3], layer, err)) == NULL
+           || (g->m2_b = load_f32(m, r[5], layer, err)) == NULL ? -1 : 0;
 }
 
 void
@@ -196,7 +201,6 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     const clef_vision_config  *c = clef_model_vision_config(m);
     clef_cpu_vision           *v;
     vblock                    *b;
-    char                       n[96];
     int64_t                    H, I, M;
     int                        l, sd;
 
@@ -228,43 +232,43 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     }
     clef_vision_inv_freq(v->hd, c->rope_theta, v->inv_freq);
 
-    if (load_packed(m, "patch_embed.proj.weight", H, v->row, &v->patch, err) != 0
-        || (v->patch_b = load_f32(m, "patch_embed.proj.bias", err)) == NULL
-        || (v->pos = load_f32(m, "pos_embed.weight", err)) == NULL)
+    if (load_packed(m, CLEF_ROLE_V_PATCH, 0, H, v->row, &v->patch, err) != 0
+        || (v->patch_b = load_f32(m, CLEF_ROLE_V_PATCH_BIAS, 0, err)) == NULL
+        || (v->pos = load_f32(m, CLEF_ROLE_V_POS, 0, err)) == NULL)
     {
         goto failed;
     }
     for (l = 0; l < c->depth; l++) {
         b = &v->blocks[l];
-#define F(field, s)                                                         \
-        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
-        if ((b->field = load_f32(m, n, err)) == NULL) goto failed
-#define P(field, s, rows, cols)                                             \
-        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
-        if (load_packed(m, n, rows, cols, &b->field, err) != 0) goto failed
-        F(norm1_w, "norm1.weight");
-        F(norm1_b, "norm1.bias");
-        F(norm2_w, "norm2.weight");
-        F(norm2_b, "norm2.bias");
-        P(qkv, "attn.qkv.weight", 3 * H, H);
-        F(qkv_b, "attn.qkv.bias");
-        P(proj, "attn.proj.weight", H, H);
-        F(proj_b, "attn.proj.bias");
-        P(fc1, "mlp.linear_fc1.weight", I, H);
-        F(fc1_b, "mlp.linear_fc1.bias");
-        P(fc2, "mlp.linear_fc2.weight", H, I);
-        F(fc2_b, "mlp.linear_fc2.bias");
+#define F(field, role)                                                      \
+        if ((b->field = load_f32(m, role, l, err)) == NULL) goto failed
+#define P(field, role, rows, cols)                                          \
+        if (load_packed(m, role, l, rows, cols, &b->field, err) != 0)       \
+            goto failed
+        F(norm1_w, CLEF_ROLE_V_NORM1);
+        F(norm1_b, CLEF_ROLE_V_NORM1_BIAS);
+        F(norm2_w, CLEF_ROLE_V_NORM2);
+        F(norm2_b, CLEF_ROLE_V_NORM2_BIAS);
+        P(qkv, CLEF_ROLE_V_QKV, 3 * H, H);
+        F(qkv_b, CLEF_ROLE_V_QKV_BIAS);
+        P(proj, CLEF_ROLE_V_PROJ, H, H);
+        F(proj_b, CLEF_ROLE_V_PROJ_BIAS);
+        P(fc1, CLEF_ROLE_V_FC1, I, H);
+        F(fc1_b, CLEF_ROLE_V_FC1_BIAS);
+        P(fc2, CLEF_ROLE_V_FC2, H, I);
+        F(fc2_b, CLEF_ROLE_V_FC2_BIAS);
 #undef F
 #undef P
     }
-    if (merger_load(m, "merger.", M, c->out_hidden_size, &v->merger, err)
+    if (merger_load(m, merger_roles, 0, M, c->out_hidden_size, &v->merger,
+                    err)
         != 0)
     {
         goto failed;
     }
     for (l = 0; l < c->n_deepstack; l++) {
-        snprintf(n, sizeof(n), "deepstack_merger_list.%d.", l);
-        if (merger_load(m, n, M, c->out_hidden_size, &v->deepstack[l], err)
+        if (merger_load(m, deepstack_roles, l, M, c->out_hidden_size,
+                        &v->deepstack[l], err)
             != 0)
         {
             goto failed;
