@@ -52,10 +52,11 @@ static ngx_int_t ngx_http_clef_init_process(ngx_cycle_t *cycle);
 static void ngx_http_clef_exit_process(ngx_cycle_t *cycle);
 
 
-/* The directives below, then one per media kind that sets its
- * max_items[kind] (clef_max_images, clef_max_videos, clef_max_audio), named
- * from the kind's row in media/kinds.c by ngx_http_clef_preconfiguration;
- * the zeroed row after them ends the table. */
+/* The directives below (at most NGX_HTTP_CLEF_COMMANDS), then one per
+ * media kind that sets its max_items[kind] (clef_max_images,
+ * clef_max_videos, clef_max_audio), named from the kind's row in
+ * media/kinds.c by ngx_http_clef_preconfiguration; the zeroed row after
+ * them ends the table. */
 #define NGX_HTTP_CLEF_COMMANDS  9
 
 static ngx_command_t  ngx_http_clef_commands[NGX_HTTP_CLEF_COMMANDS
@@ -303,13 +304,19 @@ ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 static ngx_int_t
 ngx_http_clef_preconfiguration(ngx_conf_t *cf)
 {
+    static ngx_uint_t            named;
     ngx_command_t               *cmd;
     const clef_media_kind_info  *kind;
     ngx_uint_t                   k;
 
-    cmd = &ngx_http_clef_commands[NGX_HTTP_CLEF_COMMANDS];
-    if (cmd->name.len != 0) {
+    if (named) {
         return NGX_OK;
+    }
+
+    /* after the last row written out; the array has room for one per
+     * kind and the zeroed row that ends it */
+    for (cmd = ngx_http_clef_commands; cmd->name.len != 0; cmd++) {
+        /* void */
     }
 
     for (k = 1; k < CLEF_MEDIA_KINDS; k++, cmd++) {
@@ -324,6 +331,7 @@ ngx_http_clef_preconfiguration(ngx_conf_t *cf)
                       + k * sizeof(ngx_int_t);
         cmd->post = NULL;
     }
+    named = 1;
 
     return NGX_OK;
 }

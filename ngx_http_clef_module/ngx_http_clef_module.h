@@ -154,6 +154,10 @@ ngx_int_t ngx_http_clef_send_error(ngx_http_request_t *r,
     const clef_error *err, const u_char *body, size_t len);
 ngx_int_t ngx_http_clef_send_not_allowed(ngx_http_request_t *r,
     const char *allow);
+/* The start of a GET or HEAD handler (clef_models, clef_status): its
+ * context, and a 405 to another method.  NGX_DECLINED: go on; anything
+ * else: return it */
+ngx_int_t ngx_http_clef_get_only(ngx_http_request_t *r);
 /* NGX_DECLINED: go on; anything else: a 401/403 was sent, return it */
 ngx_int_t ngx_http_clef_check_api_key(ngx_http_request_t *r,
     ngx_http_clef_loc_conf_t *llcf);

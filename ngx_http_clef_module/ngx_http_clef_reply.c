@@ -408,6 +408,19 @@ ngx_http_clef_send_not_allowed(ngx_http_request_t *r, const char *allow)
 
 
 ngx_int_t
+ngx_http_clef_get_only(ngx_http_request_t *r)
+{
+    if (ngx_http_clef_get_ctx(r) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        return ngx_http_clef_send_not_allowed(r, "GET, HEAD");
+    }
+    return NGX_DECLINED;
+}
+
+
+ngx_int_t
 ngx_http_clef_set_retry_after(ngx_http_request_t *r, ngx_msec_t ms)
 {
     u_char  *p, *e;

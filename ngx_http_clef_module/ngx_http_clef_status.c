@@ -374,11 +374,9 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
     u_char                     *body;
     int                         ok;
 
-    if (ngx_http_clef_get_ctx(r) == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
-        return ngx_http_clef_send_not_allowed(r, "GET, HEAD");
+    rc = ngx_http_clef_get_only(r);
+    if (rc != NGX_DECLINED) {
+        return rc;
     }
     if (ngx_http_discard_request_body(r) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
