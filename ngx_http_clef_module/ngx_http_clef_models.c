@@ -102,7 +102,6 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
     ngx_http_clef_model_t      *m;
     clef_buf                    b = { NULL, 0, 0 };
     ngx_int_t                   rc;
-    u_char                     *body;
     int                         ok;
 
     rc = ngx_http_clef_get_only(r);
@@ -139,13 +138,5 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
          && capabilities(&b, m, llcf) == 0
          && clef_buf_append(&b, "}]}", 3) == 0;
 
-    body = ok ? ngx_pnalloc(r->pool, b.len) : NULL;
-    if (body == NULL) {
-        clef_buf_free(&b);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    ngx_memcpy(body, b.data, b.len);
-    rc = ngx_http_clef_send(r, NGX_HTTP_OK, NULL, body, b.len);
-    clef_buf_free(&b);
-    return rc;
+    return ngx_http_clef_send_buf(r, NGX_HTTP_OK, NULL, &b, ok);
 }

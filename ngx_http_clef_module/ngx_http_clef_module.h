@@ -154,6 +154,10 @@ ngx_int_t ngx_http_clef_send_error(ngx_http_request_t *r,
     const clef_error *err, const u_char *body, size_t len);
 ngx_int_t ngx_http_clef_send_not_allowed(ngx_http_request_t *r,
     const char *allow);
+/* b's bytes with status (content_type NULL: JSON), b freed; a 500 when
+ * !ok (b could not be written) or memory runs out */
+ngx_int_t ngx_http_clef_send_buf(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *content_type, clef_buf *b, int ok);
 /* The start of a GET or HEAD handler (clef_models, clef_status): its
  * context, and a 405 to another method.  NGX_DECLINED: go on; anything
  * else: return it */

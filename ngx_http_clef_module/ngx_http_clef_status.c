@@ -371,7 +371,6 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
     clef_status                 snap;
     clef_buf                    b = { NULL, 0, 0 };
     ngx_int_t                   rc;
-    u_char                     *body;
     int                         ok;
 
     rc = ngx_http_clef_get_only(r);
@@ -395,14 +394,6 @@ ngx_http_clef_status_handler(ngx_http_request_t *r)
          && batch_metrics(&b, &snap) == 0
          && response_metrics(&b, &snap) == 0;
 
-    body = ok ? ngx_pnalloc(r->pool, b.len) : NULL;
-    if (body == NULL) {
-        clef_buf_free(&b);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    ngx_memcpy(body, b.data, b.len);
-    rc = ngx_http_clef_send(r, NGX_HTTP_OK, &ngx_http_clef_prom_type, body,
-                            b.len);
-    clef_buf_free(&b);
-    return rc;
+    return ngx_http_clef_send_buf(r, NGX_HTTP_OK, &ngx_http_clef_prom_type,
+                                  &b, ok);
 }
