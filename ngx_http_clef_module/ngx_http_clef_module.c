@@ -447,6 +447,7 @@ static ngx_int_t
 ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
 {
     const clef_backend_entry  *be;
+    char                       why[160];
 
     be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
     if (be != NULL && !be->uses_devices && m->n_devices > 0) {
@@ -461,16 +462,16 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
                            &m->backend);
         return NGX_ERROR;
     }
-    /* the CUDA backend computes in bf16 only: refuse here rather than fail
-     * the engine's start */
-    if ((m->precision == CLEF_PRECISION_FP32
-         || m->precision == CLEF_PRECISION_Q8)
-        && m->backend.len == 4 && ngx_strncmp(m->backend.data, "cuda", 4) == 0)
+    /* a precision the backend does not compute in (its row in
+     * backend/registry.c): refuse here rather than fail the engine's
+     * start */
+    if (clef_backend_precision_refusal((char *) m->backend.data,
+                                       m->backend.len, m->precision, why,
+                                       sizeof(why))
+        != NULL)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": "
-                           "precision=%s is for backend=cpu; the CUDA "
-                           "backend computes in bf16", &m->name,
-                           clef_precision_name(m->precision));
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
+                           &m->name, why);
         return NGX_ERROR;
     }
     if (be != NULL && be->uses_devices && m->tp > 1 && m->n_devices == 0) {
