@@ -20,7 +20,7 @@ ABS_BUILD  := $(abspath $(BUILD))
 CC         ?= cc
 JOBS       ?= $(shell nproc)
 # FFmpeg decodes videos and audio (engine/media/video_decode.c,
-# video_process.c, audio_decode.c):
+# video_process.c, audio_decode.c, and av_memio.c, their input in memory):
 # never in the client part the module links, nor in libclef_engine.so; in
 # build/clef-decoder, the engine's sandboxed decode process (decoder/), and
 # in libclef.a (build/clef's `clef video`, the tests)
@@ -32,7 +32,8 @@ JOBS       ?= $(shell nproc)
 # built, so the engine answers every video with media_unsupported.  Never
 # the default.
 FFMPEG     ?= yes
-FFMPEG_SRC := engine/media/video_decode.c engine/media/audio_decode.c
+FFMPEG_SRC := engine/media/video_decode.c engine/media/audio_decode.c \
+              engine/media/av_memio.c
 FFMPEG_PKGS := libavformat libavcodec libavfilter libswscale libavutil
 ifeq ($(FFMPEG),no)
 FFMPEG_PKGS :=
@@ -136,7 +137,7 @@ $(BUILD)/libclef_client.a: $(CLIENT_OBJ)
 # (media/prepare.c's image row), so no codec parses a request's bytes in
 # the engine; only a build without it (FFMPEG=no) keeps them here.
 FFMPEG_OBJ      := $(addprefix $(BUILD)/obj/engine/media/,video_decode.o \
-                   video_process.o audio_decode.o)
+                   video_process.o audio_decode.o av_memio.o)
 IMAGE_CODEC_PKGS := libpng libjpeg libwebp libwebpdemux
 IMAGE_CODEC_OBJ := $(addprefix $(BUILD)/obj/engine/media/,decode_png.o \
                    decode_jpeg.o decode_webp.o image_decode.o exif.o)
@@ -384,11 +385,14 @@ $(NGX_BUILD)/Makefile: config $(NGX_BUILD)/sources $(BUILD)/libclef_client.a
 module-configure: $(NGX_BUILD)/Makefile
 
 # -f must be absolute (make changes into $(NGX_SRC) first); the module is
-# relinked whenever libclef_client.a changes, and comes with the engine
+# relinked whenever libclef_client.a or its version script
+# (ngx_http_clef_module/exports.map: it exports the module alone) changes,
+# and comes with the engine
 # library it loads (beside it, as `make install` places them); `install`
 # gives the .so a new inode, never overwriting one a running nginx has
 # mapped (recipe §6.7)
 $(NGX_MODULE): $(NGX_BUILD)/Makefile $(NGX_MOD_SRC) $(NGX_MOD_DEP) \
+               ngx_http_clef_module/exports.map \
                $(BUILD)/libclef_client.a $(BUILD)/libclef_engine.so
 	@rm -f $(NGX_BUILD)/ngx_http_clef_module.so
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \

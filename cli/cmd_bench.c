@@ -333,19 +333,108 @@ print_profile(clef_cpu_backbone *bb, double forwards)
     printf("  %-20s %10.2f\n", "sum", total / forwards * 1e3);
 }
 
+/* What a timed run of the batch gave: tokens a second of the backbone, the
+ * head and both, the all-reduce's share at tp > 1, the profile. */
+static void
+bench_report(bench_ctx *c, const bench_args *a, double bb, double hd)
+{
+    printf("backbone: %.1f tokens/s (%.4f s per forward)\n", a->tokens / bb, bb);
+    printf("head: %.1f tokens/s (%.4f s per forward)\n",
+           hd > 0 ? a->tokens / hd : 0.0, hd);
+    printf("total: %.1f tokens/s (%.4f s per forward)\n", a->tokens / (bb + hd), bb + hd);
+    if (c->cpu && clef_cpu_backend_tp(c->be) > 1) {
+        double  ar = clef_cpu_backend_allreduce_seconds(c->be)
+                     / clef_cpu_backend_tp(c->be) / a->repeat;
+
+        printf("tp %d: all-reduce %.1f%% of the backbone time (%.4f s per "
+               "forward per rank, waiting for the other ranks included)\n",
+               clef_cpu_backend_tp(c->be), bb > 0 ? 100 * ar / bb : 0.0, ar);
+    }
+    if (a->profile && c->cpu) {
+        print_profile(clef_cpu_backend_backbone(c->be), a->repeat);
+    }
+    fflush(stdout);
+}
+
+
+/* One record per length up to --max-scaling, backbone only: how the cost
+ * of a token grows with the record's length. */
+static int
+bench_scaling(bench_ctx *c, const bench_args *a, int vocab, uint64_t *seed,
+    clef_error *err)
+{
+    static const int64_t  lengths[] = { 64, 256, 1024, 4096, 16384 };
+    clef_record           rec;
+    double                bb, bb2, hd, base = 0;
+    int                   i;
+
+    if (a->max_scaling < lengths[0]) {
+        return 0;
+    }
+    printf("\nscaling: one record per length, backbone only, the faster of 2 forwards\n");
+    printf("  %8s %10s %12s %10s\n", "tokens", "seconds", "us/token", "x 64-cost");
+    for (i = 0; i < (int) (sizeof(lengths) / sizeof(lengths[0]))
+                && lengths[i] <= a->max_scaling; i++)
+    {
+        memset(&rec, 0, sizeof(rec));
+        if (record_make(&rec, lengths[i], vocab, seed) != 0) {
+            record_free(&rec);
+            clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
+            return -1;
+        }
+        /* the faster of two: the first also warms the new sizes up, and
+         * on a shared machine the faster one is the less disturbed */
+        if (bench_batch(c, &rec, 1, 1, &bb, &hd, err) != 0
+            || bench_batch(c, &rec, 1, 1, &bb2, &hd, err) != 0)
+        {
+            record_free(&rec);
+            return -1;
+        }
+        bb = bb2 < bb ? bb2 : bb;
+        record_free(&rec);
+        if (i == 0) {
+            base = bb / lengths[0];
+        }
+        printf("  %8lld %10.4f %12.2f %10.2f\n", (long long) lengths[i], bb,
+               bb / lengths[i] * 1e6, bb / lengths[i] / base);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+
+/* Opens the backend named by the arguments on m into c. */
+static int
+bench_open(bench_ctx *c, const bench_args *a, clef_model *m, clef_error *err)
+{
+    clef_backend_opts  opts;
+
+    c->ops = clef_backend_find(a->backend, err);
+    if (c->ops == NULL) {
+        return -1;
+    }
+    c->cpu = strcmp(c->ops->name, "cpu") == 0;
+    c->hidden_size = clef_model_text_config(m)->hidden_size;
+    memset(&opts, 0, sizeof(opts));
+    opts.threads = a->threads;
+    opts.tp = a->tp;
+    opts.device = 0;
+    opts.precision = a->precision;
+    return c->ops->open(m, &opts, &c->be, err);
+}
+
+
 int
 clef_cmd_bench(int argc, char **argv)
 {
-    static const int64_t     lengths[] = { 64, 256, 1024, 4096, 16384 };
     bench_args               a;
     bench_ctx                c;
-    clef_backend_opts        opts;
     clef_model              *m;
     const clef_text_config  *tc;
     clef_record             *recs = NULL;
     clef_error               err;
     uint64_t                 seed;
-    double                   bb, bb2, hd, base = 0;
+    double                   bb, hd;
     int64_t                  per, left;
     int                      i, full = 0, rc = 1, options = 0, n_recs = 0;
 
@@ -366,19 +455,7 @@ clef_cmd_bench(int argc, char **argv)
         full += tc->layer_full[i] != 0;
     }
 
-    c.ops = clef_backend_find(a.backend, &err);
-    if (c.ops == NULL) {
-        fprintf(stderr, "clef bench: %s\n", err.message);
-        goto done;
-    }
-    c.cpu = strcmp(c.ops->name, "cpu") == 0;
-    c.hidden_size = tc->hidden_size;
-    memset(&opts, 0, sizeof(opts));
-    opts.threads = a.threads;
-    opts.tp = a.tp;
-    opts.device = 0;
-    opts.precision = a.precision;
-    if (c.ops->open(m, &opts, &c.be, &err) != 0) {
+    if (bench_open(&c, &a, m, &err) != 0) {
         fprintf(stderr, "clef bench: %s\n", err.message);
         goto done;
     }
@@ -422,22 +499,7 @@ clef_cmd_bench(int argc, char **argv)
     if (bench_batch(&c, recs, a.records, a.repeat, &bb, &hd, &err) != 0) {
         goto fail;
     }
-    printf("backbone: %.1f tokens/s (%.4f s per forward)\n", a.tokens / bb, bb);
-    printf("head: %.1f tokens/s (%.4f s per forward)\n",
-           hd > 0 ? a.tokens / hd : 0.0, hd);
-    printf("total: %.1f tokens/s (%.4f s per forward)\n", a.tokens / (bb + hd), bb + hd);
-    if (c.cpu && clef_cpu_backend_tp(c.be) > 1) {
-        double  ar = clef_cpu_backend_allreduce_seconds(c.be)
-                     / clef_cpu_backend_tp(c.be) / a.repeat;
-
-        printf("tp %d: all-reduce %.1f%% of the backbone time (%.4f s per "
-               "forward per rank, waiting for the other ranks included)\n",
-               clef_cpu_backend_tp(c.be), bb > 0 ? 100 * ar / bb : 0.0, ar);
-    }
-    if (a.profile && c.cpu) {
-        print_profile(clef_cpu_backend_backbone(c.be), a.repeat);
-    }
-    fflush(stdout);
+    bench_report(&c, &a, bb, hd);
 
     for (i = 0; i < n_recs; i++) {
         record_free(&recs[i]);
@@ -446,36 +508,8 @@ clef_cmd_bench(int argc, char **argv)
     recs = NULL;
     n_recs = 0;
 
-    if (a.max_scaling >= lengths[0]) {
-        printf("\nscaling: one record per length, backbone only, the faster of 2 forwards\n");
-        printf("  %8s %10s %12s %10s\n", "tokens", "seconds", "us/token", "x 64-cost");
-        recs = calloc(1, sizeof(*recs));
-        if (recs == NULL) {
-            goto oom;
-        }
-        n_recs = 1;
-        for (i = 0; i < (int) (sizeof(lengths) / sizeof(lengths[0]))
-                    && lengths[i] <= a.max_scaling; i++)
-        {
-            if (record_make(&recs[0], lengths[i], tc->vocab_size, &seed) != 0) {
-                goto oom;
-            }
-            /* the faster of two: the first also warms the new sizes up, and
-             * on a shared machine the faster one is the less disturbed */
-            if (bench_batch(&c, recs, 1, 1, &bb, &hd, &err) != 0
-                || bench_batch(&c, recs, 1, 1, &bb2, &hd, &err) != 0)
-            {
-                goto fail;
-            }
-            bb = bb2 < bb ? bb2 : bb;
-            record_free(&recs[0]);
-            if (i == 0) {
-                base = bb / lengths[0];
-            }
-            printf("  %8lld %10.4f %12.2f %10.2f\n", (long long) lengths[i], bb,
-                   bb / lengths[i] * 1e6, bb / lengths[i] / base);
-            fflush(stdout);
-        }
+    if (bench_scaling(&c, &a, tc->vocab_size, &seed, &err) != 0) {
+        goto fail;
     }
     rc = 0;
     goto done;

@@ -48,24 +48,12 @@
 
 /* All of buf to fd with write() alone: the only way out of a sandboxed
  * child (SIGPIPE is ignored there). */
+static const clef_dec_io  child_io = { NULL, NULL, 1 };
+
 static int
 put(int fd, const void *buf, size_t len)
 {
-    const char  *p = buf;
-    ssize_t      n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t) n;
-    }
-    return 0;
+    return clef_dec_write_all(fd, buf, len, &child_io);
 }
 
 
@@ -177,7 +165,7 @@ child(const clef_dec_request *rq, int item, int notify)
         put(CLEF_DEC_FD, &r, sizeof(r));
         _exit(0);
     }
-    if (clef_dec_read_all(CLEF_DEC_FD, data, (size_t) rq->len) != 0) {
+    if (clef_dec_read_all(CLEF_DEC_FD, data, (size_t) rq->len, NULL) != 0) {
         _exit(5);
     }
 #ifdef CLEF_DECODER_HOSTILE
@@ -275,7 +263,7 @@ report(uint32_t what, pid_t pid, int status, const struct rusage *ru)
         st.max_rss_kib = ru->ru_maxrss > 0 && ru->ru_maxrss <= UINT32_MAX
                          ? (uint32_t) ru->ru_maxrss : 0;
     }
-    return clef_dec_write_all(CLEF_DEC_FD, &st, sizeof(st));
+    return clef_dec_write_all(CLEF_DEC_FD, &st, sizeof(st), NULL);
 }
 
 
@@ -338,7 +326,7 @@ serve(pid_t parent)
     }
     close_range(CLEF_DEC_FD + 1, ~0u, 0);
     signal(SIGPIPE, SIG_IGN);
-    if (clef_dec_write_all(CLEF_DEC_FD, &h, sizeof(h)) != 0) {
+    if (clef_dec_write_all(CLEF_DEC_FD, &h, sizeof(h), NULL) != 0) {
         return 1;
     }
     for ( ;; ) {

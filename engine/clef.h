@@ -19,6 +19,13 @@
  *               deadline passes
  *   any         clef_status_read: a snapshot for /status and metrics
  *
+ * The module includes this header and no other of the engine
+ * (t/engine-split.t checks): what it needs besides, the JSON reader and
+ * writer of the Cloudflare envelope (buf.h, json.h, render.h), the media
+ * kinds' rows behind the clef_max_* directives (media/kinds.h, through
+ * model_inspect.h) and the backends' rows (registry.h), comes through the
+ * includes below.
+ *
  * The CLI and the tests link all of libclef (build/libclef.a) and reach
  * further in; the queue underneath is queue.h.
  */

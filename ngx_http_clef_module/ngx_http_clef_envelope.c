@@ -22,10 +22,6 @@
  */
 #include "ngx_http_clef_module.h"
 
-#include "base/buf.h"
-#include "text/json.h"
-#include "text/render.h"
-
 #define NGX_HTTP_CLEF_RUN      "/ai/run/"
 #define NGX_HTTP_CLEF_CF_ORG   "@cf/cloudflare/"
 #define NGX_HTTP_CLEF_FORM     "application/x-www-form-urlencoded"

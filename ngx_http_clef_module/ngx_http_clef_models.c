@@ -79,17 +79,17 @@ capabilities(clef_buf *b, const ngx_http_clef_model_t *m,
         return -1;
     }
     if (img && clef_buf_printf(b, ",\"max_images\":%d",
-                               (int) llcf->max_images) != 0)
+                               (int) llcf->max_items[CLEF_MEDIA_IMAGE]) != 0)
     {
         return -1;
     }
     if (vid && clef_buf_printf(b, ",\"max_videos\":%d",
-                               (int) llcf->max_videos) != 0)
+                               (int) llcf->max_items[CLEF_MEDIA_VIDEO]) != 0)
     {
         return -1;
     }
     return aud ? clef_buf_printf(b, ",\"max_audio\":%d",
-                                 (int) llcf->max_audio)
+                                 (int) llcf->max_items[CLEF_MEDIA_AUDIO])
                : 0;
 }
 
@@ -102,14 +102,11 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
     ngx_http_clef_model_t      *m;
     clef_buf                    b = { NULL, 0, 0 };
     ngx_int_t                   rc;
-    u_char                     *body;
     int                         ok;
 
-    if (ngx_http_clef_get_ctx(r) == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
-        return ngx_http_clef_send_not_allowed(r, "GET, HEAD");
+    rc = ngx_http_clef_get_only(r);
+    if (rc != NGX_DECLINED) {
+        return rc;
     }
 
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
@@ -141,13 +138,5 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
          && capabilities(&b, m, llcf) == 0
          && clef_buf_append(&b, "}]}", 3) == 0;
 
-    body = ok ? ngx_pnalloc(r->pool, b.len) : NULL;
-    if (body == NULL) {
-        clef_buf_free(&b);
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-    ngx_memcpy(body, b.data, b.len);
-    rc = ngx_http_clef_send(r, NGX_HTTP_OK, NULL, body, b.len);
-    clef_buf_free(&b);
-    return rc;
+    return ngx_http_clef_send_buf(r, NGX_HTTP_OK, NULL, &b, ok);
 }

@@ -19,7 +19,6 @@
  *             clef_api_key KEY... | off; clef_json_errors on | off;
  */
 #include "ngx_http_clef_module.h"
-#include "model/model_media.h"
 
 #include <malloc.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@ static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_clef_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static ngx_int_t ngx_http_clef_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_clef_postconfiguration(ngx_conf_t *cf);
 static char *ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -52,7 +52,15 @@ static ngx_int_t ngx_http_clef_init_process(ngx_cycle_t *cycle);
 static void ngx_http_clef_exit_process(ngx_cycle_t *cycle);
 
 
-static ngx_command_t  ngx_http_clef_commands[] = {
+/* The directives below (at most NGX_HTTP_CLEF_COMMANDS), then one per
+ * media kind that sets its max_items[kind] (clef_max_images,
+ * clef_max_videos, clef_max_audio), named from the kind's row in
+ * media/kinds.c by ngx_http_clef_preconfiguration; the zeroed row after
+ * them ends the table. */
+#define NGX_HTTP_CLEF_COMMANDS  9
+
+static ngx_command_t  ngx_http_clef_commands[NGX_HTTP_CLEF_COMMANDS
+                                             + CLEF_MEDIA_KINDS] = {
 
     { ngx_string("clef_model"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
@@ -96,27 +104,6 @@ static ngx_command_t  ngx_http_clef_commands[] = {
       offsetof(ngx_http_clef_loc_conf_t, max_questions),
       NULL },
 
-    { ngx_string("clef_max_images"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_clef_loc_conf_t, max_images),
-      NULL },
-
-    { ngx_string("clef_max_videos"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_clef_loc_conf_t, max_videos),
-      NULL },
-
-    { ngx_string("clef_max_audio"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_clef_loc_conf_t, max_audio),
-      NULL },
-
     { ngx_string("clef_json_errors"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -136,14 +123,12 @@ static ngx_command_t  ngx_http_clef_commands[] = {
       ngx_http_clef_api_key,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
-      NULL },
-
-      ngx_null_command
+      NULL }
 };
 
 
 static ngx_http_module_t  ngx_http_clef_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_http_clef_preconfiguration,        /* preconfiguration */
     ngx_http_clef_postconfiguration,       /* postconfiguration */
 
     ngx_http_clef_create_main_conf,        /* create main configuration */
@@ -247,6 +232,7 @@ static void *
 ngx_http_clef_create_loc_conf(ngx_conf_t *cf)
 {
     ngx_http_clef_loc_conf_t  *llcf;
+    ngx_uint_t                 k;
 
     llcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_clef_loc_conf_t));
     if (llcf == NULL) {
@@ -254,9 +240,9 @@ ngx_http_clef_create_loc_conf(ngx_conf_t *cf)
     }
 
     llcf->max_questions = NGX_CONF_UNSET;
-    llcf->max_images = NGX_CONF_UNSET;
-    llcf->max_videos = NGX_CONF_UNSET;
-    llcf->max_audio = NGX_CONF_UNSET;
+    for (k = 0; k < CLEF_MEDIA_KINDS; k++) {
+        llcf->max_items[k] = NGX_CONF_UNSET;
+    }
     llcf->max_tokens = NGX_CONF_UNSET;
     llcf->api_keys = NGX_CONF_UNSET_PTR;
     llcf->json_errors = NGX_CONF_UNSET;
@@ -271,24 +257,23 @@ ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_clef_loc_conf_t  *prev = parent;
     ngx_http_clef_loc_conf_t  *conf = child;
     ngx_http_clef_main_conf_t *mcf;
-    clef_media_limits          videos, audio;
+    clef_media_limits          lim;
+    ngx_uint_t                 k;
+    ngx_int_t                  least = 0;
 
     ngx_conf_merge_value(conf->max_questions, prev->max_questions, 64);
-    ngx_conf_merge_value(conf->max_images, prev->max_images, 4);
-    clef_media_limits_default(CLEF_MEDIA_VIDEO, &videos);
-    ngx_conf_merge_value(conf->max_videos, prev->max_videos,
-                         videos.max_items);
-    clef_media_limits_default(CLEF_MEDIA_AUDIO, &audio);
-    ngx_conf_merge_value(conf->max_audio, prev->max_audio, audio.max_items);
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        clef_media_limits_default((clef_media_kind) k, &lim);
+        ngx_conf_merge_value(conf->max_items[k], prev->max_items[k],
+                             lim.max_items);
+        least = ngx_min(least, conf->max_items[k]);
+    }
     ngx_conf_merge_value(conf->max_tokens, prev->max_tokens,
                          CLEF_DEFAULT_MAX_LENGTH);
     ngx_conf_merge_ptr_value(conf->api_keys, prev->api_keys, NULL);
     ngx_conf_merge_value(conf->json_errors, prev->json_errors, 0);
 
-    if (conf->max_questions < 1 || conf->max_images < 0
-        || conf->max_videos < 0 || conf->max_audio < 0
-        || conf->max_tokens < 1)
-    {
+    if (conf->max_questions < 1 || least < 0 || conf->max_tokens < 1) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "clef_max_questions and clef_max_tokens must be "
                            "at least 1, clef_max_images, clef_max_videos "
@@ -309,6 +294,46 @@ ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* Names the per-kind limit directives (see ngx_http_clef_commands) from
+ * the kinds' rows: nginx looks a directive up by name when it meets it in
+ * the http block, which it parses after this; the table keeps the names
+ * from the first http block on (a reload finds them there). */
+static ngx_int_t
+ngx_http_clef_preconfiguration(ngx_conf_t *cf)
+{
+    static ngx_uint_t            named;
+    ngx_command_t               *cmd;
+    const clef_media_kind_info  *kind;
+    ngx_uint_t                   k;
+
+    if (named) {
+        return NGX_OK;
+    }
+
+    /* after the last row written out; the array has room for one per
+     * kind and the zeroed row that ends it */
+    for (cmd = ngx_http_clef_commands; cmd->name.len != 0; cmd++) {
+        /* void */
+    }
+
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++, cmd++) {
+        kind = clef_media_kind_of((int) k);
+        cmd->name.data = (u_char *) kind->directive;
+        cmd->name.len = ngx_strlen(kind->directive);
+        cmd->type = NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF
+                    |NGX_CONF_TAKE1;
+        cmd->set = ngx_conf_set_num_slot;
+        cmd->conf = NGX_HTTP_LOC_CONF_OFFSET;
+        cmd->offset = offsetof(ngx_http_clef_loc_conf_t, max_items)
+                      + k * sizeof(ngx_int_t);
+        cmd->post = NULL;
+    }
+    named = 1;
+
+    return NGX_OK;
 }
 
 
@@ -422,6 +447,7 @@ static ngx_int_t
 ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
 {
     const clef_backend_entry  *be;
+    char                       why[160];
 
     be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
     if (be != NULL && !be->uses_devices && m->n_devices > 0) {
@@ -436,16 +462,16 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
                            &m->backend);
         return NGX_ERROR;
     }
-    /* the CUDA backend computes in bf16 only: refuse here rather than fail
-     * the engine's start */
-    if ((m->precision == CLEF_PRECISION_FP32
-         || m->precision == CLEF_PRECISION_Q8)
-        && m->backend.len == 4 && ngx_strncmp(m->backend.data, "cuda", 4) == 0)
+    /* a precision the backend does not compute in (its row in
+     * backend/registry.c): refuse here rather than fail the engine's
+     * start */
+    if (clef_backend_precision_refusal((char *) m->backend.data,
+                                       m->backend.len, m->precision, why,
+                                       sizeof(why))
+        != NULL)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": "
-                           "precision=%s is for backend=cpu; the CUDA "
-                           "backend computes in bf16", &m->name,
-                           clef_precision_name(m->precision));
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
+                           &m->name, why);
         return NGX_ERROR;
     }
     if (be != NULL && be->uses_devices && m->tp > 1 && m->n_devices == 0) {
@@ -498,25 +524,257 @@ ngx_http_clef_real_path(ngx_conf_t *cf, ngx_http_clef_model_t *m,
 }
 
 
+/* clef_model's parameters after NAME PATH, into m. */
+static ngx_int_t
+ngx_http_clef_model_params(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_str_t *value, ngx_uint_t n)
+{
+    ngx_uint_t       i;
+    clef_precision   precision;
+
+    for (i = 3; i < n; i++) {
+
+        if (ngx_strncmp(value[i].data, "backend=", 8) == 0) {
+            m->backend.data = value[i].data + 8;
+            m->backend.len = value[i].len - 8;
+            if (clef_backend_lookup((char *) m->backend.data, m->backend.len)
+                != NULL)
+            {
+                continue;
+            }
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "unknown backend \"%V\" (known: %s)",
+                               &m->backend, clef_backend_names());
+            return NGX_ERROR;
+        }
+
+        if (ngx_strncmp(value[i].data, "tp=", 3) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 3, 1, &m->tp)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 8, 0, &m->threads)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "precision=", 10) == 0) {
+            if (clef_precision_parse((char *) value[i].data + 10,
+                                     value[i].len - 10, &precision)
+                != 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid \"%V\": precision is fp32, bf16 or q8",
+                                   &value[i]);
+                return NGX_ERROR;
+            }
+            m->precision = precision;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "devices=", 8) == 0) {
+            if (ngx_http_clef_parse_devices(cf, &value[i], m) != NGX_OK) {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_length=", 11) == 0) {
+            if (ngx_http_clef_param_int(cf, &value[i], 11, 1, &m->max_length)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "mmproj=", 7) == 0) {
+            m->mmproj.data = value[i].data + 7;
+            m->mmproj.len = value[i].len - 7;
+            if (ngx_http_clef_real_path(cf, m, &m->mmproj) != NGX_OK) {
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "truncate=reject") == 0) {
+            m->truncate = CLEF_TRUNCATE_REJECT;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "truncate=state") == 0) {
+            m->truncate = CLEF_TRUNCATE_STATE;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                           &value[i]);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* The model's path, relative to the prefix: it must exist, a release
+ * directory or a GGUF file; *fi is its information. */
+static ngx_int_t
+ngx_http_clef_model_path(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_str_t *path, ngx_file_info_t *fi)
+{
+    m->path = *path;
+    if (ngx_http_clef_real_path(cf, m, &m->path) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    if (ngx_file_info(m->path.data, fi) == NGX_FILE_ERROR
+        || (!ngx_is_dir(fi) && !ngx_is_file(fi)))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_model \"%V\": \"%V\" is neither a release"
+                           " directory nor a GGUF file", &m->name, &m->path);
+        return NGX_ERROR;
+    }
+    return NGX_OK;
+}
+
+
+/* Validates the release without loading a weight (nginx -t does this):
+ * its lengths, weights and media into m, the rest into *info. */
+static ngx_int_t
+ngx_http_clef_model_inspect(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    clef_model_info *info)
+{
+    clef_error  err;
+    int         rc;
+
+    /* tp must divide every sharded count of this model (nginx -t says
+     * which one it does not) */
+    clef_error_clear(&err);
+    rc = clef_model_inspect((char *) m->path.data,
+                            m->mmproj.len ? (char *) m->mmproj.data : NULL,
+                            (int) m->tp, info, &err);
+    if (rc == CLEF_INSPECT_OPEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "clef_model \"%V\" in \"%V\": %s", &m->name,
+                           &m->path, err.message);
+        return NGX_ERROR;
+    }
+    if (rc != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
+                           &m->name, err.message);
+        return NGX_ERROR;
+    }
+    m->max_token_bytes = info->max_token_bytes;
+    if (m->max_length == 0) {
+        m->max_length = info->max_length;
+    }
+    m->weights.len = ngx_strlen(info->weights);
+    m->weights.data = ngx_pnalloc(cf->pool, m->weights.len + 1);
+    if (m->weights.data == NULL) {
+        return NGX_ERROR;
+    }
+    ngx_memcpy(m->weights.data, info->weights, m->weights.len + 1);
+
+    /* images and videos need the vision tower, audio clips the audio
+     * tower, and the backend an encoder for them at this tp (its row in
+     * backend/registry.c says which) */
+    m->media = info->media;
+    m->media.accepts &= clef_backend_media((char *) m->backend.data,
+                                           m->backend.len, (int) m->tp);
+    return NGX_OK;
+}
+
+
+/* The one line /v1/models and /status give of the model. */
+static ngx_int_t
+ngx_http_clef_model_describe(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    const clef_model_info *info)
+{
+    u_char  *p;
+    char     inputs[192];
+
+    m->description.data = ngx_pnalloc(cf->pool, 384);
+    if (m->description.data == NULL) {
+        return NGX_ERROR;
+    }
+    ngx_http_clef_inputs_text(m, info->omni, inputs, sizeof(inputs));
+    p = ngx_snprintf(m->description.data, 384,
+                     "Clef %sdecision model %V: %d layers, hidden size %d, "
+                     "%V weights, %V backend; %s", info->omni ? "Omni " : "",
+                     &m->name, info->layers, info->hidden_size, &m->weights,
+                     &m->backend, inputs);
+    m->description.len = p - m->description.data;
+    return NGX_OK;
+}
+
+
+/* The release date of a checkpoint directory: its config.json's date; of
+ * a GGUF file, the file's.  *fi is the path's information. */
+static ngx_int_t
+ngx_http_clef_release_date(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_file_info_t *fi)
+{
+    struct tm   tm;
+    time_t      mtime;
+    u_char      cfg[NGX_MAX_PATH];
+
+    if (ngx_is_dir(fi)) {
+        ngx_snprintf(cfg, sizeof(cfg) - 1, "%V/config.json%Z", &m->path);
+    } else {
+        ngx_snprintf(cfg, sizeof(cfg) - 1, "%V%Z", &m->path);
+    }
+    mtime = ngx_file_info((char *) cfg, fi) == NGX_FILE_ERROR
+            ? ngx_time() : ngx_file_mtime(fi);
+    gmtime_r(&mtime, &tm);
+    m->release_date.data = ngx_pnalloc(cf->pool, sizeof("YYYY-MM-DD"));
+    if (m->release_date.data == NULL) {
+        return NGX_ERROR;
+    }
+    m->release_date.len = strftime((char *) m->release_date.data,
+                                   sizeof("YYYY-MM-DD"), "%Y-%m-%d", &tm);
+    return NGX_OK;
+}
+
+
+/* What an engine is kept running across reloads for while it stays the
+ * same. */
+static ngx_int_t
+ngx_http_clef_fingerprint(ngx_conf_t *cf, ngx_http_clef_model_t *m)
+{
+    u_char  *p;
+
+    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len + m->mmproj.len
+                                      + m->devices_text.len + 128);
+    if (m->fingerprint.data == NULL) {
+        return NGX_ERROR;
+    }
+    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%V|%i|%V|%i|%i|%i|%i",
+                    &m->path, &m->mmproj, &m->backend, m->threads,
+                    &m->devices_text, m->tp, m->max_length, m->truncate,
+                    (ngx_int_t) m->precision);
+    m->fingerprint.len = p - m->fingerprint.data;
+    return NGX_OK;
+}
+
+
 static char *
 ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_clef_main_conf_t *mcf = conf;
 
     ngx_str_t               *value;
-    ngx_uint_t               i;
     ngx_http_clef_model_t   *m;
     clef_model_info          info;
-    clef_precision           precision;
-    clef_error               err;
-    int                      rc;
     char                     why[512];
     ngx_file_info_t          fi;
-    u_char                  *p;
-    struct tm                tm;
-    time_t                   mtime;
-    u_char                   cfg[NGX_MAX_PATH];
-    char                     inputs[192];
 
     if (mcf->model != NULL) {
         return "is duplicate: one model per http block";
@@ -534,110 +792,10 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     m->max_length = 0;               /* the model's default, once read */
     m->truncate = CLEF_TRUNCATE_REJECT;
 
-    for (i = 3; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "backend=", 8) == 0) {
-            m->backend.data = value[i].data + 8;
-            m->backend.len = value[i].len - 8;
-            if (clef_backend_lookup((char *) m->backend.data, m->backend.len)
-                != NULL)
-            {
-                continue;
-            }
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "unknown backend \"%V\" (known: %s)",
-                               &m->backend, clef_backend_names());
-            return NGX_CONF_ERROR;
-        }
-
-        if (ngx_strncmp(value[i].data, "tp=", 3) == 0) {
-            if (ngx_http_clef_param_int(cf, &value[i], 3, 1, &m->tp)
-                != NGX_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
-            if (ngx_http_clef_param_int(cf, &value[i], 8, 0, &m->threads)
-                != NGX_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "precision=", 10) == 0) {
-            if (clef_precision_parse((char *) value[i].data + 10,
-                                     value[i].len - 10, &precision)
-                != 0)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"%V\": precision is fp32, bf16 or q8",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-            m->precision = precision;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "devices=", 8) == 0) {
-            if (ngx_http_clef_parse_devices(cf, &value[i], m) != NGX_OK) {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "max_length=", 11) == 0) {
-            if (ngx_http_clef_param_int(cf, &value[i], 11, 1, &m->max_length)
-                != NGX_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "mmproj=", 7) == 0) {
-            m->mmproj.data = value[i].data + 7;
-            m->mmproj.len = value[i].len - 7;
-            if (ngx_http_clef_real_path(cf, m, &m->mmproj) != NGX_OK) {
-                return NGX_CONF_ERROR;
-            }
-            continue;
-        }
-
-        if (ngx_strcmp(value[i].data, "truncate=reject") == 0) {
-            m->truncate = CLEF_TRUNCATE_REJECT;
-            continue;
-        }
-
-        if (ngx_strcmp(value[i].data, "truncate=state") == 0) {
-            m->truncate = CLEF_TRUNCATE_STATE;
-            continue;
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                           &value[i]);
-        return NGX_CONF_ERROR;
-    }
-
-    /* the path: relative to the prefix, must exist: a release directory
-     * or a GGUF file */
-    m->path = value[2];
-    if (ngx_http_clef_real_path(cf, m, &m->path) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-    if (ngx_file_info(m->path.data, &fi) == NGX_FILE_ERROR
-        || (!ngx_is_dir(&fi) && !ngx_is_file(&fi)))
+    if (ngx_http_clef_model_params(cf, m, value, cf->args->nelts) != NGX_OK
+        || ngx_http_clef_model_path(cf, m, &value[2], &fi) != NGX_OK
+        || ngx_http_clef_check_layout(cf, m) != NGX_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "clef_model \"%V\": \"%V\" is neither a release"
-                           " directory nor a GGUF file", &m->name, &m->path);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_clef_check_layout(cf, m) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -649,88 +807,21 @@ ngx_http_clef_model(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* validate the release without loading a weight (nginx -t does this);
-     * tp must divide every sharded count of this model (nginx -t says
-     * which one it does not) */
-    clef_error_clear(&err);
-    rc = clef_model_inspect((char *) m->path.data,
-                            m->mmproj.len ? (char *) m->mmproj.data : NULL,
-                            (int) m->tp, &info, &err);
-    if (rc == CLEF_INSPECT_OPEN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "clef_model \"%V\" in \"%V\": %s", &m->name,
-                           &m->path, err.message);
+    if (ngx_http_clef_model_inspect(cf, m, &info) != NGX_OK
+        || ngx_http_clef_model_describe(cf, m, &info) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
-    if (rc != 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
-                           &m->name, err.message);
-        return NGX_CONF_ERROR;
-    }
-    m->max_token_bytes = info.max_token_bytes;
-    if (m->max_length == 0) {
-        m->max_length = info.max_length;
-    }
-    m->weights.len = ngx_strlen(info.weights);
-    m->weights.data = ngx_pnalloc(cf->pool, m->weights.len + 1);
-    if (m->weights.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-    ngx_memcpy(m->weights.data, info.weights, m->weights.len + 1);
-
-    /* images and videos need the vision tower, audio clips the audio
-     * tower; the CUDA backend runs them on rank 0 only, so at tp=1
-     * (cuda/README.md, "Images") */
-    m->media = info.media;
-    clef_media_conf_backend(&m->media, (const char *) m->backend.data);
-    if (ngx_strcmp(m->backend.data, "cpu") != 0 && m->tp > 1) {
-        m->media.accepts &= ~(CLEF_MEDIA_BIT(CLEF_MEDIA_IMAGE)
-                              | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO)
-                              | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO));
-    }
-
-    m->description.data = ngx_pnalloc(cf->pool, 384);
-    if (m->description.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-    ngx_http_clef_inputs_text(m, info.omni, inputs, sizeof(inputs));
-    p = ngx_snprintf(m->description.data, 384,
-                     "Clef %sdecision model %V: %d layers, hidden size %d, "
-                     "%V weights, %V backend; %s", info.omni ? "Omni " : "",
-                     &m->name, info.layers, info.hidden_size, &m->weights,
-                     &m->backend, inputs);
-    m->description.len = p - m->description.data;
 
     /* checking the release read its tokenizer: give that memory back
      * before the master forks workers that would all carry it */
     (void) malloc_trim(0);
 
-    /* the release date of a checkpoint directory: its config.json's date;
-     * of a GGUF file, the file's */
-    p = ngx_is_dir(&fi) ? ngx_snprintf(cfg, sizeof(cfg) - 1,
-                                       "%V/config.json%Z", &m->path)
-                        : ngx_snprintf(cfg, sizeof(cfg) - 1, "%V%Z", &m->path);
-    mtime = ngx_file_info((char *) cfg, &fi) == NGX_FILE_ERROR
-            ? ngx_time() : ngx_file_mtime(&fi);
-    gmtime_r(&mtime, &tm);
-    m->release_date.data = ngx_pnalloc(cf->pool, sizeof("YYYY-MM-DD"));
-    if (m->release_date.data == NULL) {
+    if (ngx_http_clef_release_date(cf, m, &fi) != NGX_OK
+        || ngx_http_clef_fingerprint(cf, m) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
-    m->release_date.len = strftime((char *) m->release_date.data,
-                                   sizeof("YYYY-MM-DD"), "%Y-%m-%d", &tm);
-
-    /* an engine keeps running across reloads while this stays the same */
-    m->fingerprint.data = ngx_pnalloc(cf->pool, m->path.len + m->mmproj.len
-                                      + m->devices_text.len + 128);
-    if (m->fingerprint.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%V|%i|%V|%i|%i|%i|%i",
-                    &m->path, &m->mmproj, &m->backend, m->threads,
-                    &m->devices_text, m->tp, m->max_length, m->truncate,
-                    (ngx_int_t) m->precision);
-    m->fingerprint.len = p - m->fingerprint.data;
 
     mcf->model = m;
 

@@ -98,9 +98,9 @@ typedef struct {
 typedef struct {
     ngx_uint_t                 handler;       /* NGX_HTTP_CLEF_* */
     ngx_int_t                  max_questions;
-    ngx_int_t                  max_images;
-    ngx_int_t                  max_videos;
-    ngx_int_t                  max_audio;
+    ngx_int_t                  max_items[CLEF_MEDIA_KINDS];
+                                              /* by kind: clef_max_images,
+                                                 ... (media/kinds.c) */
     ngx_int_t                  max_tokens;
     ngx_array_t               *api_keys;      /* of ngx_str_t; NULL unset,
                                                  empty: off */
@@ -154,6 +154,14 @@ ngx_int_t ngx_http_clef_send_error(ngx_http_request_t *r,
     const clef_error *err, const u_char *body, size_t len);
 ngx_int_t ngx_http_clef_send_not_allowed(ngx_http_request_t *r,
     const char *allow);
+/* b's bytes with status (content_type NULL: JSON), b freed; a 500 when
+ * !ok (b could not be written) or memory runs out */
+ngx_int_t ngx_http_clef_send_buf(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *content_type, clef_buf *b, int ok);
+/* The start of a GET or HEAD handler (clef_models, clef_status): its
+ * context, and a 405 to another method.  NGX_DECLINED: go on; anything
+ * else: return it */
+ngx_int_t ngx_http_clef_get_only(ngx_http_request_t *r);
 /* NGX_DECLINED: go on; anything else: a 401/403 was sent, return it */
 ngx_int_t ngx_http_clef_check_api_key(ngx_http_request_t *r,
     ngx_http_clef_loc_conf_t *llcf);

@@ -189,9 +189,9 @@ ngx_http_clef_pool_copy(ngx_http_request_t *r, clef_buf *b)
 }
 
 
-static ngx_int_t
-ngx_http_clef_send_buf(ngx_http_request_t *r, ngx_uint_t status, clef_buf *b,
-    int ok)
+ngx_int_t
+ngx_http_clef_send_buf(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *content_type, clef_buf *b, int ok)
 {
     u_char  *p;
     size_t   len = b->len;
@@ -201,7 +201,7 @@ ngx_http_clef_send_buf(ngx_http_request_t *r, ngx_uint_t status, clef_buf *b,
     if (p == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    return ngx_http_clef_send(r, status, NULL, p, len);
+    return ngx_http_clef_send(r, status, content_type, p, len);
 }
 
 
@@ -232,7 +232,7 @@ ngx_http_clef_send_detail(ngx_http_request_t *r, ngx_uint_t status,
 {
     clef_buf  b = { NULL, 0, 0 };
 
-    return ngx_http_clef_send_buf(r, status, &b,
+    return ngx_http_clef_send_buf(r, status, NULL, &b,
                                   ngx_http_clef_render_detail(&b, message));
 }
 
@@ -243,7 +243,7 @@ ngx_http_clef_send_typed(ngx_http_request_t *r, ngx_uint_t status,
 {
     clef_buf  b = { NULL, 0, 0 };
 
-    return ngx_http_clef_send_buf(r, status, &b,
+    return ngx_http_clef_send_buf(r, status, NULL, &b,
                                   ngx_http_clef_render_typed(&b, error_type,
                                                              message));
 }
@@ -350,7 +350,7 @@ ngx_http_clef_send_error(ngx_http_request_t *r, const clef_error *err,
              && clef_buf_append(&b, ",\"input\":", 9) == 0
              && ngx_http_clef_render_input(&b, err, body, len) == 0
              && clef_buf_append(&b, "}]}", 3) == 0;
-        return ngx_http_clef_send_buf(r, status, &b, ok);
+        return ngx_http_clef_send_buf(r, status, NULL, &b, ok);
     }
 
     /* an image refused says which one, a media field not served says
@@ -366,7 +366,7 @@ ngx_http_clef_send_error(ngx_http_request_t *r, const clef_error *err,
              && clef_buf_append(&b, ",\"loc\":", 7) == 0
              && clef_buf_append(&b, err->loc, strlen(err->loc)) == 0
              && clef_buf_append(&b, "}}", 2) == 0;
-        return ngx_http_clef_send_buf(r, status, &b, ok);
+        return ngx_http_clef_send_buf(r, status, NULL, &b, ok);
     }
 
     /* the limits of the protocol are plain details; what this server
@@ -404,6 +404,19 @@ ngx_http_clef_send_not_allowed(ngx_http_request_t *r, const char *allow)
     }
     return ngx_http_clef_send_detail(r, NGX_HTTP_NOT_ALLOWED,
                                      "Method Not Allowed");
+}
+
+
+ngx_int_t
+ngx_http_clef_get_only(ngx_http_request_t *r)
+{
+    if (ngx_http_clef_get_ctx(r) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        return ngx_http_clef_send_not_allowed(r, "GET, HEAD");
+    }
+    return NGX_DECLINED;
 }
 
 

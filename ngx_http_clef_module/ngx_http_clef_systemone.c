@@ -408,85 +408,76 @@ ngx_http_clef_body_handler(ngx_http_request_t *r)
 }
 
 
-static void
-ngx_http_clef_process_body(ngx_http_request_t *r)
+/* The request's body, decompressed when it came in zstd; NULL when the
+ * request was finalized instead.  *len is its length. */
+static u_char *
+ngx_http_clef_read_body(ngx_http_request_t *r, ngx_http_clef_main_conf_t *mcf,
+    size_t *len)
 {
-    ngx_http_clef_main_conf_t  *mcf;
-    ngx_http_clef_loc_conf_t   *llcf;
-    ngx_http_core_loc_conf_t   *clcf;
-    ngx_http_clef_ctx_t        *ctx;
-    ngx_pool_cleanup_t         *cln;
-    ngx_str_t                   enc;
-    ngx_uint_t                  status;
-    size_t                      limit;
-    clef_limits                 lim;
-    clef_error                  err;
-    clef_submission             sub;
-    ngx_str_t                   plan;
-    const char                 *why;
-    u_char                     *body, msg[256];
-    size_t                      len;
-    ngx_int_t                   max_length;
-    int                         rc;
-    ngx_msec_t                  ms;
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_str_t                  enc;
+    ngx_uint_t                 status;
+    size_t                     limit;
+    const char                *why;
+    u_char                    *body, msg[256];
 
-    mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
-    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
-    ctx = ngx_http_clef_get_ctx(r);
-    if (ctx == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    body = ngx_http_clef_collect_body(r, &len);
+    body = ngx_http_clef_collect_body(r, len);
     if (body == NULL) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
+        return NULL;
     }
 
-    if (ngx_http_clef_content_encoding(r, &enc) == 1) {
-        /* the decoded body obeys client_max_body_size too */
-        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-        limit = clcf->client_max_body_size > 0
-                ? (size_t) clcf->client_max_body_size
-                : clef_zone_data_size(&mcf->queue);
-        body = ngx_http_clef_unzstd(r, body, len, limit, &len, &status, &why);
-        if (body == NULL) {
-            if (status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
-                ngx_snprintf(msg, sizeof(msg), "Request body too large: the "
-                             "limit is %uz bytes once decompressed%Z", limit);
-            } else {
-                ngx_snprintf(msg, sizeof(msg), "Cannot decompress the zstd "
-                             "body: %s%Z", why);
-            }
-            ngx_http_finalize_request(r,
-                ngx_http_clef_send_detail(r, status, (char *) msg));
-            return;
+    if (ngx_http_clef_content_encoding(r, &enc) != 1) {
+        return body;
+    }
+
+    /* the decoded body obeys client_max_body_size too */
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+    limit = clcf->client_max_body_size > 0
+            ? (size_t) clcf->client_max_body_size
+            : clef_zone_data_size(&mcf->queue);
+    body = ngx_http_clef_unzstd(r, body, *len, limit, len, &status, &why);
+    if (body == NULL) {
+        if (status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE) {
+            ngx_snprintf(msg, sizeof(msg), "Request body too large: the "
+                         "limit is %uz bytes once decompressed%Z", limit);
+        } else {
+            ngx_snprintf(msg, sizeof(msg), "Cannot decompress the zstd "
+                         "body: %s%Z", why);
         }
+        ngx_http_finalize_request(r,
+            ngx_http_clef_send_detail(r, status, (char *) msg));
     }
+    return body;
+}
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-    cln->handler = ngx_http_clef_cleanup;
-    cln->data = ctx;
 
-    /* validation happens here, in the worker: a bad request never costs
-     * the engine anything */
+/* Parses and validates the body with the location's limits; NGX_DONE
+ * when the request was answered instead.  Validation happens here, in the
+ * worker: a bad request never costs the engine anything. */
+static ngx_int_t
+ngx_http_clef_validate(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
+    ngx_http_clef_main_conf_t *mcf, u_char *body, size_t len)
+{
+    ngx_http_clef_loc_conf_t  *llcf;
+    clef_limits                lim;
+    clef_error                 err;
+    const char                *why;
+    ngx_uint_t                 k;
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
     clef_limits_default(&lim);
     lim.max_questions = (int) llcf->max_questions;
-    lim.media[CLEF_MEDIA_IMAGE].max_items = (int) llcf->max_images;
-    lim.media[CLEF_MEDIA_VIDEO].max_items = (int) llcf->max_videos;
-    lim.media[CLEF_MEDIA_AUDIO].max_items = (int) llcf->max_audio;
+    for (k = 1; k < CLEF_MEDIA_KINDS; k++) {
+        lim.media[k].max_items = (int) llcf->max_items[k];
+    }
     clef_error_clear(&err);
     if (clef_request_parse(&ctx->req, (const char *) body, len, &lim, &err)
         != 0)
     {
         ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, body,
                                                               len));
-        return;
+        return NGX_DONE;
     }
     ctx->parsed = 1;
 
@@ -497,31 +488,50 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     {
         ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, body,
                                                               len));
-        return;
+        return NGX_DONE;
     }
 
     why = clef_refusal(&mcf->queue, mcf->gen);
     if (why != NULL) {
         if (ngx_http_clef_set_retry_after(r, 1000) != NGX_OK) {
             ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-            return;
+            return NGX_DONE;
         }
         ngx_http_finalize_request(r,
             ngx_http_clef_send_typed(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                      "engine_unavailable", why));
-        return;
+        return NGX_DONE;
     }
+    return NGX_OK;
+}
 
+
+/* Renders the request's plan and queues it; NGX_DONE when the request
+ * was answered instead (len: the body's, for a 413). */
+static ngx_int_t
+ngx_http_clef_queue_plan(ngx_http_request_t *r, ngx_http_clef_ctx_t *ctx,
+    ngx_http_clef_main_conf_t *mcf, size_t len)
+{
+    ngx_http_clef_loc_conf_t  *llcf;
+    clef_error                 err;
+    clef_submission            sub;
+    ngx_str_t                  plan;
+    u_char                     msg[256];
+    ngx_int_t                  max_length;
+    int                        rc;
+    ngx_msec_t                 ms;
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_clef_module);
     max_length = ngx_min(llcf->max_tokens, mcf->model->max_length);
     rc = ngx_http_clef_make_plan(r, ctx, mcf, max_length, &plan, &err);
     if (rc == NGX_DECLINED) {
         ngx_http_finalize_request(r, ngx_http_clef_send_error(r, &err, NULL,
                                                               0));
-        return;
+        return NGX_DONE;
     }
     if (rc != NGX_OK) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
+        return NGX_DONE;
     }
 
     ngx_memzero(&sub, sizeof(sub));
@@ -539,7 +549,7 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
     switch (rc) {
 
     case CLEF_Q_OK:
-        break;
+        return NGX_OK;
 
     case CLEF_Q_TOO_BIG:
         ngx_snprintf(msg, sizeof(msg), "Request body too large for the "
@@ -547,19 +557,56 @@ ngx_http_clef_process_body(ngx_http_request_t *r)
         ngx_http_finalize_request(r,
             ngx_http_clef_send_detail(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
                                       (char *) msg));
-        return;
+        return NGX_DONE;
 
     default:
         ms = clef_retry_after_ms(&mcf->queue);
         if (ngx_http_clef_set_retry_after(r, ms) != NGX_OK) {
             ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-            return;
+            return NGX_DONE;
         }
         ngx_snprintf(msg, sizeof(msg), "the queue is full; retry after "
                      "%M ms%Z", ms);
         ngx_http_finalize_request(r,
             ngx_http_clef_send_typed(r, NGX_HTTP_TOO_MANY_REQUESTS,
                                      "rate_limit_error", (char *) msg));
+        return NGX_DONE;
+    }
+}
+
+
+static void
+ngx_http_clef_process_body(ngx_http_request_t *r)
+{
+    ngx_http_clef_main_conf_t  *mcf;
+    ngx_http_clef_ctx_t        *ctx;
+    ngx_pool_cleanup_t         *cln;
+    u_char                     *body;
+    size_t                      len;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_clef_module);
+    ctx = ngx_http_clef_get_ctx(r);
+    if (ctx == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    body = ngx_http_clef_read_body(r, mcf, &len);
+    if (body == NULL) {
+        return;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+    cln->handler = ngx_http_clef_cleanup;
+    cln->data = ctx;
+
+    if (ngx_http_clef_validate(r, ctx, mcf, body, len) != NGX_OK
+        || ngx_http_clef_queue_plan(r, ctx, mcf, len) != NGX_OK)
+    {
         return;
     }
 

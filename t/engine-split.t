@@ -39,9 +39,32 @@ my @missing = grep { !$defined{$_} && !/^_/ } @undef;
 is_deeply \@missing, [], 'every symbol the module needs is nginx\'s or its libraries\''
     . " (" . scalar(@undef) . " undefined)";
 
-my @exported = map { (split)[-1] } grep { /\s[TD]\s/ } `nm -D --defined-only $module`;
-is_deeply [grep { /^clef_(?:cpu_|engine_run|decode_|encode_plan|batch_|backend_find|image_preprocess)/ } @exported],
-    [], 'the module carries no engine code (' . scalar(@exported) . ' symbols)';
+# the module exports itself and what nginx's loader dlsym()s
+# (ngx_http_clef_module/exports.map): none of the client library it
+# links, none of its own helpers, whose names another module could share
+my @exported = sort map { (split)[-1] } `nm -D --defined-only $module`;
+is_deeply \@exported,
+    [qw(ngx_http_clef_module ngx_module_names ngx_module_order ngx_modules)],
+    'the module exports ngx_http_clef_module and the loader\'s three tables alone';
+
+# its own symbol table (local symbols included): no engine code inside
+my @carried = map { (split)[-1] } grep { /\s[TtDd]\s/ } `nm --defined-only $module`;
+is_deeply [grep { /^clef_(?:cpu_|engine_run|decode_|encode_plan|batch_|backend_find|image_preprocess)/ } @carried],
+    [], 'the module carries no engine code (' . scalar(@carried) . ' symbols)';
+
+# its sources include the engine's client API, clef.h, and nothing else
+# of the engine (issue 30 item 4)
+my $src = "$FindBin::Bin/../ngx_http_clef_module";
+my @reach;
+for my $f (glob "$src/*.[ch]") {
+    open my $fh, '<', $f or die "$f: $!";
+    while (<$fh>) {
+        push @reach, ($f =~ s{.*/}{}r) . ": $1"
+            if /^\s*#\s*include\s+"([^"]+)"/
+               && $1 ne 'clef.h' && $1 !~ /^ngx_http_clef_/;
+    }
+}
+is_deeply \@reach, [], 'the module includes no engine header but clef.h';
 
 ok -f $engine_lib, "libclef_engine.so beside the module";
 my @engine_exports = map { (split)[-1] } grep { /\s[TDBR]\s/ }

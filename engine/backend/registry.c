@@ -3,6 +3,7 @@
  */
 #include "backend/registry.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,12 +17,20 @@
                    | CLEF_MEDIA_BIT(CLEF_MEDIA_VIDEO) \
                    | CLEF_MEDIA_BIT(CLEF_MEDIA_AUDIO))
 
+/* The CUDA backend runs its towers on rank 0 alone, so it encodes media
+ * at tp=1 only (cuda/backend.c refuses a batch with media at tp > 1); the
+ * CPU backend's ranks are threads over one memory and encode at any tp. */
 static const clef_backend_entry  registry[] = {
     { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1,
-      CLEF_PRECISION_FP32, ENCODERS },
+      CLEF_PRECISION_FP32,
+      CLEF_PRECISION_BIT(CLEF_PRECISION_FP32)
+      | CLEF_PRECISION_BIT(CLEF_PRECISION_BF16)
+      | CLEF_PRECISION_BIT(CLEF_PRECISION_Q8),
+      ENCODERS, ENCODERS },
     { "cuda", "bf16 on NVIDIA GPUs (libclef_cuda.so, cuBLASLt)", 1, 1,
-      CLEF_PRECISION_BF16, ENCODERS },
-    { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT, 0 }
+      CLEF_PRECISION_BF16, CLEF_PRECISION_BIT(CLEF_PRECISION_BF16),
+      ENCODERS, 0 },
+    { NULL, NULL, 0, 0, CLEF_PRECISION_DEFAULT, 0, 0, 0 }
 };
 
 const clef_backend_entry *
@@ -41,6 +50,71 @@ clef_backend_lookup(const char *name, size_t len)
         }
     }
     return NULL;
+}
+
+unsigned
+clef_backend_media(const char *name, size_t len, int tp)
+{
+    const clef_backend_entry  *e = clef_backend_lookup(name, len);
+
+    return e == NULL ? 0 : tp > 1 ? e->media_tp : e->media;
+}
+
+/* "a", "a and b", "a, b and c": the names of the backends whose
+ * precisions have bit (bit != 0), or of the precisions in set. */
+static size_t
+and_list(char *out, size_t size, unsigned bit, unsigned set)
+{
+    const clef_backend_entry  *e;
+    const char                *item[8];
+    size_t                     n = 0, i, w = 0;
+    int                        p;
+
+    for (e = registry; bit != 0 && e->name != NULL && n < 8; e++) {
+        if (e->precisions & bit) {
+            item[n++] = e->name;
+        }
+    }
+    for (p = 0; bit == 0 && p < 32 && n < 8; p++) {
+        if (set & CLEF_PRECISION_BIT(p)) {
+            item[n++] = clef_precision_name((clef_precision) p);
+        }
+    }
+    for (i = 0; i < n && w < size; i++) {
+        w += (size_t) snprintf(out + w, size - w, "%s%s",
+                               i == 0 ? "" : i == n - 1 ? " and " : ", ",
+                               item[i]);
+    }
+    return w < size ? w : size;
+}
+
+const char *
+clef_backend_precision_refusal(const char *name, size_t len,
+    clef_precision p, char *why, size_t size)
+{
+    const clef_backend_entry  *e = clef_backend_lookup(name, len);
+    char                       upper[16];
+    size_t                     w, i;
+
+    if (e == NULL || p == CLEF_PRECISION_DEFAULT
+        || (e->precisions & CLEF_PRECISION_BIT(p)))
+    {
+        return NULL;
+    }
+    for (i = 0; e->name[i] != '\0' && i < sizeof(upper) - 1; i++) {
+        upper[i] = (char) toupper((unsigned char) e->name[i]);
+    }
+    upper[i] = '\0';
+    w = (size_t) snprintf(why, size, "precision=%s is for backend=",
+                          clef_precision_name(p));
+    w = w < size ? w : size;
+    w += and_list(why + w, size - w, CLEF_PRECISION_BIT(p), 0);
+    if (w < size) {
+        snprintf(why + w, size - w, "; the %s backend computes in ", upper);
+        w += strlen(why + w);
+        and_list(why + w, size - w, 0, e->precisions);
+    }
+    return why;
 }
 
 static pthread_once_t  names_once = PTHREAD_ONCE_INIT;

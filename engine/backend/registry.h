@@ -20,6 +20,9 @@
  * backend.h's clef_batch_part says why it is 64. */
 #define CLEF_PART_ALIGN   64
 
+/* A precision's bit in a set of precisions (clef_backend_entry). */
+#define CLEF_PRECISION_BIT(p)  (1u << (p))
+
 typedef struct {
     const char  *name;
     const char  *what;          /* one line for messages and --help */
@@ -28,10 +31,15 @@ typedef struct {
                                       backend itself refuses at open a
                                       layout it cannot run) */
     clef_precision  precision;  /* what CLEF_PRECISION_DEFAULT means on it */
+    unsigned     precisions;    /* CLEF_PRECISION_BIT() of each it
+                                   computes in (precision= names one) */
     unsigned     media;         /* the media kinds it has an encoder for
                                    (CLEF_MEDIA_BIT(), media/media.h): a
                                    kind outside it is refused by name
                                    before anything is decoded */
+    unsigned     media_tp;      /* of those, the kinds it encodes when tp
+                                   is above 1 (`nginx -t` takes the rest
+                                   out of what the model accepts) */
 } clef_backend_entry;
 
 /* Every backend this build knows, in a NULL-named-terminated table. */
@@ -39,6 +47,17 @@ const clef_backend_entry *clef_backend_registry(void);
 
 /* The entry named name[0..len), or NULL. */
 const clef_backend_entry *clef_backend_lookup(const char *name, size_t len);
+
+/* The media kinds (CLEF_MEDIA_BIT()) the backend named name[0..len)
+ * encodes at tensor parallelism tp; 0 for a name that is no backend. */
+unsigned clef_backend_media(const char *name, size_t len, int tp);
+
+/* Why the backend named name[0..len) does not compute at precision p
+ * ("precision=fp32 is for backend=cpu; the CUDA backend computes in
+ * bf16"), written into why; NULL when it does (any backend does at
+ * CLEF_PRECISION_DEFAULT) or is no backend. */
+const char *clef_backend_precision_refusal(const char *name, size_t len,
+    clef_precision p, char *why, size_t size);
 
 /* "cpu, cuda": the names, for messages. */
 const char *clef_backend_names(void);

@@ -21,6 +21,7 @@
 #include <libavutil/opt.h>
 
 #include "base/clock.h"
+#include "media/av_memio.h"
 #include "media/audio_features.h"
 
 #define AUDIO_IO_BUFFER  (32 << 10)
@@ -40,14 +41,7 @@ static const char  *allowed_decoders =
     "mp2float,mp2,opus,vorbis,aac,aac_fixed,alac,ac3,eac3";
 
 typedef struct {
-    const uint8_t  *p;
-    size_t          len;
-    size_t          pos;
-    double          deadline;
-} audio_mem_io;
-
-typedef struct {
-    audio_mem_io        io;
+    clef_av_memio       io;
     clef_audio_limits   lim;
     int                 index;
     char                loc[64];
@@ -63,77 +57,6 @@ typedef struct {
     int64_t             n, cap, max_n;
     clef_audio_info     info;
 } audio_dec;
-
-
-static int
-mem_read(void *opaque, uint8_t *buf, int size)
-{
-    audio_mem_io  *io = opaque;
-    size_t         n;
-
-    if (clef_clock_seconds() > io->deadline) {
-        return AVERROR_EXIT;
-    }
-    if (io->pos >= io->len) {
-        return AVERROR_EOF;
-    }
-    n = io->len - io->pos;
-    if (n > (size_t) size) {
-        n = (size_t) size;
-    }
-    memcpy(buf, io->p + io->pos, n);
-    io->pos += n;
-    return (int) n;
-}
-
-
-static int64_t
-mem_seek(void *opaque, int64_t offset, int whence)
-{
-    audio_mem_io  *io = opaque;
-    int64_t        base;
-
-    if (whence & AVSEEK_SIZE) {
-        return (int64_t) io->len;
-    }
-    switch (whence & ~AVSEEK_FORCE) {
-    case SEEK_SET:
-        base = 0;
-        break;
-    case SEEK_CUR:
-        base = (int64_t) io->pos;
-        break;
-    case SEEK_END:
-        base = (int64_t) io->len;
-        break;
-    default:
-        return AVERROR(EINVAL);
-    }
-    if (offset < -base || offset > (int64_t) io->len - base) {
-        return AVERROR(EINVAL);
-    }
-    io->pos = (size_t) (base + offset);
-    return (int64_t) io->pos;
-}
-
-
-static int
-past_deadline(void *opaque)
-{
-    audio_mem_io  *io = opaque;
-
-    return clef_clock_seconds() > io->deadline;
-}
-
-
-/* no second resource may be opened from a request's file (video_decode.c
- * says which demuxers would) */
-static int
-refuse_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags,
-    AVDictionary **options)
-{
-    return AVERROR(EPERM);
-}
 
 
 static int
@@ -206,27 +129,15 @@ open_input(audio_dec *d, clef_error *err)
     const AVCodec  *codec;
     AVDictionary   *opts = NULL;
     AVStream       *st;
-    uint8_t        *buf;
     unsigned        i;
     int             rc;
 
-    buf = av_malloc(AUDIO_IO_BUFFER);
     d->fmt = avformat_alloc_context();
-    if (buf != NULL) {
-        d->pb = avio_alloc_context(buf, AUDIO_IO_BUFFER, 0, &d->io, mem_read,
-                                   NULL, mem_seek);
-    }
-    if (d->pb == NULL || d->fmt == NULL) {
-        if (d->pb == NULL) {
-            av_free(buf);
-        }
+    if (d->fmt == NULL
+        || clef_av_memio_attach(d->fmt, &d->io, AUDIO_IO_BUFFER, &d->pb) != 0)
+    {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
     }
-    d->fmt->pb = d->pb;
-    d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
-    d->fmt->io_open = refuse_open;
-    d->fmt->interrupt_callback.callback = past_deadline;
-    d->fmt->interrupt_callback.opaque = &d->io;
 
     av_dict_set(&opts, "format_whitelist", allowed_formats, 0);
     av_dict_set(&opts, "codec_whitelist", allowed_decoders, 0);
@@ -536,10 +447,7 @@ audio_close(audio_dec *d)
     avfilter_graph_free(&d->graph);
     avcodec_free_context(&d->dec);
     avformat_close_input(&d->fmt);
-    if (d->pb != NULL) {
-        av_freep(&d->pb->buffer);
-        avio_context_free(&d->pb);
-    }
+    clef_av_memio_free(&d->pb);
     av_channel_layout_uninit(&d->in_layout);
 }
 

@@ -156,36 +156,20 @@ wait_fd(int fd, short events, const job *j)
 }
 
 
-/* read_all() against the deadline. */
 static int
-read_until(int fd, void *buf, size_t len, const job *j)
+job_wait(int fd, short events, void *ctx)
 {
-    char     *p = buf;
-    ssize_t   n;
-
-    while (len > 0) {
-        if (wait_fd(fd, POLLIN, j) != 1) {
-            return -1;
-        }
-        n = read(fd, p, len);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p += n;
-        len -= (size_t) n;
-    }
-    return 0;
+    return wait_fd(fd, events, ctx);
 }
 
 
-/* The request with the item's socket as SCM_RIGHTS. */
+/* clef_dec_read_all() against the job's deadline. */
 static int
-send_request(int ctl, const clef_dec_request *rq, int item)
+read_until(int fd, void *buf, size_t len, const job *j)
 {
-    return clef_dec_send_fd(ctl, rq, sizeof(*rq), item);
+    clef_dec_io  io = { job_wait, (void *) j, 0 };
+
+    return clef_dec_read_all(fd, buf, len, &io);
 }
 
 
@@ -213,27 +197,12 @@ read_status(const job *j, uint32_t what, pid_t pid, double seconds,
 static int
 send_files(int fd, const job *j)
 {
-    const uint8_t  *data;
-    size_t          len;
-    ssize_t         n;
-    int             k;
+    clef_dec_io  io = { job_wait, (void *) j, 0 };
+    int          k;
 
     for (k = 0; k < j->n; k++) {
-        data = j->data[k];
-        len = j->lens[k];
-        while (len > 0) {
-            if (wait_fd(fd, POLLOUT, j) != 1) {
-                return -1;
-            }
-            n = send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-                continue;
-            }
-            if (n <= 0) {
-                return -1;
-            }
-            data += n;
-            len -= (size_t) n;
+        if (clef_dec_write_all(fd, j->data[k], j->lens[k], &io) != 0) {
+            return -1;
         }
     }
     return shutdown(fd, SHUT_WR);
@@ -610,7 +579,7 @@ decode_job(const clef_dec_request *rq, job *j, const dec_out *out,
         return clef_error_fail(err, CLEF_E_INTERNAL, "socketpair: %s",
                                strerror(errno));
     }
-    if (send_request(l->ctl, rq, sp[1]) != 0) {
+    if (clef_dec_send_fd(l->ctl, rq, sizeof(*rq), sp[1]) != 0) {
         close(sp[0]);
         close(sp[1]);
         return lane_failed(j, "before it took the item", err);

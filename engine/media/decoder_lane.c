@@ -196,37 +196,33 @@ pidfd_of(pid_t pid)
 }
 
 
+/* Waits for fd until the deadline at *ctx (clef_clock_seconds()). */
+static int
+hello_wait(int fd, short events, void *ctx)
+{
+    double         left = *(double *) ctx - clef_clock_seconds();
+    struct pollfd  p;
+
+    if (left <= 0) {
+        return 0;
+    }
+    p.fd = fd;
+    p.events = events;
+    if (poll(&p, 1, (int) (left * 1000) + 1) < 0 && errno != EINTR) {
+        return -1;
+    }
+    return 1;
+}
+
+
 /* The hello within HELLO_SECONDS. */
 static int
 read_hello(int fd, clef_dec_hello *h)
 {
-    double         deadline = clef_clock_seconds() + HELLO_SECONDS, left;
-    struct pollfd  p;
-    char          *at = (char *) h;
-    size_t         len = sizeof(*h);
-    ssize_t        n;
+    double       deadline = clef_clock_seconds() + HELLO_SECONDS;
+    clef_dec_io  io = { hello_wait, &deadline, 0 };
 
-    while (len > 0) {
-        left = deadline - clef_clock_seconds();
-        if (left <= 0) {
-            return -1;
-        }
-        p.fd = fd;
-        p.events = POLLIN;
-        if (poll(&p, 1, (int) (left * 1000) + 1) < 0 && errno != EINTR) {
-            return -1;
-        }
-        n = read(fd, at, len);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        at += n;
-        len -= (size_t) n;
-    }
-    return 0;
+    return clef_dec_read_all(fd, h, sizeof(*h), &io);
 }
 
 

@@ -4,6 +4,7 @@
 #include "media/decoder_wire.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,15 +32,21 @@ message(struct msghdr *m, struct iovec *iov, one_fd *u, void *buf,
 
 
 int
-clef_dec_write_all(int fd, const void *buf, size_t len)
+clef_dec_write_all(int fd, const void *buf, size_t len, const clef_dec_io *io)
 {
     const char  *p = buf;
     ssize_t      n;
+    int          waits = io != NULL && io->wait != NULL;
 
     while (len > 0) {
+        if (waits && io->wait(fd, POLLOUT, io->ctx) != 1) {
+            return -1;
+        }
         /* no SIGPIPE when the other side is gone */
-        n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) {
+        n = io != NULL && io->plain_write
+            ? write(fd, p, len)
+            : send(fd, p, len, MSG_NOSIGNAL | (waits ? MSG_DONTWAIT : 0));
+        if (n < 0 && (errno == EINTR || (waits && errno == EAGAIN))) {
             continue;
         }
         if (n <= 0) {
@@ -53,14 +60,18 @@ clef_dec_write_all(int fd, const void *buf, size_t len)
 
 
 int
-clef_dec_read_all(int fd, void *buf, size_t len)
+clef_dec_read_all(int fd, void *buf, size_t len, const clef_dec_io *io)
 {
     char     *p = buf;
     ssize_t   n;
+    int       waits = io != NULL && io->wait != NULL;
 
     while (len > 0) {
+        if (waits && io->wait(fd, POLLIN, io->ctx) != 1) {
+            return -1;
+        }
         n = read(fd, p, len);
-        if (n < 0 && errno == EINTR) {
+        if (n < 0 && (errno == EINTR || (waits && errno == EAGAIN))) {
             continue;
         }
         if (n <= 0) {

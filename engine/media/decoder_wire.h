@@ -103,10 +103,25 @@ typedef struct {
                                        samples x 4; an image's RGB) */
 } clef_dec_result;
 
-/* All of buf[0..len) to / from a socket, over short counts and EINTR,
- * never raising SIGPIPE; -1 on an error or an early end. */
-int  clef_dec_write_all(int fd, const void *buf, size_t len);
-int  clef_dec_read_all(int fd, void *buf, size_t len);
+/* How clef_dec_write_all() and clef_dec_read_all() move a buffer; NULL:
+ * send() without SIGPIPE (MSG_NOSIGNAL) or read(), blocking. */
+typedef struct {
+    /* before each try, when set: 1 to try (fd ready for events, or the
+     * caller's poll gave up waiting), else the transfer fails; a
+     * descriptor that would block (EAGAIN) is then waited for again, and
+     * send() does not block (MSG_DONTWAIT) */
+    int   (*wait)(int fd, short events, void *ctx);
+    void   *ctx;
+    /* write() instead of send(): all a sandboxed child may call
+     * (decoder/sandbox.c's filter); SIGPIPE is ignored there */
+    int     plain_write;
+} clef_dec_io;
+
+/* All of buf[0..len) to / from fd, over short counts and EINTR; -1 on an
+ * error or an early end. */
+int  clef_dec_write_all(int fd, const void *buf, size_t len,
+    const clef_dec_io *io);
+int  clef_dec_read_all(int fd, void *buf, size_t len, const clef_dec_io *io);
 
 /* buf[0..len) in one message on sock, with descriptor fd as SCM_RIGHTS,
  * over EINTR, never raising SIGPIPE; -1 unless all of it went. */

@@ -91,7 +91,7 @@ static const clef_media_kind_info  kinds[CLEF_MEDIA_KINDS] = {
         { "image_url", "input_image", NULL },
         { CLEF_IMAGE_MAX_ITEMS, CLEF_IMAGE_MAX_BASE64, CLEF_IMAGE_MAX_BYTES,
           CLEF_IMAGE_MAX_PIXELS },
-        clef_image_inputs_read, image_header_ids
+        "clef_max_images", clef_image_inputs_read, image_header_ids
     },
     /* Cloudflare's Clef takes up to 2 videos (video_input.h) */
     [CLEF_MEDIA_VIDEO] = {
@@ -100,7 +100,7 @@ static const clef_media_kind_info  kinds[CLEF_MEDIA_KINDS] = {
         { "video_url", NULL },
         { CLEF_VIDEO_MAX_ITEMS, CLEF_VIDEO_MAX_BASE64, CLEF_VIDEO_MAX_BYTES,
           CLEF_VIDEO_MAX_PIXELS },
-        clef_video_inputs_read, video_header_ids
+        "clef_max_videos", clef_video_inputs_read, video_header_ids
     },
     /* Clef Omni takes up to 4 audio clips (issue 22) */
     [CLEF_MEDIA_AUDIO] = {
@@ -109,7 +109,7 @@ static const clef_media_kind_info  kinds[CLEF_MEDIA_KINDS] = {
         { "input_audio", NULL },
         { CLEF_AUDIO_MAX_ITEMS, CLEF_AUDIO_MAX_BASE64, CLEF_AUDIO_MAX_BYTES,
           0 },
-        clef_audio_inputs_read, audio_header_ids
+        "clef_max_audio", clef_audio_inputs_read, audio_header_ids
     },
 };
 

@@ -88,6 +88,9 @@ typedef struct {
                                            (OpenRouter's, OpenAI's), NULL
                                            after the last */
     clef_media_limits   limits;         /* the defaults */
+    const char         *directive;      /* "clef_max_images": the nginx
+                                           directive that sets a location's
+                                           limits.max_items (0 or more) */
     /* Reads the field's array (wire form, limits, base64, header) into n
      * inputs allocated in a, refusals naming the item; NULL: this server
      * does not read the kind yet. */

@@ -22,6 +22,7 @@
 #include <libswscale/swscale.h>
 
 #include "base/clock.h"
+#include "media/av_memio.h"
 
 #define VIDEO_IO_BUFFER  (64 << 10)
 
@@ -32,15 +33,8 @@ static const char  *allowed_formats = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm";
 /* the decoders avcodec_find_decoder() gives for the allowed codecs */
 static const char  *allowed_decoders = "h264,hevc,vp8,vp9,libdav1d,av1";
 
-typedef struct {
-    const uint8_t  *p;
-    size_t          len;
-    size_t          pos;
-    double          deadline;
-} video_mem_io;
-
 struct clef_video_decoder {
-    video_mem_io        io;
+    clef_av_memio       io;
     clef_video_limits   lim;
     clef_video_info     info;
     int                 index;
@@ -63,80 +57,6 @@ struct clef_video_decoder {
                                          of stride bytes */
     int                 stride;
 };
-
-
-static int
-mem_read(void *opaque, uint8_t *buf, int size)
-{
-    video_mem_io  *io = opaque;
-    size_t         n;
-
-    if (clef_clock_seconds() > io->deadline) {
-        return AVERROR_EXIT;
-    }
-    if (io->pos >= io->len) {
-        return AVERROR_EOF;
-    }
-    n = io->len - io->pos;
-    if (n > (size_t) size) {
-        n = (size_t) size;
-    }
-    memcpy(buf, io->p + io->pos, n);
-    io->pos += n;
-    return (int) n;
-}
-
-
-static int64_t
-mem_seek(void *opaque, int64_t offset, int whence)
-{
-    video_mem_io  *io = opaque;
-    int64_t        base;
-
-    if (whence & AVSEEK_SIZE) {
-        return (int64_t) io->len;
-    }
-    switch (whence & ~AVSEEK_FORCE) {
-    case SEEK_SET:
-        base = 0;
-        break;
-    case SEEK_CUR:
-        base = (int64_t) io->pos;
-        break;
-    case SEEK_END:
-        base = (int64_t) io->len;
-        break;
-    default:
-        return AVERROR(EINVAL);
-    }
-    if (offset > (int64_t) io->len || offset < -base
-        || base + offset > (int64_t) io->len)
-    {
-        return AVERROR(EINVAL);
-    }
-    io->pos = (size_t) (base + offset);
-    return (int64_t) io->pos;
-}
-
-
-static int
-past_deadline(void *opaque)
-{
-    video_mem_io  *io = opaque;
-
-    return clef_clock_seconds() > io->deadline;
-}
-
-
-/* libavformat opens every resource other than the main input through
- * io_open (mov's external data references, playlists, image sequences):
- * none may be opened from a request's file */
-static int
-refuse_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags,
-    AVDictionary **options)
-{
-    return AVERROR(EPERM);
-}
 
 
 static int
@@ -485,27 +405,15 @@ video_open(clef_video_decoder *d, clef_error *err)
     const AVCodec       *codec = NULL;
     AVDictionary        *opts = NULL;
     AVStream            *st;
-    uint8_t             *buf;
     unsigned             i;
     int                  rc, w, h;
 
-    buf = av_malloc(VIDEO_IO_BUFFER);
     d->fmt = avformat_alloc_context();
-    if (buf != NULL) {
-        d->pb = avio_alloc_context(buf, VIDEO_IO_BUFFER, 0, &d->io, mem_read,
-                                   NULL, mem_seek);
-    }
-    if (d->pb == NULL || d->fmt == NULL) {
-        if (d->pb == NULL) {
-            av_free(buf);
-        }
+    if (d->fmt == NULL
+        || clef_av_memio_attach(d->fmt, &d->io, VIDEO_IO_BUFFER, &d->pb) != 0)
+    {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "Out of memory.");
     }
-    d->fmt->pb = d->pb;
-    d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
-    d->fmt->io_open = refuse_open;
-    d->fmt->interrupt_callback.callback = past_deadline;
-    d->fmt->interrupt_callback.opaque = &d->io;
 
     av_dict_set(&opts, "format_whitelist", allowed_formats, 0);
     av_dict_set(&opts, "codec_whitelist", allowed_decoders, 0);
@@ -1135,10 +1043,7 @@ clef_video_close(clef_video_decoder *d)
     conv_free(d);
     avcodec_free_context(&d->dec);
     avformat_close_input(&d->fmt);
-    if (d->pb != NULL) {
-        av_freep(&d->pb->buffer);
-        avio_context_free(&d->pb);
-    }
+    clef_av_memio_free(&d->pb);
     free(d->pts);
     free(d->rgb);
     av_free(d->wide);

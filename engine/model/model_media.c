@@ -88,8 +88,5 @@ clef_model_media_conf(const clef_model *m, clef_media_conf *mc)
 void
 clef_media_conf_backend(clef_media_conf *mc, const char *backend)
 {
-    const clef_backend_entry  *e;
-
-    e = clef_backend_lookup(backend, strlen(backend));
-    mc->accepts &= e != NULL ? e->media : 0;
+    mc->accepts &= clef_backend_media(backend, strlen(backend), 1);
 }

@@ -313,21 +313,103 @@ attach_media(const clef_encode_opts *opts, size_t at, clef_media_span *spans,
 }
 
 
+/* The record's media ids: the plan's items, and the videos' tracks after
+ * them (media.h), given (opts->media_ids) or tokenized here with their
+ * spans.  -1 with err set when the model takes none or memory ran out. */
+static int
+encode_media(const clef_tokenizer *tk, const clef_plan *plan,
+    const clef_encode_opts *opts, clef_ids *media, clef_media_span **spans,
+    int *n_spans, clef_error *err)
+{
+    const clef_media_kind_info  *kind;
+    int                          rc = 0;
+
+    if (plan->n_media > 0 && opts->media_ids == NULL
+        && (opts->media == NULL || opts->n_media < plan->n_media))
+    {
+        kind = clef_media_kind_of(plan->media[0].kind);
+        clef_error_set(err, 400, kind->unsupported, "",
+            "This model does not accept %s.", kind->many);
+        return -1;
+    }
+    if (opts->media_ids != NULL) {
+        rc = clef_ids_append(media, opts->media_ids, opts->n_media_ids);
+    } else if (opts->media != NULL && opts->n_media > 0) {
+        rc = media_ids(tk, opts, media, spans, n_spans);
+    }
+    if (rc != 0) {
+        clef_error_set(err, 500, "internal_error", "", "Out of memory.");
+        return -1;
+    }
+    return 0;
+}
+
+
+/* The state's ids beside fixed others within max_length: *kept of them
+ * go in the record, all of them, or the first ones where the request
+ * truncates.  1 with err set when the request is refused, -1 out of
+ * memory. */
+static int
+encode_state(const clef_tokenizer *tk, const clef_plan *plan,
+    const clef_encode_opts *opts, size_t fixed, size_t max_length,
+    clef_ids *state, size_t *kept, clef_error *err)
+{
+    clef_tk_limit  lim;
+    size_t         total;
+    int            stop;
+
+    /* a refusal needs no more than the proof; truncation needs the
+     * state's first ids exactly */
+    lim.max_ids = COUNT_CAP(max_length) - fixed;
+    lim.hopeless_ids = opts->truncate == CLEF_TRUNCATE_REJECT
+                       ? max_length - fixed : SIZE_MAX;
+    stop = clef_tokenizer_encode_max(tk, plan->state.s, plan->state.len, &lim,
+                                     state);
+    if (stop < 0) {
+        return -1;
+    }
+
+    total = fixed + state->n;
+    *kept = state->n;
+    if (total <= max_length && !stop) {
+        return 0;
+    }
+    if (opts->truncate != CLEF_TRUNCATE_REJECT) {
+        /* the reference keeps the state's first tokens */
+        *kept = max_length - fixed;
+        return 0;
+    }
+    if (stop) {
+        /* counted up to the cap, or proven hopeless earlier */
+        *kept = state->n > lim.hopeless_ids ? state->n - 1
+                                            : lim.hopeless_ids;
+        clef_error_set(err, 400, "max_tokens_exceeded", "",
+            "Request needs more than %zu tokens (state more than "
+            "%zu, prompt and schema %zu); the limit is %zu.",
+            fixed + *kept, *kept, fixed, max_length);
+    } else {
+        clef_error_set(err, 400, "max_tokens_exceeded", "",
+            "Request needs %zu tokens (state %zu, prompt and schema "
+            "%zu); the limit is %zu.", total, state->n, fixed,
+            max_length);
+    }
+    return 1;
+}
+
+
 int
 clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     const clef_encode_opts *opts, clef_record *rec, clef_error *err)
 {
-    const clef_media_kind_info  *kind;
     clef_encode_opts             defaults;
     encoder                      e;
     clef_ids                     prefix = { 0 }, suffix = { 0 },
                                  state = { 0 }, schema = { 0 },
                                  media = { 0 };
     clef_media_span             *spans = NULL;
-    size_t                       fixed, total, kept, shift, max_length;
+    size_t                       fixed, kept, shift, max_length;
     size_t                       n_media;
-    clef_tk_limit                lim;
-    int                          i, max_options, rc, stop, n_spans = 0;
+    int                          i, max_options, rc, n_spans = 0;
 
     if (opts == NULL) {
         clef_encode_opts_default(&defaults);
@@ -342,23 +424,8 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
     e.tk = tk;
     rc = -1;
 
-    /* the plan's items, and the videos' tracks after them (media.h) */
-    if (plan->n_media > 0 && opts->media_ids == NULL
-        && (opts->media == NULL || opts->n_media < plan->n_media))
-    {
-        kind = clef_media_kind_of(plan->media[0].kind);
-        clef_error_set(err, 400, kind->unsupported, "",
-            "This model does not accept %s.", kind->many);
+    if (encode_media(tk, plan, opts, &media, &spans, &n_spans, err) != 0) {
         goto done;
-    }
-    if (opts->media_ids != NULL) {
-        if (clef_ids_append(&media, opts->media_ids, opts->n_media_ids) != 0) {
-            goto nomem;
-        }
-    } else if (opts->media != NULL && opts->n_media > 0) {
-        if (media_ids(tk, opts, &media, &spans, &n_spans) != 0) {
-            goto nomem;
-        }
     }
     n_media = media.n;
 
@@ -390,43 +457,16 @@ clef_encode_plan(const clef_tokenizer *tk, const clef_plan *plan,
         goto done;
     }
 
-    /* truncation needs the state's first ids exactly, a refusal only
-     * needs to know that they do not fit */
-    /* a refusal needs no more than the proof; truncation needs the
-     * state's first ids exactly */
-    lim.max_ids = COUNT_CAP(max_length) - fixed;
-    lim.hopeless_ids = opts->truncate == CLEF_TRUNCATE_REJECT
-                       ? max_length - fixed : SIZE_MAX;
-    stop = clef_tokenizer_encode_max(tk, plan->state.s, plan->state.len, &lim,
-                                     &state);
-    if (stop < 0) {
+    switch (encode_state(tk, plan, opts, fixed, max_length, &state, &kept,
+                         err))
+    {
+    case 0:
+        break;
+    case 1:
+        goto done;
+    default:
         goto nomem;
     }
-
-    total = fixed + state.n;
-    kept = state.n;
-    if (total > max_length || stop) {
-        if (opts->truncate == CLEF_TRUNCATE_REJECT) {
-            if (stop) {
-                /* counted up to the cap, or proven hopeless earlier */
-                kept = state.n > lim.hopeless_ids ? state.n - 1
-                                                  : lim.hopeless_ids;
-                clef_error_set(err, 400, "max_tokens_exceeded", "",
-                    "Request needs more than %zu tokens (state more than "
-                    "%zu, prompt and schema %zu); the limit is %zu.",
-                    fixed + kept, kept, fixed, max_length);
-            } else {
-                clef_error_set(err, 400, "max_tokens_exceeded", "",
-                    "Request needs %zu tokens (state %zu, prompt and schema "
-                    "%zu); the limit is %zu.", total, state.n, fixed,
-                    max_length);
-            }
-            goto done;
-        }
-        /* the reference keeps the state's first tokens */
-        kept = max_length - fixed;
-    }
-
     if (clef_ids_reserve(&rec->ids, fixed + kept) != 0
         || clef_ids_append(&rec->ids, prefix.v, prefix.n) != 0
         || clef_ids_append(&rec->ids, media.v, n_media) != 0

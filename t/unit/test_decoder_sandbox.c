@@ -201,9 +201,9 @@ serve_clip(int ctl, const char *file, clef_dec_status *end)
     rc = clef_dec_send_fd(ctl, &rq, sizeof(rq), ip[1]);
     close(ip[1]);
     if (rc == 0) {
-        rc = clef_dec_read_all(ctl, &st, sizeof(st)) != 0
+        rc = clef_dec_read_all(ctl, &st, sizeof(st), NULL) != 0
              || st.what != CLEF_DEC_FORKED || st.pid <= 0
-             || clef_dec_write_all(ip[0], data, len) != 0
+             || clef_dec_write_all(ip[0], data, len, NULL) != 0
              || shutdown(ip[0], SHUT_WR) != 0 ? -1 : 0;
     }
     /* its answer, to the end */
@@ -211,7 +211,7 @@ serve_clip(int ctl, const char *file, clef_dec_status *end)
     }
     close(ip[0]);
     free(data);
-    if (rc != 0 || clef_dec_read_all(ctl, end, sizeof(*end)) != 0) {
+    if (rc != 0 || clef_dec_read_all(ctl, end, sizeof(*end), NULL) != 0) {
         return -1;
     }
     return end->magic == CLEF_DEC_MAGIC && end->what == CLEF_DEC_EXITED
@@ -231,7 +231,7 @@ test_wire(void)
           "clef_dec_status: 24 bytes, with the child's CPU time and peak "
           "RSS (wire version 4: a record's images in one request)");
     pid = start_serve(&ctl);
-    rc = pid > 0 && clef_dec_read_all(ctl, &h, sizeof(h)) == 0
+    rc = pid > 0 && clef_dec_read_all(ctl, &h, sizeof(h), NULL) == 0
          && h.version == CLEF_DEC_VERSION ? 0 : -1;
     CHECK(rc == 0, "clef-decoder --serve says hello, version %d",
           CLEF_DEC_VERSION);

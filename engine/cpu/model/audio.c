@@ -13,6 +13,7 @@
 #include "cpu/ops/audio_ops.h"
 #include "cpu/ops/vision_ops.h"
 #include "model/model_omni.h"
+#include "model/roles.h"
 
 #define TILE     1024       /* rows of the MLP at a time */
 #define LN_EPS   1e-5f      /* nn.LayerNorm's default */
@@ -48,13 +49,16 @@ clef_cpu_audio_set_progress(clef_cpu_audio *a, void (*fn)(void *ctx),
 }
 
 
+/* Role r of the tower (of its layer `layer`), which must hold numel
+ * values. */
 static const clef_tensor *
-tensor(const clef_model *m, const char *name, int64_t numel, clef_error *err)
+tensor(const clef_model *m, clef_role r, int layer, int64_t numel,
+    clef_error *err)
 {
     const clef_tensor  *t;
     char                full[160];
 
-    snprintf(full, sizeof(full), CLEF_AUDIO_PREFIX "%s", name);
+    clef_role_name(NULL, r, layer, full, sizeof(full));
     t = clef_model_tensor(m, full);
     if (t == NULL || t->data == NULL || t->numel != numel) {
         clef_error_fail(err, CLEF_E_MODEL, "tensor '%s' is missing or not "
@@ -66,10 +70,10 @@ tensor(const clef_model *m, const char *name, int64_t numel, clef_error *err)
 
 /* A vector or small tensor of the tower as fp32 (malloc'ed). */
 static float *
-load_f32(const clef_model *m, const char *name, int64_t numel,
+load_f32(const clef_model *m, clef_role r, int layer, int64_t numel,
     clef_error *err)
 {
-    const clef_tensor  *t = tensor(m, name, numel, err);
+    const clef_tensor  *t = tensor(m, r, layer, numel, err);
     float              *p;
 
     if (t == NULL) {
@@ -77,26 +81,27 @@ load_f32(const clef_model *m, const char *name, int64_t numel,
     }
     p = malloc(sizeof(float) * (size_t) numel);
     if (p == NULL) {
-        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory for '%s'", name);
+        clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory for '%s'",
+                        clef_role_of(r)->name);
         return NULL;
     }
     clef_tensor_to_f32(t, p);
     return p;
 }
 
-/* Matrices names[0..n_parts) ([rows][k] each) stacked into one packed
- * matrix: bf16 as stored when all are plain bf16 (the kernel widens it
- * exactly: the products of an fp32 copy), else fp32. */
+/* Matrices roles[0..n_parts) of layer `layer` ([rows][k] each) stacked
+ * into one packed matrix: bf16 as stored when all are plain bf16 (the
+ * kernel widens it exactly: the products of an fp32 copy), else fp32. */
 static int
-load_packed(const clef_model *m, const char *const *names, int n_parts,
-    int64_t rows, int64_t k, clef_cpu_wpack *w, clef_error *err)
+load_packed(const clef_model *m, const clef_role *roles, int n_parts,
+    int layer, int64_t rows, int64_t k, clef_cpu_wpack *w, clef_error *err)
 {
     const clef_tensor  *t[3];
     float              *p;
     int                 i, bf16 = 1;
 
     for (i = 0; i < n_parts; i++) {
-        t[i] = tensor(m, names[i], rows * k, err);
+        t[i] = tensor(m, roles[i], layer, rows * k, err);
         if (t[i] == NULL) {
             return -1;
         }
@@ -106,7 +111,8 @@ load_packed(const clef_model *m, const char *const *names, int n_parts,
               : clef_cpu_wpack_alloc(w, n_parts * rows, k)) != 0)
     {
         return clef_error_fail(err, CLEF_E_NO_MEMORY,
-                               "out of memory packing '%s'", names[0]);
+                               "out of memory packing '%s'",
+                               clef_role_of(roles[0])->name);
     }
     for (i = 0; i < n_parts; i++) {
         if (bf16) {
@@ -118,7 +124,8 @@ load_packed(const clef_model *m, const char *const *names, int n_parts,
         p = malloc(sizeof(float) * (size_t) (rows * k));
         if (p == NULL) {
             return clef_error_fail(err, CLEF_E_NO_MEMORY,
-                                   "out of memory packing '%s'", names[i]);
+                                   "out of memory packing '%s'",
+                                   clef_role_of(roles[i])->name);
         }
         clef_tensor_to_f32(t[i], p);
         clef_cpu_wpack_rows(w, i * rows, rows, p, k);
@@ -128,10 +135,10 @@ load_packed(const clef_model *m, const char *const *names, int n_parts,
 }
 
 static int
-load_one(const clef_model *m, const char *name, int64_t rows, int64_t k,
-    clef_cpu_wpack *w, clef_error *err)
+load_one(const clef_model *m, clef_role r, int layer, int64_t rows,
+    int64_t k, clef_cpu_wpack *w, clef_error *err)
 {
-    return load_packed(m, &name, 1, rows, k, w, err);
+    return load_packed(m, &r, 1, layer, rows, k, w, err);
 }
 
 
@@ -182,25 +189,26 @@ static int
 load_layer(const clef_model *m, int l, int64_t D, int64_t I, alayer *y,
     clef_error *err)
 {
-    char         n[4][96];
-    const char  *qkv[3] = { n[0], n[1], n[2] };
-    int          i;
+    static const clef_role  qkv[3] = {
+        CLEF_ROLE_A_Q, CLEF_ROLE_A_K, CLEF_ROLE_A_V
+    };
+    static const clef_role  qkv_b[3] = {
+        CLEF_ROLE_A_Q_BIAS, CLEF_ROLE_A_K_BIAS, CLEF_ROLE_A_V_BIAS
+    };
+    float                  *v;
+    int                     i;
 
-#define NAME(k, s)  snprintf(n[k], sizeof(n[k]), "layers.%d.%s", l, s)
-#define VEC(field, s, len)                                                  \
-    NAME(3, s);                                                             \
-    if ((y->field = load_f32(m, n[3], len, err)) == NULL) return -1
-    VEC(norm1_w, "self_attn_layer_norm.weight", D);
-    VEC(norm1_b, "self_attn_layer_norm.bias", D);
-    VEC(norm2_w, "final_layer_norm.weight", D);
-    VEC(norm2_b, "final_layer_norm.bias", D);
-    VEC(out_b, "self_attn.out_proj.bias", D);
-    VEC(fc1_b, "fc1.bias", I);
-    VEC(fc2_b, "fc2.bias", D);
-    NAME(0, "self_attn.q_proj.weight");
-    NAME(1, "self_attn.k_proj.weight");
-    NAME(2, "self_attn.v_proj.weight");
-    if (load_packed(m, qkv, 3, D, D, &y->qkv, err) != 0) {
+    if ((y->norm1_w = load_f32(m, CLEF_ROLE_A_NORM1, l, D, err)) == NULL
+        || (y->norm1_b = load_f32(m, CLEF_ROLE_A_NORM1_BIAS, l, D, err))
+           == NULL
+        || (y->norm2_w = load_f32(m, CLEF_ROLE_A_NORM2, l, D, err)) == NULL
+        || (y->norm2_b = load_f32(m, CLEF_ROLE_A_NORM2_BIAS, l, D, err))
+           == NULL
+        || (y->out_b = load_f32(m, CLEF_ROLE_A_OUT_BIAS, l, D, err)) == NULL
+        || (y->fc1_b = load_f32(m, CLEF_ROLE_A_FC1_BIAS, l, I, err)) == NULL
+        || (y->fc2_b = load_f32(m, CLEF_ROLE_A_FC2_BIAS, l, D, err)) == NULL
+        || load_packed(m, qkv, 3, l, D, D, &y->qkv, err) != 0)
+    {
         return -1;
     }
     /* q, k, v side by side: the rows vision_ops.h's attention reads */
@@ -209,26 +217,17 @@ load_layer(const clef_model *m, int l, int64_t D, int64_t I, alayer *y,
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     for (i = 0; i < 3; i++) {
-        static const char *const  b[3] = { "self_attn.q_proj.bias",
-            "self_attn.k_proj.bias", "self_attn.v_proj.bias" };
-        float                    *v;
-
-        NAME(3, b[i]);
-        v = load_f32(m, n[3], D, err);
+        v = load_f32(m, qkv_b[i], l, D, err);
         if (v == NULL) {
             return -1;
         }
         memcpy(y->qkv_b + i * D, v, sizeof(float) * (size_t) D);
         free(v);
     }
-    NAME(0, "self_attn.out_proj.weight");
-    NAME(1, "fc1.weight");
-    NAME(2, "fc2.weight");
-#undef NAME
-#undef VEC
-    return load_one(m, n[0], D, D, &y->out, err) != 0
-           || load_one(m, n[1], I, D, &y->fc1, err) != 0
-           || load_one(m, n[2], D, I, &y->fc2, err) != 0 ? -1 : 0;
+    return load_one(m, CLEF_ROLE_A_OUT, l, D, D, &y->out, err) != 0
+           || load_one(m, CLEF_ROLE_A_FC1, l, I, D, &y->fc1, err) != 0
+           || load_one(m, CLEF_ROLE_A_FC2, l, D, I, &y->fc2, err) != 0
+           ? -1 : 0;
 }
 
 
@@ -272,20 +271,26 @@ clef_cpu_audio_open(const clef_model *m, clef_cpu_pool *pool,
     }
     clef_audio_positions((int) D, 13, a->pos);
 
-    if ((a->conv1_w = load_f32(m, "conv2d1.weight", C * 9, err)) == NULL
-        || (a->conv1_b = load_f32(m, "conv2d1.bias", C, err)) == NULL
-        || (a->conv2_b = load_f32(m, "conv2d2.bias", C, err)) == NULL
-        || (a->conv3_b = load_f32(m, "conv2d3.bias", C, err)) == NULL
-        || load_one(m, "conv2d2.weight", C, 9 * C, &a->conv2, err) != 0
-        || load_one(m, "conv2d3.weight", C, 9 * C, &a->conv3, err) != 0
-        || load_one(m, "conv_out.weight", D, C * a->F, &a->conv_out, err)
-           != 0
-        || (a->post_w = load_f32(m, "ln_post.weight", D, err)) == NULL
-        || (a->post_b = load_f32(m, "ln_post.bias", D, err)) == NULL
-        || load_one(m, "proj1.weight", D, D, &a->proj1, err) != 0
-        || (a->proj1_b = load_f32(m, "proj1.bias", D, err)) == NULL
-        || load_one(m, "proj2.weight", O, D, &a->proj2, err) != 0
-        || (a->proj2_b = load_f32(m, "proj2.bias", O, err)) == NULL)
+    if ((a->conv1_w = load_f32(m, CLEF_ROLE_A_CONV1, 0, C * 9, err)) == NULL
+        || (a->conv1_b = load_f32(m, CLEF_ROLE_A_CONV1_BIAS, 0, C, err))
+           == NULL
+        || (a->conv2_b = load_f32(m, CLEF_ROLE_A_CONV2_BIAS, 0, C, err))
+           == NULL
+        || (a->conv3_b = load_f32(m, CLEF_ROLE_A_CONV3_BIAS, 0, C, err))
+           == NULL
+        || load_one(m, CLEF_ROLE_A_CONV2, 0, C, 9 * C, &a->conv2, err) != 0
+        || load_one(m, CLEF_ROLE_A_CONV3, 0, C, 9 * C, &a->conv3, err) != 0
+        || load_one(m, CLEF_ROLE_A_CONV_OUT, 0, D, C * a->F, &a->conv_out,
+                    err) != 0
+        || (a->post_w = load_f32(m, CLEF_ROLE_A_POST_NORM, 0, D, err)) == NULL
+        || (a->post_b = load_f32(m, CLEF_ROLE_A_POST_NORM_BIAS, 0, D, err))
+           == NULL
+        || load_one(m, CLEF_ROLE_A_PROJ1, 0, D, D, &a->proj1, err) != 0
+        || (a->proj1_b = load_f32(m, CLEF_ROLE_A_PROJ1_BIAS, 0, D, err))
+           == NULL
+        || load_one(m, CLEF_ROLE_A_PROJ2, 0, O, D, &a->proj2, err) != 0
+        || (a->proj2_b = load_f32(m, CLEF_ROLE_A_PROJ2_BIAS, 0, O, err))
+           == NULL)
     {
         goto failed;
     }

@@ -11,8 +11,8 @@
 #include "backend/vision_layout.h"
 #include "cpu/kernels/gemm.h"
 #include "cpu/ops/vision_ops.h"
+#include "model/roles.h"
 
-#define PREFIX  "model.visual."
 #define TILE    1024        /* rows of the patch rows and the MLP at a time */
 
 typedef struct {
@@ -53,15 +53,16 @@ clef_cpu_vision_set_progress(clef_cpu_vision *v, void (*fn)(void *ctx),
 }
 
 
-/* A tensor of the tower as fp32 (malloc'ed), NULL with err filled. */
+/* Role r of tower block (or DeepStack merger) `layer` as fp32
+ * (malloc'ed), NULL with err filled. */
 static float *
-load_f32(const clef_model *m, const char *name, clef_error *err)
+load_f32(const clef_model *m, clef_role r, int layer, clef_error *err)
 {
     const clef_tensor  *t;
     char                full[128];
     float              *p;
 
-    snprintf(full, sizeof(full), PREFIX "%s", name);
+    clef_role_name(NULL, r, layer, full, sizeof(full));
     t = clef_model_tensor(m, full);
     if (t == NULL || t->data == NULL) {
         clef_error_fail(err, CLEF_E_MODEL, "tensor '%s' is missing",
@@ -84,34 +85,34 @@ load_f32(const clef_model *m, const char *name, clef_error *err)
  * products are those of an fp32 copy), read in place from the checkpoint,
  * whose pages are then released; another dtype is packed in fp32. */
 static int
-load_packed(const clef_model *m, const char *name, int64_t n, int64_t k,
-    clef_cpu_wpack *w, clef_error *err)
+load_packed(const clef_model *m, clef_role r, int layer, int64_t n,
+    int64_t k, clef_cpu_wpack *w, clef_error *err)
 {
     const clef_tensor  *t;
     char                full[128];
     float              *p;
 
-    snprintf(full, sizeof(full), PREFIX "%s", name);
+    clef_role_name(NULL, r, layer, full, sizeof(full));
     t = clef_model_tensor(m, full);
     if (t != NULL && t->data != NULL && t->dtype == CLEF_DTYPE_BF16
         && t->numel == n * k)
     {
         if (clef_cpu_wpack_alloc_bf16(w, n, k) != 0) {
             return clef_error_fail(err, CLEF_E_NO_MEMORY,
-                                   "out of memory packing '%s'", name);
+                                   "out of memory packing '%s'", full);
         }
         clef_cpu_wpack_rows_bf16(w, 0, n, (const uint16_t *) t->data, k);
         clef_tensor_release(t);
         return 0;
     }
-    p = load_f32(m, name, err);
+    p = load_f32(m, r, layer, err);
     if (p == NULL) {
         return -1;
     }
     if (clef_cpu_wpack_alloc(w, n, k) != 0) {
         free(p);
         return clef_error_fail(err, CLEF_E_NO_MEMORY,
-                               "out of memory packing '%s'", name);
+                               "out of memory packing '%s'", full);
     }
     clef_cpu_wpack_rows(w, 0, n, p, k);
     free(p);
@@ -130,28 +131,32 @@ merger_free(vmerger *g)
     clef_cpu_wpack_free(&g->m2);
 }
 
-/* merger "<prefix>norm.*", "<prefix>linear_fc1.*", "<prefix>linear_fc2.*" */
-static int
-merger_load(const clef_model *m, const char *prefix, int64_t M, int64_t out,
-    vmerger *g, clef_error *err)
-{
-    char  n[4][96];
+/* A merger's roles: its norm and norm bias, fc1 and its bias, fc2 and
+ * its bias (the tower's merger, or DeepStack merger `layer`'s). */
+static const clef_role  merger_roles[6] = {
+    CLEF_ROLE_V_MERGER_NORM, CLEF_ROLE_V_MERGER_NORM_BIAS,
+    CLEF_ROLE_V_MERGER_FC1, CLEF_ROLE_V_MERGER_FC1_BIAS,
+    CLEF_ROLE_V_MERGER_FC2, CLEF_ROLE_V_MERGER_FC2_BIAS
+};
+static const clef_role  deepstack_roles[6] = {
+    CLEF_ROLE_V_DS_NORM, CLEF_ROLE_V_DS_NORM_BIAS,
+    CLEF_ROLE_V_DS_FC1, CLEF_ROLE_V_DS_FC1_BIAS,
+    CLEF_ROLE_V_DS_FC2, CLEF_ROLE_V_DS_FC2_BIAS
+};
 
-    snprintf(n[0], sizeof(n[0]), "%snorm.weight", prefix);
-    snprintf(n[1], sizeof(n[1]), "%snorm.bias", prefix);
-    snprintf(n[2], sizeof(n[2]), "%slinear_fc1.weight", prefix);
-    snprintf(n[3], sizeof(n[3]), "%slinear_fc2.weight", prefix);
-    if ((g->norm_w = load_f32(m, n[0], err)) == NULL
-        || (g->norm_b = load_f32(m, n[1], err)) == NULL
-        || load_packed(m, n[2], M, M, &g->m1, err) != 0
-        || load_packed(m, n[3], out, M, &g->m2, err) != 0)
+static int
+merger_load(const clef_model *m, const clef_role *r, int layer, int64_t M,
+    int64_t out, vmerger *g, clef_error *err)
+{
+    if ((g->norm_w = load_f32(m, r[0], layer, err)) == NULL
+        || (g->norm_b = load_f32(m, r[1], layer, err)) == NULL
+        || load_packed(m, r[2], layer, M, M, &g->m1, err) != 0
+        || load_packed(m, r[4], layer, out, M, &g->m2, err) != 0)
     {
         return -1;
     }
-    snprintf(n[0], sizeof(n[0]), "%slinear_fc1.bias", prefix);
-    snprintf(n[1], sizeof(n[1]), "%slinear_fc2.bias", prefix);
-    return (g->m1_b = load_f32(m, n[0], err)) == NULL
-           || (g->m2_b = load_f32(m, n[1], err)) == NULL ? -1 : 0;
+    return (g->m1_b = load_f32(m, r[3], layer, err)) == NULL
+           || (g->m2_b = load_f32(m, r[5], layer, err)) == NULL ? -1 : 0;
 }
 
 void
@@ -196,7 +201,6 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     const clef_vision_config  *c = clef_model_vision_config(m);
     clef_cpu_vision           *v;
     vblock                    *b;
-    char                       n[96];
     int64_t                    H, I, M;
     int                        l, sd;
 
@@ -228,43 +232,43 @@ clef_cpu_vision_open(const clef_model *m, clef_cpu_pool *pool,
     }
     clef_vision_inv_freq(v->hd, c->rope_theta, v->inv_freq);
 
-    if (load_packed(m, "patch_embed.proj.weight", H, v->row, &v->patch, err) != 0
-        || (v->patch_b = load_f32(m, "patch_embed.proj.bias", err)) == NULL
-        || (v->pos = load_f32(m, "pos_embed.weight", err)) == NULL)
+    if (load_packed(m, CLEF_ROLE_V_PATCH, 0, H, v->row, &v->patch, err) != 0
+        || (v->patch_b = load_f32(m, CLEF_ROLE_V_PATCH_BIAS, 0, err)) == NULL
+        || (v->pos = load_f32(m, CLEF_ROLE_V_POS, 0, err)) == NULL)
     {
         goto failed;
     }
     for (l = 0; l < c->depth; l++) {
         b = &v->blocks[l];
-#define F(field, s)                                                         \
-        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
-        if ((b->field = load_f32(m, n, err)) == NULL) goto failed
-#define P(field, s, rows, cols)                                             \
-        snprintf(n, sizeof(n), "blocks.%d.%s", l, s);                       \
-        if (load_packed(m, n, rows, cols, &b->field, err) != 0) goto failed
-        F(norm1_w, "norm1.weight");
-        F(norm1_b, "norm1.bias");
-        F(norm2_w, "norm2.weight");
-        F(norm2_b, "norm2.bias");
-        P(qkv, "attn.qkv.weight", 3 * H, H);
-        F(qkv_b, "attn.qkv.bias");
-        P(proj, "attn.proj.weight", H, H);
-        F(proj_b, "attn.proj.bias");
-        P(fc1, "mlp.linear_fc1.weight", I, H);
-        F(fc1_b, "mlp.linear_fc1.bias");
-        P(fc2, "mlp.linear_fc2.weight", H, I);
-        F(fc2_b, "mlp.linear_fc2.bias");
+#define F(field, role)                                                      \
+        if ((b->field = load_f32(m, role, l, err)) == NULL) goto failed
+#define P(field, role, rows, cols)                                          \
+        if (load_packed(m, role, l, rows, cols, &b->field, err) != 0)       \
+            goto failed
+        F(norm1_w, CLEF_ROLE_V_NORM1);
+        F(norm1_b, CLEF_ROLE_V_NORM1_BIAS);
+        F(norm2_w, CLEF_ROLE_V_NORM2);
+        F(norm2_b, CLEF_ROLE_V_NORM2_BIAS);
+        P(qkv, CLEF_ROLE_V_QKV, 3 * H, H);
+        F(qkv_b, CLEF_ROLE_V_QKV_BIAS);
+        P(proj, CLEF_ROLE_V_PROJ, H, H);
+        F(proj_b, CLEF_ROLE_V_PROJ_BIAS);
+        P(fc1, CLEF_ROLE_V_FC1, I, H);
+        F(fc1_b, CLEF_ROLE_V_FC1_BIAS);
+        P(fc2, CLEF_ROLE_V_FC2, H, I);
+        F(fc2_b, CLEF_ROLE_V_FC2_BIAS);
 #undef F
 #undef P
     }
-    if (merger_load(m, "merger.", M, c->out_hidden_size, &v->merger, err)
+    if (merger_load(m, merger_roles, 0, M, c->out_hidden_size, &v->merger,
+                    err)
         != 0)
     {
         goto failed;
     }
     for (l = 0; l < c->n_deepstack; l++) {
-        snprintf(n, sizeof(n), "deepstack_merger_list.%d.", l);
-        if (merger_load(m, n, M, c->out_hidden_size, &v->deepstack[l], err)
+        if (merger_load(m, deepstack_roles, l, M, c->out_hidden_size,
+                        &v->deepstack[l], err)
             != 0)
         {
             goto failed;
@@ -420,28 +424,32 @@ clef_cpu_vision_forward(clef_cpu_vision *v,
                                           err);
 }
 
-int
-clef_cpu_vision_forward_levels(clef_cpu_vision *v,
-    const clef_media_item *const *items, int n_items, float *features,
-    int64_t level_stride, clef_error *err)
+/* What a forward over a batch of items works in: the items' patch groups
+ * (one per frame pair of a video, one per image) and the activations. */
+typedef struct {
+    int64_t   *cu;          /* n_groups + 1: the groups' first patches */
+    int64_t   *blocks;      /* n_groups + 1: the attention's scratch */
+    int64_t   *base;        /* n_groups: a group's first patch in its item */
+    int32_t   *item;        /* n_groups: the item a group is of */
+    int        n_groups;
+    int64_t    P;           /* patches in all */
+    int64_t    longest;     /* patches of the largest group */
+    float     *x, *xn, *qkv, *o, *mlp, *rows, *cs, *sn, *gemm, *scratch;
+    size_t     per_worker;  /* attention scratch floats per pool worker */
+} vision_ws;
+
+
+/* The items' patch groups into ws; an item this tower did not prepare is
+ * refused. */
+static int
+vision_groups(clef_cpu_vision *v, const clef_media_item *const *items,
+    int n_items, vision_ws *ws, clef_error *err)
 {
     const clef_vision_config  *c = &v->cfg;
-    clef_cpu_pool             *pool = v->pool;
     const clef_media_item     *it;
-    const vblock              *b;
-    patch_job                  pj;
-    int64_t                   *cu, *blocks, *base, P, H = c->hidden_size;
-    int64_t                    I = c->intermediate_size, M, t0, n, longest = 0;
-    int64_t                    kmax;
-    int32_t                   *item;
-    float                     *x = NULL, *xn = NULL, *qkv = NULL, *o = NULL;
-    float                     *mlp = NULL, *rows = NULL, *cs = NULL, *sn = NULL;
-    float                     *gemm = NULL, *scratch = NULL;
-    size_t                     per_worker;
-    int                        k, g, n_groups = 0, l, d, rc = -1, unit;
+    int64_t                    n, t0;
+    int                        k, g, n_groups = 0;
 
-    unit = c->spatial_merge_size * c->spatial_merge_size;
-    M = H * unit;
     for (k = 0; k < n_items; k++) {
         it = items[k];
         if ((it->kind != CLEF_MEDIA_IMAGE && it->kind != CLEF_MEDIA_VIDEO)
@@ -456,104 +464,180 @@ clef_cpu_vision_forward_levels(clef_cpu_vision *v,
         }
         n_groups += it->grid_t;
     }
-    cu = malloc(sizeof(int64_t) * ((size_t) n_groups + 1) * 3);
-    item = malloc(sizeof(int32_t) * ((size_t) n_groups + 1));
-    if (cu == NULL || item == NULL) {
-        free(cu);
-        free(item);
+    ws->cu = malloc(sizeof(int64_t) * ((size_t) n_groups + 1) * 3);
+    ws->item = malloc(sizeof(int32_t) * ((size_t) n_groups + 1));
+    if (ws->cu == NULL || ws->item == NULL) {
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
-    blocks = cu + n_groups + 1;
-    base = blocks + n_groups + 1;
-    cu[0] = 0;
+    ws->n_groups = n_groups;
+    ws->blocks = ws->cu + n_groups + 1;
+    ws->base = ws->blocks + n_groups + 1;
+    ws->cu[0] = 0;
+    ws->longest = 0;
     for (k = 0, g = 0; k < n_items; k++) {
         n = (int64_t) items[k]->grid_h * items[k]->grid_w;
         for (t0 = 0; t0 < items[k]->grid_t; t0++, g++) {
-            item[g] = k;
-            base[g] = t0 * n;
-            cu[g + 1] = cu[g] + n;
+            ws->item[g] = k;
+            ws->base[g] = t0 * n;
+            ws->cu[g + 1] = ws->cu[g] + n;
         }
-        longest = n > longest ? n : longest;
+        ws->longest = n > ws->longest ? n : ws->longest;
     }
-    P = cu[n_groups];
+    ws->P = ws->cu[n_groups];
+    return 0;
+}
 
+
+/* The activations of a forward over ws->P patches. */
+static int
+vision_ws_alloc(clef_cpu_vision *v, vision_ws *ws, clef_error *err)
+{
+    const clef_vision_config  *c = &v->cfg;
+    int64_t                    P = ws->P, H = c->hidden_size;
+    int64_t                    I = c->intermediate_size, M, kmax;
+
+    M = H * c->spatial_merge_size * c->spatial_merge_size;
     kmax = M > I ? M : I;
     kmax = v->row > kmax ? v->row : kmax;
-    per_worker = clef_cpu_vision_attention_scratch(longest, v->hd);
-    x = malloc(sizeof(float) * (size_t) (P * H));
-    xn = malloc(sizeof(float) * (size_t) (P * H));
-    qkv = malloc(sizeof(float) * (size_t) (P * 3 * H));
-    o = malloc(sizeof(float) * (size_t) (P * H));
-    mlp = malloc(sizeof(float) * (size_t) TILE * (size_t) (I > M ? I : M));
-    rows = malloc(sizeof(float) * (size_t) TILE * (size_t) v->row);
-    cs = malloc(sizeof(float) * (size_t) (P * v->hd / 2));
-    sn = malloc(sizeof(float) * (size_t) (P * v->hd / 2));
-    gemm = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(kmax));
-    scratch = malloc(sizeof(float) * per_worker * (size_t) clef_cpu_pool_size(pool));
-    if (x == NULL || xn == NULL || qkv == NULL || o == NULL || mlp == NULL
-        || rows == NULL || cs == NULL || sn == NULL || gemm == NULL
-        || scratch == NULL)
+    ws->per_worker = clef_cpu_vision_attention_scratch(ws->longest, v->hd);
+    ws->x = malloc(sizeof(float) * (size_t) (P * H));
+    ws->xn = malloc(sizeof(float) * (size_t) (P * H));
+    ws->qkv = malloc(sizeof(float) * (size_t) (P * 3 * H));
+    ws->o = malloc(sizeof(float) * (size_t) (P * H));
+    ws->mlp = malloc(sizeof(float) * (size_t) TILE * (size_t) (I > M ? I : M));
+    ws->rows = malloc(sizeof(float) * (size_t) TILE * (size_t) v->row);
+    ws->cs = malloc(sizeof(float) * (size_t) (P * v->hd / 2));
+    ws->sn = malloc(sizeof(float) * (size_t) (P * v->hd / 2));
+    ws->gemm = malloc(sizeof(float) * clef_cpu_linear_scratch_floats(kmax));
+    ws->scratch = malloc(sizeof(float) * ws->per_worker
+                         * (size_t) clef_cpu_pool_size(v->pool));
+    if (ws->x == NULL || ws->xn == NULL || ws->qkv == NULL || ws->o == NULL
+        || ws->mlp == NULL || ws->rows == NULL || ws->cs == NULL
+        || ws->sn == NULL || ws->gemm == NULL || ws->scratch == NULL)
     {
-        clef_error_fail(err, CLEF_E_NO_MEMORY,
-                        "out of memory for the vision tower on %lld patches",
-                        (long long) P);
-        goto done;
+        return clef_error_fail(err, CLEF_E_NO_MEMORY,
+                               "out of memory for the vision tower on %lld "
+                               "patches", (long long) P);
     }
+    return 0;
+}
 
-    /* patch embedding, TILE patch rows at a time */
+
+static void
+vision_ws_free(vision_ws *ws)
+{
+    free(ws->cu);
+    free(ws->item);
+    free(ws->x);
+    free(ws->xn);
+    free(ws->qkv);
+    free(ws->o);
+    free(ws->mlp);
+    free(ws->rows);
+    free(ws->cs);
+    free(ws->sn);
+    free(ws->gemm);
+    free(ws->scratch);
+}
+
+
+/* Patch embedding into ws->x, TILE patch rows at a time, and the rotary
+ * tables of the patches' positions. */
+static void
+vision_embed(clef_cpu_vision *v, const clef_media_item *const *items,
+    vision_ws *ws)
+{
+    clef_cpu_pool  *pool = v->pool;
+    patch_job       pj;
+    int64_t         t0, n, P = ws->P, H = v->cfg.hidden_size;
+
     pj.v = v;
     pj.items = items;
-    pj.cu = cu;
-    pj.item = item;
-    pj.base = base;
-    pj.n_groups = n_groups;
-    pj.rows = rows;
-    pj.x = x;
-    pj.cos = cs;
-    pj.sin = sn;
+    pj.cu = ws->cu;
+    pj.item = ws->item;
+    pj.base = ws->base;
+    pj.n_groups = ws->n_groups;
+    pj.rows = ws->rows;
+    pj.x = ws->x;
+    pj.cos = ws->cs;
+    pj.sin = ws->sn;
     for (t0 = 0; t0 < P; t0 += TILE) {
         n = P - t0 < TILE ? P - t0 : TILE;
         pj.p0 = t0;
         clef_cpu_pool_for(pool, n, 8, rows_task, &pj);
-        clef_cpu_linear(pool, rows, v->row, n, &v->patch, x + t0 * H, H, 0.0f,
-                        gemm);
+        clef_cpu_linear(pool, ws->rows, v->row, n, &v->patch, ws->x + t0 * H,
+                        H, 0.0f, ws->gemm);
     }
     pj.p0 = 0;
     clef_cpu_pool_for(pool, P, 8, pos_task, &pj);
+}
 
+
+/* One block over ws->x: attention within each group, then the MLP. */
+static void
+vision_block(clef_cpu_vision *v, const vblock *b, vision_ws *ws)
+{
+    const clef_vision_config  *c = &v->cfg;
+    clef_cpu_pool             *pool = v->pool;
+    int64_t                    P = ws->P, H = c->hidden_size;
+    int64_t                    I = c->intermediate_size, t0, n;
+    float                     *x = ws->x, *xn = ws->xn, *o = ws->o;
+
+    clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, b->norm1_w,
+                       b->norm1_b, 1e-6f);
+    clef_cpu_linear(pool, xn, H, P, &b->qkv, ws->qkv, 3 * H, 0.0f, ws->gemm);
+    clef_cpu_add_bias(pool, ws->qkv, 3 * H, P, (int) (3 * H), b->qkv_b);
+    clef_cpu_vision_rotary(pool, ws->qkv, 3 * H, P, c->num_heads, v->hd, H,
+                           ws->cs, ws->sn);
+    clef_cpu_vision_attention(pool, ws->qkv, 3 * H, o, H, ws->cu,
+                              ws->n_groups, c->num_heads, v->hd,
+                              1.0f / sqrtf((float) v->hd), ws->scratch,
+                              ws->per_worker, ws->blocks);
+    /* x + (o proj^T + bias), in the reference's order */
+    clef_cpu_linear(pool, o, H, P, &b->proj, xn, H, 0.0f, ws->gemm);
+    clef_cpu_add_bias(pool, xn, H, P, (int) H, b->proj_b);
+    clef_cpu_add_rows(pool, x, xn, H, P, (int) H);
+
+    clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, b->norm2_w,
+                       b->norm2_b, 1e-6f);
+    for (t0 = 0; t0 < P; t0 += TILE) {
+        n = P - t0 < TILE ? P - t0 : TILE;
+        clef_cpu_linear(pool, xn + t0 * H, H, n, &b->fc1, ws->mlp, I, 0.0f,
+                        ws->gemm);
+        clef_cpu_bias_gelu(pool, ws->mlp, I, n, (int) I, b->fc1_b, 1);
+        clef_cpu_linear(pool, ws->mlp, I, n, &b->fc2, o + t0 * H, H, 0.0f,
+                        ws->gemm);
+    }
+    clef_cpu_add_bias(pool, o, H, P, (int) H, b->fc2_b);
+    clef_cpu_add_rows(pool, x, o, H, P, (int) H);
+}
+
+
+int
+clef_cpu_vision_forward_levels(clef_cpu_vision *v,
+    const clef_media_item *const *items, int n_items, float *features,
+    int64_t level_stride, clef_error *err)
+{
+    const clef_vision_config  *c = &v->cfg;
+    vision_ws                  ws;
+    int                        l, d, rc = -1;
+
+    memset(&ws, 0, sizeof(ws));
+    if (vision_groups(v, items, n_items, &ws, err) != 0
+        || vision_ws_alloc(v, &ws, err) != 0)
+    {
+        goto done;
+    }
+
+    vision_embed(v, items, &ws);
     for (l = 0; l < c->depth; l++) {
-        b = &v->blocks[l];
-        clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, b->norm1_w,
-                           b->norm1_b, 1e-6f);
-        clef_cpu_linear(pool, xn, H, P, &b->qkv, qkv, 3 * H, 0.0f, gemm);
-        clef_cpu_add_bias(pool, qkv, 3 * H, P, (int) (3 * H), b->qkv_b);
-        clef_cpu_vision_rotary(pool, qkv, 3 * H, P, c->num_heads, v->hd, H, cs,
-                               sn);
-        clef_cpu_vision_attention(pool, qkv, 3 * H, o, H, cu, n_groups,
-                                  c->num_heads, v->hd,
-                                  1.0f / sqrtf((float) v->hd), scratch,
-                                  per_worker, blocks);
-        /* x + (o proj^T + bias), in the reference's order */
-        clef_cpu_linear(pool, o, H, P, &b->proj, xn, H, 0.0f, gemm);
-        clef_cpu_add_bias(pool, xn, H, P, (int) H, b->proj_b);
-        clef_cpu_add_rows(pool, x, xn, H, P, (int) H);
-
-        clef_cpu_layernorm(pool, x, H, xn, H, P, (int) H, b->norm2_w,
-                           b->norm2_b, 1e-6f);
-        for (t0 = 0; t0 < P; t0 += TILE) {
-            n = P - t0 < TILE ? P - t0 : TILE;
-            clef_cpu_linear(pool, xn + t0 * H, H, n, &b->fc1, mlp, I, 0.0f, gemm);
-            clef_cpu_bias_gelu(pool, mlp, I, n, (int) I, b->fc1_b, 1);
-            clef_cpu_linear(pool, mlp, I, n, &b->fc2, o + t0 * H, H, 0.0f, gemm);
-        }
-        clef_cpu_add_bias(pool, o, H, P, (int) H, b->fc2_b);
-        clef_cpu_add_rows(pool, x, o, H, P, (int) H);
+        vision_block(v, &v->blocks[l], &ws);
         /* DeepStack: this block's output through its merger, level d + 1
          * of the features */
         for (d = 0; d < c->n_deepstack; d++) {
             if (c->deepstack[d] == l) {
-                merge(v, &v->deepstack[d], 1, x, xn, P, mlp, gemm,
-                      features + (d + 1) * level_stride);
+                merge(v, &v->deepstack[d], 1, ws.x, ws.xn, ws.P, ws.mlp,
+                      ws.gemm, features + (d + 1) * level_stride);
             }
         }
         if (v->progress != NULL) {
@@ -563,21 +647,10 @@ clef_cpu_vision_forward_levels(clef_cpu_vision *v,
 
     /* the merger: LayerNorm per patch, each 2 x 2 block's patches side by
      * side (they are consecutive rows), fc1, exact GELU, fc2 */
-    merge(v, &v->merger, 0, x, xn, P, mlp, gemm, features);
+    merge(v, &v->merger, 0, ws.x, ws.xn, ws.P, ws.mlp, ws.gemm, features);
     rc = 0;
 
 done:
-    free(cu);
-    free(item);
-    free(x);
-    free(xn);
-    free(qkv);
-    free(o);
-    free(mlp);
-    free(rows);
-    free(cs);
-    free(sn);
-    free(gemm);
-    free(scratch);
+    vision_ws_free(&ws);
     return rc;
 }

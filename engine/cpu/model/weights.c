@@ -173,22 +173,16 @@ q8_segments(const clef_model *m, const clef_text_config *c, int tp)
     return tp;
 }
 
-int
-clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
-    clef_cpu_pool *pool, clef_precision prec, const clef_shard *shard,
-    clef_error *err)
+/* The text config, this rank's shard of it and the sizes that follow,
+ * into w. */
+static int
+weights_layout(clef_cpu_weights *w, const clef_model *m, clef_precision prec,
+    const clef_shard *shard, clef_error *err)
 {
     const clef_text_config  *c;
     const clef_shard        *sh;
-    const clef_cpu_part     *parts[MAX_PARTS];
-    clef_cpu_loader          ld;
-    clef_cpu_layer          *l;
-    char                     embed[160];
-    int64_t                  H, I, hv, dv, hd, dk, qkv_all;
-    int                      i, p, n, full_count = 0;
-    int                      rc = -1;
+    int64_t                  hv, dv, hd, dk;
 
-    memset(w, 0, sizeof(*w));
     w->cfg = *clef_model_text_config(m);
     w->prec = prec;
     c = &w->cfg;
@@ -211,55 +205,37 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
     w->nseg = w->segs / sh->size;
     w->seg0 = sh->rank * w->nseg;
 
-    /* the model's sizes in capitals, this rank's in lower case */
-    H = c->hidden_size;
     dk = c->linear_key_head_dim;
     dv = c->linear_value_head_dim;
     hd = c->head_dim;
-    I = sh->inter;
     hv = sh->v_heads;
     w->hq = sh->q_heads;
     w->hkv = sh->kv_heads;
     w->hk = sh->k_heads;
     w->hv = sh->v_heads;
     w->inter = sh->inter;
-    qkv_all = 2 * (int64_t) c->linear_num_key_heads * dk
-              + (int64_t) c->linear_num_value_heads * dv;
     w->qkv_dim = (int) (2 * w->hk * dk + hv * dv);
     w->gdn_v_dim = (int) (hv * dv);
     w->gdn_in_dim = w->qkv_dim + w->gdn_v_dim + 2 * (int) hv;
     w->q_head_dim = (int) hd * (c->attn_output_gate ? 2 : 1);
     w->attn_in_dim = w->hq * w->q_head_dim + 2 * w->hkv * (int) hd;
     w->attn_o_dim = w->hq * (int) hd;
+    return 0;
+}
 
-    memset(&ld, 0, sizeof(ld));
-    ld.m = m;
-    ld.pool = pool;
-    ld.w = w;
-    ld.err = err;
-    clef_dims_text(&ld.dims, c);
+/* The GEMM the matrices take at w->prec, named in w->gemm: bf16 on native
+ * instructions where oneDNN has them for every reduction length of the
+ * model's matrices (gemm_bf16.h), the row-parallel ones by segment;
+ * full_count: the model's layers of full attention. */
+static void
+weights_gemm(clef_cpu_weights *w, clef_cpu_pool *pool, int full_count)
+{
+    const clef_text_config  *c = &w->cfg;
+    clef_precision           prec = w->prec;
 
-    /* every layer's parts, refusing a kind this backend does not run
-     * before anything is allocated; the plain vectors and (for the
-     * message) the matrices they take */
-    ld.floats = H;                                          /* final norm */
-    for (i = 0; i < c->num_hidden_layers; i++) {
-        full_count += c->layer[i].mixer == CLEF_MIXER_FULL;
-        n = clef_cpu_layer_parts(&c->layer[i], i, parts, err);
-        if (n < 0) {
-            return -1;
-        }
-        for (p = 0; p < n; p++) {
-            ld.floats += parts[p]->floats(w);
-            ld.packed += parts[p]->packed(w);
-        }
-    }
-
-    /* bf16 on native instructions where oneDNN has them for every
-     * reduction length of the model's matrices (gemm_bf16.h): the
-     * row-parallel ones by segment */
     if (prec == CLEF_PRECISION_BF16) {
-        int64_t  ks[5] = { H, I / w->nseg, w->attn_o_dim / w->nseg,
+        int64_t  ks[5] = { c->hidden_size, w->inter / w->nseg,
+                           w->attn_o_dim / w->nseg,
                            w->gdn_v_dim / w->nseg, c->moe_intermediate_size };
         int      nk = 2 + (full_count > 0);
         char     why[192];
@@ -290,6 +266,56 @@ clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
         snprintf(w->gemm, sizeof(w->gemm), "%s",
                  clef_cpu_gemm_describe_prec(prec));
     }
+}
+
+int
+clef_cpu_weights_load(clef_cpu_weights *w, const clef_model *m,
+    clef_cpu_pool *pool, clef_precision prec, const clef_shard *shard,
+    clef_error *err)
+{
+    const clef_text_config  *c;
+    const clef_cpu_part     *parts[MAX_PARTS];
+    clef_cpu_loader          ld;
+    clef_cpu_layer          *l;
+    char                     embed[160];
+    int64_t                  H, qkv_all;
+    int                      i, p, n, full_count = 0;
+    int                      rc = -1;
+
+    memset(w, 0, sizeof(*w));
+    if (weights_layout(w, m, prec, shard, err) != 0) {
+        return -1;
+    }
+    c = &w->cfg;
+    H = c->hidden_size;
+    qkv_all = 2 * (int64_t) c->linear_num_key_heads
+              * c->linear_key_head_dim
+              + (int64_t) c->linear_num_value_heads * c->linear_value_head_dim;
+
+    memset(&ld, 0, sizeof(ld));
+    ld.m = m;
+    ld.pool = pool;
+    ld.w = w;
+    ld.err = err;
+    clef_dims_text(&ld.dims, c);
+
+    /* every layer's parts, refusing a kind this backend does not run
+     * before anything is allocated; the plain vectors and (for the
+     * message) the matrices they take */
+    ld.floats = H;                                          /* final norm */
+    for (i = 0; i < c->num_hidden_layers; i++) {
+        full_count += c->layer[i].mixer == CLEF_MIXER_FULL;
+        n = clef_cpu_layer_parts(&c->layer[i], i, parts, err);
+        if (n < 0) {
+            return -1;
+        }
+        for (p = 0; p < n; p++) {
+            ld.floats += parts[p]->floats(w);
+            ld.packed += parts[p]->packed(w);
+        }
+    }
+
+    weights_gemm(w, pool, full_count);
 
     clef_role_name(c, CLEF_ROLE_EMBED, 0, embed, sizeof(embed));
     w->embed = clef_model_role(m, CLEF_ROLE_EMBED, 0);
