@@ -12,8 +12,8 @@
  *   - the quantized files: the same tensors within their types' error;
  *   - the tokenizer from tokenizer.ggml.*: ids and spans identical to the
  *     tokenizer.json path on every encoder fixture and tokenizer text;
- *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a part
- *     of a split GGUF (llama-gguf-split), a vocabulary-only GGUF, a
+ *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, the
+ *     first part of a split GGUF renamed, a vocabulary-only GGUF, a
  *     missing tensor, a wrong shape;
  *   - `clef mkmodel --gguf TYPE` from the same seed against the manifest
  *     (gguf-py's dump of llama.cpp's files): the F32, F16 and BF16 files
@@ -767,21 +767,21 @@ test_refusals(void)
           "a tensor of the wrong shape is named: %s", err.message);
     clef_gguf_clef_close(m);
 
-    /* a part of a split model, met in the sweep (t/reference/sweep_gguf.py):
-     * it was refused for a tensor it lacks, or as having no architecture */
+    /* the first part of a split model (t/unit/test_gguf_split.c) under
+     * another name: its other parts cannot be found */
     copy_fixture(path, NULL, NULL, NULL, 3, &err);
     m = clef_gguf_clef_open(path, NULL, CLEF_GGUF_HEADERS_ONLY, &err);
     CHECK(m == NULL && err.code == CLEF_E_MODEL
-          && strstr(err.message, "is part 1 of 3 of a GGUF split by"
-                    " llama-gguf-split (split.count): ngx_clef reads a model"
-                    " from one file; merge the parts with `llama-gguf-split"
-                    " --merge FIRST-PART.gguf MODEL.gguf`") != NULL,
-          "a part of a split GGUF is refused as one, saying what to do: %s",
+          && strstr(err.message, "is the first of 3 parts of a GGUF split by"
+                    " llama-gguf-split, but not named as one"
+                    " (PREFIX-00001-of-00003.gguf)") != NULL,
+          "a first part renamed is refused as one, saying why: %s",
           err.message);
     clef_gguf_clef_close(m);
     CHECK(sh("build/clef decide '%s' </dev/null >/dev/null 2>'%s/why'", path,
              dir) != 0
-          && sh("grep -q 'is part 1 of 3 of a GGUF split' '%s/why'", dir) == 0,
+          && sh("grep -q 'is the first of 3 parts of a GGUF split' '%s/why'",
+                dir) == 0,
           "clef decide refuses it with the same message");
 
     /* and a vocabulary-only one: it was refused for lacking token_embd */
