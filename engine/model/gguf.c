@@ -477,9 +477,40 @@ read_kvs(rd *r, clef_gguf *g)
 }
 
 /* The dims, type and data size of one tensor info. */
+/* The types a tensor may have, the most bits per value first: what a
+ * refusal names, into list. */
+static const char *
+types_read(char *list, size_t size)
+{
+    const clef_dtype_traits  *q;
+    clef_dtype                dt;
+    size_t                    len = 0;
+    int                       bits, id;
+
+    list[0] = '\0';
+    for (bits = 32 * 256; bits > 0; bits--) {
+        for (id = 0; id < 64; id++) {
+            if (clef_dtype_from_ggml(id, &dt) != 0
+                || !clef_dtype_is_float(dt))
+            {
+                continue;
+            }
+            q = clef_dtype_traits_of(dt);
+            if ((int) (q->block_bytes * 8 * 256 / (size_t) q->block) == bits
+                && len + strlen(q->name) + 3 < size)
+            {
+                len += (size_t) snprintf(list + len, size - len, "%s%s",
+                                         len ? ", " : "", q->name);
+            }
+        }
+    }
+    return list;
+}
+
 static int
 tensor_layout(rd *r, clef_gguf_tensor *t)
 {
+    char         list[300];
     uint32_t     ndim;
     uint64_t     ne;
     int64_t      row, rows;
@@ -518,9 +549,8 @@ tensor_layout(rd *r, clef_gguf_tensor *t)
         || !clef_dtype_is_float(t->dtype))
     {
         return fail(r, "tensor '%s' is of type %s, which ngx_clef does not"
-                    " read (it reads F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1,"
-                    " Q5_0, Q4_K, Q4_1, Q4_0: quantize the model to one of"
-                    " those, e.g. llama-quantize ... Q4_K_M)", t->name, tname);
+                    " read (it reads %s)", t->name, tname,
+                    types_read(list, sizeof(list)));
     }
     if (t->ne[0] % block != 0) {
         return fail(r, "tensor '%s': a row of %lld values is not a whole"

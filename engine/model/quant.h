@@ -8,7 +8,10 @@
  * in `bytes` bytes.  The types ngx_clef computes with are those llama.cpp's
  * converter and llama-quantize write for Clef (F32, F16, BF16, Q8_0, and
  * the Q4_K_M, Q5_K_M and Q6_K mixes with their fallbacks for rows that are
- * not a multiple of 256: Q4_0, Q4_1, Q5_0, Q5_1).
+ * not a multiple of 256: Q4_0, Q4_1, Q5_0, Q5_1), and the ones it writes
+ * for the smaller files, read only: Q2_K, Q3_K, the i-quants (IQ4_NL,
+ * IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M), the
+ * ternary TQ1_0 and TQ2_0, and the fp4 types MXFP4 and NVFP4.
  *
  * Dequantization is bit-identical to gguf-py's (gguf/quants.py): the same
  * f32 operations in the same order, each rounded on its own (no fused
@@ -30,17 +33,32 @@
 
 /* GGML's type ids, as a GGUF tensor info stores them. */
 typedef enum {
-    CLEF_GGML_F32  = 0,
-    CLEF_GGML_F16  = 1,
-    CLEF_GGML_Q4_0 = 2,
-    CLEF_GGML_Q4_1 = 3,
-    CLEF_GGML_Q5_0 = 6,
-    CLEF_GGML_Q5_1 = 7,
-    CLEF_GGML_Q8_0 = 8,
-    CLEF_GGML_Q4_K = 12,
-    CLEF_GGML_Q5_K = 13,
-    CLEF_GGML_Q6_K = 14,
-    CLEF_GGML_BF16 = 30
+    CLEF_GGML_F32     = 0,
+    CLEF_GGML_F16     = 1,
+    CLEF_GGML_Q4_0    = 2,
+    CLEF_GGML_Q4_1    = 3,
+    CLEF_GGML_Q5_0    = 6,
+    CLEF_GGML_Q5_1    = 7,
+    CLEF_GGML_Q8_0    = 8,
+    CLEF_GGML_Q2_K    = 10,
+    CLEF_GGML_Q3_K    = 11,
+    CLEF_GGML_Q4_K    = 12,
+    CLEF_GGML_Q5_K    = 13,
+    CLEF_GGML_Q6_K    = 14,
+    CLEF_GGML_IQ2_XXS = 16,
+    CLEF_GGML_IQ2_XS  = 17,
+    CLEF_GGML_IQ3_XXS = 18,
+    CLEF_GGML_IQ1_S   = 19,
+    CLEF_GGML_IQ4_NL  = 20,
+    CLEF_GGML_IQ3_S   = 21,
+    CLEF_GGML_IQ2_S   = 22,
+    CLEF_GGML_IQ4_XS  = 23,
+    CLEF_GGML_IQ1_M   = 29,
+    CLEF_GGML_BF16    = 30,
+    CLEF_GGML_TQ1_0   = 34,
+    CLEF_GGML_TQ2_0   = 35,
+    CLEF_GGML_MXFP4   = 39,
+    CLEF_GGML_NVFP4   = 40
 } clef_ggml_type;
 
 #define CLEF_QK_K  256      /* values per block of the K types */
@@ -71,6 +89,26 @@ void clef_q8_0_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_q4_k_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_q5_k_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_q6_k_to_f32(const void *blocks, float *dst, int64_t n);
+
+/* Types ngx_clef reads and does not write (llama-quantize's, with their
+ * search for small errors and importance matrices): quant_k_low.c,
+ * quant_iq4.c, quant_iq.c, quant_tq.c.  Their table rows have no
+ * quantizer. */
+void clef_q2_k_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q3_k_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq4_nl_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq4_xs_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_mxfp4_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_nvfp4_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq2_xxs_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq2_xs_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq2_s_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq3_xxs_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq3_s_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq1_s_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_iq1_m_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_tq1_0_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_tq2_0_to_f32(const void *blocks, float *dst, int64_t n);
 
 /* The quantizers, one per type. */
 void clef_f32_from_f32(const float *src, void *blocks, int64_t n);
