@@ -110,6 +110,21 @@ void clef_iq1_m_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_tq1_0_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_tq2_0_to_f32(const void *blocks, float *dst, int64_t n);
 
+/*
+ * The integer form of a block of the types whose value v is (d * sc) * q
+ * for an fp16 d, an integer scale sc of its 16 values and an integer code
+ * q (IQ4_NL: one d for its 32 values, no sc; TQ1_0, TQ2_0: sc 1): what
+ * their dequantizers scale, and what the CPU's integer products repack
+ * (cpu/kernels/qconv.c).  Q3_K: q in [-4, 3], sc in [-32, 31]; IQ3_S: q
+ * the signed grid element (|q| <= 15), sc = 1 + 2 s (the same for both
+ * halves of 32 values); TQ: q in {-1, 0, 1}; IQ4_NL: q the codebook's.
+ */
+void clef_q3_k_codes(const void *block, int8_t q[256], int8_t sc[16]);
+void clef_iq3_s_codes(const void *block, int8_t q[256], int8_t sc[16]);
+void clef_tq1_0_codes(const void *block, int8_t q[256]);
+void clef_tq2_0_codes(const void *block, int8_t q[256]);
+void clef_iq4_nl_codes(const void *block, int8_t q[32]);
+
 /* The quantizers, one per type. */
 void clef_f32_from_f32(const float *src, void *blocks, int64_t n);
 void clef_f16_from_f32(const float *src, void *blocks, int64_t n);

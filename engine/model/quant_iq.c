@@ -158,25 +158,42 @@ clef_iq3_xxs_to_f32(const void *blocks, float *dst, int64_t n)
 }
 
 void
+clef_iq3_s_codes(const void *block, int8_t q[QK], int8_t sc[16])
+{
+    const uint8_t  *b = block, *qs = b + 2, *qh = b + 66, *signs = b + 74;
+    const uint8_t  *row;
+    int             e, j, v;
+
+    for (e = 0; e < 64; e++) {
+        row = ROW(clef_iq3s_grid, qs[e] | ((qh[e / 8] >> (e % 8)) & 1) << 8);
+        for (j = 0; j < 4; j++) {
+            v = 4 * e + j;
+            q[v] = (int8_t) ((signs[v / 8] >> (v % 8)) & 1 ? -row[j] : row[j]);
+        }
+    }
+    for (e = 0; e < 16; e++) {
+        sc[e] = (int8_t) (1 + 2 * nibble(b + 106, e / 2));
+    }
+}
+
+void
 clef_iq3_s_to_f32(const void *blocks, float *dst, int64_t n)
 {
-    const uint8_t  *b = blocks, *qs, *qh, *signs;
+    const uint8_t  *b = blocks;
+    int8_t          q[QK], sc[16];
     float           d, db = 0;
     int64_t         i;
-    int             e;
+    int             v;
 
-    for (i = 0; i < n / QK; i++, b += 110) {
+    for (i = 0; i < n / QK; i++, b += 110, dst += QK) {
+        clef_iq3_s_codes(b, q, sc);
         d = q_rd_f16(b);
-        qs = b + 2;
-        qh = b + 66;
-        signs = b + 74;
-        for (e = 0; e < 64; e++, dst += 4) {
-            if (e % 8 == 0) {
-                db = d * (float) (1 + 2 * nibble(b + 106, e / 8));
+        for (v = 0; v < QK; v++) {
+            if (v % 32 == 0) {
+                db = d * (float) sc[v / 16];
             }
-            grid_row(ROW(clef_iq3s_grid,
-                         qs[e] | ((qh[e / 8] >> (e % 8)) & 1) << 8), 4, db,
-                     signs[e / 2] >> (4 * (e % 2)), dst);
+            /* the sign is exact: (db * g) * -1 = db * -g */
+            dst[v] = db * (float) q[v];
         }
     }
 }

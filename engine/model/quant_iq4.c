@@ -35,6 +35,18 @@ nibbles_32(const uint8_t *qs, const int8_t *kv, float d, float *dst)
 }
 
 void
+clef_iq4_nl_codes(const void *block, int8_t q[32])
+{
+    const uint8_t  *qs = (const uint8_t *) block + 2;
+    int             j;
+
+    for (j = 0; j < 16; j++) {
+        q[j] = clef_iq4nl_values[qs[j] & 0x0f];
+        q[j + 16] = clef_iq4nl_values[qs[j] >> 4];
+    }
+}
+
+void
 clef_iq4_nl_to_f32(const void *blocks, float *dst, int64_t n)
 {
     const uint8_t  *b = blocks;

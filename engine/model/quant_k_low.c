@@ -47,38 +47,41 @@ clef_q2_k_to_f32(const void *blocks, float *dst, int64_t n)
     }
 }
 
-/* Q3_K's 16 signed 6-bit scales. */
-static void
-q3_k_scales(const uint8_t *b, int sc[16])
+void
+clef_q3_k_codes(const void *block, int8_t q[CLEF_QK_K], int8_t sc[16])
 {
-    int  k;
+    const uint8_t  *b = block, *hm = b, *qs = b + 32, *sb = b + 96;
+    int             k, v;
 
     for (k = 0; k < 16; k++) {
-        sc[k] = (((b[k % 8] >> (4 * (k / 8))) & 0x0f)
-                 | (((b[8 + k % 4] >> (2 * (k / 4))) & 3) << 4)) - 32;
+        sc[k] = (int8_t) ((((sb[k % 8] >> (4 * (k / 8))) & 0x0f)
+                           | (((sb[8 + k % 4] >> (2 * (k / 4))) & 3) << 4))
+                          - 32);
+    }
+    for (v = 0; v < QK; v++) {
+        q[v] = (int8_t) (((qs[(v / 128) * 32 + v % 32] >> (2 * ((v % 128) / 32)))
+                          & 3)
+                         - (((hm[v % 32] >> (v / 32)) & 1) ? 0 : 4));
     }
 }
 
 void
 clef_q3_k_to_f32(const void *blocks, float *dst, int64_t n)
 {
-    const uint8_t  *b = blocks, *hm, *qs;
+    const uint8_t  *b = blocks;
+    int8_t          q[QK], sc[16];
     float           d, dl = 0;
     int64_t         i;
-    int             sc[16], v, q;
+    int             v;
 
     for (i = 0; i < n / QK; i++, b += 110, dst += QK) {
-        hm = b;
-        qs = b + 32;
-        q3_k_scales(b + 96, sc);
+        clef_q3_k_codes(b, q, sc);
         d = q_rd_f16(b + 108);
         for (v = 0; v < QK; v++) {
             if (v % 16 == 0) {
                 dl = d * (float) sc[v / 16];
             }
-            q = (qs[(v / 128) * 32 + v % 32] >> (2 * ((v % 128) / 32))) & 3;
-            q -= ((hm[v % 32] >> (v / 32)) & 1) ? 0 : 4;
-            dst[v] = dl * (float) q;
+            dst[v] = dl * (float) q[v];
         }
     }
 }

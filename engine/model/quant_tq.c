@@ -27,41 +27,61 @@ tq1_digit(uint8_t b, int k)
 }
 
 void
-clef_tq1_0_to_f32(const void *blocks, float *dst, int64_t n)
+clef_tq1_0_codes(const void *block, int8_t q[QK])
 {
-    const uint8_t  *b = blocks;
-    float           d;
-    int64_t         i;
-    int             v, q;
+    const uint8_t  *b = block;
+    int             v;
 
-    for (i = 0; i < n / QK; i++, b += 54, dst += QK) {
-        d = q_rd_f16(b + 52);
-        for (v = 0; v < QK; v++) {
-            if (v < 160) {
-                q = tq1_digit(b[v % 32], v / 32);
-            } else if (v < 240) {
-                q = tq1_digit(b[32 + (v - 160) % 16], (v - 160) / 16);
-            } else {
-                q = tq1_digit(b[48 + (v - 240) % 4], (v - 240) / 4);
-            }
-            dst[v] = d * (float) q;
+    for (v = 0; v < QK; v++) {
+        if (v < 160) {
+            q[v] = (int8_t) tq1_digit(b[v % 32], v / 32);
+        } else if (v < 240) {
+            q[v] = (int8_t) tq1_digit(b[32 + (v - 160) % 16], (v - 160) / 16);
+        } else {
+            q[v] = (int8_t) tq1_digit(b[48 + (v - 240) % 4], (v - 240) / 4);
         }
     }
 }
 
 void
-clef_tq2_0_to_f32(const void *blocks, float *dst, int64_t n)
+clef_tq2_0_codes(const void *block, int8_t q[QK])
 {
-    const uint8_t  *b = blocks;
-    float           d;
-    int64_t         i;
-    int             v, q;
+    const uint8_t  *b = block;
+    int             v;
 
-    for (i = 0; i < n / QK; i++, b += 66, dst += QK) {
-        d = q_rd_f16(b + 64);
+    for (v = 0; v < QK; v++) {
+        q[v] = (int8_t) (((b[(v / 128) * 32 + v % 32] >> (2 * ((v % 128) / 32)))
+                          & 3) - 1);
+    }
+}
+
+/* x = d * q of each value, the codes from codes(). */
+static void
+ternary(const uint8_t *b, int d_at, void (*codes)(const void *, int8_t *),
+    float *dst, int64_t n)
+{
+    int8_t   q[QK];
+    float    d;
+    int64_t  i;
+    int      v;
+
+    for (i = 0; i < n / QK; i++, b += d_at + 2, dst += QK) {
+        codes(b, q);
+        d = q_rd_f16(b + d_at);
         for (v = 0; v < QK; v++) {
-            q = (b[(v / 128) * 32 + v % 32] >> (2 * ((v % 128) / 32))) & 3;
-            dst[v] = d * (float) (q - 1);
+            dst[v] = d * (float) q[v];
         }
     }
+}
+
+void
+clef_tq1_0_to_f32(const void *blocks, float *dst, int64_t n)
+{
+    ternary(blocks, 52, clef_tq1_0_codes, dst, n);
+}
+
+void
+clef_tq2_0_to_f32(const void *blocks, float *dst, int64_t n)
+{
+    ternary(blocks, 64, clef_tq2_0_codes, dst, n);
 }

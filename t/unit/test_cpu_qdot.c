@@ -3,9 +3,12 @@
  * model of their arithmetic written from the GGUF blocks themselves (not
  * from the kernels' panels, so the repacking is checked too), bit for bit:
  *
- *   - every type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) on
- *     random blocks: every code, fp16 scales of random finite values, Q8_0
- *     codes of -128, K scales over their whole 6 bits, Q6_K scales -128;
+ *   - every type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and the
+ *     ones read as another's blocks: IQ4_NL, Q3_K, IQ3_S, TQ1_0, TQ2_0)
+ *     on random blocks: every code, fp16 scales of random finite values,
+ *     Q8_0 codes of -128, K scales over their whole 6 bits, Q6_K scales
+ *     -128, the model written from each type's own definition (quant.h's
+ *     integer forms: code times scale), not from the type it is read as;
  *   - every kernel the CPU has (AVX512-VNNI, the 256-bit VNNI code,
  *     AVX2), each in the same process;
  *   - tails: activation rows that are not a multiple of a tile's (1, 5,
@@ -50,8 +53,11 @@ urand(void)
 
 static const uint32_t  types[] = {
     CLEF_GGML_Q8_0, CLEF_GGML_Q4_0, CLEF_GGML_Q4_1, CLEF_GGML_Q5_0,
-    CLEF_GGML_Q5_1, CLEF_GGML_Q4_K, CLEF_GGML_Q5_K, CLEF_GGML_Q6_K
+    CLEF_GGML_Q5_1, CLEF_GGML_Q4_K, CLEF_GGML_Q5_K, CLEF_GGML_Q6_K,
+    CLEF_GGML_IQ4_NL, CLEF_GGML_Q3_K, CLEF_GGML_IQ3_S, CLEF_GGML_TQ1_0,
+    CLEF_GGML_TQ2_0
 };
+#define NTYPES  (int) (sizeof(types) / sizeof(types[0]))
 
 static void
 put_f16(uint8_t *p, float v)
@@ -101,6 +107,15 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
             break;
         case CLEF_GGML_Q6_K:
             put_f16(b + 208, scale());
+            break;
+        case CLEF_GGML_Q3_K:
+            put_f16(b + 108, scale());
+            break;
+        case CLEF_GGML_TQ1_0:
+            put_f16(b + 52, scale());
+            break;
+        case CLEF_GGML_TQ2_0:
+            put_f16(b + 64, scale());
             break;
         default:
             put_f16(b, scale());
@@ -210,6 +225,75 @@ k_scale(const uint8_t *b, int s, int *sc, int *mn)
     }
 }
 
+/* The integer form (quant.h) of a block of the types read as another's:
+ * codes q, scales sc per 16 values (1 where the type has none), and where
+ * its fp16 d is; 0 for another type. */
+static int
+int_form(uint32_t type, const uint8_t *b, int8_t *q, int8_t *sc, int *d_at)
+{
+    int  i;
+
+    memset(sc, 1, 16);
+    switch (type) {
+    case CLEF_GGML_IQ4_NL:
+        clef_iq4_nl_codes(b, q);
+        *d_at = 0;
+        return 1;
+    case CLEF_GGML_Q3_K:
+        clef_q3_k_codes(b, q, sc);
+        *d_at = 108;
+        return 1;
+    case CLEF_GGML_IQ3_S:
+        clef_iq3_s_codes(b, q, sc);
+        *d_at = 0;
+        return 1;
+    case CLEF_GGML_TQ1_0:
+        clef_tq1_0_codes(b, q);
+        *d_at = 52;
+        return 1;
+    case CLEF_GGML_TQ2_0:
+        clef_tq2_0_codes(b, q);
+        *d_at = 64;
+        return 1;
+    default:
+        for (i = 0; i < 16; i++) {
+            sc[i] = 0;
+        }
+        return 0;
+    }
+}
+
+/* The integer-form types: per 32 values the integer sum of each 16-value
+ * half's codes times the activation's, times its scale, added (I), then t
+ * = (float) I * d and y = fma(t, da, y): the arithmetic of the kernels'
+ * type they are read as (Q6_K's, and Q8_0's for IQ4_NL, whose scale is 1
+ * and whose halves add as one sum). */
+static float
+model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
+    float y)
+{
+    const clef_dtype_traits  *tr = gtraits(type);
+    const uint8_t            *b;
+    int8_t                    q[256], sc[16];
+    int64_t                   j;
+    int                       v, off, i, h[2], d_at;
+    float                     t;
+
+    for (j = 0; j < k / 32; j++) {
+        b = w + (j * 32 / tr->block) * (int64_t) tr->block_bytes;
+        v = (int) (j * 32 % tr->block);
+        int_form(type, b, q, sc, &d_at);
+        h[0] = h[1] = 0;
+        for (off = 0; off < 32; off++) {
+            h[off / 16] += q[v + off] * a[j].q[off];
+        }
+        i = sc[v / 16] * h[0] + sc[v / 16 + 1] * h[1];
+        t = (float) i * f16at(b + d_at);
+        y = fmaf(t, a[j].d, y);
+    }
+    return y;
+}
+
 /* y[n] of row a (k / 32 blocks) against weight row w, from y0 */
 static float
 model_dot(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
@@ -218,9 +302,13 @@ model_dot(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
     const clef_dtype_traits  *tr = gtraits(type);
     const uint8_t           *b;
     int64_t                  j;
-    int                      v, sc, mn, off, i, i0, i1;
+    int                      v, sc, mn, off, i, i0, i1, d_at;
+    int8_t                   iq[256], isc[16];
     float                    ws, wm, t;
 
+    if (int_form(type, w, iq, isc, &d_at)) {
+        return model_int_form(type, w, a, k, y);
+    }
     for (j = 0; j < k / 32; j++) {
         b = w + (j * 32 / tr->block) * (int64_t) tr->block_bytes;
         v = (int) (j * 32 % tr->block);          /* first value in the block */
@@ -491,8 +579,8 @@ main(void)
 
     /* each type: every activation-row tail with one weight-row tail, and
      * every weight-row tail with one activation-row count */
-    for (ti = 0; ti < 8; ti++) {
-        kk = types[ti] >= CLEF_GGML_Q4_K ? 512 : 96;
+    for (ti = 0; ti < NTYPES; ti++) {
+        kk = gtraits(types[ti])->block == 256 ? 512 : 96;
         for (mi = 0; mi < 5; mi++) {
             r = rs[mi % 4];
             one_case(&e, &types[ti], &r, 1, kk, ms[mi], mi % 2 ? 1.0f : 0.0f,
@@ -520,6 +608,12 @@ main(void)
     mt[2] = CLEF_GGML_Q5_1;
     mt[3] = CLEF_GGML_Q4_0;
     one_case(&e, mt, mr, 4, 64, 19, 0.0f, 1);
+    /* a dynamic mix's: the types read as others' beside those */
+    mt[0] = CLEF_GGML_Q3_K;
+    mt[1] = CLEF_GGML_IQ4_NL;
+    mt[2] = CLEF_GGML_Q4_K;
+    mt[3] = CLEF_GGML_IQ3_S;
+    one_case(&e, mt, mr, 4, 512, 13, 1.0f, 0);
 
     free(e.scratch);
     clef_cpu_pool_destroy(e.pools[0]);

@@ -141,7 +141,20 @@ void clef_qdot_linear_isa(const clef_qdot_isa *k, clef_cpu_pool *pool,
     const float *x, int64_t ldx, int64_t m, const clef_qdot_mat *q, float *y,
     int64_t ldy, float beta, void *scratch);
 
-/* The type index of a GGUF type; -1 for one not multiplied here. */
+/* How the blocks of a GGUF type reach the kernels (qconv.c): as they are,
+ * or each rewritten exactly as a block of the type qt (convert, into a
+ * buffer of that type's file block). */
+typedef struct {
+    uint32_t  ggml;
+    int       qt;                   /* the kernels' type */
+    int       bytes;                /* of the file's block */
+    void    (*convert)(const uint8_t *block, uint8_t *out);
+} qd_source;
+
+/* NULL for a type not multiplied here. */
+const qd_source *qd_source_of(uint32_t ggml);
+
+/* The kernels' type of a GGUF type; -1 for one not multiplied here. */
 int qd_type_of(uint32_t ggml);
 
 /* Values per block and bytes of one block of a panel, per type. */

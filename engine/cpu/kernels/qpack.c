@@ -23,32 +23,12 @@ const int  qd_block_bytes[QT_COUNT] = {
     QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K
 };
 
-/* The GGUF block's bytes, per type. */
-static const int  file_bytes[QT_COUNT] = { 34, 18, 20, 22, 24, 144, 176, 210 };
-
 int
 qd_type_of(uint32_t ggml)
 {
-    switch (ggml) {
-    case CLEF_GGML_Q8_0:
-        return QT_Q8_0;
-    case CLEF_GGML_Q4_0:
-        return QT_Q4_0;
-    case CLEF_GGML_Q4_1:
-        return QT_Q4_1;
-    case CLEF_GGML_Q5_0:
-        return QT_Q5_0;
-    case CLEF_GGML_Q5_1:
-        return QT_Q5_1;
-    case CLEF_GGML_Q4_K:
-        return QT_Q4_K;
-    case CLEF_GGML_Q5_K:
-        return QT_Q5_K;
-    case CLEF_GGML_Q6_K:
-        return QT_Q6_K;
-    default:
-        return -1;
-    }
+    const qd_source  *src = qd_source_of(ggml);
+
+    return src != NULL ? src->qt : -1;
 }
 
 int
@@ -261,17 +241,24 @@ q6k_block(const uint8_t *b, uint8_t *o, int l)
     }
 }
 
-/* One row's nb blocks (at rb) into lane l of a panel. */
+/* One row's nb blocks (at rb, of the GGUF type ggml) into lane l of a
+ * panel. */
 static void
-pack_row(int t, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
+pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
 {
-    const uint8_t  *b;
-    uint8_t        *o;
-    int64_t         k;
+    const qd_source  *src = qd_source_of(ggml);
+    const uint8_t    *b;
+    uint8_t          *o, conv[256];
+    int64_t           k;
+    int               t = src->qt;
 
     for (k = 0; k < nb; k++) {
         o = panel + (size_t) k * (size_t) qd_block_bytes[t];
-        b = rb + (size_t) k * (size_t) file_bytes[t];
+        b = rb + (size_t) k * (size_t) src->bytes;
+        if (src->convert != NULL) {
+            src->convert(b, conv);
+            b = conv;
+        }
         if (t <= QT_Q5_1) {
             legacy_block(t, b, o, l);
         } else if (t == QT_Q6_K) {
@@ -298,7 +285,7 @@ clef_qdot_pack_rows(clef_qdot_mat *q, int64_t row, int64_t n, const void *src,
     t = qd_type_of(g->type);
     for (r = 0; r < n; r++) {
         in = row + r - g->row0;
-        pack_row(t, q->cols / qd_block_values[t],
+        pack_row(g->type, q->cols / qd_block_values[t],
                  (const uint8_t *) src + (size_t) r * row_bytes,
                  g->data + (size_t) (in / PANEL) * g->panel_bytes,
                  (int) (in % PANEL));
@@ -339,7 +326,7 @@ clef_qdot_pack_panels(const clef_qdot_group *g, int64_t cols, int64_t r0,
 
     memset(out, 0, (size_t) ((n + PANEL - 1) / PANEL) * g->panel_bytes);
     for (r = 0; r < n; r++) {
-        pack_row(t, cols / qd_block_values[t],
+        pack_row(g->type, cols / qd_block_values[t],
                  g->src + (size_t) (r0 + r) * g->src_stride,
                  out + (size_t) (r / PANEL) * g->panel_bytes,
                  (int) (r % PANEL));

@@ -1,0 +1,126 @@
+/*
+ * Block types the integer products read as blocks of a type they have
+ * (qdot.h): each block rewritten when it is packed, exactly, as a block
+ * of that type whose values are the same numbers (model/quant.h's integer
+ * forms), so the same kernels, panels and tests serve both:
+ *
+ *   IQ4_NL  -> Q8_0  the same d; the codebook's int8 values as the codes
+ *   Q3_K    -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
+ *   IQ3_S            int8 scales (TQ1_0, TQ2_0: 1): (d * sc) * (q + 32 -
+ *   TQ1_0            32) is the value each dequantizer gives, the same
+ *   TQ2_0            products in the same order
+ *
+ * The cost is the target's bytes per value in the panels (Q6_K's 0.82
+ * bytes for Q3_K's 0.43, Q8_0's 1.06 for IQ4_NL's 0.56): the codes stay
+ * integers and nothing is rounded.
+ */
+#include "cpu/kernels/qdot_kernel.h"
+
+#include <string.h>
+
+#include "model/quant.h"
+
+/* Q6_K's 6-bit code of value v (model/quant_k.c's layout). */
+static void
+q6k_put(uint8_t *b, int v, int q)
+{
+    int  h = v / 128, r = v % 128;
+
+    if (r < 64) {
+        b[h * 64 + r] |= (uint8_t) (q & 0x0f);
+    } else {
+        b[h * 64 + r - 64] |= (uint8_t) ((q & 0x0f) << 4);
+    }
+    b[128 + h * 32 + r % 32] |= (uint8_t) (((q >> 4) & 3) << (2 * (r / 32)));
+}
+
+/* A Q6_K block from 256 codes in [-32, 31], 16 scales and an fp16 d. */
+static void
+q6k_block_of(const int8_t *q, const int8_t *sc, const uint8_t *d,
+    uint8_t *out)
+{
+    int  v;
+
+    memset(out, 0, 210);
+    for (v = 0; v < CLEF_QK_K; v++) {
+        q6k_put(out, v, q[v] + 32);
+    }
+    memcpy(out + 192, sc, 16);
+    memcpy(out + 208, d, 2);
+}
+
+static void
+q3_k(const uint8_t *b, uint8_t *out)
+{
+    int8_t  q[CLEF_QK_K], sc[16];
+
+    clef_q3_k_codes(b, q, sc);
+    q6k_block_of(q, sc, b + 108, out);
+}
+
+static void
+iq3_s(const uint8_t *b, uint8_t *out)
+{
+    int8_t  q[CLEF_QK_K], sc[16];
+
+    clef_iq3_s_codes(b, q, sc);
+    q6k_block_of(q, sc, b, out);
+}
+
+static const int8_t  ones[16] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+};
+
+static void
+tq1_0(const uint8_t *b, uint8_t *out)
+{
+    int8_t  q[CLEF_QK_K];
+
+    clef_tq1_0_codes(b, q);
+    q6k_block_of(q, ones, b + 52, out);
+}
+
+static void
+tq2_0(const uint8_t *b, uint8_t *out)
+{
+    int8_t  q[CLEF_QK_K];
+
+    clef_tq2_0_codes(b, q);
+    q6k_block_of(q, ones, b + 64, out);
+}
+
+static void
+iq4_nl(const uint8_t *b, uint8_t *out)
+{
+    memcpy(out, b, 2);
+    clef_iq4_nl_codes(b, (int8_t *) (out + 2));
+}
+
+static const qd_source  sources[] = {
+    { CLEF_GGML_Q8_0, QT_Q8_0, 34, NULL },
+    { CLEF_GGML_Q4_0, QT_Q4_0, 18, NULL },
+    { CLEF_GGML_Q4_1, QT_Q4_1, 20, NULL },
+    { CLEF_GGML_Q5_0, QT_Q5_0, 22, NULL },
+    { CLEF_GGML_Q5_1, QT_Q5_1, 24, NULL },
+    { CLEF_GGML_Q4_K, QT_Q4_K, 144, NULL },
+    { CLEF_GGML_Q5_K, QT_Q5_K, 176, NULL },
+    { CLEF_GGML_Q6_K, QT_Q6_K, 210, NULL },
+    { CLEF_GGML_IQ4_NL, QT_Q8_0, 18, iq4_nl },
+    { CLEF_GGML_Q3_K, QT_Q6_K, 110, q3_k },
+    { CLEF_GGML_IQ3_S, QT_Q6_K, 110, iq3_s },
+    { CLEF_GGML_TQ1_0, QT_Q6_K, 54, tq1_0 },
+    { CLEF_GGML_TQ2_0, QT_Q6_K, 66, tq2_0 },
+};
+
+const qd_source *
+qd_source_of(uint32_t ggml)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+        if (sources[i].ggml == ggml) {
+            return &sources[i];
+        }
+    }
+    return NULL;
+}
