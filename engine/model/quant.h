@@ -111,18 +111,46 @@ void clef_tq1_0_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_tq2_0_to_f32(const void *blocks, float *dst, int64_t n);
 
 /*
- * The integer form of a block of the types whose value v is (d * sc) * q
- * for an fp16 d, an integer scale sc of its 16 values and an integer code
- * q (IQ4_NL: one d for its 32 values, no sc; TQ1_0, TQ2_0: sc 1): what
- * their dequantizers scale, and what the CPU's integer products repack
- * (cpu/kernels/qconv.c).  Q3_K: q in [-4, 3], sc in [-32, 31]; IQ3_S: q
- * the signed grid element (|q| <= 15), sc = 1 + 2 s (the same for both
- * halves of 32 values); TQ: q in {-1, 0, 1}; IQ4_NL: q the codebook's.
+ * The integer form of a 256-value block of the types read only: value v is
+ *
+ *     x = (d * sc[v / 16]) * q[v] - (dmin * mn[v / 16])
+ *
+ * for int8 codes q and scales sc, mn (mins 0: no second term), d and dmin
+ * exact f32 numbers (an fp16 field, times a power of two for the
+ * i-quants: IQ2 d / 8, IQ3_XXS d / 4, IQ1 d / 8, whose codes are then the
+ * grid's elements with their signs, 8 g +- 1 for IQ1).  Each product is
+ * exact but the last, so the value is the one gguf-py computes in its own
+ * order: the dequantizers of these types are this formula
+ * (clef_qk_int_to_f32), checked against gguf-py bit for bit, and the
+ * CPU's integer products repack the same codes (cpu/kernels/qconv.c).
  */
-void clef_q3_k_codes(const void *block, int8_t q[256], int8_t sc[16]);
-void clef_iq3_s_codes(const void *block, int8_t q[256], int8_t sc[16]);
-void clef_tq1_0_codes(const void *block, int8_t q[256]);
-void clef_tq2_0_codes(const void *block, int8_t q[256]);
+typedef struct {
+    int8_t  q[256];
+    int8_t  sc[16];
+    int8_t  mn[16];
+    float   d, dmin;
+    int     mins;
+} clef_qk_int;
+
+typedef void (*clef_qk_int_fn)(const void *block, clef_qk_int *f);
+
+void clef_q2_k_int(const void *block, clef_qk_int *f);
+void clef_q3_k_int(const void *block, clef_qk_int *f);
+void clef_iq4_xs_int(const void *block, clef_qk_int *f);
+void clef_iq3_xxs_int(const void *block, clef_qk_int *f);
+void clef_iq3_s_int(const void *block, clef_qk_int *f);
+void clef_iq2_xxs_int(const void *block, clef_qk_int *f);
+void clef_iq2_xs_int(const void *block, clef_qk_int *f);
+void clef_iq2_s_int(const void *block, clef_qk_int *f);
+void clef_iq1_s_int(const void *block, clef_qk_int *f);
+void clef_iq1_m_int(const void *block, clef_qk_int *f);
+void clef_tq1_0_int(const void *block, clef_qk_int *f);
+void clef_tq2_0_int(const void *block, clef_qk_int *f);
+
+/* The 256 values of f. */
+void clef_qk_int_to_f32(const clef_qk_int *f, float *dst);
+
+/* IQ4_NL's 32 codes (x = d * q; d its fp16 field at 0). */
 void clef_iq4_nl_codes(const void *block, int8_t q[32]);
 
 /* The quantizers, one per type. */

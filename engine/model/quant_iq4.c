@@ -15,7 +15,8 @@
  * nibble of byte j % 16 for j < 16, the high nibble after; NVFP4's value j
  * of 16 is the low nibble of byte j % 8 for j < 8.  IQ4_XS's scale s has
  * its low nibble in byte s / 2 (shifted by 4 * (s % 2)) and its high bits
- * at bit 2 * s of the u16.  Products rounded to f32 as gguf-py's.
+ * at bit 2 * s of the u16 (its integer form, quant.h, has the scale twice,
+ * once per 16 values).  Products rounded to f32 as gguf-py's.
  */
 #include <math.h>
 
@@ -57,25 +58,28 @@ clef_iq4_nl_to_f32(const void *blocks, float *dst, int64_t n)
     }
 }
 
+/* IQ4_XS's integer form (quant.h): its values are quant_int.c's. */
 void
-clef_iq4_xs_to_f32(const void *blocks, float *dst, int64_t n)
+clef_iq4_xs_int(const void *block, clef_qk_int *f)
 {
-    const uint8_t  *b = blocks;
-    uint16_t        sh;
-    float           d;
-    int64_t         i;
-    int             s, sc;
+    const uint8_t  *b = block, *qs;
+    uint16_t        sh = q_rd_u16(b + 2);
+    int             s, j;
 
-    for (i = 0; i < n / CLEF_QK_K; i++, b += 136, dst += CLEF_QK_K) {
-        d = q_rd_f16(b);
-        sh = q_rd_u16(b + 2);
-        for (s = 0; s < 8; s++) {
-            sc = (((b[4 + s / 2] >> (4 * (s % 2))) & 0x0f)
-                  | (((sh >> (2 * s)) & 3) << 4)) - 32;
-            nibbles_32(b + 8 + 16 * s, clef_iq4nl_values, d * (float) sc,
-                       dst + 32 * s);
+    for (s = 0; s < 8; s++) {
+        f->sc[2 * s] = (int8_t) ((((b[4 + s / 2] >> (4 * (s % 2))) & 0x0f)
+                                  | (((sh >> (2 * s)) & 3) << 4)) - 32);
+        f->sc[2 * s + 1] = f->sc[2 * s];
+        qs = b + 8 + 16 * s;
+        for (j = 0; j < 16; j++) {
+            f->q[32 * s + j] = clef_iq4nl_values[qs[j] & 0x0f];
+            f->q[32 * s + j + 16] = clef_iq4nl_values[qs[j] >> 4];
         }
     }
+    memset(f->mn, 0, sizeof(f->mn));
+    f->d = q_rd_f16(b);
+    f->dmin = 0;
+    f->mins = 0;
 }
 
 /* ggml_e8m0_to_fp32_half: 2^(e - 128), subnormal for e < 2. */

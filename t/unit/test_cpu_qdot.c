@@ -226,41 +226,35 @@ k_scale(const uint8_t *b, int s, int *sc, int *mn)
 }
 
 /* The integer form (quant.h) of a block of the types read as another's:
- * codes q, scales sc per 16 values (1 where the type has none), and where
- * its fp16 d is; 0 for another type. */
+ * 0 for another type.  IQ4_NL's: its codes, scale 1, d its fp16 field. */
 static int
-int_form(uint32_t type, const uint8_t *b, int8_t *q, int8_t *sc, int *d_at)
+int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
 {
-    int  i;
+    static const struct {
+        uint32_t        type;
+        clef_qk_int_fn  form;
+    } forms[] = {
+        { CLEF_GGML_Q3_K, clef_q3_k_int }, { CLEF_GGML_IQ3_S, clef_iq3_s_int },
+        { CLEF_GGML_TQ1_0, clef_tq1_0_int }, { CLEF_GGML_TQ2_0, clef_tq2_0_int },
+    };
+    size_t  i;
 
-    memset(sc, 1, 16);
-    switch (type) {
-    case CLEF_GGML_IQ4_NL:
-        clef_iq4_nl_codes(b, q);
-        *d_at = 0;
+    if (type == CLEF_GGML_IQ4_NL) {
+        clef_iq4_nl_codes(b, f->q);
+        memset(f->sc, 1, sizeof(f->sc));
+        memset(f->mn, 0, sizeof(f->mn));
+        f->d = f16at(b);
+        f->dmin = 0;
+        f->mins = 0;
         return 1;
-    case CLEF_GGML_Q3_K:
-        clef_q3_k_codes(b, q, sc);
-        *d_at = 108;
-        return 1;
-    case CLEF_GGML_IQ3_S:
-        clef_iq3_s_codes(b, q, sc);
-        *d_at = 0;
-        return 1;
-    case CLEF_GGML_TQ1_0:
-        clef_tq1_0_codes(b, q);
-        *d_at = 52;
-        return 1;
-    case CLEF_GGML_TQ2_0:
-        clef_tq2_0_codes(b, q);
-        *d_at = 64;
-        return 1;
-    default:
-        for (i = 0; i < 16; i++) {
-            sc[i] = 0;
-        }
-        return 0;
     }
+    for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        if (forms[i].type == type) {
+            forms[i].form(b, f);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* The integer-form types: per 32 values the integer sum of each 16-value
@@ -274,21 +268,21 @@ model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
 {
     const clef_dtype_traits  *tr = gtraits(type);
     const uint8_t            *b;
-    int8_t                    q[256], sc[16];
+    clef_qk_int               f;
     int64_t                   j;
-    int                       v, off, i, h[2], d_at;
+    int                       v, off, i, h[2];
     float                     t;
 
     for (j = 0; j < k / 32; j++) {
         b = w + (j * 32 / tr->block) * (int64_t) tr->block_bytes;
         v = (int) (j * 32 % tr->block);
-        int_form(type, b, q, sc, &d_at);
+        int_form(type, b, &f);
         h[0] = h[1] = 0;
         for (off = 0; off < 32; off++) {
-            h[off / 16] += q[v + off] * a[j].q[off];
+            h[off / 16] += f.q[v + off] * a[j].q[off];
         }
-        i = sc[v / 16] * h[0] + sc[v / 16 + 1] * h[1];
-        t = (float) i * f16at(b + d_at);
+        i = f.sc[v / 16] * h[0] + f.sc[v / 16 + 1] * h[1];
+        t = (float) i * f.d;
         y = fmaf(t, a[j].d, y);
     }
     return y;
@@ -302,11 +296,11 @@ model_dot(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
     const clef_dtype_traits  *tr = gtraits(type);
     const uint8_t           *b;
     int64_t                  j;
-    int                      v, sc, mn, off, i, i0, i1, d_at;
-    int8_t                   iq[256], isc[16];
+    int                      v, sc, mn, off, i, i0, i1;
+    clef_qk_int              f;
     float                    ws, wm, t;
 
-    if (int_form(type, w, iq, isc, &d_at)) {
+    if (int_form(type, w, &f)) {
         return model_int_form(type, w, a, k, y);
     }
     for (j = 0; j < k / 32; j++) {

@@ -34,60 +34,36 @@ q6k_put(uint8_t *b, int v, int q)
     b[128 + h * 32 + r % 32] |= (uint8_t) (((q >> 4) & 3) << (2 * (r / 32)));
 }
 
-/* A Q6_K block from 256 codes in [-32, 31], 16 scales and an fp16 d. */
+/* A Q6_K block of an integer form with codes in [-32, 31], no minima and
+ * an fp16 d. */
 static void
-q6k_block_of(const int8_t *q, const int8_t *sc, const uint8_t *d,
-    uint8_t *out)
+q6k_block_of(const clef_qk_int *f, uint8_t *out)
 {
-    int  v;
+    uint16_t  h = clef_f32_to_f16(f->d);
+    int       v;
 
     memset(out, 0, 210);
     for (v = 0; v < CLEF_QK_K; v++) {
-        q6k_put(out, v, q[v] + 32);
+        q6k_put(out, v, f->q[v] + 32);
     }
-    memcpy(out + 192, sc, 16);
-    memcpy(out + 208, d, 2);
+    memcpy(out + 192, f->sc, 16);
+    memcpy(out + 208, &h, 2);
 }
 
-static void
-q3_k(const uint8_t *b, uint8_t *out)
-{
-    int8_t  q[CLEF_QK_K], sc[16];
+#define AS_Q6K(name)                                                         \
+    static void                                                              \
+    name(const uint8_t *b, uint8_t *out)                                     \
+    {                                                                        \
+        clef_qk_int  f;                                                      \
+                                                                             \
+        clef_##name##_int(b, &f);                                            \
+        q6k_block_of(&f, out);                                               \
+    }
 
-    clef_q3_k_codes(b, q, sc);
-    q6k_block_of(q, sc, b + 108, out);
-}
-
-static void
-iq3_s(const uint8_t *b, uint8_t *out)
-{
-    int8_t  q[CLEF_QK_K], sc[16];
-
-    clef_iq3_s_codes(b, q, sc);
-    q6k_block_of(q, sc, b, out);
-}
-
-static const int8_t  ones[16] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
-};
-
-static void
-tq1_0(const uint8_t *b, uint8_t *out)
-{
-    int8_t  q[CLEF_QK_K];
-
-    clef_tq1_0_codes(b, q);
-    q6k_block_of(q, ones, b + 52, out);
-}
-
-static void
-tq2_0(const uint8_t *b, uint8_t *out)
-{
-    int8_t  q[CLEF_QK_K];
-
-    clef_tq2_0_codes(b, q);
-    q6k_block_of(q, ones, b + 64, out);
-}
+AS_Q6K(q3_k)
+AS_Q6K(iq3_s)
+AS_Q6K(tq1_0)
+AS_Q6K(tq2_0)
 
 static void
 iq4_nl(const uint8_t *b, uint8_t *out)
