@@ -55,7 +55,9 @@ static const uint32_t  types[] = {
     CLEF_GGML_Q8_0, CLEF_GGML_Q4_0, CLEF_GGML_Q4_1, CLEF_GGML_Q5_0,
     CLEF_GGML_Q5_1, CLEF_GGML_Q4_K, CLEF_GGML_Q5_K, CLEF_GGML_Q6_K,
     CLEF_GGML_IQ4_NL, CLEF_GGML_Q3_K, CLEF_GGML_IQ3_S, CLEF_GGML_TQ1_0,
-    CLEF_GGML_TQ2_0
+    CLEF_GGML_TQ2_0, CLEF_GGML_Q2_K, CLEF_GGML_IQ4_XS, CLEF_GGML_IQ3_XXS,
+    CLEF_GGML_IQ2_XXS, CLEF_GGML_IQ2_XS, CLEF_GGML_IQ2_S, CLEF_GGML_IQ1_S,
+    CLEF_GGML_IQ1_M
 };
 #define NTYPES  (int) (sizeof(types) / sizeof(types[0]))
 
@@ -92,6 +94,7 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
 {
     const clef_dtype_traits  *tr = gtraits(type);
     int64_t                  i, j;
+    uint16_t                 h;
 
     for (i = 0; i < n; i++, b += tr->block_bytes) {
         for (j = 0; j < (int64_t) tr->block_bytes; j++) {
@@ -116,6 +119,18 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
             break;
         case CLEF_GGML_TQ2_0:
             put_f16(b + 64, scale());
+            break;
+        case CLEF_GGML_Q2_K:
+            put_f16(b + 80, scale());
+            put_f16(b + 82, scale());
+            break;
+        case CLEF_GGML_IQ1_M:
+            /* d in the top nibbles of the four u16 scales */
+            h = clef_f32_to_f16(scale());
+            for (j = 0; j < 4; j++) {
+                b[49 + 2 * j] = (uint8_t) ((b[49 + 2 * j] & 0x0f)
+                                           | ((h >> (4 * j)) & 0x0f) << 4);
+            }
             break;
         default:
             put_f16(b, scale());
@@ -236,6 +251,11 @@ int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
     } forms[] = {
         { CLEF_GGML_Q3_K, clef_q3_k_int }, { CLEF_GGML_IQ3_S, clef_iq3_s_int },
         { CLEF_GGML_TQ1_0, clef_tq1_0_int }, { CLEF_GGML_TQ2_0, clef_tq2_0_int },
+        { CLEF_GGML_Q2_K, clef_q2_k_int }, { CLEF_GGML_IQ4_XS, clef_iq4_xs_int },
+        { CLEF_GGML_IQ3_XXS, clef_iq3_xxs_int },
+        { CLEF_GGML_IQ2_XXS, clef_iq2_xxs_int },
+        { CLEF_GGML_IQ2_XS, clef_iq2_xs_int }, { CLEF_GGML_IQ2_S, clef_iq2_s_int },
+        { CLEF_GGML_IQ1_S, clef_iq1_s_int }, { CLEF_GGML_IQ1_M, clef_iq1_m_int },
     };
     size_t  i;
 
@@ -259,9 +279,10 @@ int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
 
 /* The integer-form types: per 32 values the integer sum of each 16-value
  * half's codes times the activation's, times its scale, added (I), then t
- * = (float) I * d and y = fma(t, da, y): the arithmetic of the kernels'
- * type they are read as (Q6_K's, and Q8_0's for IQ4_NL, whose scale is 1
- * and whose halves add as one sum). */
+ * = (float) I * d and y = fma(t, da, y); with minima M = mn0 s0 + mn1 (s -
+ * s0), y = fma(-((float) M * dmin), da, y): the arithmetic of the kernels'
+ * type they are read as (I8's and Q6_K's, and Q8_0's for IQ4_NL, whose
+ * scale is 1 and whose halves add as one sum). */
 static float
 model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
     float y)
@@ -284,6 +305,11 @@ model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
         i = f.sc[v / 16] * h[0] + f.sc[v / 16 + 1] * h[1];
         t = (float) i * f.d;
         y = fmaf(t, a[j].d, y);
+        if (f.mins) {
+            i = f.mn[v / 16] * a[j].s0 + f.mn[v / 16 + 1] * (a[j].s - a[j].s0);
+            t = (float) i * f.dmin;
+            y = fmaf(-t, a[j].d, y);
+        }
     }
     return y;
 }
@@ -608,6 +634,11 @@ main(void)
     mt[2] = CLEF_GGML_Q4_K;
     mt[3] = CLEF_GGML_IQ3_S;
     one_case(&e, mt, mr, 4, 512, 13, 1.0f, 0);
+    mt[0] = CLEF_GGML_IQ4_XS;
+    mt[1] = CLEF_GGML_Q2_K;
+    mt[2] = CLEF_GGML_Q6_K;
+    mt[3] = CLEF_GGML_IQ2_XXS;
+    one_case(&e, mt, mr, 4, 768, 21, 0.0f, 1);
 
     free(e.scratch);
     clef_cpu_pool_destroy(e.pools[0]);

@@ -10,9 +10,14 @@
  *   TQ1_0            32) is the value each dequantizer gives, the same
  *   TQ2_0            products in the same order
  *
+ *   Q2_K, IQ4_XS, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M -> I8
+ *   (I8M for Q2_K's minima): the integer form itself, the codebook's or
+ *   the grid's elements expanded to int8 codes with their signs
+ *
  * The cost is the target's bytes per value in the panels (Q6_K's 0.82
- * bytes for Q3_K's 0.43, Q8_0's 1.06 for IQ4_NL's 0.56): the codes stay
- * integers and nothing is rounded.
+ * bytes for Q3_K's 0.43, Q8_0's 1.06 for IQ4_NL's 0.56, I8's 1.16 for
+ * IQ4_XS's 0.53 and IQ2_XXS's 0.26): the codes stay integers and nothing
+ * is rounded.
  */
 #include "cpu/kernels/qdot_kernel.h"
 
@@ -65,6 +70,23 @@ AS_Q6K(iq3_s)
 AS_Q6K(tq1_0)
 AS_Q6K(tq2_0)
 
+/* The integer form as it is (the kernels' I8 and I8M). */
+#define AS_I8(name)                                                          \
+    static void                                                              \
+    name(const uint8_t *b, uint8_t *out)                                     \
+    {                                                                        \
+        clef_##name##_int(b, (clef_qk_int *) (void *) out);                  \
+    }
+
+AS_I8(q2_k)
+AS_I8(iq4_xs)
+AS_I8(iq3_xxs)
+AS_I8(iq2_xxs)
+AS_I8(iq2_xs)
+AS_I8(iq2_s)
+AS_I8(iq1_s)
+AS_I8(iq1_m)
+
 static void
 iq4_nl(const uint8_t *b, uint8_t *out)
 {
@@ -86,6 +108,14 @@ static const qd_source  sources[] = {
     { CLEF_GGML_IQ3_S, QT_Q6_K, 110, iq3_s },
     { CLEF_GGML_TQ1_0, QT_Q6_K, 54, tq1_0 },
     { CLEF_GGML_TQ2_0, QT_Q6_K, 66, tq2_0 },
+    { CLEF_GGML_Q2_K, QT_I8M, 84, q2_k },
+    { CLEF_GGML_IQ4_XS, QT_I8, 136, iq4_xs },
+    { CLEF_GGML_IQ3_XXS, QT_I8, 98, iq3_xxs },
+    { CLEF_GGML_IQ2_XXS, QT_I8, 66, iq2_xxs },
+    { CLEF_GGML_IQ2_XS, QT_I8, 74, iq2_xs },
+    { CLEF_GGML_IQ2_S, QT_I8, 82, iq2_s },
+    { CLEF_GGML_IQ1_S, QT_I8, 50, iq1_s },
+    { CLEF_GGML_IQ1_M, QT_I8, 56, iq1_m },
 };
 
 const qd_source *

@@ -29,6 +29,10 @@
  *          chunks of sub-block pair p at 320 + 64 (8p + c): low =
  *          sub-block 2p's values 4c + i, high = sub-block 2p + 1's
  *   Q5_K   as Q4_K, then sub-block s's fifth bits at 2368 + 64 s   2880
+ *   I8     d as f32 [16] 0, dmin f32 [16] 64, sc[16][16] int8 128 4736
+ *          (one per 16 values), mn[16][16] int8 384, step j (values
+ *          4j .. 4j+3, int8 codes) at 640 + 64 j: a 256-value integer
+ *          form (model/quant.h) as it is, I8M the same with minima
  *   Q6_K   d 0, sc[16][16] 32 (one per 16 values), low nibbles     3360
  *          of half h (128 values), quarter e in {0, 1}, chunk c at
  *          288 + 64 (16 h + 8 e + c): low = sub-block 4h + e's values
@@ -61,6 +65,8 @@ typedef enum {
     QT_Q4_K,
     QT_Q5_K,
     QT_Q6_K,
+    QT_I8,
+    QT_I8M,
     QT_COUNT
 } qd_type;
 
@@ -73,6 +79,7 @@ typedef enum {
 #define QB_Q4_K   2368
 #define QB_Q5_K   2880
 #define QB_Q6_K   3360
+#define QB_I8     4736
 
 #define QK_SC     64      /* K types: sub-block scales */
 #define QK_MN     192     /* minima */
@@ -81,6 +88,11 @@ typedef enum {
 #define Q6_SC     32
 #define Q6_QL     288
 #define Q6_QH     2336
+#define I8_D      0
+#define I8_DMIN   64
+#define I8_SC     128
+#define I8_MN     384
+#define I8_QS     640
 
 /* An activation block's scale and sums. */
 typedef struct {
@@ -143,7 +155,7 @@ void clef_qdot_linear_isa(const clef_qdot_isa *k, clef_cpu_pool *pool,
 
 /* How the blocks of a GGUF type reach the kernels (qconv.c): as they are,
  * or each rewritten exactly as a block of the type qt (convert, into a
- * buffer of that type's file block). */
+ * buffer of that type's file block, or for I8 and I8M of a clef_qk_int). */
 typedef struct {
     uint32_t  ggml;
     int       qt;                   /* the kernels' type */

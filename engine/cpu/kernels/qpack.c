@@ -16,11 +16,12 @@
 #define PANEL  CLEF_QDOT_PANEL
 
 const int  qd_block_values[QT_COUNT] = {
-    32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K
+    32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K
 };
 
 const int  qd_block_bytes[QT_COUNT] = {
-    QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K
+    QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K,
+    QB_I8, QB_I8
 };
 
 int
@@ -241,6 +242,24 @@ q6k_block(const uint8_t *b, uint8_t *o, int l)
     }
 }
 
+/* An integer form (model/quant.h): d and dmin as f32, the scales and
+ * minima a byte each, the codes in steps. */
+static void
+i8_block(const clef_qk_int *f, uint8_t *o, int l)
+{
+    int  j;
+
+    memcpy(o + I8_D + 4 * l, &f->d, 4);
+    memcpy(o + I8_DMIN + 4 * l, &f->dmin, 4);
+    for (j = 0; j < 16; j++) {
+        o[I8_SC + 16 * j + l] = (uint8_t) f->sc[j];
+        o[I8_MN + 16 * j + l] = (uint8_t) f->mn[j];
+    }
+    for (j = 0; j < CLEF_QK_K / 4; j++) {
+        put4(o + I8_QS, j, l, (const uint8_t *) f->q + 4 * j);
+    }
+}
+
 /* One row's nb blocks (at rb, of the GGUF type ggml) into lane l of a
  * panel. */
 static void
@@ -248,18 +267,24 @@ pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
 {
     const qd_source  *src = qd_source_of(ggml);
     const uint8_t    *b;
-    uint8_t          *o, conv[256];
+    uint8_t          *o;
     int64_t           k;
     int               t = src->qt;
+    union {
+        uint8_t       block[256];
+        clef_qk_int   form;
+    }                 conv;
 
     for (k = 0; k < nb; k++) {
         o = panel + (size_t) k * (size_t) qd_block_bytes[t];
         b = rb + (size_t) k * (size_t) src->bytes;
         if (src->convert != NULL) {
-            src->convert(b, conv);
-            b = conv;
+            src->convert(b, conv.block);
+            b = conv.block;
         }
-        if (t <= QT_Q5_1) {
+        if (t == QT_I8 || t == QT_I8M) {
+            i8_block(&conv.form, o, l);
+        } else if (t <= QT_Q5_1) {
             legacy_block(t, b, o, l);
         } else if (t == QT_Q6_K) {
             q6k_block(b, o, l);
