@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "gguf_manifest.h"
 #include "slurp.h"
 #include "base/buf.h"
 #include "model/gguf.h"
@@ -36,20 +37,6 @@
                          (g) ? "(opened)" : (err).message, (what));          \
         clef_gguf_close(g);                                                  \
     } while (0)
-
-/* FNV-1a 64 of bytes (the reference script computes the same). */
-static uint64_t
-fnv(const void *p, size_t n)
-{
-    const uint8_t  *s = p;
-    uint64_t        h = 0xcbf29ce484222325ull;
-    size_t          i;
-
-    for (i = 0; i < n; i++) {
-        h = (h ^ s[i]) * 0x100000001b3ull;
-    }
-    return h;
-}
 
 static uint64_t
 next_u64(uint64_t *s)

@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "gguf_manifest.h"
 #include "shell.h"
 #include "model/gguf.h"
 #include "model/gguf_clef.h"
@@ -43,19 +44,6 @@
 
 static char  dir[256];
 static char  fix[512];
-
-static uint64_t
-fnv(const void *p, size_t n)
-{
-    const uint8_t  *s = p;
-    uint64_t        h = 0xcbf29ce484222325ull;
-    size_t          i;
-
-    for (i = 0; i < n; i++) {
-        h = (h ^ s[i]) * 0x100000001b3ull;
-    }
-    return h;
-}
 
 static const char *
 gguf_path(const char *name)
@@ -73,57 +61,13 @@ gguf_path(const char *name)
 static void
 test_manifest(json_t *man)
 {
-    const clef_gguf_tensor  *t;
-    const char              *file;
-    json_t                  *ts, *e;
-    clef_gguf               *g;
-    clef_error               err;
-    float                   *f;
-    char                     path[700], h[20];
-    size_t                   i, n_bad, n_vals;
-    int                      j, ok;
+    const char  *file;
+    json_t      *ts;
+    char         path[700];
 
     json_object_foreach(man, file, ts) {
         snprintf(path, sizeof(path), "%s/%s", fix, file);
-        g = clef_gguf_open(path, 0, &err);
-        if (g == NULL) {
-            CHECK(0, "%s opens: %s", file, err.message);
-            continue;
-        }
-        n_bad = n_vals = 0;
-        json_array_foreach(ts, i, e) {
-            t = clef_gguf_tensor_find(g, json_string_value(json_object_get(e, "name")));
-            ok = t != NULL && strcmp(clef_dtype_name(t->dtype), json_string_value(
-                                         json_object_get(e, "type"))) == 0
-                 && (size_t) t->ndim == json_array_size(json_object_get(e, "ne"));
-            for (j = 0; ok && j < t->ndim; j++) {
-                ok = t->ne[j] == json_integer_value(json_array_get(
-                                     json_object_get(e, "ne"), (size_t) j));
-            }
-            if (ok) {
-                snprintf(h, sizeof(h), "%016llx",
-                         (unsigned long long) fnv(t->data, t->nbytes));
-                ok = strcmp(h, json_string_value(json_object_get(e, "raw_fnv"))) == 0;
-            }
-            if (ok) {
-                f = malloc((size_t) t->numel * sizeof(float) + 4);
-                clef_dtype_traits_of(t->dtype)->to_f32(t->data, f, t->numel);
-                snprintf(h, sizeof(h), "%016llx", (unsigned long long)
-                         fnv(f, (size_t) t->numel * sizeof(float)));
-                ok = strcmp(h, json_string_value(json_object_get(e, "f32_fnv"))) == 0;
-                n_vals += (size_t) t->numel;
-                free(f);
-            }
-            if (!ok) {
-                printf("#   %s: %s differs\n", file,
-                       json_string_value(json_object_get(e, "name")));
-                n_bad++;
-            }
-        }
-        CHECK(n_bad == 0 && clef_gguf_tensor_count(g) == json_array_size(ts),
-              "%s: all %zu tensors' bytes and %zu dequantized values as gguf-py's",
-              file, json_array_size(ts), n_vals);
-        clef_gguf_close(g);
+        manifest_check_file(path, file, ts);
     }
 }
 
