@@ -39,12 +39,13 @@ write_part(const clef_gguf *g, const char *prefix, int no, int count,
         }
     }
     if (rc == 0) {
+        /* llama-gguf-split's order, so that the parts are its bytes */
         rc = clef_gguf_put_uint(w, CLEF_GGUF_SPLIT_NO, CLEF_GGUF_UINT16,
                                 (uint64_t) no, err)
-             || clef_gguf_put_uint(w, CLEF_GGUF_SPLIT_COUNT, CLEF_GGUF_UINT16,
-                                   (uint64_t) count, err)
              || clef_gguf_put_int(w, CLEF_GGUF_SPLIT_TENSORS, CLEF_GGUF_INT32,
-                                  (int64_t) clef_gguf_tensor_count(g), err);
+                                  (int64_t) clef_gguf_tensor_count(g), err)
+             || clef_gguf_put_uint(w, CLEF_GGUF_SPLIT_COUNT, CLEF_GGUF_UINT16,
+                                   (uint64_t) count, err);
     }
     for (i = t0; rc == 0 && i < t1; i++) {
         t = clef_gguf_tensor_at(g, i);

@@ -3,7 +3,10 @@
  * as llama-gguf-split's parts by clef_gguf_split_write (3 parts of 40
  * tensors; and 4 with a metadata-only first part, --no-tensor-first-split)
  *   - every part carries split.no, split.count, split.tensors.count with
- *     llama-gguf-split's types, the metadata only in the first;
+ *     llama-gguf-split's types, the metadata only in the first; and each
+ *     part is byte for byte what llama-gguf-split writes with the same
+ *     options (t/fixtures/gguf/split.json, gen_split_fixtures.py), so the
+ *     tests' split files are llama.cpp's;
  *   - the first part opens as the whole file: every tensor with the same
  *     name, type, shape and bytes, each from its part; headers only too;
  *   - `clef decide` on the first part answers byte for byte as on the
@@ -21,6 +24,8 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "gguf_manifest.h"
+#include "slurp.h"
 #include "shell.h"
 #include "model/gguf.h"
 #include "model/gguf_clef.h"
@@ -100,6 +105,39 @@ test_keys(void)
     CHECK(ok, "3 parts of 40, 40 and 12 tensors: split.no UINT16 0-2,"
           " split.count UINT16 3, split.tensors.count INT32 92 in each, the"
           " model's metadata in the first only");
+}
+
+/* Each part of splits "a" (3) and "b" (4) against llama-gguf-split's. */
+static void
+test_llama_bytes(void)
+{
+    static const struct {
+        const char  *key;
+        int          n;
+    } splits[] = { { "a", 3 }, { "b", 4 } };
+    json_t       *want, *h;
+    json_error_t  jerr;
+    char          path[700], got[20], *bytes;
+    size_t        len, k;
+    int           i, ok;
+
+    snprintf(path, sizeof(path), "%s/gguf/split.json", check_fixtures());
+    want = json_load_file(path, 0, &jerr);
+    for (k = 0; k < 2; k++) {
+        h = json_object_get(want, splits[k].key);
+        ok = (int) json_array_size(h) == splits[k].n;
+        for (i = 0; ok && i < splits[k].n; i++) {
+            bytes = slurp(part(splits[k].key, i, splits[k].n), &len);
+            snprintf(got, sizeof(got), "%016llx",
+                     (unsigned long long) (bytes ? fnv(bytes, len) : 0));
+            ok = bytes != NULL
+                 && strcmp(got, json_string_value(json_array_get(h, i))) == 0;
+            free(bytes);
+        }
+        CHECK(ok, "split %s: its %d parts byte for byte llama-gguf-split's",
+              splits[k].key, splits[k].n);
+    }
+    json_decref(want);
 }
 
 static void
@@ -358,6 +396,7 @@ main(void)
     clef_gguf_close(g);
 
     test_keys();
+    test_llama_bytes();
     test_open();
     test_decide();
     test_refusals();
