@@ -79,3 +79,26 @@ POST /v1/systemone
 --- more_headers
 Content-Type: application/json
 --- decide
+
+=== TEST 6: an IQ4_XS file made by llama-quantize: /v1/models names its type
+--- http_config
+    clef_model clef-tiny $TEST_NGINX_CLEF_GGUF/types/gg1.iq4_xs.gguf threads=1 precision=q8;
+    clef_engine zone=clef:32m timeout=10s;
+--- request
+GET /v1/models
+--- error_code: 200
+--- response_body_like chomp
+"weights":"IQ4_XS","precision":"q8","capabilities":\["systemone"\]
+
+=== TEST 7: a dynamic mix (IQ4_XS, IQ2_S, Q3_K, Q2_K beside IQ4_NL, Q5_0, Q8_0) answers at q8
+--- http_config
+    clef_model clef-tiny $TEST_NGINX_CLEF_GGUF/types/gg1.ud-mix.gguf threads=1 precision=q8;
+    clef_engine zone=clef:32m timeout=10s;
+--- request
+POST /v1/systemone
+{"model":"m","state":"Help!","questions":{"q":{"type":"noul"}}}
+--- more_headers
+Content-Type: application/json
+--- error_code: 200
+--- response_body_like chomp
+^\{"model":"clef-tiny","answers":\{"q":\{"type":"noul","noul":0\.\d+\}\},"usage":\{"input_tokens":\d+,"output_tokens":0\}\}$
