@@ -57,6 +57,10 @@ static const clef_dtype_traits  dtypes[CLEF_DTYPE_COUNT] = {
                              READ(mxfp4) },
     [CLEF_DTYPE_NVFP4]   = { "NVFP4", 0, CLEF_GGML_NVFP4, 64, 36,
                              READ(nvfp4) },
+    [CLEF_DTYPE_Q1_0]    = { "Q1_0", 0, CLEF_GGML_Q1_0, 128, 18,
+                             READ(q1_0) },
+    [CLEF_DTYPE_Q2_0]    = { "Q2_0", 0, CLEF_GGML_Q2_0, 64, 18,
+                             READ(q2_0) },
 };
 
 const clef_dtype_traits *

@@ -7,7 +7,8 @@
  * cpu/kernels/wpack.h, keyed by these types).
  *
  * GGUF's block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, and
- * read only Q2_K, Q3_K, the i-quants, TQ1_0, TQ2_0, MXFP4, NVFP4) are
+ * read only Q2_K, Q3_K, the i-quants, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0,
+ * Q2_0) are
  * rows like the others: block size, bytes per block, GGUF's type id, and
  * the dequantizer and quantizer of model/quant.h, functions of the shape
  *
@@ -55,6 +56,8 @@ typedef enum {
     CLEF_DTYPE_TQ2_0,
     CLEF_DTYPE_MXFP4,
     CLEF_DTYPE_NVFP4,
+    CLEF_DTYPE_Q1_0,
+    CLEF_DTYPE_Q2_0,
     CLEF_DTYPE_COUNT
 } clef_dtype;
 

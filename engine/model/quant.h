@@ -11,7 +11,9 @@
  * not a multiple of 256: Q4_0, Q4_1, Q5_0, Q5_1), and the ones it writes
  * for the smaller files, read only: Q2_K, Q3_K, the i-quants (IQ4_NL,
  * IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M), the
- * ternary TQ1_0 and TQ2_0, and the fp4 types MXFP4 and NVFP4.
+ * ternary TQ1_0 and TQ2_0, the fp4 types MXFP4 and NVFP4, and the binary
+ * Q1_0 and Q2_0 (whose reference is ggml's: gguf-py does not dequantize
+ * them).
  *
  * Dequantization is bit-identical to gguf-py's (gguf/quants.py): the same
  * f32 operations in the same order, each rounded on its own (no fused
@@ -58,7 +60,9 @@ typedef enum {
     CLEF_GGML_TQ1_0   = 34,
     CLEF_GGML_TQ2_0   = 35,
     CLEF_GGML_MXFP4   = 39,
-    CLEF_GGML_NVFP4   = 40
+    CLEF_GGML_NVFP4   = 40,
+    CLEF_GGML_Q1_0    = 41,
+    CLEF_GGML_Q2_0    = 42
 } clef_ggml_type;
 
 #define CLEF_QK_K  256      /* values per block of the K types */
@@ -109,6 +113,8 @@ void clef_iq1_s_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_iq1_m_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_tq1_0_to_f32(const void *blocks, float *dst, int64_t n);
 void clef_tq2_0_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q1_0_to_f32(const void *blocks, float *dst, int64_t n);
+void clef_q2_0_to_f32(const void *blocks, float *dst, int64_t n);
 
 /*
  * The integer form of a 256-value block of the types read only: value v is
@@ -150,8 +156,11 @@ void clef_tq2_0_int(const void *block, clef_qk_int *f);
 /* The 256 values of f. */
 void clef_qk_int_to_f32(const clef_qk_int *f, float *dst);
 
-/* IQ4_NL's 32 codes (x = d * q; d its fp16 field at 0). */
+/* IQ4_NL's 32 codes, Q1_0's 128 (+-1), Q2_0's 64 (-1 .. 2): x = d * q, d
+ * their fp16 field at 0. */
 void clef_iq4_nl_codes(const void *block, int8_t q[32]);
+void clef_q1_0_codes(const void *block, int8_t q[128]);
+void clef_q2_0_codes(const void *block, int8_t q[64]);
 
 /* The quantizers, one per type. */
 void clef_f32_from_f32(const float *src, void *blocks, int64_t n);

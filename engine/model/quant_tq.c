@@ -1,7 +1,10 @@
 /*
- * The ternary types (256 values a block, each -1, 0 or 1 times an f16
- * scale), read only: their integer forms (quant.h, sc 1), the values
- * quant_int.c's.
+ * The ternary and binary types, read only.  TQ1_0 and TQ2_0 (256 values a
+ * block, each -1, 0 or 1 times an f16 scale) as integer forms (quant.h, sc
+ * 1), the values quant_int.c's; Q1_0 (128 values: f16 d, one bit each, x =
+ * +-d) and Q2_0 (64: f16 d, two bits each, value j at bits 2 (j % 4) of
+ * byte j / 4, x = (q - 1) * d), which gguf-py does not dequantize, as
+ * ggml's dequantize_row_q1_0 / _q2_0 do.
  *
  *   TQ1_0  48 bytes of five base-3 digits each, 4 bytes of four, f16 d
  *   TQ2_0  64 bytes of four 2-bit values each (stored q + 1), f16 d
@@ -69,4 +72,57 @@ clef_tq2_0_int(const void *block, clef_qk_int *f)
                               >> (2 * ((v % 128) / 32))) & 3) - 1);
     }
     ternary(f, q_rd_f16(b + 64));
+}
+
+void
+clef_q1_0_codes(const void *block, int8_t q[128])
+{
+    const uint8_t  *qs = (const uint8_t *) block + 2;
+    int             j;
+
+    for (j = 0; j < 128; j++) {
+        q[j] = (int8_t) ((qs[j / 8] >> (j % 8)) & 1 ? 1 : -1);
+    }
+}
+
+void
+clef_q2_0_codes(const void *block, int8_t q[64])
+{
+    const uint8_t  *qs = (const uint8_t *) block + 2;
+    int             j;
+
+    for (j = 0; j < 64; j++) {
+        q[j] = (int8_t) (((qs[j / 4] >> (2 * (j % 4))) & 3) - 1);
+    }
+}
+
+/* x = d * q for blocks of 18 bytes: an f16 d, `values` codes. */
+static void
+d_times(const uint8_t *b, int values, void (*codes)(const void *, int8_t *),
+    float *dst, int64_t n)
+{
+    int8_t   q[128];
+    float    d;
+    int64_t  i;
+    int      j;
+
+    for (i = 0; i < n / values; i++, b += 18, dst += values) {
+        codes(b, q);
+        d = q_rd_f16(b);
+        for (j = 0; j < values; j++) {
+            dst[j] = d * (float) q[j];
+        }
+    }
+}
+
+void
+clef_q1_0_to_f32(const void *blocks, float *dst, int64_t n)
+{
+    d_times(blocks, 128, clef_q1_0_codes, dst, n);
+}
+
+void
+clef_q2_0_to_f32(const void *blocks, float *dst, int64_t n)
+{
+    d_times(blocks, 64, clef_q2_0_codes, dst, n);
 }

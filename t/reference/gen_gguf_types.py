@@ -21,10 +21,13 @@ checkpoint, gen_gguf_fixtures.py), with llama.cpp's own llama-quantize:
    256 (ffn_down, attn_output, ssm_out).
 3. gg1.ud-mix.gguf: a dynamic mix as unsloth's UD files are made, Q4_K_M
    with --tensor-type overrides putting IQ4_XS, IQ2_S, Q3_K and Q2_K
-   beside the fallbacks' IQ4_NL, Q5_0 and Q8_0 tensors.
+   beside the fallbacks' IQ4_NL, Q5_0 and Q8_0 tensors; gg1.q1-mix.gguf
+   the same with Q1_0 and Q2_0 on the rows of 256 (llama-quantize has no
+   fallback for them: gg1 cannot be made Q1_0 or Q2_0 whole).
 4. t/fixtures/gguf/types/manifest.json: {"files": {FILE: [{"name", "type",
    "ne", "raw_fnv", "f32_fnv"}...]}}: gguf-py's reading of every tensor,
-   the FNV-1a 64 of its bytes and of gguf-py's dequantize of them.
+   the FNV-1a 64 of its bytes and of gguf-py's dequantize of them (ggml's
+   for Q1_0 and Q2_0, which gguf-py does not dequantize: ggml_ref.py).
 
 Run from the repository root with llama-quantize built (t/reference/
 README.md, "GGUF: llama.cpp's tools") and gguf-py, numpy installed:
@@ -37,7 +40,8 @@ import sys
 
 import numpy as np
 from gguf import GGUFReader, GGUFWriter, GGMLQuantizationType
-from gguf.quants import dequantize
+
+from ggml_ref import dequantize_any
 
 SRC = "t/fixtures/gguf/gg1.f32.gguf"
 OUT = "t/fixtures/gguf/types"
@@ -50,6 +54,10 @@ TYPES = ["Q2_K", "Q3_K_M", "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S", "IQ2_XXS",
 # rows of 256 (the only ones the 256-value types take in gg1) each a type
 MIX = [r"blk\.0\.ffn_down=iq4_xs", r"blk\.1\.ffn_down=iq2_s",
        "attn_output=q3_k", "ssm_out=q2_k", "ffn_up=q8_0", "attn_qkv=q6_k"]
+# Q1_0 and Q2_0 have no fallback for rows of 32 or 64 values (llama-quantize
+# refuses gg1 in them): the rows of 256 only
+BINARY = [r"^blk\.\d+\.ffn_down=q1_0", r"^blk\.\d+\.attn_output=q2_0",
+          r"^blk\.\d+\.ssm_out=q2_0"]
 
 
 def fnv(b):
@@ -96,7 +104,7 @@ def manifest_of(path):
     for t in r.tensors:
         qt = GGMLQuantizationType(t.tensor_type)
         raw = np.asarray(t.data)
-        deq = dequantize(raw, qt).astype("<f4")
+        deq = dequantize_any(raw, qt).astype("<f4")
         out.append({"name": t.name, "type": qt.name,
                     "ne": [int(x) for x in t.shape],
                     "raw_fnv": fnv(raw.tobytes()),
@@ -117,6 +125,9 @@ def main():
     extra = [x for m in MIX for x in ("--tensor-type", m)]
     quantize(imatrix, f"{OUT}/gg1.ud-mix.gguf", "Q4_K_M", extra)
     files["gg1.ud-mix.gguf"] = manifest_of(f"{OUT}/gg1.ud-mix.gguf")
+    extra = [x for m in BINARY for x in ("--tensor-type", m)]
+    quantize(imatrix, f"{OUT}/gg1.q1-mix.gguf", "Q4_K_M", extra)
+    files["gg1.q1-mix.gguf"] = manifest_of(f"{OUT}/gg1.q1-mix.gguf")
     with open(f"{OUT}/manifest.json", "w") as f:
         json.dump({"files": files}, f, indent=1)
         f.write("\n")

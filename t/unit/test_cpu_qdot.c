@@ -4,7 +4,9 @@
  * from the kernels' panels, so the repacking is checked too), bit for bit:
  *
  *   - every type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and the
- *     ones read as another's blocks: IQ4_NL, Q3_K, IQ3_S, TQ1_0, TQ2_0)
+ *     ones read as another's blocks: IQ4_NL, Q3_K, IQ3_S, TQ1_0, TQ2_0,
+ *     Q1_0, Q2_0, Q2_K, IQ4_XS, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S,
+ *     IQ1_M)
  *     on random blocks: every code, fp16 scales of random finite values,
  *     Q8_0 codes of -128, K scales over their whole 6 bits, Q6_K scales
  *     -128, the model written from each type's own definition (quant.h's
@@ -57,7 +59,7 @@ static const uint32_t  types[] = {
     CLEF_GGML_IQ4_NL, CLEF_GGML_Q3_K, CLEF_GGML_IQ3_S, CLEF_GGML_TQ1_0,
     CLEF_GGML_TQ2_0, CLEF_GGML_Q2_K, CLEF_GGML_IQ4_XS, CLEF_GGML_IQ3_XXS,
     CLEF_GGML_IQ2_XXS, CLEF_GGML_IQ2_XS, CLEF_GGML_IQ2_S, CLEF_GGML_IQ1_S,
-    CLEF_GGML_IQ1_M
+    CLEF_GGML_IQ1_M, CLEF_GGML_Q1_0, CLEF_GGML_Q2_0
 };
 #define NTYPES  (int) (sizeof(types) / sizeof(types[0]))
 
@@ -241,7 +243,8 @@ k_scale(const uint8_t *b, int s, int *sc, int *mn)
 }
 
 /* The integer form (quant.h) of a block of the types read as another's:
- * 0 for another type.  IQ4_NL's: its codes, scale 1, d its fp16 field. */
+ * 0 for another type.  IQ4_NL's, Q1_0's, Q2_0's: its codes, scale 1, d its
+ * fp16 field. */
 static int
 int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
 {
@@ -259,8 +262,16 @@ int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
     };
     size_t  i;
 
-    if (type == CLEF_GGML_IQ4_NL) {
-        clef_iq4_nl_codes(b, f->q);
+    if (type == CLEF_GGML_IQ4_NL || type == CLEF_GGML_Q1_0
+        || type == CLEF_GGML_Q2_0)
+    {
+        if (type == CLEF_GGML_IQ4_NL) {
+            clef_iq4_nl_codes(b, f->q);
+        } else if (type == CLEF_GGML_Q1_0) {
+            clef_q1_0_codes(b, f->q);
+        } else {
+            clef_q2_0_codes(b, f->q);
+        }
         memset(f->sc, 1, sizeof(f->sc));
         memset(f->mn, 0, sizeof(f->mn));
         f->d = f16at(b);
@@ -600,7 +611,8 @@ main(void)
     /* each type: every activation-row tail with one weight-row tail, and
      * every weight-row tail with one activation-row count */
     for (ti = 0; ti < NTYPES; ti++) {
-        kk = gtraits(types[ti])->block == 256 ? 512 : 96;
+        kk = gtraits(types[ti])->block == 32 ? 96
+             : gtraits(types[ti])->block == 64 ? 192 : 512;
         for (mi = 0; mi < 5; mi++) {
             r = rs[mi % 4];
             one_case(&e, &types[ti], &r, 1, kk, ms[mi], mi % 2 ? 1.0f : 0.0f,

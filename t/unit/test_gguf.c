@@ -759,13 +759,13 @@ test_corrupt(void)
     CHECK_ERR(g, err, "tensor 'w' is too large",
               "a row whose bytes overflow (found by the fuzzer)");
     hdr(&m, 3, 1, 0);
-    tinfo(&m, "blk.0.ffn_down.weight", 2, 256, 2, 41, 0);
+    tinfo(&m, "blk.0.ffn_down.weight", 2, 256, 2, 9, 0);
     g = open_img(&m, &err);
-    CHECK_ERR(g, err, "tensor 'blk.0.ffn_down.weight' is of type Q1_0, which"
+    CHECK_ERR(g, err, "tensor 'blk.0.ffn_down.weight' is of type Q8_1, which"
               " ngx_clef does not read (it reads F32, F16, BF16, Q8_0, Q6_K,"
               " Q5_1, Q5_0, Q5_K, Q4_1, Q4_0, Q4_K, IQ4_NL, NVFP4, IQ4_XS,"
-              " MXFP4, Q3_K, IQ3_S, IQ3_XXS, Q2_K, IQ2_S, IQ2_XS, IQ2_XXS,"
-              " TQ2_0, IQ1_M, TQ1_0, IQ1_S)", "an unsupported type named with"
+              " MXFP4, Q3_K, IQ3_S, IQ3_XXS, Q2_K, IQ2_S, IQ2_XS, Q2_0,"
+              " IQ2_XXS, TQ2_0, IQ1_M, TQ1_0, IQ1_S, Q1_0)", "an unsupported type named with"
               " its tensor, and the types read");
     hdr(&m, 3, 1, 0);
     tinfo(&m, "w", 2, 256, 2, 99, 0);
@@ -904,7 +904,7 @@ test_lookups(void)
     CHECK(clef_gguf_add_tensor(w, "t", CLEF_GGML_Q4_K, 1, (int64_t[]) { 100 },
                                NULL, &err) == -1,
           "... a row that is not whole blocks");
-    CHECK(clef_gguf_add_tensor(w, "t", 41, 1, (int64_t[]) { 256 }, NULL,
+    CHECK(clef_gguf_add_tensor(w, "t", 9, 1, (int64_t[]) { 256 }, NULL,
                                &err) == -1, "... a type it does not read");
     CHECK(clef_gguf_add_tensor_f32(w, "t", CLEF_GGML_IQ4_XS, 1,
                                    (int64_t[]) { 256 }, NULL, &err) == -1

@@ -2,8 +2,9 @@
  * The GGUF types ngx_clef reads only (model/quant.h), end to end, on Clef
  * files llama-quantize made of the gg1 checkpoint (t/fixtures/gguf/types,
  * t/reference/gen_gguf_types.py: every type it writes that ngx_clef reads
- * but does not write, the i-quants with an importance matrix, and a
- * dynamic mix of --tensor-type overrides):
+ * but does not write, the i-quants with an importance matrix, a dynamic
+ * mix of --tensor-type overrides, and Q1_0 and Q2_0 in a mix: ggml's
+ * dequantization their reference, gguf-py having none):
  *
  *   - every tensor of every file: its type, shape and bytes, and our
  *     dequantization of it, against gguf-py's (FNV-1a 64 in the

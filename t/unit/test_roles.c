@@ -283,8 +283,9 @@ test_dtypes(void)
           && clef_dtype_is_float(dt)
           && clef_dtype_traits_of(dt)->from_f32 == NULL,
           "GGUF type 10 is Q2_K, read only: no quantizer");
-    CHECK(clef_dtype_from_ggml(41, &dt) != 0,
-          "GGUF type 41 (Q1_0): not a type ngx_clef reads");
+    CHECK(clef_dtype_from_ggml(9, &dt) != 0,
+          "GGUF type 9 (Q8_1, llama.cpp's activations): not a type ngx_clef"
+          " reads");
     CHECK(clef_dtype_from_ggml(-1, &dt) != 0, "no GGUF type -1");
     CHECK_INT(clef_dtype_bytes(CLEF_DTYPE_BF16, 10), 20, "10 bf16: 20 bytes");
     CHECK_INT(clef_dtype_bytes(CLEF_DTYPE_I64, 3), 24, "3 i64: 24 bytes");

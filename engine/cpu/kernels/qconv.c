@@ -5,6 +5,8 @@
  * forms), so the same kernels, panels and tests serve both:
  *
  *   IQ4_NL  -> Q8_0  the same d; the codebook's int8 values as the codes
+ *   Q1_0    -> Q8_0  the same d; each 32 of its 128 (Q2_0: 64) values a
+ *   Q2_0             block, the codes +-1 (-1 .. 2)
  *   Q3_K    -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
  *   IQ3_S            int8 scales (TQ1_0, TQ2_0: 1): (d * sc) * (q + 32 -
  *   TQ1_0            32) is the value each dequantizer gives, the same
@@ -57,7 +59,7 @@ q6k_block_of(const clef_qk_int *f, uint8_t *out)
 
 #define AS_Q6K(name)                                                         \
     static void                                                              \
-    name(const uint8_t *b, uint8_t *out)                                     \
+    name(const uint8_t *b, int part, uint8_t *out)                           \
     {                                                                        \
         clef_qk_int  f;                                                      \
                                                                              \
@@ -73,7 +75,7 @@ AS_Q6K(tq2_0)
 /* The integer form as it is (the kernels' I8 and I8M). */
 #define AS_I8(name)                                                          \
     static void                                                              \
-    name(const uint8_t *b, uint8_t *out)                                     \
+    name(const uint8_t *b, int part, uint8_t *out)                           \
     {                                                                        \
         clef_##name##_int(b, (clef_qk_int *) (void *) out);                  \
     }
@@ -88,34 +90,58 @@ AS_I8(iq1_s)
 AS_I8(iq1_m)
 
 static void
-iq4_nl(const uint8_t *b, uint8_t *out)
+iq4_nl(const uint8_t *b, int part, uint8_t *out)
 {
     memcpy(out, b, 2);
     clef_iq4_nl_codes(b, (int8_t *) (out + 2));
 }
 
+/* Q8_0 block `part` (32 values) of a Q1_0 or Q2_0 block: the same d, the
+ * codes +-1 or -1 .. 2. */
+static void
+q1_0(const uint8_t *b, int part, uint8_t *out)
+{
+    int8_t  q[128];
+
+    clef_q1_0_codes(b, q);
+    memcpy(out, b, 2);
+    memcpy(out + 2, q + 32 * part, 32);
+}
+
+static void
+q2_0(const uint8_t *b, int part, uint8_t *out)
+{
+    int8_t  q[64];
+
+    clef_q2_0_codes(b, q);
+    memcpy(out, b, 2);
+    memcpy(out + 2, q + 32 * part, 32);
+}
+
 static const qd_source  sources[] = {
-    { CLEF_GGML_Q8_0, QT_Q8_0, 34, NULL },
-    { CLEF_GGML_Q4_0, QT_Q4_0, 18, NULL },
-    { CLEF_GGML_Q4_1, QT_Q4_1, 20, NULL },
-    { CLEF_GGML_Q5_0, QT_Q5_0, 22, NULL },
-    { CLEF_GGML_Q5_1, QT_Q5_1, 24, NULL },
-    { CLEF_GGML_Q4_K, QT_Q4_K, 144, NULL },
-    { CLEF_GGML_Q5_K, QT_Q5_K, 176, NULL },
-    { CLEF_GGML_Q6_K, QT_Q6_K, 210, NULL },
-    { CLEF_GGML_IQ4_NL, QT_Q8_0, 18, iq4_nl },
-    { CLEF_GGML_Q3_K, QT_Q6_K, 110, q3_k },
-    { CLEF_GGML_IQ3_S, QT_Q6_K, 110, iq3_s },
-    { CLEF_GGML_TQ1_0, QT_Q6_K, 54, tq1_0 },
-    { CLEF_GGML_TQ2_0, QT_Q6_K, 66, tq2_0 },
-    { CLEF_GGML_Q2_K, QT_I8M, 84, q2_k },
-    { CLEF_GGML_IQ4_XS, QT_I8, 136, iq4_xs },
-    { CLEF_GGML_IQ3_XXS, QT_I8, 98, iq3_xxs },
-    { CLEF_GGML_IQ2_XXS, QT_I8, 66, iq2_xxs },
-    { CLEF_GGML_IQ2_XS, QT_I8, 74, iq2_xs },
-    { CLEF_GGML_IQ2_S, QT_I8, 82, iq2_s },
-    { CLEF_GGML_IQ1_S, QT_I8, 50, iq1_s },
-    { CLEF_GGML_IQ1_M, QT_I8, 56, iq1_m },
+    { CLEF_GGML_Q8_0, QT_Q8_0, 32, 34, NULL },
+    { CLEF_GGML_Q4_0, QT_Q4_0, 32, 18, NULL },
+    { CLEF_GGML_Q4_1, QT_Q4_1, 32, 20, NULL },
+    { CLEF_GGML_Q5_0, QT_Q5_0, 32, 22, NULL },
+    { CLEF_GGML_Q5_1, QT_Q5_1, 32, 24, NULL },
+    { CLEF_GGML_Q4_K, QT_Q4_K, 256, 144, NULL },
+    { CLEF_GGML_Q5_K, QT_Q5_K, 256, 176, NULL },
+    { CLEF_GGML_Q6_K, QT_Q6_K, 256, 210, NULL },
+    { CLEF_GGML_IQ4_NL, QT_Q8_0, 32, 18, iq4_nl },
+    { CLEF_GGML_Q1_0, QT_Q8_0, 128, 18, q1_0 },
+    { CLEF_GGML_Q2_0, QT_Q8_0, 64, 18, q2_0 },
+    { CLEF_GGML_Q3_K, QT_Q6_K, 256, 110, q3_k },
+    { CLEF_GGML_IQ3_S, QT_Q6_K, 256, 110, iq3_s },
+    { CLEF_GGML_TQ1_0, QT_Q6_K, 256, 54, tq1_0 },
+    { CLEF_GGML_TQ2_0, QT_Q6_K, 256, 66, tq2_0 },
+    { CLEF_GGML_Q2_K, QT_I8M, 256, 84, q2_k },
+    { CLEF_GGML_IQ4_XS, QT_I8, 256, 136, iq4_xs },
+    { CLEF_GGML_IQ3_XXS, QT_I8, 256, 98, iq3_xxs },
+    { CLEF_GGML_IQ2_XXS, QT_I8, 256, 66, iq2_xxs },
+    { CLEF_GGML_IQ2_XS, QT_I8, 256, 74, iq2_xs },
+    { CLEF_GGML_IQ2_S, QT_I8, 256, 82, iq2_s },
+    { CLEF_GGML_IQ1_S, QT_I8, 256, 50, iq1_s },
+    { CLEF_GGML_IQ1_M, QT_I8, 256, 56, iq1_m },
 };
 
 const qd_source *

@@ -159,8 +159,11 @@ void clef_qdot_linear_isa(const clef_qdot_isa *k, clef_cpu_pool *pool,
 typedef struct {
     uint32_t  ggml;
     int       qt;                   /* the kernels' type */
+    int       values;               /* of the file's block: qt's, or a
+                                       multiple of them (Q1_0, Q2_0) */
     int       bytes;                /* of the file's block */
-    void    (*convert)(const uint8_t *block, uint8_t *out);
+    /* qt's block `part` of the file's block (0 but for a multiple) */
+    void    (*convert)(const uint8_t *block, int part, uint8_t *out);
 } qd_source;
 
 /* NULL for a type not multiplied here. */

@@ -35,9 +35,10 @@ qd_type_of(uint32_t ggml)
 int
 clef_qdot_type_ok(uint32_t type, int64_t cols)
 {
-    int  t = qd_type_of(type);
+    const qd_source  *src = qd_source_of(type);
 
-    return t >= 0 && cols > 0 && cols % qd_block_values[t] == 0;
+    /* whole blocks of the file's type, whose size the kernels' divides */
+    return src != NULL && cols > 0 && cols % src->values == 0;
 }
 
 size_t
@@ -268,7 +269,7 @@ pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
     const qd_source  *src = qd_source_of(ggml);
     const uint8_t    *b;
     uint8_t          *o;
-    int64_t           k;
+    int64_t           k, per;
     int               t = src->qt;
     union {
         uint8_t       block[256];
@@ -277,9 +278,10 @@ pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
 
     for (k = 0; k < nb; k++) {
         o = panel + (size_t) k * (size_t) qd_block_bytes[t];
-        b = rb + (size_t) k * (size_t) src->bytes;
+        per = src->values / qd_block_values[t];
+        b = rb + (size_t) (k / per) * (size_t) src->bytes;
         if (src->convert != NULL) {
-            src->convert(b, conv.block);
+            src->convert(b, (int) (k % per), conv.block);
             b = conv.block;
         }
         if (t == QT_I8 || t == QT_I8M) {
