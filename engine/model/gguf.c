@@ -477,32 +477,35 @@ read_kvs(rd *r, clef_gguf *g)
 }
 
 /* The dims, type and data size of one tensor info. */
-/* The types a tensor may have, the most bits per value first: what a
- * refusal names, into list. */
+/* The types a tensor may have, the most bits per value first (GGML's id
+ * order among equals): what a refusal names, into list. */
 static const char *
 types_read(char *list, size_t size)
 {
-    const clef_dtype_traits  *q;
+    const clef_dtype_traits  *q[CLEF_DTYPE_COUNT], *t;
     clef_dtype                dt;
     size_t                    len = 0;
-    int                       bits, id;
+    int                       n = 0, id, i, j;
 
-    list[0] = '\0';
-    for (bits = 32 * 256; bits > 0; bits--) {
-        for (id = 0; id < 64; id++) {
-            if (clef_dtype_from_ggml(id, &dt) != 0
-                || !clef_dtype_is_float(dt))
-            {
-                continue;
-            }
-            q = clef_dtype_traits_of(dt);
-            if ((int) (q->block_bytes * 8 * 256 / (size_t) q->block) == bits
-                && len + strlen(q->name) + 3 < size)
-            {
-                len += (size_t) snprintf(list + len, size - len, "%s%s",
-                                         len ? ", " : "", q->name);
-            }
+    for (id = 0; id < 64 && n < CLEF_DTYPE_COUNT; id++) {
+        if (clef_dtype_from_ggml(id, &dt) == 0 && clef_dtype_is_float(dt)) {
+            q[n++] = clef_dtype_traits_of(dt);
         }
+    }
+    /* insertion sort by bits per value, descending, stable */
+    for (i = 1; i < n; i++) {
+        t = q[i];
+        for (j = i; j > 0 && q[j - 1]->block_bytes * (size_t) t->block
+                             < t->block_bytes * (size_t) q[j - 1]->block; j--)
+        {
+            q[j] = q[j - 1];
+        }
+        q[j] = t;
+    }
+    list[0] = '\0';
+    for (i = 0; i < n && len + strlen(q[i]->name) + 3 < size; i++) {
+        len += (size_t) snprintf(list + len, size - len, "%s%s",
+                                 len ? ", " : "", q[i]->name);
     }
     return list;
 }
