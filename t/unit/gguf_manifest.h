@@ -30,17 +30,12 @@ fnv(const void *p, size_t n)
     return h;
 }
 
-/* One tensor against its manifest entry: type, dims, bytes, and our
- * dequantization against gguf-py's. */
+/* A tensor (NULL: absent) of its manifest entry's type and dims. */
 static inline int
-manifest_tensor_ok(const clef_gguf *g, json_t *e)
+manifest_shape_ok(const clef_gguf_tensor *t, json_t *e)
 {
-    const clef_gguf_tensor  *t;
-    float                   *f;
-    char                     h[20];
-    int                      j, ok;
+    int  j, ok;
 
-    t = clef_gguf_tensor_find(g, json_string_value(json_object_get(e, "name")));
     ok = t != NULL
          && strcmp(clef_dtype_name(t->dtype),
                    json_string_value(json_object_get(e, "type"))) == 0
@@ -49,6 +44,21 @@ manifest_tensor_ok(const clef_gguf *g, json_t *e)
         ok = t->ne[j] == json_integer_value(json_array_get(
                              json_object_get(e, "ne"), (size_t) j));
     }
+    return ok;
+}
+
+/* One tensor against its manifest entry: type, dims, bytes, and our
+ * dequantization against gguf-py's. */
+static inline int
+manifest_tensor_ok(const clef_gguf *g, json_t *e)
+{
+    const clef_gguf_tensor  *t;
+    float                   *f;
+    char                     h[20];
+    int                      ok;
+
+    t = clef_gguf_tensor_find(g, json_string_value(json_object_get(e, "name")));
+    ok = manifest_shape_ok(t, e);
     if (ok) {
         snprintf(h, sizeof(h), "%016llx",
                  (unsigned long long) fnv(t->data, t->nbytes));

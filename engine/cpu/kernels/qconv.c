@@ -99,23 +99,26 @@ iq4_nl(const uint8_t *b, int part, uint8_t *out)
 /* Q8_0 block `part` (32 values) of a Q1_0 or Q2_0 block: the same d, the
  * codes +-1 or -1 .. 2. */
 static void
-q1_0(const uint8_t *b, int part, uint8_t *out)
+d_codes(const uint8_t *b, int part, void (*codes)(const void *, int8_t *),
+    uint8_t *out)
 {
     int8_t  q[128];
 
-    clef_q1_0_codes(b, q);
+    codes(b, q);
     memcpy(out, b, 2);
     memcpy(out + 2, q + 32 * part, 32);
 }
 
 static void
+q1_0(const uint8_t *b, int part, uint8_t *out)
+{
+    d_codes(b, part, clef_q1_0_codes, out);
+}
+
+static void
 q2_0(const uint8_t *b, int part, uint8_t *out)
 {
-    int8_t  q[64];
-
-    clef_q2_0_codes(b, q);
-    memcpy(out, b, 2);
-    memcpy(out + 2, q + 32 * part, 32);
+    d_codes(b, part, clef_q2_0_codes, out);
 }
 
 static const qd_source  sources[] = {
