@@ -292,8 +292,9 @@ int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
  * half's codes times the activation's, times its scale, added (I), then t
  * = (float) I * d and y = fma(t, da, y); with minima M = mn0 s0 + mn1 (s -
  * s0), y = fma(-((float) M * dmin), da, y): the arithmetic of the kernels'
- * type they are read as (I8's and Q6_K's, and Q8_0's for IQ4_NL, whose
- * scale is 1 and whose halves add as one sum). */
+ * type they are read as (I8's and Q6_K's, and Q8_0's for Q1_0 and Q2_0,
+ * whose scale is 1 and whose halves add as one sum); IQ4_NL and IQ4_XS
+ * (NL4): t = (float) I * (d * sc), one scale per 32 values. */
 static float
 model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
     float y)
@@ -312,6 +313,12 @@ model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
         h[0] = h[1] = 0;
         for (off = 0; off < 32; off++) {
             h[off / 16] += f.q[v + off] * a[j].q[off];
+        }
+        if (type == CLEF_GGML_IQ4_NL || type == CLEF_GGML_IQ4_XS) {
+            /* NL4: one scale per 32 values, d * sc as an f32 */
+            t = (float) (h[0] + h[1]) * (f.d * (float) f.sc[v / 16]);
+            y = fmaf(t, a[j].d, y);
+            continue;
         }
         i = f.sc[v / 16] * h[0] + f.sc[v / 16 + 1] * h[1];
         t = (float) i * f.d;

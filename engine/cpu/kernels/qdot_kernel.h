@@ -33,6 +33,9 @@
  *          (one per 16 values), mn[16][16] int8 384, step j (values
  *          4j .. 4j+3, int8 codes) at 640 + 64 j: a 256-value integer
  *          form (model/quant.h) as it is, I8M the same with minima
+ *   NL4    the block's scale as f32 [16] 0, chunks at 64: indices  320
+ *          into IQ4_NL's codebook, as Q4_0's (IQ4_NL, and IQ4_XS's
+ *          32-value runs with d * (sc - 32) as the scale)
  *   Q6_K   d 0, sc[16][16] 32 (one per 16 values), low nibbles     3360
  *          of half h (128 values), quarter e in {0, 1}, chunk c at
  *          288 + 64 (16 h + 8 e + c): low = sub-block 4h + e's values
@@ -50,6 +53,7 @@
 #include <stdint.h>
 
 #include "cpu/kernels/qdot.h"
+#include "model/quant_iq_grids.h"
 
 #define QD_STEP        64     /* bytes of one step of a panel */
 #define QD_ROWS_ALIGN  12     /* activation runs are padded to a multiple
@@ -67,6 +71,7 @@ typedef enum {
     QT_Q6_K,
     QT_I8,
     QT_I8M,
+    QT_NL4,
     QT_COUNT
 } qd_type;
 
@@ -80,6 +85,7 @@ typedef enum {
 #define QB_Q5_K   2880
 #define QB_Q6_K   3360
 #define QB_I8     4736
+#define QB_NL4    320
 
 #define QK_SC     64      /* K types: sub-block scales */
 #define QK_MN     192     /* minima */
@@ -93,6 +99,7 @@ typedef enum {
 #define I8_SC     128
 #define I8_MN     384
 #define I8_QS     640
+#define NL4_QS    64
 
 /* An activation block's scale and sums. */
 typedef struct {

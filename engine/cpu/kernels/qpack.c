@@ -16,12 +16,13 @@
 #define PANEL  CLEF_QDOT_PANEL
 
 const int  qd_block_values[QT_COUNT] = {
-    32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K
+    32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K,
+    32
 };
 
 const int  qd_block_bytes[QT_COUNT] = {
     QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K,
-    QB_I8, QB_I8
+    QB_I8, QB_I8, QB_NL4
 };
 
 int
@@ -261,6 +262,18 @@ i8_block(const clef_qk_int *f, uint8_t *o, int l)
     }
 }
 
+/* NL4: the f32 scale, then the 16 bytes of indices as Q4_0's chunks. */
+static void
+nl4_block(const uint8_t *b, uint8_t *o, int l)
+{
+    int  j;
+
+    memcpy(o + 4 * l, b, 4);
+    for (j = 0; j < 4; j++) {
+        put4(o + NL4_QS, j, l, b + 4 + 4 * j);
+    }
+}
+
 /* One row's nb blocks (at rb, of the GGUF type ggml) into lane l of a
  * panel. */
 static void
@@ -286,6 +299,8 @@ pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
         }
         if (t == QT_I8 || t == QT_I8M) {
             i8_block(&conv.form, o, l);
+        } else if (t == QT_NL4) {
+            nl4_block(b, o, l);
         } else if (t <= QT_Q5_1) {
             legacy_block(t, b, o, l);
         } else if (t == QT_Q6_K) {
