@@ -64,6 +64,16 @@ q_nearest(float v, int lo, int hi)
     return v < 0 ? -(int) (0.5f - v) : (int) (v + 0.5f);
 }
 
+/* An integer form (quant.h) without minima, of scale d. */
+static inline void
+q_no_mins(clef_qk_int *f, float d)
+{
+    memset(f->mn, 0, sizeof(f->mn));
+    f->d = d;
+    f->dmin = 0;
+    f->mins = 0;
+}
+
 /* 1 / d, or 0 when d is 0 (a block of zeros quantizes to zeros). */
 static inline float
 q_inv(float d)

@@ -59,15 +59,6 @@ nibble(const uint8_t *sc, int k)
     return (sc[k / 2] >> (4 * (k % 2))) & 0x0f;
 }
 
-static void
-no_mins(clef_qk_int *f, float d)
-{
-    memset(f->mn, 0, sizeof(f->mn));
-    f->d = d;
-    f->dmin = 0;
-    f->mins = 0;
-}
-
 void
 clef_iq2_xxs_int(const void *block, clef_qk_int *f)
 {
@@ -86,7 +77,7 @@ clef_iq2_xxs_int(const void *block, clef_qk_int *f)
                        f->q + 32 * g + 8 * k);
         }
     }
-    no_mins(f, q_rd_f16(b) * 0.125f);
+    q_no_mins(f, q_rd_f16(b) * 0.125f);
 }
 
 void
@@ -104,7 +95,7 @@ clef_iq2_xs_int(const void *block, clef_qk_int *f)
     for (e = 0; e < 16; e++) {
         f->sc[e] = (int8_t) (2 * nibble(b + 66, e) + 1);
     }
-    no_mins(f, q_rd_f16(b) * 0.125f);
+    q_no_mins(f, q_rd_f16(b) * 0.125f);
 }
 
 void
@@ -121,7 +112,7 @@ clef_iq2_s_int(const void *block, clef_qk_int *f)
     for (e = 0; e < 16; e++) {
         f->sc[e] = (int8_t) (2 * nibble(b + 74, e) + 1);
     }
-    no_mins(f, q_rd_f16(b) * 0.125f);
+    q_no_mins(f, q_rd_f16(b) * 0.125f);
 }
 
 void
@@ -144,7 +135,7 @@ clef_iq3_xxs_int(const void *block, clef_qk_int *f)
                        f->q + 32 * g + 8 * k + 4);
         }
     }
-    no_mins(f, q_rd_f16(b) * 0.25f);
+    q_no_mins(f, q_rd_f16(b) * 0.25f);
 }
 
 void
@@ -161,7 +152,7 @@ clef_iq3_s_int(const void *block, clef_qk_int *f)
     for (e = 0; e < 16; e++) {
         f->sc[e] = (int8_t) (1 + 2 * nibble(b + 106, e / 2));
     }
-    no_mins(f, q_rd_f16(b));
+    q_no_mins(f, q_rd_f16(b));
 }
 
 /* 8 codes of an IQ1 grid row: 8 g + 1, or 8 g - 1 with the delta negated
@@ -192,7 +183,7 @@ clef_iq1_s_int(const void *block, clef_qk_int *f)
                       (qh & 0x8000) != 0, f->q + 32 * g + 8 * k);
         }
     }
-    no_mins(f, q_rd_f16(b) * 0.125f);
+    q_no_mins(f, q_rd_f16(b) * 0.125f);
 }
 
 void
@@ -215,5 +206,5 @@ clef_iq1_m_int(const void *block, clef_qk_int *f)
         nib = (b[32 + e / 2] >> (4 * (e % 2))) & 0x0f;
         iq1_codes(b[e] | (nib & 7) << 8, (nib & 8) != 0, f->q + 8 * e);
     }
-    no_mins(f, clef_f16_to_f32(h) * 0.125f);
+    q_no_mins(f, clef_f16_to_f32(h) * 0.125f);
 }

@@ -76,10 +76,7 @@ clef_iq4_xs_int(const void *block, clef_qk_int *f)
             f->q[32 * s + j + 16] = clef_iq4nl_values[qs[j] >> 4];
         }
     }
-    memset(f->mn, 0, sizeof(f->mn));
-    f->d = q_rd_f16(b);
-    f->dmin = 0;
-    f->mins = 0;
+    q_no_mins(f, q_rd_f16(b));
 }
 
 /* ggml_e8m0_to_fp32_half: 2^(e - 128), subnormal for e < 2. */

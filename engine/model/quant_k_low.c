@@ -55,13 +55,10 @@ clef_q3_k_int(const void *block, clef_qk_int *f)
         f->sc[k] = (int8_t) ((((sb[k % 8] >> (4 * (k / 8))) & 0x0f)
                               | (((sb[8 + k % 4] >> (2 * (k / 4))) & 3) << 4))
                              - 32);
-        f->mn[k] = 0;
     }
     for (v = 0; v < QK; v++) {
         f->q[v] = (int8_t) (two_bits(b + 32, v)
                             - (((hm[v % 32] >> (v / 32)) & 1) ? 0 : 4));
     }
-    f->d = q_rd_f16(b + 108);
-    f->dmin = 0;
-    f->mins = 0;
+    q_no_mins(f, q_rd_f16(b + 108));
 }

@@ -35,10 +35,7 @@ static void
 ternary(clef_qk_int *f, float d)
 {
     memset(f->sc, 1, sizeof(f->sc));
-    memset(f->mn, 0, sizeof(f->mn));
-    f->d = d;
-    f->dmin = 0;
-    f->mins = 0;
+    q_no_mins(f, d);
 }
 
 void
