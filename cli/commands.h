@@ -16,5 +16,6 @@ int clef_cmd_bench(int argc, char **argv) __attribute__((weak));
 int clef_cmd_image(int argc, char **argv) __attribute__((weak));
 int clef_cmd_video(int argc, char **argv) __attribute__((weak));
 int clef_cmd_audio(int argc, char **argv) __attribute__((weak));
+int clef_cmd_gguf_split(int argc, char **argv) __attribute__((weak));
 
 #endif

@@ -54,6 +54,8 @@ main(int argc, char **argv)
           "(--bench: seconds per record's features)" },
         { "bench", clef_cmd_bench,
           "time the backbone and the head" },
+        { "gguf-split", clef_cmd_gguf_split,
+          "a GGUF written as llama-gguf-split's parts" },
     };
     const size_t  n = sizeof(cmds) / sizeof(cmds[0]);
 

@@ -54,7 +54,7 @@ ok(scalar(keys %precision) >= 2, 'precisions: ' . join(' ', sort keys %precision
 # the directives: the module's command table (and per-kind limit
 # directives, wherever the kinds table names them)
 my %directive;
-while ($module =~ /ngx_command_t\s+\w+\[\]\s*=\s*\{(.*?)ngx_null_command/sg) {
+while ($module =~ /ngx_command_t\s+\w+\[[^\]]*\]\s*=\s*\{(.*?)(?:ngx_null_command|\n\};)/sg) {
     my $table = $1;
     $directive{$_} = 1 for $table =~ /ngx_string\(\s*"(clef_[a-z_]+)"\s*\)/g;
 }

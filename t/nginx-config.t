@@ -25,7 +25,7 @@ $ENV{TEST_NGINX_CLEF_NOTMODEL} = $notmodel;
 # reads of it) and one holding a tensor type ngx_clef does not read
 $ENV{TEST_NGINX_CLEF_GGUF} = "$FindBin::Bin/fixtures/gguf";
 $ENV{TEST_NGINX_CLEF_QWEN35} = "$notmodel/qwen35.gguf";
-$ENV{TEST_NGINX_CLEF_IQ2} = "$notmodel/iq2.gguf";
+$ENV{TEST_NGINX_CLEF_IQ2} = "$notmodel/q8_1.gguf";
 
 sub gguf_str { my $s = shift; return pack('Q<', length $s) . $s }
 
@@ -46,9 +46,9 @@ sub write_gguf {
     close $out;
 }
 write_gguf($ENV{TEST_NGINX_CLEF_QWEN35}, 'qwen35');
-# IQ2_XXS (GGML type 16): 66 bytes per block of 256
+# Q8_1 (GGML type 9, llama.cpp's activations): 36 bytes per block of 32
 write_gguf($ENV{TEST_NGINX_CLEF_IQ2}, 'clef',
-           [ 'blk.0.ffn_down.weight', 16, 132, 256, 2 ]);
+           [ 'blk.0.ffn_down.weight', 9, 72, 32, 2 ]);
 
 clef_defaults();
 
@@ -100,7 +100,7 @@ clef_model tiny $TEST_NGINX_CLEF_QWEN35;
 clef_model tiny $TEST_NGINX_CLEF_IQ2;
 --- must_die
 --- error_log
-tensor 'blk.0.ffn_down.weight' is of type IQ2_XXS, which ngx_clef does not read
+tensor 'blk.0.ffn_down.weight' is of type Q8_1, which ngx_clef does not read
 
 === TEST 3c: an mmproj file given as the model
 --- http_config

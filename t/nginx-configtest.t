@@ -12,7 +12,7 @@ use ClefNginx;
 
 my $model = ClefNginx->model_dir(1);
 
-plan tests => 7;
+plan tests => 9;
 
 # the module alone loads into the packaged binary
 {
@@ -83,4 +83,24 @@ for my $conf ("clef_model tiny $gguf/gg1.q4_k_m.gguf;",
     $srv->write_config;
     my ($rc, $out) = $srv->run_nginx('-t');
     is $rc, 0, "nginx -t accepts $conf" or diag $out;
+}
+
+# a Clef GGUF split by llama-gguf-split's rules, given by its first part:
+# -t reads every part's header; a later part given alone fails, naming the
+# first
+{
+    my $srv = ClefNginx->new;
+    my $p = $srv->prefix;
+    my $bin = ClefNginx::clef_bin();
+    my $made = `'$bin' gguf-split --split-max-tensors 40 $gguf/gg1.q4_k_m.gguf $p/gg1 2>&1`;
+    die "clef gguf-split failed: $made" if $?;
+    $srv->{http_config} = "clef_model tiny $p/gg1-00001-of-00003.gguf;";
+    $srv->write_config;
+    my ($rc, $out) = $srv->run_nginx('-t');
+    is $rc, 0, 'nginx -t accepts the first part of a split GGUF' or diag $out;
+    $srv->{http_config} = "clef_model tiny $p/gg1-00002-of-00003.gguf;";
+    $srv->write_config;
+    ($rc, $out) = $srv->run_nginx('-t');
+    ok $rc != 0 && $out =~ /is part 2 of 3 of a GGUF split by llama-gguf-split: give its first part, '\Q$p\E\/gg1-00001-of-00003\.gguf'/,
+       'and refuses its second part alone, naming the first' or diag $out;
 }

@@ -9,6 +9,7 @@
  * GGMLQuantizationType); the conversions are quant.h's, exact as gguf-py
  * computes them. */
 #define FLOAT(f)  clef_##f##_to_f32, clef_##f##_from_f32
+#define READ(f)   clef_##f##_to_f32, NULL      /* read only */
 
 static const clef_dtype_traits  dtypes[CLEF_DTYPE_COUNT] = {
     [CLEF_DTYPE_F32]  = { "F32",  1, CLEF_GGML_F32,  1, 4,
@@ -28,6 +29,38 @@ static const clef_dtype_traits  dtypes[CLEF_DTYPE_COUNT] = {
     [CLEF_DTYPE_Q4_K] = { "Q4_K", 0, CLEF_GGML_Q4_K, 256, 144, FLOAT(q4_k) },
     [CLEF_DTYPE_Q5_K] = { "Q5_K", 0, CLEF_GGML_Q5_K, 256, 176, FLOAT(q5_k) },
     [CLEF_DTYPE_Q6_K] = { "Q6_K", 0, CLEF_GGML_Q6_K, 256, 210, FLOAT(q6_k) },
+    [CLEF_DTYPE_Q2_K] = { "Q2_K", 0, CLEF_GGML_Q2_K, 256, 84, READ(q2_k) },
+    [CLEF_DTYPE_Q3_K] = { "Q3_K", 0, CLEF_GGML_Q3_K, 256, 110, READ(q3_k) },
+    [CLEF_DTYPE_IQ4_NL]  = { "IQ4_NL", 0, CLEF_GGML_IQ4_NL, 32, 18,
+                             READ(iq4_nl) },
+    [CLEF_DTYPE_IQ4_XS]  = { "IQ4_XS", 0, CLEF_GGML_IQ4_XS, 256, 136,
+                             READ(iq4_xs) },
+    [CLEF_DTYPE_IQ3_XXS] = { "IQ3_XXS", 0, CLEF_GGML_IQ3_XXS, 256, 98,
+                             READ(iq3_xxs) },
+    [CLEF_DTYPE_IQ3_S]   = { "IQ3_S", 0, CLEF_GGML_IQ3_S, 256, 110,
+                             READ(iq3_s) },
+    [CLEF_DTYPE_IQ2_XXS] = { "IQ2_XXS", 0, CLEF_GGML_IQ2_XXS, 256, 66,
+                             READ(iq2_xxs) },
+    [CLEF_DTYPE_IQ2_XS]  = { "IQ2_XS", 0, CLEF_GGML_IQ2_XS, 256, 74,
+                             READ(iq2_xs) },
+    [CLEF_DTYPE_IQ2_S]   = { "IQ2_S", 0, CLEF_GGML_IQ2_S, 256, 82,
+                             READ(iq2_s) },
+    [CLEF_DTYPE_IQ1_S]   = { "IQ1_S", 0, CLEF_GGML_IQ1_S, 256, 50,
+                             READ(iq1_s) },
+    [CLEF_DTYPE_IQ1_M]   = { "IQ1_M", 0, CLEF_GGML_IQ1_M, 256, 56,
+                             READ(iq1_m) },
+    [CLEF_DTYPE_TQ1_0]   = { "TQ1_0", 0, CLEF_GGML_TQ1_0, 256, 54,
+                             READ(tq1_0) },
+    [CLEF_DTYPE_TQ2_0]   = { "TQ2_0", 0, CLEF_GGML_TQ2_0, 256, 66,
+                             READ(tq2_0) },
+    [CLEF_DTYPE_MXFP4]   = { "MXFP4", 0, CLEF_GGML_MXFP4, 32, 17,
+                             READ(mxfp4) },
+    [CLEF_DTYPE_NVFP4]   = { "NVFP4", 0, CLEF_GGML_NVFP4, 64, 36,
+                             READ(nvfp4) },
+    [CLEF_DTYPE_Q1_0]    = { "Q1_0", 0, CLEF_GGML_Q1_0, 128, 18,
+                             READ(q1_0) },
+    [CLEF_DTYPE_Q2_0]    = { "Q2_0", 0, CLEF_GGML_Q2_0, 64, 18,
+                             READ(q2_0) },
 };
 
 const clef_dtype_traits *

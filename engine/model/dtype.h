@@ -6,7 +6,9 @@
  * keeps a weight for its kernels is its own (the CPU's packed formats:
  * cpu/kernels/wpack.h, keyed by these types).
  *
- * GGUF's block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) are
+ * GGUF's block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, and
+ * read only Q2_K, Q3_K, the i-quants, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0,
+ * Q2_0) are
  * rows like the others: block size, bytes per block, GGUF's type id, and
  * the dequantizer and quantizer of model/quant.h, functions of the shape
  *
@@ -39,6 +41,23 @@ typedef enum {
     CLEF_DTYPE_Q4_K,
     CLEF_DTYPE_Q5_K,
     CLEF_DTYPE_Q6_K,
+    CLEF_DTYPE_Q2_K,            /* read only: no quantizer */
+    CLEF_DTYPE_Q3_K,
+    CLEF_DTYPE_IQ4_NL,
+    CLEF_DTYPE_IQ4_XS,
+    CLEF_DTYPE_IQ3_XXS,
+    CLEF_DTYPE_IQ3_S,
+    CLEF_DTYPE_IQ2_XXS,
+    CLEF_DTYPE_IQ2_XS,
+    CLEF_DTYPE_IQ2_S,
+    CLEF_DTYPE_IQ1_S,
+    CLEF_DTYPE_IQ1_M,
+    CLEF_DTYPE_TQ1_0,
+    CLEF_DTYPE_TQ2_0,
+    CLEF_DTYPE_MXFP4,
+    CLEF_DTYPE_NVFP4,
+    CLEF_DTYPE_Q1_0,
+    CLEF_DTYPE_Q2_0,
     CLEF_DTYPE_COUNT
 } clef_dtype;
 
@@ -60,7 +79,8 @@ typedef struct {
     size_t                 block_bytes;   /* bytes of one block */
     clef_dtype_to_f32_fn   to_f32;        /* NULL: not a float type (no
                                              weight is stored in it) */
-    clef_dtype_from_f32_fn from_f32;      /* NULL likewise */
+    clef_dtype_from_f32_fn from_f32;      /* NULL likewise, and for a
+                                             type read only */
 } clef_dtype_traits;
 
 /* The row of dt, NULL for a value outside the table. */

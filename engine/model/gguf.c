@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/arena.h"
+#include "model/gguf_impl.h"
 
 #define GGUF_MAGIC    "GGUF"
 #define RD_BUF        (1u << 20)  /* the header is read in pieces this big */
@@ -28,23 +29,6 @@
  * offset) take: the counts in the header are checked against them. */
 #define MIN_KV_BYTES      14
 #define MIN_TENSOR_BYTES  33
-
-struct clef_gguf {
-    char                *path;
-    uint32_t             version;
-    uint32_t             alignment;
-    uint64_t             size;
-    uint64_t             data_off;
-    clef_gguf_value     *kv;
-    const clef_gguf_value  **kv_sorted;
-    size_t               n_kv;
-    clef_gguf_tensor    *t;
-    const clef_gguf_tensor **t_sorted;
-    size_t               n_t;
-    void                *map;
-    size_t               map_len;
-    clef_arena           arena;
-};
 
 typedef struct {
     int              fd;            /* -1: reading mem */
@@ -385,8 +369,8 @@ cmp_kv(const void *a, const void *b)
                   (*(const clef_gguf_value *const *) b)->key);
 }
 
-static int
-cmp_tensor(const void *a, const void *b)
+int
+clef_gguf_cmp_tensor(const void *a, const void *b)
 {
     return strcmp((*(const clef_gguf_tensor *const *) a)->name,
                   (*(const clef_gguf_tensor *const *) b)->name);
@@ -410,7 +394,7 @@ index_names(rd *r, clef_gguf *g)
         g->t_sorted[i] = &g->t[i];
     }
     qsort(g->kv_sorted, g->n_kv, sizeof(*g->kv_sorted), cmp_kv);
-    qsort(g->t_sorted, g->n_t, sizeof(*g->t_sorted), cmp_tensor);
+    qsort(g->t_sorted, g->n_t, sizeof(*g->t_sorted), clef_gguf_cmp_tensor);
     for (i = 1; i < g->n_kv; i++) {
         if (strcmp(g->kv_sorted[i - 1]->key, g->kv_sorted[i]->key) == 0) {
             return fail(r, "the key '%s' is given twice", g->kv_sorted[i]->key);
@@ -493,9 +477,43 @@ read_kvs(rd *r, clef_gguf *g)
 }
 
 /* The dims, type and data size of one tensor info. */
+/* The types a tensor may have, the most bits per value first (GGML's id
+ * order among equals): what a refusal names, into list. */
+static const char *
+types_read(char *list, size_t size)
+{
+    const clef_dtype_traits  *q[CLEF_DTYPE_COUNT], *t;
+    clef_dtype                dt;
+    size_t                    len = 0;
+    int                       n = 0, id, i, j;
+
+    for (id = 0; id < 64 && n < CLEF_DTYPE_COUNT; id++) {
+        if (clef_dtype_from_ggml(id, &dt) == 0 && clef_dtype_is_float(dt)) {
+            q[n++] = clef_dtype_traits_of(dt);
+        }
+    }
+    /* insertion sort by bits per value, descending, stable */
+    for (i = 1; i < n; i++) {
+        t = q[i];
+        for (j = i; j > 0 && q[j - 1]->block_bytes * (size_t) t->block
+                             < t->block_bytes * (size_t) q[j - 1]->block; j--)
+        {
+            q[j] = q[j - 1];
+        }
+        q[j] = t;
+    }
+    list[0] = '\0';
+    for (i = 0; i < n && len + strlen(q[i]->name) + 3 < size; i++) {
+        len += (size_t) snprintf(list + len, size - len, "%s%s",
+                                 len ? ", " : "", q[i]->name);
+    }
+    return list;
+}
+
 static int
 tensor_layout(rd *r, clef_gguf_tensor *t)
 {
+    char         list[300];
     uint32_t     ndim;
     uint64_t     ne;
     int64_t      row, rows;
@@ -534,9 +552,8 @@ tensor_layout(rd *r, clef_gguf_tensor *t)
         || !clef_dtype_is_float(t->dtype))
     {
         return fail(r, "tensor '%s' is of type %s, which ngx_clef does not"
-                    " read (it reads F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q5_1,"
-                    " Q5_0, Q4_K, Q4_1, Q4_0: quantize the model to one of"
-                    " those, e.g. llama-quantize ... Q4_K_M)", t->name, tname);
+                    " read (it reads %s)", t->name, tname,
+                    types_read(list, sizeof(list)));
     }
     if (t->ne[0] % block != 0) {
         return fail(r, "tensor '%s': a row of %lld values is not a whole"
@@ -719,6 +736,12 @@ clef_gguf_open(const char *path, int flags, clef_error *err)
     }
     free(r.buf);
     close(fd);
+    if (!(flags & CLEF_GGUF_ONE_PART)
+        && clef_gguf_split_join(g, flags, err) != 0)
+    {
+        clef_gguf_close(g);
+        return NULL;
+    }
     return g;
 
 fail:
@@ -763,6 +786,10 @@ clef_gguf_close(clef_gguf *g)
     if (g == NULL) {
         return;
     }
+    while (g->n_parts > 0) {
+        clef_gguf_close(g->parts[--g->n_parts]);
+    }
+    free(g->parts);
     if (g->map != NULL) {
         munmap(g->map, g->map_len);
     }
@@ -1072,6 +1099,7 @@ clef_gguf_tensor_find(const clef_gguf *g, const char *name)
         return NULL;
     }
     k.name = name;
-    hit = bsearch(&kp, g->t_sorted, g->n_t, sizeof(*g->t_sorted), cmp_tensor);
+    hit = bsearch(&kp, g->t_sorted, g->n_t, sizeof(*g->t_sorted),
+                  clef_gguf_cmp_tensor);
     return hit != NULL ? *hit : NULL;
 }

@@ -21,6 +21,15 @@
  * few MB: the tokenizer); the tensors are not.  With
  * CLEF_GGUF_HEADERS_ONLY the header is read with pread() and nothing is
  * mapped (data is NULL): what `nginx -t` checks.
+ *
+ * A model that llama-gguf-split cut into parts (PREFIX-00001-of-00003.gguf,
+ * ...; gguf_split.h) opens from its first part as one file, as llama.cpp
+ * loads it: the metadata is the first part's, the tensors those of every
+ * part in order, each mapped from its own file.  Every part is read (with
+ * headers only too) and checked: its split.no, the same split.count and
+ * split.tensors.count, no tensor in two parts, and as many tensors in all
+ * as split.tensors.count says.  A later part given alone is refused,
+ * naming the first.
  */
 #ifndef CLEF_GGUF_H
 #define CLEF_GGUF_H
@@ -89,7 +98,9 @@ typedef struct {
                                                    row, contiguous; 1 past
                                                    ndim */
     int64_t            numel;
-    uint64_t           offset;          /* of the data, in the file */
+    uint64_t           offset;          /* of the data, in its part's file */
+    int                part;            /* the split part holding it: 0 the
+                                           file opened */
     uint64_t           nbytes;
     const void        *data;            /* NULL with headers only */
 } clef_gguf_tensor;
@@ -97,7 +108,9 @@ typedef struct {
 typedef struct clef_gguf clef_gguf;
 
 enum {
-    CLEF_GGUF_HEADERS_ONLY = 1          /* read the header, map nothing */
+    CLEF_GGUF_HEADERS_ONLY = 1,         /* read the header, map nothing */
+    CLEF_GGUF_ONE_PART     = 2          /* a split model's part alone: its
+                                           own tensors, the others unread */
 };
 
 clef_gguf *clef_gguf_open(const char *path, int flags, clef_error *err);
@@ -112,6 +125,10 @@ uint32_t    clef_gguf_version(const clef_gguf *g);
 uint32_t    clef_gguf_alignment(const clef_gguf *g);
 uint64_t    clef_gguf_data_offset(const clef_gguf *g);
 uint64_t    clef_gguf_file_size(const clef_gguf *g);
+/* Files read: 1, or a split model's split.count; the path of part i (0:
+ * clef_gguf_path()), NULL past the last. */
+size_t      clef_gguf_part_count(const clef_gguf *g);
+const char *clef_gguf_part_path(const clef_gguf *g, size_t i);
 
 /* ---- metadata -------------------------------------------------------- */
 

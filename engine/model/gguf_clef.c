@@ -74,39 +74,13 @@ not_decision(const clef_gguf *g, clef_error *err, const char *what)
                           what);
 }
 
-/* A part of a model llama-gguf-split cut into several files (split.no,
- * split.count): the first part holds the metadata and some tensors, the
- * others tensors only, so without this each part would be refused for
- * something it lacks (a tensor, general.architecture) instead. */
-static int
-check_split(const clef_gguf *g, clef_error *err)
-{
-    int64_t  no = 0, count = 0;
-    int      rc;
-
-    rc = clef_gguf_get_int(g, "split.count", 0, 65535, &count, err);
-    if (rc != 0 || count <= 1) {
-        return rc < 0 ? -1 : 0;
-    }
-    if (clef_gguf_get_int(g, "split.no", 0, 65535, &no, err) < 0) {
-        return -1;
-    }
-    return fail(g, err, "is part %lld of %lld of a GGUF split by"
-                " llama-gguf-split (split.count): ngx_clef reads a model from"
-                " one file; merge the parts with `llama-gguf-split --merge"
-                " FIRST-PART.gguf MODEL.gguf` and give MODEL.gguf",
-                (long long) no + 1, (long long) count);
-}
-
 static int
 check_kind(const clef_gguf *g, clef_family *family, clef_error *err)
 {
     const clef_gguf_str  *arch = NULL, *dt = NULL;
     char                  what[400], key[64];
 
-    if (check_split(g, err) != 0
-        || clef_gguf_get_str(g, "general.architecture", &arch, err) < 0)
-    {
+    if (clef_gguf_get_str(g, "general.architecture", &arch, err) < 0) {
         return -1;
     }
     if (arch == NULL) {

@@ -415,13 +415,31 @@ clef_gguf_add_tensor(clef_gguf_writer *w, const char *name, uint32_t type,
     return 0;
 }
 
+/* A type read only (quant.h: llama-quantize's searches) has no quantizer:
+ * its tensors are written from their blocks. */
+static int
+quantizable(uint32_t type, const char *name, clef_error *err)
+{
+    clef_dtype  dt;
+
+    if (clef_dtype_from_ggml((int) type, &dt) == 0
+        && clef_dtype_traits_of(dt)->from_f32 == NULL)
+    {
+        return bad(err, name, "ngx_clef has no quantizer for this type: give"
+                   " its blocks");
+    }
+    return 0;
+}
+
 int
 clef_gguf_add_tensor_f32(clef_gguf_writer *w, const char *name, uint32_t type,
     int ndim, const int64_t *ne, const float *src, clef_error *err)
 {
     wtensor  *t;
 
-    if (add(w, name, type, ndim, ne, &t, err) != 0) {
+    if (quantizable(type, name, err) != 0
+        || add(w, name, type, ndim, ne, &t, err) != 0)
+    {
         return -1;
     }
     t->src = src;
@@ -435,7 +453,9 @@ clef_gguf_add_tensor_rows(clef_gguf_writer *w, const char *name, uint32_t type,
 {
     wtensor  *t;
 
-    if (add(w, name, type, ndim, ne, &t, err) != 0) {
+    if ((f32 && quantizable(type, name, err) != 0)
+        || add(w, name, type, ndim, ne, &t, err) != 0)
+    {
         return -1;
     }
     t->fn = fn;

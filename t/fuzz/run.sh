@@ -49,10 +49,13 @@ SRC="base/arena base/buf base/error base/mem text/json text/pyfloat text/render
      media/image_input media/image_probe media/image_decode media/decode_png
      media/decode_jpeg media/decode_webp media/exif media/resize
      media/processor media/image_size media/media media/kinds media/prepare
-     model/gguf model/quant model/quant_legacy model/quant_k model/tensor
+     model/gguf model/gguf_split model/quant model/quant_legacy model/quant_k
+     model/quant_k_low model/quant_iq model/quant_iq4 model/quant_iq_grids
+     model/quant_tq model/quant_int model/tensor
      model/dtype media/video_decode media/video_sample media/video_process
      media/media_kwargs media/media_wire media/video_input media/video_probe
-     media/video_item media/decoder media/decoder_wire base/dl
+     media/video_item media/decoder media/decoder_lane media/decoder_wire
+     base/dl
      base/path media/audio_decode media/audio_features media/audio_tokens
      media/audio_input media/audio_probe"
 

@@ -28,7 +28,8 @@ import os
 
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as T
-from gguf.quants import dequantize
+
+from ggml_ref import dequantize_any
 
 OUT = "t/fixtures/quant"
 
@@ -45,8 +46,27 @@ TYPES = {
     T.Q4_K: (24, [0, 2]),
     T.Q5_K: (24, [0, 2]),
     T.Q6_K: (24, [208]),
+    # read only (llama-quantize's smaller files), after the others so that
+    # the seeded draws of the types above are unchanged
+    T.Q2_K: (24, [80, 82]),
+    T.Q3_K: (24, [108]),
+    T.IQ4_NL: (96, [0]),
+    T.IQ4_XS: (24, [0]),
+    T.IQ3_XXS: (24, [0]),
+    T.IQ3_S: (24, [0]),
+    T.IQ2_XXS: (24, [0]),
+    T.IQ2_XS: (24, [0]),
+    T.IQ2_S: (24, [0]),
+    T.IQ1_S: (24, [0]),
+    T.IQ1_M: (24, "iq1m"),
+    T.TQ1_0: (24, [52]),
+    T.TQ2_0: (24, [64]),
+    T.MXFP4: (96, []),      # an e8m0 exponent: every byte is a finite scale
+    T.NVFP4: (48, []),      # four e4m3: likewise
+    # gguf-py has no dequantizer for these two: ggml's own (ggml_dequant)
+    T.Q1_0: (48, [0]),
+    T.Q2_0: (96, [0]),
 }
-
 
 def finite_f16(rng, n):
     """n random fp16 bit patterns, none of them inf or NaN"""
@@ -78,6 +98,14 @@ def blocks_for(rng, qtype, n_blocks, f16_fields):
         h[:len(special)] = special
         return h.astype(np.uint16).view(np.uint8)
     raw = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
+    if f16_fields == "iq1m":
+        # IQ1_M's f16 d is the top nibbles of its four u16 scales (bytes 49,
+        # 51, 53, 55): a finite one, nibble k in u16 k
+        h = finite_f16(rng, n_blocks)
+        for k in range(4):
+            nib = ((h >> (4 * k)) & 0xF).astype(np.uint8)
+            raw[:, 49 + 2 * k] = (raw[:, 49 + 2 * k] & 0x0F) | (nib << 4)
+        return raw.reshape(-1)
     for off in f16_fields:
         raw[:, off:off + 2] = finite_f16(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
     return raw.reshape(-1)
@@ -90,7 +118,7 @@ def main():
     for qtype, (n_blocks, fields) in TYPES.items():
         block, size = GGML_QUANT_SIZES[qtype]
         raw = blocks_for(rng, qtype, n_blocks, fields or [])
-        want = dequantize(raw.reshape(1, -1), qtype).astype(np.float32, copy=False)
+        want = dequantize_any(raw.reshape(1, -1), qtype)
         assert want.size == n_blocks * block
         with open(f"{OUT}/{qtype.name}.bin", "wb") as f:
             f.write(raw.tobytes())

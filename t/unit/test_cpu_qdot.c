@@ -3,9 +3,14 @@
  * model of their arithmetic written from the GGUF blocks themselves (not
  * from the kernels' panels, so the repacking is checked too), bit for bit:
  *
- *   - every type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) on
- *     random blocks: every code, fp16 scales of random finite values, Q8_0
- *     codes of -128, K scales over their whole 6 bits, Q6_K scales -128;
+ *   - every type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, and the
+ *     ones read as another's blocks: IQ4_NL, Q3_K, IQ3_S, TQ1_0, TQ2_0,
+ *     Q1_0, Q2_0, Q2_K, IQ4_XS, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S,
+ *     IQ1_M)
+ *     on random blocks: every code, fp16 scales of random finite values,
+ *     Q8_0 codes of -128, K scales over their whole 6 bits, Q6_K scales
+ *     -128, the model written from each type's own definition (quant.h's
+ *     integer forms: code times scale), not from the type it is read as;
  *   - every kernel the CPU has (AVX512-VNNI, the 256-bit VNNI code,
  *     AVX2), each in the same process;
  *   - tails: activation rows that are not a multiple of a tile's (1, 5,
@@ -50,8 +55,13 @@ urand(void)
 
 static const uint32_t  types[] = {
     CLEF_GGML_Q8_0, CLEF_GGML_Q4_0, CLEF_GGML_Q4_1, CLEF_GGML_Q5_0,
-    CLEF_GGML_Q5_1, CLEF_GGML_Q4_K, CLEF_GGML_Q5_K, CLEF_GGML_Q6_K
+    CLEF_GGML_Q5_1, CLEF_GGML_Q4_K, CLEF_GGML_Q5_K, CLEF_GGML_Q6_K,
+    CLEF_GGML_IQ4_NL, CLEF_GGML_Q3_K, CLEF_GGML_IQ3_S, CLEF_GGML_TQ1_0,
+    CLEF_GGML_TQ2_0, CLEF_GGML_Q2_K, CLEF_GGML_IQ4_XS, CLEF_GGML_IQ3_XXS,
+    CLEF_GGML_IQ2_XXS, CLEF_GGML_IQ2_XS, CLEF_GGML_IQ2_S, CLEF_GGML_IQ1_S,
+    CLEF_GGML_IQ1_M, CLEF_GGML_Q1_0, CLEF_GGML_Q2_0
 };
+#define NTYPES  (int) (sizeof(types) / sizeof(types[0]))
 
 static void
 put_f16(uint8_t *p, float v)
@@ -86,6 +96,7 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
 {
     const clef_dtype_traits  *tr = gtraits(type);
     int64_t                  i, j;
+    uint16_t                 h;
 
     for (i = 0; i < n; i++, b += tr->block_bytes) {
         for (j = 0; j < (int64_t) tr->block_bytes; j++) {
@@ -101,6 +112,27 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
             break;
         case CLEF_GGML_Q6_K:
             put_f16(b + 208, scale());
+            break;
+        case CLEF_GGML_Q3_K:
+            put_f16(b + 108, scale());
+            break;
+        case CLEF_GGML_TQ1_0:
+            put_f16(b + 52, scale());
+            break;
+        case CLEF_GGML_TQ2_0:
+            put_f16(b + 64, scale());
+            break;
+        case CLEF_GGML_Q2_K:
+            put_f16(b + 80, scale());
+            put_f16(b + 82, scale());
+            break;
+        case CLEF_GGML_IQ1_M:
+            /* d in the top nibbles of the four u16 scales */
+            h = clef_f32_to_f16(scale());
+            for (j = 0; j < 4; j++) {
+                b[49 + 2 * j] = (uint8_t) ((b[49 + 2 * j] & 0x0f)
+                                           | ((h >> (4 * j)) & 0x0f) << 4);
+            }
             break;
         default:
             put_f16(b, scale());
@@ -210,6 +242,96 @@ k_scale(const uint8_t *b, int s, int *sc, int *mn)
     }
 }
 
+/* The integer form (quant.h) of a block of the types read as another's:
+ * 0 for another type.  IQ4_NL's, Q1_0's, Q2_0's: its codes, scale 1, d its
+ * fp16 field. */
+static int
+int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
+{
+    static const struct {
+        uint32_t        type;
+        clef_qk_int_fn  form;
+    } forms[] = {
+        { CLEF_GGML_Q3_K, clef_q3_k_int }, { CLEF_GGML_IQ3_S, clef_iq3_s_int },
+        { CLEF_GGML_TQ1_0, clef_tq1_0_int }, { CLEF_GGML_TQ2_0, clef_tq2_0_int },
+        { CLEF_GGML_Q2_K, clef_q2_k_int }, { CLEF_GGML_IQ4_XS, clef_iq4_xs_int },
+        { CLEF_GGML_IQ3_XXS, clef_iq3_xxs_int },
+        { CLEF_GGML_IQ2_XXS, clef_iq2_xxs_int },
+        { CLEF_GGML_IQ2_XS, clef_iq2_xs_int }, { CLEF_GGML_IQ2_S, clef_iq2_s_int },
+        { CLEF_GGML_IQ1_S, clef_iq1_s_int }, { CLEF_GGML_IQ1_M, clef_iq1_m_int },
+    };
+    size_t  i;
+
+    if (type == CLEF_GGML_IQ4_NL || type == CLEF_GGML_Q1_0
+        || type == CLEF_GGML_Q2_0)
+    {
+        if (type == CLEF_GGML_IQ4_NL) {
+            clef_iq4_nl_codes(b, f->q);
+        } else if (type == CLEF_GGML_Q1_0) {
+            clef_q1_0_codes(b, f->q);
+        } else {
+            clef_q2_0_codes(b, f->q);
+        }
+        memset(f->sc, 1, sizeof(f->sc));
+        memset(f->mn, 0, sizeof(f->mn));
+        f->d = f16at(b);
+        f->dmin = 0;
+        f->mins = 0;
+        return 1;
+    }
+    for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        if (forms[i].type == type) {
+            forms[i].form(b, f);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The integer-form types: per 32 values the integer sum of each 16-value
+ * half's codes times the activation's, times its scale, added (I), then t
+ * = (float) I * d and y = fma(t, da, y); with minima M = mn0 s0 + mn1 (s -
+ * s0), y = fma(-((float) M * dmin), da, y): the arithmetic of the kernels'
+ * type they are read as (I8's and Q6_K's, and Q8_0's for Q1_0 and Q2_0,
+ * whose scale is 1 and whose halves add as one sum); IQ4_NL and IQ4_XS
+ * (NL4): t = (float) I * (d * sc), one scale per 32 values. */
+static float
+model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
+    float y)
+{
+    const clef_dtype_traits  *tr = gtraits(type);
+    const uint8_t            *b;
+    clef_qk_int               f;
+    int64_t                   j;
+    int                       v, off, i, h[2];
+    float                     t;
+
+    for (j = 0; j < k / 32; j++) {
+        b = w + (j * 32 / tr->block) * (int64_t) tr->block_bytes;
+        v = (int) (j * 32 % tr->block);
+        int_form(type, b, &f);
+        h[0] = h[1] = 0;
+        for (off = 0; off < 32; off++) {
+            h[off / 16] += f.q[v + off] * a[j].q[off];
+        }
+        if (type == CLEF_GGML_IQ4_NL || type == CLEF_GGML_IQ4_XS) {
+            /* NL4: one scale per 32 values, d * sc as an f32 */
+            t = (float) (h[0] + h[1]) * (f.d * (float) f.sc[v / 16]);
+            y = fmaf(t, a[j].d, y);
+            continue;
+        }
+        i = f.sc[v / 16] * h[0] + f.sc[v / 16 + 1] * h[1];
+        t = (float) i * f.d;
+        y = fmaf(t, a[j].d, y);
+        if (f.mins) {
+            i = f.mn[v / 16] * a[j].s0 + f.mn[v / 16 + 1] * (a[j].s - a[j].s0);
+            t = (float) i * f.dmin;
+            y = fmaf(-t, a[j].d, y);
+        }
+    }
+    return y;
+}
+
 /* y[n] of row a (k / 32 blocks) against weight row w, from y0 */
 static float
 model_dot(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
@@ -219,8 +341,12 @@ model_dot(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
     const uint8_t           *b;
     int64_t                  j;
     int                      v, sc, mn, off, i, i0, i1;
+    clef_qk_int              f;
     float                    ws, wm, t;
 
+    if (int_form(type, w, &f)) {
+        return model_int_form(type, w, a, k, y);
+    }
     for (j = 0; j < k / 32; j++) {
         b = w + (j * 32 / tr->block) * (int64_t) tr->block_bytes;
         v = (int) (j * 32 % tr->block);          /* first value in the block */
@@ -491,8 +617,9 @@ main(void)
 
     /* each type: every activation-row tail with one weight-row tail, and
      * every weight-row tail with one activation-row count */
-    for (ti = 0; ti < 8; ti++) {
-        kk = types[ti] >= CLEF_GGML_Q4_K ? 512 : 96;
+    for (ti = 0; ti < NTYPES; ti++) {
+        kk = gtraits(types[ti])->block == 32 ? 96
+             : gtraits(types[ti])->block == 64 ? 192 : 512;
         for (mi = 0; mi < 5; mi++) {
             r = rs[mi % 4];
             one_case(&e, &types[ti], &r, 1, kk, ms[mi], mi % 2 ? 1.0f : 0.0f,
@@ -520,6 +647,17 @@ main(void)
     mt[2] = CLEF_GGML_Q5_1;
     mt[3] = CLEF_GGML_Q4_0;
     one_case(&e, mt, mr, 4, 64, 19, 0.0f, 1);
+    /* a dynamic mix's: the types read as others' beside those */
+    mt[0] = CLEF_GGML_Q3_K;
+    mt[1] = CLEF_GGML_IQ4_NL;
+    mt[2] = CLEF_GGML_Q4_K;
+    mt[3] = CLEF_GGML_IQ3_S;
+    one_case(&e, mt, mr, 4, 512, 13, 1.0f, 0);
+    mt[0] = CLEF_GGML_IQ4_XS;
+    mt[1] = CLEF_GGML_Q2_K;
+    mt[2] = CLEF_GGML_Q6_K;
+    mt[3] = CLEF_GGML_IQ2_XXS;
+    one_case(&e, mt, mr, 4, 768, 21, 0.0f, 1);
 
     free(e.scratch);
     clef_cpu_pool_destroy(e.pools[0]);

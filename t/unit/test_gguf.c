@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "gguf_manifest.h"
 #include "slurp.h"
 #include "base/buf.h"
 #include "model/gguf.h"
@@ -36,20 +37,6 @@
                          (g) ? "(opened)" : (err).message, (what));          \
         clef_gguf_close(g);                                                  \
     } while (0)
-
-/* FNV-1a 64 of bytes (the reference script computes the same). */
-static uint64_t
-fnv(const void *p, size_t n)
-{
-    const uint8_t  *s = p;
-    uint64_t        h = 0xcbf29ce484222325ull;
-    size_t          i;
-
-    for (i = 0; i < n; i++) {
-        h = (h ^ s[i]) * 0x100000001b3ull;
-    }
-    return h;
-}
 
 static uint64_t
 next_u64(uint64_t *s)
@@ -249,12 +236,14 @@ build(content *c, clef_error *err)
     man_kv(c, "a.nested", "ARRAY:ARRAY",
            json_pack("[[o,o],[o],[s]]", juint(1), juint(2), juint(3), "x"));
 
-    /* every type, from f32 values: 2-D, rows of two blocks (or 3 values
-     * for the float types) */
+    /* every type written, from f32 values: 2-D, rows of two blocks (or 3
+     * values for the float types) */
     for (i = 0; i < 64; i++) {
-        /* every type of the table GGUF has, in GGML's id order */
+        /* every type of the table GGUF has, in GGML's id order, but those
+         * read only (no quantizer) */
         if (clef_dtype_from_ggml((int) i, &dt) != 0
-            || !clef_dtype_is_float(dt))
+            || !clef_dtype_is_float(dt)
+            || clef_dtype_traits_of(dt)->from_f32 == NULL)
         {
             continue;
         }
@@ -770,11 +759,14 @@ test_corrupt(void)
     CHECK_ERR(g, err, "tensor 'w' is too large",
               "a row whose bytes overflow (found by the fuzzer)");
     hdr(&m, 3, 1, 0);
-    tinfo(&m, "blk.0.ffn_down.weight", 2, 256, 2, 16, 0);
+    tinfo(&m, "blk.0.ffn_down.weight", 2, 256, 2, 9, 0);
     g = open_img(&m, &err);
-    CHECK_ERR(g, err, "tensor 'blk.0.ffn_down.weight' is of type IQ2_XXS, which"
-              " ngx_clef does not read", "an unsupported type named with its"
-              " tensor");
+    CHECK_ERR(g, err, "tensor 'blk.0.ffn_down.weight' is of type Q8_1, which"
+              " ngx_clef does not read (it reads F32, F16, BF16, Q8_0, Q6_K,"
+              " Q5_1, Q5_0, Q5_K, Q4_1, Q4_0, Q4_K, IQ4_NL, NVFP4, IQ4_XS,"
+              " MXFP4, Q3_K, IQ3_S, IQ3_XXS, Q2_K, IQ2_S, IQ2_XS, Q2_0,"
+              " IQ2_XXS, TQ2_0, IQ1_M, TQ1_0, IQ1_S, Q1_0)", "an unsupported type named with"
+              " its tensor, and the types read");
     hdr(&m, 3, 1, 0);
     tinfo(&m, "w", 2, 256, 2, 99, 0);
     g = open_img(&m, &err);
@@ -912,8 +904,16 @@ test_lookups(void)
     CHECK(clef_gguf_add_tensor(w, "t", CLEF_GGML_Q4_K, 1, (int64_t[]) { 100 },
                                NULL, &err) == -1,
           "... a row that is not whole blocks");
-    CHECK(clef_gguf_add_tensor(w, "t", 16, 1, (int64_t[]) { 256 }, NULL,
-                               &err) == -1, "... a type it does not write");
+    CHECK(clef_gguf_add_tensor(w, "t", 9, 1, (int64_t[]) { 256 }, NULL,
+                               &err) == -1, "... a type it does not read");
+    CHECK(clef_gguf_add_tensor_f32(w, "t", CLEF_GGML_IQ4_XS, 1,
+                                   (int64_t[]) { 256 }, NULL, &err) == -1
+          && strstr(err.message, "t: ngx_clef has no quantizer for this"
+                    " type: give its blocks") != NULL,
+          "... f32 values to quantize to a type read only: %s", err.message);
+    CHECK(clef_gguf_add_tensor(w, "t", CLEF_GGML_IQ4_XS, 1,
+                               (int64_t[]) { 256 }, NULL, &err) == 0,
+          "and takes that type's blocks");
     clef_gguf_writer_free(w);
 }
 

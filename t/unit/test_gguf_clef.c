@@ -12,8 +12,8 @@
  *   - the quantized files: the same tensors within their types' error;
  *   - the tokenizer from tokenizer.ggml.*: ids and spans identical to the
  *     tokenizer.json path on every encoder fixture and tokenizer text;
- *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, a part
- *     of a split GGUF (llama-gguf-split), a vocabulary-only GGUF, a
+ *   - refusals: a plain Qwen3.5 GGUF, an mmproj given as the model, the
+ *     first part of a split GGUF renamed, a vocabulary-only GGUF, a
  *     missing tensor, a wrong shape;
  *   - `clef mkmodel --gguf TYPE` from the same seed against the manifest
  *     (gguf-py's dump of llama.cpp's files): the F32, F16 and BF16 files
@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "check.h"
+#include "gguf_manifest.h"
 #include "shell.h"
 #include "model/gguf.h"
 #include "model/gguf_clef.h"
@@ -43,19 +44,6 @@
 
 static char  dir[256];
 static char  fix[512];
-
-static uint64_t
-fnv(const void *p, size_t n)
-{
-    const uint8_t  *s = p;
-    uint64_t        h = 0xcbf29ce484222325ull;
-    size_t          i;
-
-    for (i = 0; i < n; i++) {
-        h = (h ^ s[i]) * 0x100000001b3ull;
-    }
-    return h;
-}
 
 static const char *
 gguf_path(const char *name)
@@ -73,57 +61,13 @@ gguf_path(const char *name)
 static void
 test_manifest(json_t *man)
 {
-    const clef_gguf_tensor  *t;
-    const char              *file;
-    json_t                  *ts, *e;
-    clef_gguf               *g;
-    clef_error               err;
-    float                   *f;
-    char                     path[700], h[20];
-    size_t                   i, n_bad, n_vals;
-    int                      j, ok;
+    const char  *file;
+    json_t      *ts;
+    char         path[700];
 
     json_object_foreach(man, file, ts) {
         snprintf(path, sizeof(path), "%s/%s", fix, file);
-        g = clef_gguf_open(path, 0, &err);
-        if (g == NULL) {
-            CHECK(0, "%s opens: %s", file, err.message);
-            continue;
-        }
-        n_bad = n_vals = 0;
-        json_array_foreach(ts, i, e) {
-            t = clef_gguf_tensor_find(g, json_string_value(json_object_get(e, "name")));
-            ok = t != NULL && strcmp(clef_dtype_name(t->dtype), json_string_value(
-                                         json_object_get(e, "type"))) == 0
-                 && (size_t) t->ndim == json_array_size(json_object_get(e, "ne"));
-            for (j = 0; ok && j < t->ndim; j++) {
-                ok = t->ne[j] == json_integer_value(json_array_get(
-                                     json_object_get(e, "ne"), (size_t) j));
-            }
-            if (ok) {
-                snprintf(h, sizeof(h), "%016llx",
-                         (unsigned long long) fnv(t->data, t->nbytes));
-                ok = strcmp(h, json_string_value(json_object_get(e, "raw_fnv"))) == 0;
-            }
-            if (ok) {
-                f = malloc((size_t) t->numel * sizeof(float) + 4);
-                clef_dtype_traits_of(t->dtype)->to_f32(t->data, f, t->numel);
-                snprintf(h, sizeof(h), "%016llx", (unsigned long long)
-                         fnv(f, (size_t) t->numel * sizeof(float)));
-                ok = strcmp(h, json_string_value(json_object_get(e, "f32_fnv"))) == 0;
-                n_vals += (size_t) t->numel;
-                free(f);
-            }
-            if (!ok) {
-                printf("#   %s: %s differs\n", file,
-                       json_string_value(json_object_get(e, "name")));
-                n_bad++;
-            }
-        }
-        CHECK(n_bad == 0 && clef_gguf_tensor_count(g) == json_array_size(ts),
-              "%s: all %zu tensors' bytes and %zu dequantized values as gguf-py's",
-              file, json_array_size(ts), n_vals);
-        clef_gguf_close(g);
+        manifest_check_file(path, file, ts);
     }
 }
 
@@ -234,7 +178,7 @@ test_mkmodel_gguf(json_t *man)
     const char               *name, *file;
     char                      out[600], mm[600], h[20];
     size_t                    i, k, n_bad, n_same;
-    int                       j, ok, floats, pass;
+    int                       ok, floats, pass;
 
     snprintf(mm, sizeof(mm), "%s/mk.mmproj.gguf", dir);
     for (k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
@@ -261,15 +205,7 @@ test_mkmodel_gguf(json_t *man)
             json_array_foreach(ts, i, e) {
                 name = json_string_value(json_object_get(e, "name"));
                 t = clef_gguf_tensor_find(g, name);
-                ok = t != NULL
-                     && strcmp(clef_dtype_name(t->dtype), json_string_value(
-                                   json_object_get(e, "type"))) == 0
-                     && (size_t) t->ndim
-                        == json_array_size(json_object_get(e, "ne"));
-                for (j = 0; ok && j < t->ndim; j++) {
-                    ok = t->ne[j] == json_integer_value(json_array_get(
-                                         json_object_get(e, "ne"), (size_t) j));
-                }
+                ok = manifest_shape_ok(t, e);
                 if (ok) {
                     snprintf(h, sizeof(h), "%016llx",
                              (unsigned long long) fnv(t->data, t->nbytes));
@@ -767,21 +703,21 @@ test_refusals(void)
           "a tensor of the wrong shape is named: %s", err.message);
     clef_gguf_clef_close(m);
 
-    /* a part of a split model, met in the sweep (t/reference/sweep_gguf.py):
-     * it was refused for a tensor it lacks, or as having no architecture */
+    /* the first part of a split model (t/unit/test_gguf_split.c) under
+     * another name: its other parts cannot be found */
     copy_fixture(path, NULL, NULL, NULL, 3, &err);
     m = clef_gguf_clef_open(path, NULL, CLEF_GGUF_HEADERS_ONLY, &err);
     CHECK(m == NULL && err.code == CLEF_E_MODEL
-          && strstr(err.message, "is part 1 of 3 of a GGUF split by"
-                    " llama-gguf-split (split.count): ngx_clef reads a model"
-                    " from one file; merge the parts with `llama-gguf-split"
-                    " --merge FIRST-PART.gguf MODEL.gguf`") != NULL,
-          "a part of a split GGUF is refused as one, saying what to do: %s",
+          && strstr(err.message, "is the first of 3 parts of a GGUF split by"
+                    " llama-gguf-split, but not named as one"
+                    " (PREFIX-00001-of-00003.gguf)") != NULL,
+          "a first part renamed is refused as one, saying why: %s",
           err.message);
     clef_gguf_clef_close(m);
     CHECK(sh("build/clef decide '%s' </dev/null >/dev/null 2>'%s/why'", path,
              dir) != 0
-          && sh("grep -q 'is part 1 of 3 of a GGUF split' '%s/why'", dir) == 0,
+          && sh("grep -q 'is the first of 3 parts of a GGUF split' '%s/why'",
+                dir) == 0,
           "clef decide refuses it with the same message");
 
     /* and a vocabulary-only one: it was refused for lacking token_embd */

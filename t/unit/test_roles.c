@@ -279,8 +279,13 @@ test_dtypes(void)
     CHECK(clef_dtype_from_ggml(12, &dt) == 0 && dt == CLEF_DTYPE_Q4_K
           && clef_dtype_bytes(dt, 512) == 288 && clef_dtype_bytes(dt, 300) < 0,
           "GGUF type 12 is Q4_K: 144 bytes per 256 values, whole blocks only");
-    CHECK(clef_dtype_from_ggml(10, &dt) != 0,
-          "GGUF type 10 (Q2_K): not a type ngx_clef reads");
+    CHECK(clef_dtype_from_ggml(10, &dt) == 0 && dt == CLEF_DTYPE_Q2_K
+          && clef_dtype_is_float(dt)
+          && clef_dtype_traits_of(dt)->from_f32 == NULL,
+          "GGUF type 10 is Q2_K, read only: no quantizer");
+    CHECK(clef_dtype_from_ggml(9, &dt) != 0,
+          "GGUF type 9 (Q8_1, llama.cpp's activations): not a type ngx_clef"
+          " reads");
     CHECK(clef_dtype_from_ggml(-1, &dt) != 0, "no GGUF type -1");
     CHECK_INT(clef_dtype_bytes(CLEF_DTYPE_BF16, 10), 20, "10 bf16: 20 bytes");
     CHECK_INT(clef_dtype_bytes(CLEF_DTYPE_I64, 3), 24, "3 i64: 24 bytes");

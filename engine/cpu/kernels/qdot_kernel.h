@@ -29,6 +29,13 @@
  *          chunks of sub-block pair p at 320 + 64 (8p + c): low =
  *          sub-block 2p's values 4c + i, high = sub-block 2p + 1's
  *   Q5_K   as Q4_K, then sub-block s's fifth bits at 2368 + 64 s   2880
+ *   I8     d as f32 [16] 0, dmin f32 [16] 64, sc[16][16] int8 128 4736
+ *          (one per 16 values), mn[16][16] int8 384, step j (values
+ *          4j .. 4j+3, int8 codes) at 640 + 64 j: a 256-value integer
+ *          form (model/quant.h) as it is, I8M the same with minima
+ *   NL4    the block's scale as f32 [16] 0, chunks at 64: indices  320
+ *          into IQ4_NL's codebook, as Q4_0's (IQ4_NL, and IQ4_XS's
+ *          32-value runs with d * (sc - 32) as the scale)
  *   Q6_K   d 0, sc[16][16] 32 (one per 16 values), low nibbles     3360
  *          of half h (128 values), quarter e in {0, 1}, chunk c at
  *          288 + 64 (16 h + 8 e + c): low = sub-block 4h + e's values
@@ -46,6 +53,7 @@
 #include <stdint.h>
 
 #include "cpu/kernels/qdot.h"
+#include "model/quant_iq_grids.h"
 
 #define QD_STEP        64     /* bytes of one step of a panel */
 #define QD_ROWS_ALIGN  12     /* activation runs are padded to a multiple
@@ -61,6 +69,9 @@ typedef enum {
     QT_Q4_K,
     QT_Q5_K,
     QT_Q6_K,
+    QT_I8,
+    QT_I8M,
+    QT_NL4,
     QT_COUNT
 } qd_type;
 
@@ -73,6 +84,8 @@ typedef enum {
 #define QB_Q4_K   2368
 #define QB_Q5_K   2880
 #define QB_Q6_K   3360
+#define QB_I8     4736
+#define QB_NL4    320
 
 #define QK_SC     64      /* K types: sub-block scales */
 #define QK_MN     192     /* minima */
@@ -81,6 +94,12 @@ typedef enum {
 #define Q6_SC     32
 #define Q6_QL     288
 #define Q6_QH     2336
+#define I8_D      0
+#define I8_DMIN   64
+#define I8_SC     128
+#define I8_MN     384
+#define I8_QS     640
+#define NL4_QS    64
 
 /* An activation block's scale and sums. */
 typedef struct {
@@ -141,7 +160,23 @@ void clef_qdot_linear_isa(const clef_qdot_isa *k, clef_cpu_pool *pool,
     const float *x, int64_t ldx, int64_t m, const clef_qdot_mat *q, float *y,
     int64_t ldy, float beta, void *scratch);
 
-/* The type index of a GGUF type; -1 for one not multiplied here. */
+/* How the blocks of a GGUF type reach the kernels (qconv.c): as they are,
+ * or each rewritten exactly as a block of the type qt (convert, into a
+ * buffer of that type's file block, or for I8 and I8M of a clef_qk_int). */
+typedef struct {
+    uint32_t  ggml;
+    int       qt;                   /* the kernels' type */
+    int       values;               /* of the file's block: qt's, or a
+                                       multiple of them (Q1_0, Q2_0) */
+    int       bytes;                /* of the file's block */
+    /* qt's block `part` of the file's block (0 but for a multiple) */
+    void    (*convert)(const uint8_t *block, int part, uint8_t *out);
+} qd_source;
+
+/* NULL for a type not multiplied here. */
+const qd_source *qd_source_of(uint32_t ggml);
+
+/* The kernels' type of a GGUF type; -1 for one not multiplied here. */
 int qd_type_of(uint32_t ggml);
 
 /* Values per block and bytes of one block of a panel, per type. */

@@ -16,7 +16,10 @@
  *   QD_DOT_Q8(acc, w, p)  the same for signed bytes w (Q8_0's codes), the
  *                         result less 128 times the 4 bytes' sum when
  *                         QD_Q8_SHIFT is 7 (it adds 128 to w), else exact
- *   vi_* / vf_*      loads, logic, shifts, conversions (below)
+ *   vi_* / vf_*      loads, logic, shifts, conversions (below);
+ *                    vi_lut16(p) the 16 bytes at p in every 16-byte lane,
+ *                    vi_shuffle8(t, i) the bytes of t that i's low nibbles
+ *                    name (vpshufb: i's bytes are 0 .. 15 here)
  *
  * Every path computes, lane by lane, the integers and the float operations
  * qdot.h writes down, in that order: the integer dot products are exact
@@ -165,6 +168,46 @@ QD_FN(legacy)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
         wm[v] = mo >= 0 ? vf_f16(blk[v] + mo + ho[v] * 16) : ws[v];
     }
     QD_FN(finish)(F, I, ws, wm, mo >= 0 ? 1 : 0, shift, am, mr, nv);
+}
+
+/*
+ * NL4 (IQ4_NL's blocks, and IQ4_XS's 32-value runs): four chunks of 4-bit
+ * indices into the 16 int8 values of a codebook (at lut), low nibbles
+ * values 4c + i, high nibbles 16 + 4c + i, the codebook's values looked up
+ * in registers (vpshufb) and multiplied as Q8_0's signed codes; the
+ * block's scale an f32 (IQ4_XS's d * (sc - 32), exact).
+ */
+QD_TARGET QD_INLINE void
+QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
+    const int8_t *a, const clef_qdot_ameta *am, int mr, int nv, VI lut)
+{
+    const VI  lo4 = vi_set8(0x0f);
+    VF        ws[2];
+    VI        x, w;
+    int       c, v, m_;
+
+    QD_ZERO(I, mr, nv);
+    _Pragma("GCC unroll 4")
+    for (c = 0; c < 4; c++) {
+        _Pragma("GCC unroll 2")
+        for (v = 0; v < nv; v++) {
+            x = vi_load(blk[v] + NL4_QS + QD_STEP * c + QD_HALF_STEP(v));
+            w = vi_shuffle8(lut, vi_and(x, lo4));
+            _Pragma("GCC unroll 12")
+            for (m_ = 0; m_ < mr; m_++) {
+                I[m_][v] = QD_DOT_Q8(I[m_][v], w, a + m_ * 32 + 4 * c);
+            }
+            w = vi_shuffle8(lut, vi_and(vi_srli16(x, 4), lo4));
+            _Pragma("GCC unroll 12")
+            for (m_ = 0; m_ < mr; m_++) {
+                I[m_][v] = QD_DOT_Q8(I[m_][v], w, a + m_ * 32 + 16 + 4 * c);
+            }
+        }
+    }
+    for (v = 0; v < nv; v++) {
+        ws[v] = vf_load((const float *) (const void *) (blk[v] + ho[v] * 32));
+    }
+    QD_FN(finish)(F, I, ws, ws, 0, QD_Q8_SHIFT, am, mr, nv);
 }
 
 /* ---- the K types -------------------------------------------------------- */
@@ -319,13 +362,103 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     }
 }
 
+/*
+ * I8 and I8M (mins), one 256-value integer form: per 32 values s, the two
+ * 16-value halves' sums of the int8 codes times the activation's (I, J;
+ * less 128 times the half's activation sum where QD_DOT_Q8 adds 128),
+ * each times its int8 scale and added: one integer, times d (f32), then
+ * fused with da; with minima, mn0 s0 + mn1 (s - s0) times dmin off.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(i8)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
+    const int *ho, const int8_t *aq, const clef_qdot_ameta *am, int64_t ab,
+    int mr, int nv, int mins)
+{
+    const int8_t          *a;
+    const clef_qdot_ameta *ms;
+    VF                     d[2], dmin[2], da, tt;
+    VI                     w, sc0[2], sc1[2], mn0[2], mn1[2], s0, s1, x0, x1;
+    VI                     t;
+    int                    s, c, v, m;
+
+    for (v = 0; v < nv; v++) {
+        d[v] = vf_load((const float *) (const void *) (blk[v] + I8_D
+                                                       + ho[v] * 32));
+        dmin[v] = vf_load((const float *) (const void *) (blk[v] + I8_DMIN
+                                                          + ho[v] * 32));
+    }
+    _Pragma("GCC unroll 8")
+    for (s = 0; s < 8; s++) {
+        a = aq + s * ab * 32;
+        ms = am + s * ab;
+        QD_ZERO(I, mr, nv);
+        QD_ZERO(J, mr, nv);
+        _Pragma("GCC unroll 8")
+        for (c = 0; c < 8; c++) {
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                w = vi_load(blk[v] + I8_QS + QD_STEP * (8 * s + c)
+                            + QD_HALF_STEP(v));
+                {
+                    int  m_;
+
+                    _Pragma("GCC unroll 12")
+                    for (m_ = 0; m_ < mr; m_++) {
+                        if (c < 4) {
+                            I[m_][v] = QD_DOT_Q8(I[m_][v], w,
+                                                 a + m_ * 32 + 4 * c);
+                        } else {
+                            J[m_][v] = QD_DOT_Q8(J[m_][v], w,
+                                                 a + m_ * 32 + 4 * c);
+                        }
+                    }
+                }
+            }
+        }
+        for (v = 0; v < nv; v++) {
+            sc0[v] = vi_s8(blk[v] + I8_SC + 16 * (2 * s) + ho[v] * 8);
+            sc1[v] = vi_s8(blk[v] + I8_SC + 16 * (2 * s + 1) + ho[v] * 8);
+            mn0[v] = mins ? vi_s8(blk[v] + I8_MN + 16 * (2 * s) + ho[v] * 8)
+                          : vi_zero();
+            mn1[v] = mins ? vi_s8(blk[v] + I8_MN + 16 * (2 * s + 1)
+                                  + ho[v] * 8)
+                          : vi_zero();
+        }
+        _Pragma("GCC unroll 12")
+        for (m = 0; m < mr; m++) {
+            da = vf_bcast(&ms[m].d);
+            s0 = vi_bcast(&ms[m].s0);
+            s1 = vi_sub(vi_bcast(&ms[m].s), s0);
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                x0 = I[m][v];
+                x1 = J[m][v];
+                if (QD_Q8_SHIFT >= 0) {
+                    x0 = vi_sub(x0, vi_slli32(s0, QD_Q8_SHIFT >= 0
+                                                  ? QD_Q8_SHIFT : 0));
+                    x1 = vi_sub(x1, vi_slli32(s1, QD_Q8_SHIFT >= 0
+                                                  ? QD_Q8_SHIFT : 0));
+                }
+                t = vi_add(vi_mullo(x0, sc0[v]), vi_mullo(x1, sc1[v]));
+                tt = vf_mul(vf_cvt(t), d[v]);
+                F[m][v] = vf_fma(tt, da, F[m][v]);
+                if (mins) {
+                    t = vi_add(vi_mullo(mn0[v], s0), vi_mullo(mn1[v], s1));
+                    tt = vf_mul(vf_cvt(t), dmin[v]);
+                    F[m][v] = vf_fnma(tt, da, F[m][v]);
+                }
+            }
+        }
+    }
+}
+
 /* ---- the tile ------------------------------------------------------------ */
 
 QD_TARGET QD_INLINE void
 QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
 {
     VF                     F[QD_MR][2];
-    VI                     I[QD_MR][2], J[QD_MR6][2];
+    VI                     I[QD_MR][2], J[QD_MR6][2], lut;
     const uint8_t         *vp[2], *blk[2];
     const int8_t          *a;
     const clef_qdot_ameta *ms;
@@ -353,11 +486,16 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
         }
     }
 
+    lut = type == QT_NL4 ? vi_lut16(clef_iq4nl_values) : vi_zero();
     for (b = 0; b < t->nb; b++) {
         for (v = 0; v < nv; v++) {
             blk[v] = vp[v] + (size_t) b * bb;
         }
         switch (type) {
+        case QT_NL4:
+            QD_FN(nl4)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
+                       nv, lut);
+            break;
         case QT_Q8_0:
             QD_FN(q8_0)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
                         nv);
@@ -383,6 +521,12 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
             a = t->aq + b * 8 * ab * 32;
             ms = t->am + b * 8 * ab;
             QD_FN(k45)(F, I, blk, ho, a, ms, ab, mr, nv, type == QT_Q5_K);
+            break;
+        case QT_I8:
+        case QT_I8M:
+            a = t->aq + b * 8 * ab * 32;
+            ms = t->am + b * 8 * ab;
+            QD_FN(i8)(F, I, J, blk, ho, a, ms, ab, mr, nv, type == QT_I8M);
             break;
         default:
             a = t->aq + b * 8 * ab * 32;
@@ -417,6 +561,9 @@ QD_ENTRY(t_q5_1, QT_Q5_1, QD_MR, QD_NV)
 QD_ENTRY(t_q4_k, QT_Q4_K, QD_MR, QD_NV)
 QD_ENTRY(t_q5_k, QT_Q5_K, QD_MR, QD_NV)
 QD_ENTRY(t_q6_k, QT_Q6_K, QD_MR6, QD_NV)
+QD_ENTRY(t_i8, QT_I8, QD_MR6, QD_NV)
+QD_ENTRY(t_i8m, QT_I8M, QD_MR6, QD_NV)
+QD_ENTRY(t_nl4, QT_NL4, QD_MR, QD_NV)
 #if QD_HALF
 QD_ENTRY(h_q8_0, QT_Q8_0, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q4_0, QT_Q4_0, QD_MR, QD_NV / 2)
@@ -426,16 +573,22 @@ QD_ENTRY(h_q5_1, QT_Q5_1, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q4_k, QT_Q4_K, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q5_k, QT_Q5_K, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q6_k, QT_Q6_K, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_i8, QT_I8, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_i8m, QT_I8M, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
 #define QD_HALVES                                                            \
     { QD_FN(h_q8_0), QD_FN(h_q4_0), QD_FN(h_q4_1), QD_FN(h_q5_0),            \
-      QD_FN(h_q5_1), QD_FN(h_q4_k), QD_FN(h_q5_k), QD_FN(h_q6_k) }
+      QD_FN(h_q5_1), QD_FN(h_q4_k), QD_FN(h_q5_k), QD_FN(h_q6_k),            \
+      QD_FN(h_i8), QD_FN(h_i8m), QD_FN(h_nl4) }
 #else
 #define QD_HALVES  { NULL }
 #endif
 
 #define QD_TILES                                                             \
     { QD_FN(t_q8_0), QD_FN(t_q4_0), QD_FN(t_q4_1), QD_FN(t_q5_0),            \
-      QD_FN(t_q5_1), QD_FN(t_q4_k), QD_FN(t_q5_k), QD_FN(t_q6_k) }
+      QD_FN(t_q5_1), QD_FN(t_q4_k), QD_FN(t_q5_k), QD_FN(t_q6_k),            \
+      QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4) }
 
 #define QD_MRS                                                               \
-    { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR6 }
+    { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR6, QD_MR6,       \
+      QD_MR6, QD_MR }

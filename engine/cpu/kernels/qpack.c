@@ -16,47 +16,30 @@
 #define PANEL  CLEF_QDOT_PANEL
 
 const int  qd_block_values[QT_COUNT] = {
-    32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K
+    32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K,
+    32
 };
 
 const int  qd_block_bytes[QT_COUNT] = {
-    QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K
+    QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K,
+    QB_I8, QB_I8, QB_NL4
 };
-
-/* The GGUF block's bytes, per type. */
-static const int  file_bytes[QT_COUNT] = { 34, 18, 20, 22, 24, 144, 176, 210 };
 
 int
 qd_type_of(uint32_t ggml)
 {
-    switch (ggml) {
-    case CLEF_GGML_Q8_0:
-        return QT_Q8_0;
-    case CLEF_GGML_Q4_0:
-        return QT_Q4_0;
-    case CLEF_GGML_Q4_1:
-        return QT_Q4_1;
-    case CLEF_GGML_Q5_0:
-        return QT_Q5_0;
-    case CLEF_GGML_Q5_1:
-        return QT_Q5_1;
-    case CLEF_GGML_Q4_K:
-        return QT_Q4_K;
-    case CLEF_GGML_Q5_K:
-        return QT_Q5_K;
-    case CLEF_GGML_Q6_K:
-        return QT_Q6_K;
-    default:
-        return -1;
-    }
+    const qd_source  *src = qd_source_of(ggml);
+
+    return src != NULL ? src->qt : -1;
 }
 
 int
 clef_qdot_type_ok(uint32_t type, int64_t cols)
 {
-    int  t = qd_type_of(type);
+    const qd_source  *src = qd_source_of(type);
 
-    return t >= 0 && cols > 0 && cols % qd_block_values[t] == 0;
+    /* whole blocks of the file's type, whose size the kernels' divides */
+    return src != NULL && cols > 0 && cols % src->values == 0;
 }
 
 size_t
@@ -261,18 +244,64 @@ q6k_block(const uint8_t *b, uint8_t *o, int l)
     }
 }
 
-/* One row's nb blocks (at rb) into lane l of a panel. */
+/* An integer form (model/quant.h): d and dmin as f32, the scales and
+ * minima a byte each, the codes in steps. */
 static void
-pack_row(int t, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
+i8_block(const clef_qk_int *f, uint8_t *o, int l)
 {
-    const uint8_t  *b;
-    uint8_t        *o;
-    int64_t         k;
+    int  j;
+
+    memcpy(o + I8_D + 4 * l, &f->d, 4);
+    memcpy(o + I8_DMIN + 4 * l, &f->dmin, 4);
+    for (j = 0; j < 16; j++) {
+        o[I8_SC + 16 * j + l] = (uint8_t) f->sc[j];
+        o[I8_MN + 16 * j + l] = (uint8_t) f->mn[j];
+    }
+    for (j = 0; j < CLEF_QK_K / 4; j++) {
+        put4(o + I8_QS, j, l, (const uint8_t *) f->q + 4 * j);
+    }
+}
+
+/* NL4: the f32 scale, then the 16 bytes of indices as Q4_0's chunks. */
+static void
+nl4_block(const uint8_t *b, uint8_t *o, int l)
+{
+    int  j;
+
+    memcpy(o + 4 * l, b, 4);
+    for (j = 0; j < 4; j++) {
+        put4(o + NL4_QS, j, l, b + 4 + 4 * j);
+    }
+}
+
+/* One row's nb blocks (at rb, of the GGUF type ggml) into lane l of a
+ * panel. */
+static void
+pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
+{
+    const qd_source  *src = qd_source_of(ggml);
+    const uint8_t    *b;
+    uint8_t          *o;
+    int64_t           k, per;
+    int               t = src->qt;
+    union {
+        uint8_t       block[256];
+        clef_qk_int   form;
+    }                 conv;
 
     for (k = 0; k < nb; k++) {
         o = panel + (size_t) k * (size_t) qd_block_bytes[t];
-        b = rb + (size_t) k * (size_t) file_bytes[t];
-        if (t <= QT_Q5_1) {
+        per = src->values / qd_block_values[t];
+        b = rb + (size_t) (k / per) * (size_t) src->bytes;
+        if (src->convert != NULL) {
+            src->convert(b, (int) (k % per), conv.block);
+            b = conv.block;
+        }
+        if (t == QT_I8 || t == QT_I8M) {
+            i8_block(&conv.form, o, l);
+        } else if (t == QT_NL4) {
+            nl4_block(b, o, l);
+        } else if (t <= QT_Q5_1) {
             legacy_block(t, b, o, l);
         } else if (t == QT_Q6_K) {
             q6k_block(b, o, l);
@@ -298,7 +327,7 @@ clef_qdot_pack_rows(clef_qdot_mat *q, int64_t row, int64_t n, const void *src,
     t = qd_type_of(g->type);
     for (r = 0; r < n; r++) {
         in = row + r - g->row0;
-        pack_row(t, q->cols / qd_block_values[t],
+        pack_row(g->type, q->cols / qd_block_values[t],
                  (const uint8_t *) src + (size_t) r * row_bytes,
                  g->data + (size_t) (in / PANEL) * g->panel_bytes,
                  (int) (in % PANEL));
@@ -339,7 +368,7 @@ clef_qdot_pack_panels(const clef_qdot_group *g, int64_t cols, int64_t r0,
 
     memset(out, 0, (size_t) ((n + PANEL - 1) / PANEL) * g->panel_bytes);
     for (r = 0; r < n; r++) {
-        pack_row(t, cols / qd_block_values[t],
+        pack_row(g->type, cols / qd_block_values[t],
                  g->src + (size_t) (r0 + r) * g->src_stride,
                  out + (size_t) (r / PANEL) * g->panel_bytes,
                  (int) (r % PANEL));

@@ -1,0 +1,187 @@
+/*
+ * Block types the integer products read as blocks of a type they have
+ * (qdot.h): each block rewritten when it is packed, exactly, as a block
+ * of that type whose values are the same numbers (model/quant.h's integer
+ * forms), so the same kernels, panels and tests serve both:
+ *
+ *   IQ4_NL  -> NL4   the indices as they are (0.625 bytes a value), the
+ *   IQ4_XS           codebook looked up in registers: the scale d, or for
+ *                    each 32 values of IQ4_XS d * (sc - 32), as an f32
+ *   Q1_0    -> Q8_0  the same d; each 32 of its 128 (Q2_0: 64) values a
+ *   Q2_0             block, the codes +-1 (-1 .. 2)
+ *   Q3_K    -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
+ *   IQ3_S            int8 scales (TQ1_0, TQ2_0: 1): (d * sc) * (q + 32 -
+ *   TQ1_0            32) is the value each dequantizer gives, the same
+ *   TQ2_0            products in the same order
+ *
+ *   Q2_K, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M -> I8
+ *   (I8M for Q2_K's minima): the integer form itself, the codebook's or
+ *   the grid's elements expanded to int8 codes with their signs
+ *
+ * The cost is the target's bytes per value in the panels (Q6_K's 0.82
+ * bytes for Q3_K's 0.43, NL4's 0.625 for IQ4_NL's 0.56 and IQ4_XS's
+ * 0.53, I8's 1.16 for IQ2_XXS's 0.26): the codes stay integers and
+ * nothing is rounded.
+ */
+#include "cpu/kernels/qdot_kernel.h"
+
+#include <string.h>
+
+#include "model/dtype.h"
+#include "model/quant.h"
+
+/* Q6_K's 6-bit code of value v (model/quant_k.c's layout). */
+static void
+q6k_put(uint8_t *b, int v, int q)
+{
+    int  h = v / 128, r = v % 128;
+
+    if (r < 64) {
+        b[h * 64 + r] |= (uint8_t) (q & 0x0f);
+    } else {
+        b[h * 64 + r - 64] |= (uint8_t) ((q & 0x0f) << 4);
+    }
+    b[128 + h * 32 + r % 32] |= (uint8_t) (((q >> 4) & 3) << (2 * (r / 32)));
+}
+
+/* A Q6_K block of an integer form with codes in [-32, 31], no minima and
+ * an fp16 d. */
+static void
+q6k_block_of(const clef_qk_int *f, uint8_t *out)
+{
+    uint16_t  h = clef_f32_to_f16(f->d);
+    int       v;
+
+    memset(out, 0, 210);
+    for (v = 0; v < CLEF_QK_K; v++) {
+        q6k_put(out, v, f->q[v] + 32);
+    }
+    memcpy(out + 192, f->sc, 16);
+    memcpy(out + 208, &h, 2);
+}
+
+#define AS_Q6K(name)                                                         \
+    static void                                                              \
+    name(const uint8_t *b, int part, uint8_t *out)                           \
+    {                                                                        \
+        clef_qk_int  f;                                                      \
+                                                                             \
+        clef_##name##_int(b, &f);                                            \
+        q6k_block_of(&f, out);                                               \
+    }
+
+AS_Q6K(q3_k)
+AS_Q6K(iq3_s)
+AS_Q6K(tq1_0)
+AS_Q6K(tq2_0)
+
+/* The integer form as it is (the kernels' I8 and I8M). */
+#define AS_I8(name)                                                          \
+    static void                                                              \
+    name(const uint8_t *b, int part, uint8_t *out)                           \
+    {                                                                        \
+        clef_##name##_int(b, (clef_qk_int *) (void *) out);                  \
+    }
+
+AS_I8(q2_k)
+AS_I8(iq3_xxs)
+AS_I8(iq2_xxs)
+AS_I8(iq2_xs)
+AS_I8(iq2_s)
+AS_I8(iq1_s)
+AS_I8(iq1_m)
+
+/* An NL4 block: the f32 scale, IQ4's 16 bytes of indices as stored. */
+static void
+nl4_of(float ws, const uint8_t *qs, uint8_t *out)
+{
+    memcpy(out, &ws, 4);
+    memcpy(out + 4, qs, 16);
+}
+
+static void
+iq4_nl(const uint8_t *b, int part, uint8_t *out)
+{
+    uint16_t  h;
+
+    memcpy(&h, b, 2);
+    nl4_of(clef_f16_to_f32(h), b + 2, out);
+}
+
+/* IQ4_XS's 32-value run `part`: its scale d * (sc - 32), exact in f32. */
+static void
+iq4_xs(const uint8_t *b, int part, uint8_t *out)
+{
+    uint16_t  h, sh;
+    int       sc;
+
+    memcpy(&h, b, 2);
+    memcpy(&sh, b + 2, 2);
+    sc = (((b[4 + part / 2] >> (4 * (part % 2))) & 0x0f)
+          | (((sh >> (2 * part)) & 3) << 4)) - 32;
+    nl4_of(clef_f16_to_f32(h) * (float) sc, b + 8 + 16 * part, out);
+}
+
+/* Q8_0 block `part` (32 values) of a Q1_0 or Q2_0 block: the same d, the
+ * codes +-1 or -1 .. 2. */
+static void
+d_codes(const uint8_t *b, int part, void (*codes)(const void *, int8_t *),
+    uint8_t *out)
+{
+    int8_t  q[128];
+
+    codes(b, q);
+    memcpy(out, b, 2);
+    memcpy(out + 2, q + 32 * part, 32);
+}
+
+static void
+q1_0(const uint8_t *b, int part, uint8_t *out)
+{
+    d_codes(b, part, clef_q1_0_codes, out);
+}
+
+static void
+q2_0(const uint8_t *b, int part, uint8_t *out)
+{
+    d_codes(b, part, clef_q2_0_codes, out);
+}
+
+static const qd_source  sources[] = {
+    { CLEF_GGML_Q8_0, QT_Q8_0, 32, 34, NULL },
+    { CLEF_GGML_Q4_0, QT_Q4_0, 32, 18, NULL },
+    { CLEF_GGML_Q4_1, QT_Q4_1, 32, 20, NULL },
+    { CLEF_GGML_Q5_0, QT_Q5_0, 32, 22, NULL },
+    { CLEF_GGML_Q5_1, QT_Q5_1, 32, 24, NULL },
+    { CLEF_GGML_Q4_K, QT_Q4_K, 256, 144, NULL },
+    { CLEF_GGML_Q5_K, QT_Q5_K, 256, 176, NULL },
+    { CLEF_GGML_Q6_K, QT_Q6_K, 256, 210, NULL },
+    { CLEF_GGML_IQ4_NL, QT_NL4, 32, 18, iq4_nl },
+    { CLEF_GGML_Q1_0, QT_Q8_0, 128, 18, q1_0 },
+    { CLEF_GGML_Q2_0, QT_Q8_0, 64, 18, q2_0 },
+    { CLEF_GGML_Q3_K, QT_Q6_K, 256, 110, q3_k },
+    { CLEF_GGML_IQ3_S, QT_Q6_K, 256, 110, iq3_s },
+    { CLEF_GGML_TQ1_0, QT_Q6_K, 256, 54, tq1_0 },
+    { CLEF_GGML_TQ2_0, QT_Q6_K, 256, 66, tq2_0 },
+    { CLEF_GGML_Q2_K, QT_I8M, 256, 84, q2_k },
+    { CLEF_GGML_IQ4_XS, QT_NL4, 256, 136, iq4_xs },
+    { CLEF_GGML_IQ3_XXS, QT_I8, 256, 98, iq3_xxs },
+    { CLEF_GGML_IQ2_XXS, QT_I8, 256, 66, iq2_xxs },
+    { CLEF_GGML_IQ2_XS, QT_I8, 256, 74, iq2_xs },
+    { CLEF_GGML_IQ2_S, QT_I8, 256, 82, iq2_s },
+    { CLEF_GGML_IQ1_S, QT_I8, 256, 50, iq1_s },
+    { CLEF_GGML_IQ1_M, QT_I8, 256, 56, iq1_m },
+};
+
+const qd_source *
+qd_source_of(uint32_t ggml)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+        if (sources[i].ggml == ggml) {
+            return &sources[i];
+        }
+    }
+    return NULL;
+}
