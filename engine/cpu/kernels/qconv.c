@@ -25,6 +25,7 @@
  */
 #include "cpu/kernels/qdot_kernel.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "model/dtype.h"
@@ -147,37 +148,62 @@ q2_0(const uint8_t *b, int part, uint8_t *out)
     d_codes(b, part, clef_q2_0_codes, out);
 }
 
-static const qd_source  sources[] = {
-    { CLEF_GGML_Q8_0, QT_Q8_0, 32, 34, NULL },
-    { CLEF_GGML_Q4_0, QT_Q4_0, 32, 18, NULL },
-    { CLEF_GGML_Q4_1, QT_Q4_1, 32, 20, NULL },
-    { CLEF_GGML_Q5_0, QT_Q5_0, 32, 22, NULL },
-    { CLEF_GGML_Q5_1, QT_Q5_1, 32, 24, NULL },
-    { CLEF_GGML_Q4_K, QT_Q4_K, 256, 144, NULL },
-    { CLEF_GGML_Q5_K, QT_Q5_K, 256, 176, NULL },
-    { CLEF_GGML_Q6_K, QT_Q6_K, 256, 210, NULL },
-    { CLEF_GGML_IQ4_NL, QT_NL4, 32, 18, iq4_nl },
-    { CLEF_GGML_Q1_0, QT_Q8_0, 128, 18, q1_0 },
-    { CLEF_GGML_Q2_0, QT_Q8_0, 64, 18, q2_0 },
-    { CLEF_GGML_Q3_K, QT_Q6_K, 256, 110, q3_k },
-    { CLEF_GGML_IQ3_S, QT_Q6_K, 256, 110, iq3_s },
-    { CLEF_GGML_TQ1_0, QT_Q6_K, 256, 54, tq1_0 },
-    { CLEF_GGML_TQ2_0, QT_Q6_K, 256, 66, tq2_0 },
-    { CLEF_GGML_Q2_K, QT_I8M, 256, 84, q2_k },
-    { CLEF_GGML_IQ4_XS, QT_NL4, 256, 136, iq4_xs },
-    { CLEF_GGML_IQ3_XXS, QT_I8, 256, 98, iq3_xxs },
-    { CLEF_GGML_IQ2_XXS, QT_I8, 256, 66, iq2_xxs },
-    { CLEF_GGML_IQ2_XS, QT_I8, 256, 74, iq2_xs },
-    { CLEF_GGML_IQ2_S, QT_I8, 256, 82, iq2_s },
-    { CLEF_GGML_IQ1_S, QT_I8, 256, 50, iq1_s },
-    { CLEF_GGML_IQ1_M, QT_I8, 256, 56, iq1_m },
+/* The kernels' type and conversion of each GGUF type multiplied here; its
+ * block's values and bytes are the storage-type table's (model/dtype.c),
+ * filled in once, never spelled a second time. */
+static qd_source        sources[] = {
+    { CLEF_GGML_Q8_0, QT_Q8_0, 0, 0, NULL },
+    { CLEF_GGML_Q4_0, QT_Q4_0, 0, 0, NULL },
+    { CLEF_GGML_Q4_1, QT_Q4_1, 0, 0, NULL },
+    { CLEF_GGML_Q5_0, QT_Q5_0, 0, 0, NULL },
+    { CLEF_GGML_Q5_1, QT_Q5_1, 0, 0, NULL },
+    { CLEF_GGML_Q4_K, QT_Q4_K, 0, 0, NULL },
+    { CLEF_GGML_Q5_K, QT_Q5_K, 0, 0, NULL },
+    { CLEF_GGML_Q6_K, QT_Q6_K, 0, 0, NULL },
+    { CLEF_GGML_IQ4_NL, QT_NL4, 0, 0, iq4_nl },
+    { CLEF_GGML_Q1_0, QT_Q8_0, 0, 0, q1_0 },
+    { CLEF_GGML_Q2_0, QT_Q8_0, 0, 0, q2_0 },
+    { CLEF_GGML_Q3_K, QT_Q6_K, 0, 0, q3_k },
+    { CLEF_GGML_IQ3_S, QT_Q6_K, 0, 0, iq3_s },
+    { CLEF_GGML_TQ1_0, QT_Q6_K, 0, 0, tq1_0 },
+    { CLEF_GGML_TQ2_0, QT_Q6_K, 0, 0, tq2_0 },
+    { CLEF_GGML_Q2_K, QT_I8M, 0, 0, q2_k },
+    { CLEF_GGML_IQ4_XS, QT_NL4, 0, 0, iq4_xs },
+    { CLEF_GGML_IQ3_XXS, QT_I8, 0, 0, iq3_xxs },
+    { CLEF_GGML_IQ2_XXS, QT_I8, 0, 0, iq2_xxs },
+    { CLEF_GGML_IQ2_XS, QT_I8, 0, 0, iq2_xs },
+    { CLEF_GGML_IQ2_S, QT_I8, 0, 0, iq2_s },
+    { CLEF_GGML_IQ1_S, QT_I8, 0, 0, iq1_s },
+    { CLEF_GGML_IQ1_M, QT_I8, 0, 0, iq1_m },
 };
+
+static pthread_once_t   sources_once = PTHREAD_ONCE_INIT;
+
+
+static void
+sources_fill(void)
+{
+    const clef_dtype_traits  *tr;
+    clef_dtype                dt;
+    size_t                    i;
+
+    for (i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+        if (clef_dtype_from_ggml((int) sources[i].ggml, &dt) == 0
+            && (tr = clef_dtype_traits_of(dt)) != NULL)
+        {
+            sources[i].values = (int) tr->block;
+            sources[i].bytes = (int) tr->block_bytes;
+        }
+    }
+}
+
 
 const qd_source *
 qd_source_of(uint32_t ggml)
 {
     size_t  i;
 
+    pthread_once(&sources_once, sources_fill);
     for (i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
         if (sources[i].ggml == ggml) {
             return &sources[i];
