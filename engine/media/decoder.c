@@ -43,6 +43,7 @@ typedef struct {
     double                   deadline;
     const clef_decoder_run  *run;
     clef_decoder_lane       *lane;
+    const char              *field;     /* "videos", "audio", "images" */
     char                     loc[64];
 } job;
 
@@ -213,12 +214,7 @@ send_files(int fd, const job *j)
 static void
 item_loc(const job *j, int k, char *loc, size_t size)
 {
-    const char  *field = strrchr(j->loc, ',');
-
-    /* j->loc is ["body","FIELD",INDEX] of its first item */
-    snprintf(loc, size, "%.*s,%d]", (int) (field != NULL ? field - j->loc
-                                                         : 0),
-             j->loc, j->index + k);
+    snprintf(loc, size, "[\"body\",\"%s\",%d]", j->field, j->index + k);
 }
 
 
@@ -743,8 +739,9 @@ job_init(job *j, int index, const char *kind, const char *noun,
     j->lens = lens;
     j->n = n;
     j->verdict = verdict;
+    j->field = field;
     snprintf(j->name, sizeof(j->name), "%s %d", noun, index);
-    snprintf(j->loc, sizeof(j->loc), "[\"body\",\"%s\",%d]", field, index);
+    item_loc(j, 0, j->loc, sizeof(j->loc));
 }
 
 
