@@ -9,19 +9,35 @@
 #include <stdio.h>
 
 
-/* The precision the model's linear layers run at: the directive's, or
- * its backend's own. */
-static const char *
-ngx_http_clef_precision_name(ngx_http_clef_model_t *m)
+/* /v1/models' "weight_types": what the matrices are stored as, the
+ * largest share first: [{"type":"Q4_K","matrices":N,"bytes":B}, ...]
+ * (lm_head left out: a decision model never reads it).  Made once, when
+ * the configuration is read. */
+ngx_int_t
+ngx_http_clef_weight_types(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    const clef_model_info *info)
 {
-    const clef_backend_entry  *be;
+    const clef_weight_type  *t;
+    u_char                  *p, *last;
+    int                      i;
 
-    if (m->precision != CLEF_PRECISION_DEFAULT) {
-        return clef_precision_name(m->precision);
+    m->weight_types.data = ngx_pnalloc(cf->pool, 2 + 80 * info->n_types);
+    if (m->weight_types.data == NULL) {
+        return NGX_ERROR;
     }
-    be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
-    return clef_precision_name(be != NULL ? be->precision
-                                          : CLEF_PRECISION_DEFAULT);
+    p = m->weight_types.data;
+    last = p + 1 + 80 * info->n_types;    /* room for the ']' */
+    *p++ = '[';
+    for (i = 0; i < info->n_types; i++) {
+        t = &info->types[i];
+        p = ngx_slprintf(p, last, "%s{\"type\":\"%s\",\"matrices\":%d,"
+                         "\"bytes\":%L}", i ? "," : "",
+                         clef_dtype_name(t->dtype), t->tensors,
+                         (int64_t) t->bytes);
+    }
+    *p++ = ']';
+    m->weight_types.len = p - m->weight_types.data;
+    return NGX_OK;
 }
 
 
@@ -132,8 +148,14 @@ ngx_http_clef_models_handler(ngx_http_request_t *r)
          && clef_buf_append(&b, ",\"weights\":", 11) == 0
          && clef_render_string(&b, (char *) m->weights.data,
                                m->weights.len) == 0
+         && clef_buf_append(&b, ",\"weight_types\":", 16) == 0
+         && clef_buf_append(&b, (char *) m->weight_types.data,
+                            m->weight_types.len) == 0
          && clef_buf_printf(&b, ",\"precision\":\"%s\"",
-                            ngx_http_clef_precision_name(m)) == 0
+                            clef_precision_name(m->computes_in)) == 0
+         && clef_buf_printf(&b, ",\"precision_default\":%s",
+                            m->precision == CLEF_PRECISION_DEFAULT
+                            ? "true" : "false") == 0
          /* an extension the SDKs ignore: what a request may carry */
          && capabilities(&b, m, llcf) == 0
          && clef_buf_append(&b, "}]}", 3) == 0;

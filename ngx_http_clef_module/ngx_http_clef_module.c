@@ -646,6 +646,27 @@ ngx_http_clef_model_path(ngx_conf_t *cf, ngx_http_clef_model_t *m,
 }
 
 
+/* Why the model computes at m->computes_in, for `nginx -t`. */
+static const char *
+ngx_http_clef_precision_why(const ngx_http_clef_model_t *m,
+    const clef_model_info *info)
+{
+    if (m->precision != CLEF_PRECISION_DEFAULT) {
+        return "precision= in the configuration";
+    }
+    if (m->computes_in == CLEF_PRECISION_Q8) {
+        return "the default for block-quantized weights: integer products, "
+               "within 5e-2 of the exact ones; precision=fp32 computes "
+               "exactly";
+    }
+    if (m->computes_in == CLEF_PRECISION_FP32) {
+        return info->block_quantized ? "the backend's default"
+               : "the default for float weights: exact";
+    }
+    return "the backend's default";
+}
+
+
 /* Validates the release without loading a weight (nginx -t does this):
  * its lengths, weights and media into m, the rest into *info. */
 static ngx_int_t
@@ -689,7 +710,21 @@ ngx_http_clef_model_inspect(ngx_conf_t *cf, ngx_http_clef_model_t *m,
     m->media = info->media;
     m->media.accepts &= clef_backend_media((char *) m->backend.data,
                                            m->backend.len, (int) m->tp);
-    return NGX_OK;
+
+    /* the precision it runs at: a block-quantized file gets the CPU's
+     * integer products unless precision= says otherwise; `nginx -t`
+     * says which, and why, since the two differ in speed and exactness */
+    m->computes_in = clef_backend_precision((char *) m->backend.data,
+                                            m->backend.len, m->precision,
+                                            info->block_quantized);
+    if (ngx_test_config) {
+        ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0, "clef_model \"%V\": %V "
+                           "weights, backend=%V computes at precision %s "
+                           "(%s)", &m->name, &m->weights, &m->backend,
+                           clef_precision_name(m->computes_in),
+                           ngx_http_clef_precision_why(m, info));
+    }
+    return ngx_http_clef_weight_types(cf, m, info);
 }
 
 

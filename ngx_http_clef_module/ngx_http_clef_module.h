@@ -47,7 +47,12 @@ typedef struct {
                                                  "BF16", "Q4_K_M" */
     ngx_str_t                  backend;       /* "cpu" or "cuda" */
     ngx_int_t                  threads;
-    clef_precision             precision;
+    clef_precision             precision;     /* precision=, or DEFAULT */
+    clef_precision             computes_in;   /* what the backend runs it
+                                                 at: precision=, or its
+                                                 default for these weights
+                                                 (registry.h) */
+    ngx_str_t                  weight_types;  /* /v1/models' JSON array */
     ngx_int_t                  device;        /* devices[0], or 0 */
     int                        devices[CLEF_MAX_DEVICES];
     int                        n_devices;     /* 0: devices= not given */
@@ -75,6 +80,8 @@ typedef struct {
 
 /* What the model reads, for its /v1/models description: "text only",
  * "text and images (PNG, JPEG, WebP)", ... */
+ngx_int_t ngx_http_clef_weight_types(ngx_conf_t *cf,
+    ngx_http_clef_model_t *m, const clef_model_info *info);
 void ngx_http_clef_inputs_text(const ngx_http_clef_model_t *m, int omni,
     char *out, size_t cap);
 

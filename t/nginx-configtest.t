@@ -12,7 +12,7 @@ use ClefNginx;
 
 my $model = ClefNginx->model_dir(1);
 
-plan tests => 9;
+plan tests => 13;
 
 # the module alone loads into the packaged binary
 {
@@ -73,16 +73,27 @@ plan tests => 9;
 }
 
 # a Clef GGUF made by llama.cpp's tools, alone and with its mmproj: -t
-# reads their headers and succeeds
+# reads their headers and succeeds, and says the precision the model will
+# compute at and why (the default differs with how the weights are stored)
 my $gguf = "$FindBin::Bin/fixtures/gguf";
-for my $conf ("clef_model tiny $gguf/gg1.q4_k_m.gguf;",
-              "clef_model tiny $gguf/gg1.f16.gguf"
-              . " mmproj=$gguf/gg1.mmproj.gguf;")
+my $q8why = 'the default for block-quantized weights: integer products, '
+          . 'within 5e-2 of the exact ones; precision=fp32 computes exactly';
+for my $t (["clef_model tiny $gguf/gg1.q4_k_m.gguf;",
+            "Q4_K_M weights, backend=cpu computes at precision q8 ($q8why)"],
+           ["clef_model tiny $gguf/gg1.f16.gguf mmproj=$gguf/gg1.mmproj.gguf;",
+            'F16 weights, backend=cpu computes at precision fp32 (the default '
+            . 'for float weights: exact)'],
+           ["clef_model tiny $gguf/gg1.q4_k_m.gguf precision=fp32;",
+            'Q4_K_M weights, backend=cpu computes at precision fp32 '
+            . '(precision= in the configuration)'])
 {
+    my ($conf, $says) = @$t;
     my $srv = ClefNginx->new(http_config => $conf);
     $srv->write_config;
     my ($rc, $out) = $srv->run_nginx('-t');
     is $rc, 0, "nginx -t accepts $conf" or diag $out;
+    like $out, qr/\[notice\] (?:\d+#\d+: )?clef_model "tiny": \Q$says\E/,
+         "and says: $says" or diag $out;
 }
 
 # a Clef GGUF split by llama-gguf-split's rules, given by its first part:

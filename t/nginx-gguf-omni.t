@@ -4,8 +4,9 @@
 # on the same file and text and images with the reference's token count
 # and its probabilities (t/fixtures/gguf/e2e-omni/omni1.q4_k_m.jsonl: the
 # reference on the file's dequantized weights) within rounding; /v1/models
-# says Clef Omni, Q4_K_M; an audio clip is answered as clef decide
-# answers it; precision=q8 answers images too.
+# says Clef Omni, Q4_K_M and q8 (the default on block-quantized weights:
+# the exact checks here name precision=fp32); an audio clip is answered as
+# clef decide answers it; precision=q8 answers images too.
 use strict;
 use warnings;
 use FindBin;
@@ -38,10 +39,10 @@ $ENV{TEST_NGINX_OMNI_GGUF} = $dir;
 
 clef_defaults(model => "$dir/m.gguf",
               name => 'clef-omni',
-              model_opts => "mmproj=$dir/mmproj.gguf threads=1",
+              model_opts => "mmproj=$dir/mmproj.gguf threads=1 precision=fp32",
               engine => 'zone=clef:64m timeout=30s',
               http => "    client_max_body_size 13m;\n",
-              decide => { mmproj => "$dir/mmproj.gguf" });
+              decide => { mmproj => "$dir/mmproj.gguf", precision => 'fp32' });
 
 open my $fh, '<', "$root/t/fixtures/gguf/e2e-omni/omni1.q4_k_m.jsonl" or die $!;
 my %cases = map { my $c = $json->decode($_); ($c->{name} => $c) } <$fh>;
@@ -126,11 +127,14 @@ main::tone_request()
 --- decide
 --- input_tokens: 174
 
-=== TEST 4: /v1/models: Clef Omni, the file's type, images, videos and audio
+=== TEST 4: /v1/models: Clef Omni, the file's type, images, videos and audio; q8 by default on its blocks
+--- http_config
+    clef_model clef-omni $TEST_NGINX_OMNI_GGUF/m.gguf mmproj=$TEST_NGINX_OMNI_GGUF/mmproj.gguf threads=1;
+    clef_engine zone=clef:64m timeout=30s;
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
+--- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"weights":"Q4_K_M","weight_types":\[\{"type":"Q5_0","matrices":80,"bytes":6842704\},\{"type":"F16","matrices":66,"bytes":474400\},\{"type":"F32","matrices":7,"bytes":205312\},\{"type":"Q8_0","matrices":11,"bytes":45696\},\{"type":"Q5_1","matrices":4,"bytes":24576\}\],"precision":"q8","precision_default":true,"capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
 
 === TEST 5: precision=q8: the experts read in place, an image answered
 --- http_config

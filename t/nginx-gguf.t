@@ -2,7 +2,8 @@
 # gg1 checkpoint served as `clef_model NAME FILE.gguf` answers as clef
 # decide does on the same file, its F16 file with the mmproj takes images,
 # and /v1/models says how the weights are stored and the precision they
-# are multiplied in; the same file split by `clef gguf-split` as
+# are multiplied in (by default q8 on a block-quantized file, fp32 on a
+# float one); the same file split by `clef gguf-split` as
 # llama-gguf-split cuts it, served from its first part, answers as the
 # unsplit file.
 use strict;
@@ -39,14 +40,14 @@ POST /v1/systemone
 Content-Type: application/json
 --- decide
 
-=== TEST 2: /v1/models: the file's type, the CPU's precision, no images without an mmproj
+=== TEST 2: /v1/models: the file's type and what its matrices are stored as, the CPU's default precision for block-quantized weights (q8), no images without an mmproj
 --- request
 GET /v1/models
 --- error_code: 200
 --- response_body_like chomp
-"weights":"Q4_K_M","precision":"fp32","capabilities":\["systemone"\]
+"weights":"Q4_K_M","weight_types":\[\{"type":"Q5_0","matrices":27,"bytes":160600\},\{"type":"Q6_K","matrices":2,"bytes":26880\},\{"type":"Q4_K","matrices":2,"bytes":18432\},\{"type":"Q8_0","matrices":2,"bytes":10880\},\{"type":"F32","matrices":3,"bytes":6656\}\],"precision":"q8","precision_default":true,"capabilities":\["systemone"\]\}\]\}$
 
-=== TEST 3: an F16 file with its mmproj: /v1/models says it takes images
+=== TEST 3: an F16 file with its mmproj: /v1/models says it takes images, and computes exactly by default
 --- http_config
     clef_model clef-tiny $TEST_NGINX_CLEF_GGUF/gg1.f16.gguf mmproj=$TEST_NGINX_CLEF_GGUF/gg1.mmproj.gguf threads=1;
     clef_engine zone=clef:32m timeout=10s;
@@ -54,7 +55,7 @@ GET /v1/models
 GET /v1/models
 --- error_code: 200
 --- response_body_like chomp
-"weights":"F16","precision":"fp32","capabilities":\["systemone","images"\]
+"weights":"F16","weight_types":\[\{"type":"F16","matrices":40,"bytes":684352\},\{"type":"F32","matrices":4,"bytes":205184\}\],"precision":"fp32","precision_default":true,"capabilities":\["systemone","images"\]
 
 === TEST 4: the F16 file with its mmproj answers a request
 --- http_config
@@ -88,7 +89,7 @@ Content-Type: application/json
 GET /v1/models
 --- error_code: 200
 --- response_body_like chomp
-"weights":"IQ4_XS","precision":"q8","capabilities":\["systemone"\]
+"weights":"IQ4_XS","weight_types":\[\{"type":"IQ4_NL","matrices":29,"bytes":137160\},\{"type":"IQ4_XS","matrices":4,"bytes":34816\},\{"type":"F32","matrices":3,"bytes":6656\}\],"precision":"q8","precision_default":false,"capabilities":\["systemone"\]
 
 === TEST 7: a dynamic mix (IQ4_XS, IQ2_S, Q3_K, Q2_K beside IQ4_NL, Q5_0, Q8_0) answers at q8
 --- http_config

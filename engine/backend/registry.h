@@ -31,6 +31,9 @@ typedef struct {
                                       backend itself refuses at open a
                                       layout it cannot run) */
     clef_precision  precision;  /* what CLEF_PRECISION_DEFAULT means on it */
+    clef_precision  precision_blocks;  /* and on a model whose matrices
+                                          are block-quantized (a GGUF
+                                          file's Q4_K_M, IQ4_XS, ...) */
     unsigned     precisions;    /* CLEF_PRECISION_BIT() of each it
                                    computes in (precision= names one) */
     unsigned     media;         /* the media kinds it has an encoder for
@@ -58,6 +61,14 @@ unsigned clef_backend_media(const char *name, size_t len, int tp);
  * CLEF_PRECISION_DEFAULT) or is no backend. */
 const char *clef_backend_precision_refusal(const char *name, size_t len,
     clef_precision p, char *why, size_t size);
+
+/* The precision the backend named name[0..len) computes in when asked
+ * for p: p itself, or for CLEF_PRECISION_DEFAULT the backend's own for a
+ * model that is (block_quantized 1) or is not block-quantized
+ * (model.h's clef_model_block_quantized); CLEF_PRECISION_DEFAULT for a
+ * name that is no backend. */
+clef_precision clef_backend_precision(const char *name, size_t len,
+    clef_precision p, int block_quantized);
 
 /* "cpu, cuda": the names, for messages. */
 const char *clef_backend_names(void);

@@ -12,6 +12,7 @@
 #include "cpu/parallel/comm_cpu.h"
 #include "cpu/parallel/pool.h"
 #include "cpu/parallel/ranks.h"
+#include "backend/registry.h"
 #include "cpu/towers.h"
 #include "media/kinds.h"
 #include "model/shard.h"
@@ -170,10 +171,11 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
         return clef_error_fail(err, CLEF_E_NO_MEMORY, "out of memory");
     }
     b->tp = o != NULL && o->tp > 1 ? o->tp : 1;
-    /* the CPU's own precision is fp32 (exact) */
-    b->prec = o != NULL && (o->precision == CLEF_PRECISION_BF16
-                            || o->precision == CLEF_PRECISION_Q8)
-              ? o->precision : CLEF_PRECISION_FP32;
+    /* the CPU's own precision: exact (fp32), or the integer products on
+     * a block-quantized model (backend/registry.c says why) */
+    b->prec = clef_backend_precision("cpu", 3, o != NULL ? o->precision
+                                                         : CLEF_PRECISION_DEFAULT,
+                                     clef_model_block_quantized(m));
     /* the media towers and the joint head are not sharded: they run once,
      * on rank 0's thread and workers, before and after the ranks' forward */
     if (cpu_open_ranks(b, m, o, err) != 0) {

@@ -97,6 +97,14 @@ int         clef_dtype_from_name(const char *name, clef_dtype *dt);
 /* GGUF's tensor type id to its type; -1 when the table has none. */
 int         clef_dtype_from_ggml(int ggml, clef_dtype *dt);
 
+/* How much of a model is stored in one type (model.h's census). */
+typedef struct {
+    clef_dtype  dtype;
+    int         tensors;    /* matrices with rows of this type */
+    int64_t     values;
+    int64_t     bytes;      /* as stored */
+} clef_weight_type;
+
 /* Bytes of one element of a scalar type; 0 for a block type (use
  * clef_dtype_bytes) and outside the table. */
 size_t      clef_dtype_size(clef_dtype dt);

@@ -572,6 +572,22 @@ clef_model_weights(const clef_model *m, char *buf, size_t size)
     }
 }
 
+int
+clef_model_tensor_count(const clef_model *m)
+{
+    return m->table.n;
+}
+
+const clef_tensor *
+clef_model_tensor_at(const clef_model *m, int i, const char **name)
+{
+    if (i < 0 || i >= m->table.n) {
+        return NULL;
+    }
+    *name = m->table.v[i].name;
+    return m->table.v[i].t;
+}
+
 const clef_tensor *
 clef_model_tensor(const clef_model *m, const char *name)
 {

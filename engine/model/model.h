@@ -209,6 +209,25 @@ const char             *clef_model_container(const clef_model *m);
 void                    clef_model_weights(const clef_model *m, char *buf,
     size_t size);
 
+/* Every tensor of the model (backbone, towers, joint head): the i-th of
+ * clef_model_tensor_count(), in no particular order, with its canonical
+ * name in *name; NULL past the end. */
+int                clef_model_tensor_count(const clef_model *m);
+const clef_tensor *clef_model_tensor_at(const clef_model *m, int i,
+    const char **name);
+
+/* What the model's weights are stored as, one row per type (model_types.c):
+ * its matrices (tensors of two or more dimensions) counted by the rows
+ * stored in each type, lm_head.weight left out (a decision model never
+ * reads it; clef_weight_type: dtype.h).  Fills out[0 .. max) and
+ * returns the number of types (at most max). */
+int clef_model_weight_types(const clef_model *m, clef_weight_type *out,
+    int max);
+
+/* 1 when a matrix of the model is stored in a block type (GGUF's Q8_0,
+ * Q4_K, IQ4_XS, ...): a model the CPU's integer products apply to. */
+int clef_model_block_quantized(const clef_model *m);
+
 /* Backbone tensors by their canonical name, "model.language_model.…",
  * "model.visual.…" or
  * "lm_head.weight" (a checkpoint with Qwen3_5ForCausalLM names, "model.…",

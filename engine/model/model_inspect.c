@@ -1,6 +1,7 @@
 #include "model/model_inspect.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/model.h"
@@ -9,6 +10,30 @@
 #include "protocol/plan.h"
 #include "text/tokenizer.h"
 
+
+static int
+by_bytes(const void *a, const void *b)
+{
+    const clef_weight_type  *x = a, *y = b;
+
+    return x->bytes != y->bytes ? (x->bytes < y->bytes ? 1 : -1)
+                                : (int) x->dtype - (int) y->dtype;
+}
+
+/* The model's types, the largest first, at most max of them (a file
+ * mixes a handful: llama-quantize's _M files two or three). */
+static int
+inspect_types(const clef_model *m, clef_weight_type *out, int max)
+{
+    clef_weight_type  all[CLEF_DTYPE_COUNT];
+    int               n;
+
+    n = clef_model_weight_types(m, all, CLEF_DTYPE_COUNT);
+    qsort(all, (size_t) n, sizeof(all[0]), by_bytes);
+    n = n < max ? n : max;
+    memcpy(out, all, (size_t) n * sizeof(all[0]));
+    return n;
+}
 
 int
 clef_model_inspect(const char *path, const char *mmproj, int tp,
@@ -40,6 +65,8 @@ clef_model_inspect(const char *path, const char *mmproj, int tp,
     snprintf(info->container, sizeof(info->container), "%s",
              clef_model_container(m));
     clef_model_weights(m, info->weights, sizeof(info->weights));
+    info->block_quantized = clef_model_block_quantized(m);
+    info->n_types = inspect_types(m, info->types, 8);
     clef_model_close(m);
     return 0;
 }

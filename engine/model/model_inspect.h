@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "media/kinds.h"
+#include "model/dtype.h"
 
 typedef struct {
     int                    layers;
@@ -25,6 +26,11 @@ typedef struct {
     char                   container[24];     /* "release directory",
                                                  "GGUF file" */
     char                   weights[24];       /* "BF16", "Q4_K_M" */
+    int                    block_quantized;   /* a matrix in a GGUF block
+                                                 type: the CPU computes at
+                                                 q8 by default */
+    int                    n_types;           /* what the matrices are */
+    clef_weight_type       types[8];          /* stored as, by bytes */
 } clef_model_info;
 
 /* What clef_model_inspect() refused. */

@@ -407,6 +407,9 @@ main(void)
         clef_model         *m = make_model(&configs[i], dir);
         clef_backend       *cb = NULL, *gb = NULL;
         clef_backend_opts   o = { .threads = 0 };
+        /* the exact CPU products: a GGUF block file's default is q8 */
+        clef_backend_opts   co = { .threads = 0,
+                                   .precision = CLEF_PRECISION_FP32 };
         clef_error          err;
 
         CHECK(m != NULL, "%s: checkpoint from clef mkmodel opens", configs[i].name);
@@ -414,7 +417,7 @@ main(void)
             continue;
         }
         memset(&err, 0, sizeof(err));
-        CHECK(clef_backend_find("cpu", &err)->open(m, &o, &cb, &err) == 0,
+        CHECK(clef_backend_find("cpu", &err)->open(m, &co, &cb, &err) == 0,
               "%s: CPU backend opens: %s", configs[i].name, err.message);
         CHECK(clef_cuda_backend_ops.open(m, &o, &gb, &err) == 0,
               "%s: CUDA backend opens: %s", configs[i].name, err.message);

@@ -257,6 +257,11 @@ append_file(char **text, const char *path)
     }
 }
 
+/* The exact products: "--precision fp32 " for a block-quantized GGUF file
+ * (whose default is the integer products, q8), "" where fp32 is the
+ * default; added to every run that names no precision. */
+static const char  *exact_flag = "";
+
 /* Answers the cases with `clef decide --raw EXTRA`, a run per max-length
  * and truncation; their output, in that order, is appended to *text. */
 static void
@@ -303,8 +308,10 @@ run_cli(const char *model, json_t *cases, json_t *responses, const char *extra,
         }
         snprintf(flags, sizeof(flags), "--max-length %d%s", ml,
                  strcmp(tr, "state") == 0 ? " --truncate-state" : "");
-        rc = sh("'%s/build/clef' decide '%s' --raw %s %s < '%s' > '%s'", root, model,
-                flags, extra, in, out);
+        rc = sh("'%s/build/clef' decide '%s' --raw %s %s%s < '%s' > '%s'", root,
+                model, flags,
+                strstr(extra, "--precision") == NULL ? exact_flag : "", extra,
+                in, out);
         CHECK_INT(rc, 0, "clef decide --raw %s %s: %zu requests", flags, extra, n);
         append_file(text, out);
         lines = read_jsonl(out);
@@ -326,7 +333,8 @@ check_inprocess(const char *model, json_t *cases, json_t *responses)
     clef_model              *m = clef_model_open(model, 0, &err);
     const clef_backend_ops  *ops;
     clef_backend            *b = NULL;
-    clef_backend_opts        bo = { .threads = 0 };
+    clef_backend_opts        bo = { .threads = 0,
+                                    .precision = CLEF_PRECISION_FP32 };
     json_t                  *c;
     size_t                   i, n = 0;
     int                      H;
@@ -510,7 +518,8 @@ check_invariant(const char *model, json_t *cases, const char *text)
     }
 }
 
-/* --precision: fp32 is the default, bf16 within its tolerance and as
+/* --precision: fp32 is the default (on a block-quantized file: the exact
+ * mode the runs before were made in), bf16 within its tolerance and as
  * deterministic */
 static void
 check_precision(const char *model, json_t *cases, const char *text)
@@ -656,6 +665,30 @@ check_refusals(const char *model)
     }
 }
 
+/* A block-quantized file's default is the integer products: the bytes of
+ * --precision q8, not those of fp32 (backend/registry.c says why). */
+static void
+check_default_q8(const char *model, json_t *cases)
+{
+    json_t      *resp = json_array();
+    char        *def = NULL, *q8 = NULL, *fp32 = NULL;
+    const char  *exact = exact_flag;
+
+    exact_flag = "";
+    run_cli(model, cases, resp, "", &def);
+    run_cli(model, cases, resp, "--precision q8", &q8);
+    run_cli(model, cases, resp, "--precision fp32", &fp32);
+    exact_flag = exact;
+    CHECK(def != NULL && q8 != NULL && strcmp(def, q8) == 0,
+          "the default on a block-quantized file: the bytes of --precision q8");
+    CHECK(def != NULL && fp32 != NULL && strcmp(def, fp32) != 0,
+          "which are not those of --precision fp32");
+    free(def);
+    free(q8);
+    free(fp32);
+    json_decref(resp);
+}
+
 /* Every check of one model (a checkpoint directory or a GGUF file) on the
  * reference's answers in jsonl; all: the invariance, precision and
  * in-process checks too, besides the answers and the packed batch. */
@@ -680,6 +713,9 @@ check_model(const char *name, const char *model, const char *jsonl,
     if (all) {
         check_invariant(model, cases, text);
         check_precision(model, cases, text);
+    }
+    if (*exact_flag != '\0') {
+        check_default_q8(model, cases);
     }
     free(text);
     free(packed_text);
@@ -774,9 +810,12 @@ main(void)
                  json_string_value(json_object_get(mv, "gguf")));
         snprintf(path, sizeof(path), "%s/gguf/e2e/%s.jsonl", check_fixtures(),
                  name);
+        exact_flag = strcmp(name, "f32") == 0 || strcmp(name, "f16") == 0
+                     || strcmp(name, "bf16") == 0 ? "" : "--precision fp32 ";
         check_model(name, dir, path, mv,
                     strcmp(name, "q4_k_m") == 0 || strcmp(name, "q8_0") == 0);
     }
+    exact_flag = "";
     json_decref(gguf);
     printf("# e2e: max |logit| diff %.3g, max |probability| diff %.3g, "
            "max |hidden| diff %.3g\n", max_logit, max_prob, max_hidden);
