@@ -207,8 +207,8 @@ layer_bytes(const clef_text_config *tc, const clef_devplan_rank *r,
     }
     if (tc->layer_full[l]) {
         b += (int64_t) r->attn_rows * H * 2 + H * r->Hq * r->hd * 2
-             + (numel(CLEF_ROLE_ATTN_Q_NORM, d) + numel(CLEF_ROLE_ATTN_K_NORM, d))
-               * 2;
+             + (numel(CLEF_ROLE_ATTN_Q_NORM, d)
+                + numel(CLEF_ROLE_ATTN_K_NORM, d)) * 2;
     } else {
         b += (int64_t) r->gdn_rows * H * 2 + H * r->Hv * r->dv * 2
              + numel(CLEF_ROLE_GDN_NORM, d) * 4
@@ -246,7 +246,8 @@ clef_devplan_weights(const clef_text_config *tc, const clef_head_config *hc,
     clef_dims_text(&d, tc);
     clef_dims_head(&d, hc);
     /* the embedding on every rank, RoPE's inverse frequencies */
-    b = (int64_t) r->V * r->H * 2 + (int64_t) (r->rot / 2 > 0 ? r->rot / 2 : 1) * 4;
+    b = (int64_t) r->V * r->H * 2
+        + (int64_t) (r->rot / 2 > 0 ? r->rot / 2 : 1) * 4;
     for (l = 0; l < r->L && l < CLEF_MAX_LAYERS; l++) {
         b += layer_bytes(tc, r, &d, l);
     }
@@ -312,15 +313,15 @@ clef_devplan_size_text(int64_t bytes, char *buf, size_t n)
 const char *
 clef_devplan_describe(const clef_devplan *p, char *buf, size_t n)
 {
-    char  t[32], w[32], s[32];
+    char  t[32], w[32], s[32], f[32];
 
-    /* the total counts the cuBLASLt workspace too (32 MiB) */
     snprintf(buf, n, "%s on each GPU (weights %s, workspace %s at "
-             "max_batch_tokens=%lld)",
+             "max_batch_tokens=%lld, cuBLASLt %s)",
              clef_devplan_size_text(p->total, t, sizeof(t)),
              clef_devplan_size_text(p->weights, w, sizeof(w)),
              clef_devplan_size_text(p->workspace, s, sizeof(s)),
-             (long long) p->batch_tokens);
+             (long long) p->batch_tokens,
+             clef_devplan_size_text(p->fixed, f, sizeof(f)));
     return buf;
 }
 

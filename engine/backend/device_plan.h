@@ -113,8 +113,9 @@ void    clef_devplan_of(const clef_devplan_rank *r, int64_t weights,
 int64_t clef_devplan_fit_tokens(const clef_devplan_rank *r, int64_t weights,
     int64_t tokens, int records, int64_t budget);
 
-/* The plan in words: "18.2 GB on each GPU (weights 16.9 GB, workspace
- * 1.3 GB at max_batch_tokens=16384)" (MB below a GB; decimal units). */
+/* The plan in words: "20.9 GB on each GPU (weights 18.4 GB, workspace
+ * 2.4 GB at max_batch_tokens=16384, cuBLASLt 33.6 MB)" (MB below a GB;
+ * decimal units). */
 const char *clef_devplan_describe(const clef_devplan *p, char *buf,
     size_t n);
 
@@ -122,8 +123,9 @@ const char *clef_devplan_describe(const clef_devplan *p, char *buf,
 const char *clef_devplan_size_text(int64_t bytes, char *buf, size_t n);
 
 /* NULL when p fits budget; else buf, the refusal: "needs <describe> but
- * <against>" (against names the budget: "gpu_memory=16g (17.2 GB)"), with "; max_batch_tokens=N fits" when a
- * smaller batch does (the weights fit with room for one). */
+ * <against>" (against names the budget: "gpu_memory=16g (17.2 GB)"),
+ * with "; max_batch_tokens=N fits" when a smaller batch does (the weights
+ * fit with room for one). */
 const char *clef_devplan_refusal(const clef_devplan_rank *r, int64_t weights,
     int records, const clef_devplan *p, int64_t budget, const char *against,
     char *buf, size_t n);

@@ -168,7 +168,8 @@ test_refusals(void)
               "Clef-flash: the workspace at 16384 tokens, bytes");
     CHECK_STR(clef_devplan_describe(&p, buf, sizeof(buf)),
               "20.9 GB on each GPU (weights 18.4 GB, workspace 2.4 GB at "
-              "max_batch_tokens=16384)", "Clef-flash's plan in words");
+              "max_batch_tokens=16384, cuBLASLt 33.6 MB)",
+              "Clef-flash's plan in words");
     CHECK(clef_devplan_refusal(&info.gpu_rank, p.weights, 256, &p, p.total,
                                "x", buf, sizeof(buf)) == NULL,
           "a budget of exactly the plan fits");
@@ -176,7 +177,8 @@ test_refusals(void)
                                    (int64_t) 16 << 30,
                                    "gpu_memory=16g (17.2 GB)", buf, sizeof(buf)),
               "needs 20.9 GB on each GPU (weights 18.4 GB, workspace 2.4 GB "
-              "at max_batch_tokens=16384) but gpu_memory=16g (17.2 GB)",
+              "at max_batch_tokens=16384, cuBLASLt 33.6 MB) but "
+              "gpu_memory=16g (17.2 GB)",
               "weights over the budget: no batch fits, none is named");
     CHECK(clef_devplan_refusal(&info.gpu_rank, p.weights, 256, &p,
                                (int64_t) 20 << 30, "gpu_memory=20g", buf,
@@ -189,7 +191,8 @@ test_refusals(void)
                                    (int64_t) 19 << 30,
                                    "gpu_memory=19g (20.4 GB)", buf, sizeof(buf)),
               "needs 20.9 GB on each GPU (weights 18.4 GB, workspace 2.4 GB "
-              "at max_batch_tokens=16384) but gpu_memory=19g (20.4 GB); "
+              "at max_batch_tokens=16384, cuBLASLt 33.6 MB) but "
+              "gpu_memory=19g (20.4 GB); "
               "max_batch_tokens=13056 fits", "the workspace alone over: the "
               "batch that fits is named");
     clef_devplan_of(&info.gpu_rank, p.weights, fit, 256, &p);
