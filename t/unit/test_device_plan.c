@@ -230,6 +230,17 @@ main(void)
     test_shape("clef27", &clef27, 1);
     test_refusals();
 
+    /* clef decide: a size as nginx writes one, for a backend with devices */
+    CHECK_INT(sh("build/clef decide '%s/tiny' --gpu-memory 16g </dev/null"
+                 " 2>'%s/why'; test $? = 2 && grep -qx 'clef decide:"
+                 " --gpu-memory applies to a backend with devices (cuda), not"
+                 " to --backend cpu' '%s/why'", dir, dir, dir), 0,
+              "clef decide refuses --gpu-memory on the CPU");
+    CHECK_INT(sh("build/clef decide '%s/tiny' --backend cuda --gpu-memory 16q"
+                 " </dev/null 2>'%s/why'; test $? = 2 && grep -qx 'clef decide:"
+                 " bad value .16q. for --gpu-memory' '%s/why'", dir, dir, dir),
+              0, "and a size it cannot read");
+
     /* the figures cuda/NOTES.md gives ("The memory plan") */
     for (k = 0; k < 3; k++) {
         char  buf[200];
