@@ -880,6 +880,19 @@ clef_cuda_profile_reset(clef_backend *b)
     b->prof_forwards = 0;
 }
 
+void
+clef_cuda_memory(const clef_backend *b, int rank, int64_t *weights,
+    int64_t *workspace)
+{
+    clef_backend  *k = b->ranks[rank];
+    cuda_ws        saved = k->ws;
+
+    *weights = (int64_t) k->allocs.bytes;
+    /* sized only (a NULL base), then the pointers put back */
+    *workspace = k->ws_mem != NULL ? (int64_t) ws_layout(k, NULL) : 0;
+    k->ws = saved;
+}
+
 int
 clef_cuda_tp(const clef_backend *b)
 {
