@@ -17,18 +17,6 @@ _Static_assert(CLEF_DEVPLAN_GATTN_GQ == CLEF_K_GATTN_GQ
                && CLEF_DEVPLAN_GATTN_SPLIT == CLEF_K_GATTN_SPLIT,
                "device_plan.h's grouped-attention sizes are kernels.h's");
 
-static int
-round_up(int v, int unit)
-{
-    return (v + unit - 1) / unit * unit;
-}
-
-static int
-imax(int a, int b)
-{
-    return a > b ? a : b;
-}
-
 /* ---- workspace ----------------------------------------------------------- */
 
 typedef struct {
@@ -111,15 +99,6 @@ ws_layout(clef_backend *b, char *base)
 }
 
 static int
-grow_cap(int cap, int need, int unit)
-{
-    if (need <= cap) {
-        return cap;
-    }
-    return imax(round_up(need, unit), cap + cap / 4);
-}
-
-static int
 ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
 {
     cuda_ws      *w = &b->ws;
@@ -129,12 +108,12 @@ ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
     if (b->ws_mem == NULL || p->T > w->cap_T || p->N > w->cap_N || p->Q > w->cap_Q
         || p->NR > w->cap_NR || p->max_items > w->cap_items)
     {
-        w->cap_T = grow_cap(w->cap_T, p->T, CLEF_DEVPLAN_UNIT_T);
-        w->cap_N = grow_cap(w->cap_N, p->N, CLEF_DEVPLAN_UNIT_N);
-        w->cap_Q = grow_cap(w->cap_Q, p->Q, CLEF_DEVPLAN_UNIT_Q);
-        w->cap_NR = grow_cap(w->cap_NR, p->NR, CLEF_DEVPLAN_UNIT_NR);
-        w->cap_items = grow_cap(w->cap_items, p->max_items,
-                                CLEF_DEVPLAN_UNIT_ITEMS);
+        w->cap_T = clef_devplan_grow(w->cap_T, p->T, CLEF_DEVPLAN_UNIT_T);
+        w->cap_N = clef_devplan_grow(w->cap_N, p->N, CLEF_DEVPLAN_UNIT_N);
+        w->cap_Q = clef_devplan_grow(w->cap_Q, p->Q, CLEF_DEVPLAN_UNIT_Q);
+        w->cap_NR = clef_devplan_grow(w->cap_NR, p->NR, CLEF_DEVPLAN_UNIT_NR);
+        w->cap_items = clef_devplan_grow(w->cap_items, p->max_items,
+                                         CLEF_DEVPLAN_UNIT_ITEMS);
 
         cuda_graphs_clear(b);
         if (b->ws_mem != NULL) {

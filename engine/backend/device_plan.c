@@ -145,14 +145,23 @@ clef_devplan_ws_sizes(const clef_devplan_rank *r, const clef_devplan_caps *c,
     return total;
 }
 
+int
+clef_devplan_grow(int cap, int need, int unit)
+{
+    if (need <= cap) {
+        return cap;
+    }
+    return imax(round_up(need, unit), cap + cap / 4);
+}
+
 void
 clef_devplan_caps_round(clef_devplan_caps *c)
 {
-    c->T = round_up(c->T, CLEF_DEVPLAN_UNIT_T);
-    c->N = round_up(c->N, CLEF_DEVPLAN_UNIT_N);
-    c->Q = round_up(c->Q, CLEF_DEVPLAN_UNIT_Q);
-    c->NR = round_up(c->NR, CLEF_DEVPLAN_UNIT_NR);
-    c->items = round_up(c->items, CLEF_DEVPLAN_UNIT_ITEMS);
+    c->T = clef_devplan_grow(0, c->T, CLEF_DEVPLAN_UNIT_T);
+    c->N = clef_devplan_grow(0, c->N, CLEF_DEVPLAN_UNIT_N);
+    c->Q = clef_devplan_grow(0, c->Q, CLEF_DEVPLAN_UNIT_Q);
+    c->NR = clef_devplan_grow(0, c->NR, CLEF_DEVPLAN_UNIT_NR);
+    c->items = clef_devplan_grow(0, c->items, CLEF_DEVPLAN_UNIT_ITEMS);
 }
 
 static int

@@ -87,8 +87,12 @@ void    clef_devplan_rank_of(const clef_text_config *tc,
 size_t  clef_devplan_ws_sizes(const clef_devplan_rank *r,
     const clef_devplan_caps *c, size_t sz[CLEF_WS_COUNT]);
 
+/* A capacity grown to hold need (cuda/backend.c): need rounded up to
+ * unit, or a quarter more than before, whichever is larger. */
+int     clef_devplan_grow(int cap, int need, int unit);
+
 /* The capacities the backend's workspace has after its first batch of
- * these counts: each rounded up to its unit. */
+ * these counts (clef_devplan_grow from 0): each rounded up to its unit. */
 void    clef_devplan_caps_round(clef_devplan_caps *c);
 
 /* The planned batch of tokens tokens in at most records records: records
