@@ -173,8 +173,11 @@ ceil_div(int a, int b)
 void
 clef_devplan_caps_for(int64_t tokens, int records, clef_devplan_caps *c)
 {
-    int  T = (int) tokens, NR, per, len, og, fm, fs;
+    int  T, NR, per, len, og, fm, fs;
 
+    /* no batch holds more (cuda/plan.c refuses it) */
+    T = (int) (tokens < CLEF_DEVPLAN_MAX_TOKENS ? tokens
+                                                : CLEF_DEVPLAN_MAX_TOKENS);
     NR = records < T ? records : T;
     NR = NR > 0 ? NR : 1;
     c->T = T;

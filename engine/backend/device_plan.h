@@ -33,6 +33,8 @@
  * many tokens (a batch denser in options grows the workspace when it
  * comes, as any batch beyond the capacities does) */
 #define CLEF_DEVPLAN_TOKENS_PER_OPTION  16
+/* The most tokens a CUDA batch holds (cuda/plan.c) */
+#define CLEF_DEVPLAN_MAX_TOKENS    (1 << 24)
 /* The head's grouped attention (cuda/kernels.h: CLEF_K_GATTN_*) */
 #define CLEF_DEVPLAN_GATTN_GQ      16
 #define CLEF_DEVPLAN_GATTN_SPLIT   512

@@ -155,7 +155,7 @@ static void
 test_refusals(void)
 {
     clef_model_info  info;
-    clef_devplan     p;
+    clef_devplan     p, big;
     char             buf[400];
     int64_t          fit;
 
@@ -199,6 +199,14 @@ test_refusals(void)
     CHECK(p.total <= (int64_t) 19 << 30, "13056 tokens fit 19g");
     clef_devplan_of(&info.gpu_rank, p.weights, fit + 256, 256, &p);
     CHECK(p.total > (int64_t) 19 << 30, "13056 + 256 do not");
+
+    /* no batch holds more than 1 << 24 tokens (cuda/plan.c) */
+    clef_devplan_of(&info.gpu_rank, info.gpu_weights, (int64_t) 1 << 40, 256,
+                    &big);
+    clef_devplan_of(&info.gpu_rank, info.gpu_weights, 1 << 24, 256, &p);
+    CHECK(big.workspace == p.workspace
+          && big.batch_tokens == (int64_t) 1 << 40,
+          "max_batch_tokens past 1 << 24 plans a batch of 1 << 24");
 }
 
 int
