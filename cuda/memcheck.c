@@ -70,6 +70,8 @@ cuda_memory_check(clef_backend *b, const clef_backend_opts *o, clef_error *err)
                      k->device,
                      clef_devplan_size_text((int64_t) free_b, fr, sizeof(fr)));
         }
+        /* the batch that would fit is rank k's workspace beside every
+         * rank's weights: exact at one rank a device, a hint otherwise */
         if (clef_devplan_refusal(&k->plan, plan.weights, records, &plan,
                                  budget, against, why, sizeof(why)) != NULL)
         {
