@@ -78,7 +78,7 @@ OBJ        := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
 # not reach into the rest; test-split (t/engine-split.t) fails when the
 # module's .so needs a clef symbol this part does not define.
 CLIENT_SRC := $(wildcard engine/base/*.c engine/text/*.c engine/model/*.c) \
-              $(addprefix engine/,backend/registry.c \
+              $(addprefix engine/,backend/registry.c backend/device_plan.c \
                 protocol/request.c protocol/plan.c protocol/answer.c \
                 media/base64.c media/image_input.c media/image_probe.c \
                 media/image_size.c media/kinds.c media/media_kwargs.c \

@@ -44,6 +44,7 @@ decide_usage(FILE *f)
         "                   [--backend cpu|cuda] [--device N] [--max-length N]\n"
         "                   [--truncate-state] [--batch N]\n"
         "                   [--precision fp32|bf16|q8] [--tp N]\n"
+        "                   [--gpu-memory SIZE]\n"
         "\n"
         "MODEL is a Clef release directory or a Clef GGUF file.\n"
         "\n"
@@ -71,6 +72,10 @@ decide_usage(FILE *f)
         "                     a block-quantized file)\n"
         "  --tp N             tensor-parallel ranks (default 1): N rank threads\n"
         "                     on the CPU, each holding 1/N of the backbone\n"
+        "  --gpu-memory SIZE  cuda: the most the backend may use on its device\n"
+        "                     (16g, 24000m, as nginx's gpu_memory=); the\n"
+        "                     memory plan of --batch records of --max-length\n"
+        "                     tokens must fit it, or the open is refused\n"
         "  --help             this text\n", CLEF_DEFAULT_MAX_LENGTH,
         CLEF_OMNI_MAX_LENGTH, BATCH_MAX);
 }
@@ -348,15 +353,43 @@ int_arg(const char *s, int min, int *v)
     return 0;
 }
 
+/* A size as nginx writes it: bytes, or k, m, g (binary multiples). */
+static int
+size_arg(const char *s, int64_t *v)
+{
+    char       *end;
+    long long   x;
+    int         shift = 0;
+
+    errno = 0;
+    x = strtoll(s, &end, 10);
+    if (*end == 'k' || *end == 'K') {
+        shift = 10;
+    } else if (*end == 'm' || *end == 'M') {
+        shift = 20;
+    } else if (*end == 'g' || *end == 'G') {
+        shift = 30;
+    }
+    end += shift != 0;
+    if (errno != 0 || end == s || *end != '\0' || x <= 0
+        || x > (INT64_MAX >> shift))
+    {
+        return -1;
+    }
+    *v = (int64_t) x << shift;
+    return 0;
+}
+
 int
 clef_cmd_decide(int argc, char **argv)
 {
-    int                 i, rc;
-    const char         *dir = NULL, *backend = "cpu", *mmproj = NULL;
-    clef_backend_opts   bo = { .threads = 0 };
-    clef_model         *m;
-    clef_error          err;
-    decider             d;
+    int                        i, rc;
+    const char                *dir = NULL, *backend = "cpu", *mmproj = NULL;
+    clef_backend_opts          bo = { .threads = 0 };
+    const clef_backend_entry  *be;
+    clef_model                *m;
+    clef_error                 err;
+    decider                    d;
 
     memset(&d, 0, sizeof(d));
     clef_encode_opts_default(&d.enc);
@@ -380,6 +413,10 @@ clef_cmd_decide(int argc, char **argv)
             }
         } else if (strcmp(a, "--tp") == 0 && has) {
             if (int_arg(argv[++i], 1, &bo.tp) != 0) {
+                goto bad_value;
+            }
+        } else if (strcmp(a, "--gpu-memory") == 0 && has) {
+            if (size_arg(argv[++i], &bo.gpu_memory) != 0) {
                 goto bad_value;
             }
         } else if (strcmp(a, "--device") == 0 && has) {
@@ -425,6 +462,12 @@ clef_cmd_decide(int argc, char **argv)
         return 2;
     }
 
+    be = clef_backend_lookup(backend, strlen(backend));
+    if (bo.gpu_memory > 0 && be != NULL && !be->uses_devices) {
+        fprintf(stderr, "clef decide: --gpu-memory applies to a backend with "
+                "devices (cuda), not to --backend %s\n", backend);
+        return 2;
+    }
     d.ops = clef_backend_find(backend, &err);
     if (d.ops == NULL) {
         fprintf(stderr, "clef decide: backend %s: %s\n", backend, err.message);
@@ -440,6 +483,11 @@ clef_cmd_decide(int argc, char **argv)
         d.enc.max_length = clef_model_default_max_length(m) > 0
                            ? clef_model_default_max_length(m)
                            : CLEF_DEFAULT_MAX_LENGTH;
+    }
+    /* the memory plan's batch: what --batch packs at most */
+    if (bo.gpu_memory > 0) {
+        bo.batch_tokens = (int64_t) d.batch * d.enc.max_length;
+        bo.batch_records = d.batch;
     }
     if (d.ops->open(m, &bo, &d.backend, &err) != 0) {
         fprintf(stderr, "clef decide: backend %s: %s\n", backend, err.message);

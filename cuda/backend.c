@@ -12,17 +12,10 @@
 #include "cuda_backend.h"
 #include "tower.h"
 
-static int
-round_up(int v, int unit)
-{
-    return (v + unit - 1) / unit * unit;
-}
-
-static int
-imax(int a, int b)
-{
-    return a > b ? a : b;
-}
+/* the head's grouped attention as the memory plan counts it */
+_Static_assert(CLEF_DEVPLAN_GATTN_GQ == CLEF_K_GATTN_GQ
+               && CLEF_DEVPLAN_GATTN_SPLIT == CLEF_K_GATTN_SPLIT,
+               "device_plan.h's grouped-attention sizes are kernels.h's");
 
 /* ---- workspace ----------------------------------------------------------- */
 
@@ -36,78 +29,73 @@ carve(carver *c, size_t bytes)
 {
     void  *p = c->base ? c->base + c->off : NULL;
 
-    c->off += (bytes + 255) / 256 * 256;
+    c->off += (bytes + CLEF_DEVPLAN_ALIGN - 1) / CLEF_DEVPLAN_ALIGN
+              * CLEF_DEVPLAN_ALIGN;
     return p;
 }
 
 /* Assigns every workspace pointer for the current capacities; with a NULL
- * base it only sizes. */
+ * base it only sizes.  The sizes are the memory plan's
+ * (backend/device_plan.h), which `nginx -t` computes too. */
 static size_t
 ws_layout(clef_backend *b, char *base)
 {
-    cuda_ws  *w = &b->ws;
-    carver    c = { base, 0 };
-    size_t    T = (size_t) w->cap_T, N = (size_t) w->cap_N, Q = (size_t) w->cap_Q;
-    size_t    NR = (size_t) w->cap_NR, NQ = N > Q ? N : Q;
-    size_t    H = (size_t) b->H, W = (size_t) b->W, F = (size_t) b->F;
-    size_t    d = (size_t) (b->W / b->heads);
+    cuda_ws            *w = &b->ws;
+    carver              c = { base, 0 };
+    clef_devplan_caps   caps;
+    size_t              sz[CLEF_WS_COUNT];
 
-    w->hid = carve(&c, T * H * 2);
-    w->xn = carve(&c, T * H * 2);
-    w->proj = carve(&c, T * (size_t) b->proj_ld * 2);
-    w->mix = carve(&c, T * (size_t) b->mix_ld * 2);
-    w->act = carve(&c, T * (size_t) b->act_ld * 2);
+    caps.T = w->cap_T;
+    caps.N = w->cap_N;
+    caps.Q = w->cap_Q;
+    caps.NR = w->cap_NR;
+    caps.items = w->cap_items;
+    clef_devplan_ws_sizes(&b->plan, &caps, sz);
+
+    w->hid = carve(&c, sz[CLEF_WS_HID]);
+    w->xn = carve(&c, sz[CLEF_WS_XN]);
+    w->proj = carve(&c, sz[CLEF_WS_PROJ]);
+    w->mix = carve(&c, sz[CLEF_WS_MIX]);
+    w->act = carve(&c, sz[CLEF_WS_ACT]);
     if (b->any_moe) {
-        size_t  E = (size_t) b->E, K = (size_t) b->Ke, Im = (size_t) b->Im;
-
-        w->r_logits = carve(&c, T * E * 4);
-        w->r_weight = carve(&c, T * K * 4);
-        w->r_expert = carve(&c, T * K * 4);
-        w->r_slot = carve(&c, T * K * 4);
-        w->r_row = carve(&c, T * K * 4);
-        w->r_count = carve(&c, E * 4);
-        w->r_offset = carve(&c, (E + 1) * 4);
-        w->r_tiles = carve(&c, (E + 1) * 4);
-        w->m_gu = carve(&c, T * K * 2 * Im * 2);
-        w->m_act = carve(&c, T * K * Im * 2);
-        w->m_out = carve(&c, T * K * H * 2);
+        w->r_logits = carve(&c, sz[CLEF_WS_R_LOGITS]);
+        w->r_weight = carve(&c, sz[CLEF_WS_R_WEIGHT]);
+        w->r_expert = carve(&c, sz[CLEF_WS_R_EXPERT]);
+        w->r_slot = carve(&c, sz[CLEF_WS_R_SLOT]);
+        w->r_row = carve(&c, sz[CLEF_WS_R_ROW]);
+        w->r_count = carve(&c, sz[CLEF_WS_R_COUNT]);
+        w->r_offset = carve(&c, sz[CLEF_WS_R_OFFSET]);
+        w->r_tiles = carve(&c, sz[CLEF_WS_R_TILES]);
+        w->m_gu = carve(&c, sz[CLEF_WS_M_GU]);
+        w->m_act = carve(&c, sz[CLEF_WS_M_ACT]);
+        w->m_out = carve(&c, sz[CLEF_WS_M_OUT]);
     }
     if (b->rank > 0) {
         /* the head runs on rank 0 alone */
         return c.off;
     }
-    w->X = carve(&c, T * H * 4);
-    w->M = carve(&c, T * W * 4);
-    w->Mn = carve(&c, T * W * 4);
-    w->KV = carve(&c, T * 2 * W * 4);
-    w->qv = carve(&c, Q * H * 4);
-    w->ctx = carve(&c, N * H * 4);
-    w->glob = carve(&c, NR * H * 4);
-    w->lex = carve(&c, N * H * 4);
-    w->QVP = carve(&c, Q * 2 * W * 4);
-    w->GP = carve(&c, NR * W * 4);
-    w->R = carve(&c, N * W * 4);
-    w->Rn = carve(&c, NQ * W * 4);
-    w->Qh = carve(&c, NQ * 3 * W * 4);
-    w->A = carve(&c, NQ * W * 4);
-    w->FF = carve(&c, NQ * F * 4);
-    w->Fq = carve(&c, Q * W * 4);
-    w->Ro = carve(&c, N * W * 4);
-    w->Z = carve(&c, N * 4 * W * 4);
-    w->Hs = carve(&c, N * W * 4);
-    w->part = carve(&c, (size_t) w->cap_items * (size_t) b->heads * CLEF_K_GATTN_GQ
-                        * (d + 2) * 4);
-    w->logits = carve(&c, N * 4);
+    w->X = carve(&c, sz[CLEF_WS_X]);
+    w->M = carve(&c, sz[CLEF_WS_M]);
+    w->Mn = carve(&c, sz[CLEF_WS_MN]);
+    w->KV = carve(&c, sz[CLEF_WS_KV]);
+    w->qv = carve(&c, sz[CLEF_WS_QV]);
+    w->ctx = carve(&c, sz[CLEF_WS_CTX]);
+    w->glob = carve(&c, sz[CLEF_WS_GLOB]);
+    w->lex = carve(&c, sz[CLEF_WS_LEX]);
+    w->QVP = carve(&c, sz[CLEF_WS_QVP]);
+    w->GP = carve(&c, sz[CLEF_WS_GP]);
+    w->R = carve(&c, sz[CLEF_WS_R]);
+    w->Rn = carve(&c, sz[CLEF_WS_RN]);
+    w->Qh = carve(&c, sz[CLEF_WS_QH]);
+    w->A = carve(&c, sz[CLEF_WS_A]);
+    w->FF = carve(&c, sz[CLEF_WS_FF]);
+    w->Fq = carve(&c, sz[CLEF_WS_FQ]);
+    w->Ro = carve(&c, sz[CLEF_WS_RO]);
+    w->Z = carve(&c, sz[CLEF_WS_Z]);
+    w->Hs = carve(&c, sz[CLEF_WS_HS]);
+    w->part = carve(&c, sz[CLEF_WS_PART]);
+    w->logits = carve(&c, sz[CLEF_WS_LOGITS]);
     return c.off;
-}
-
-static int
-grow_cap(int cap, int need, int unit)
-{
-    if (need <= cap) {
-        return cap;
-    }
-    return imax(round_up(need, unit), cap + cap / 4);
 }
 
 static int
@@ -120,11 +108,12 @@ ensure_ws(clef_backend *b, const cuda_plan *p, clef_error *err)
     if (b->ws_mem == NULL || p->T > w->cap_T || p->N > w->cap_N || p->Q > w->cap_Q
         || p->NR > w->cap_NR || p->max_items > w->cap_items)
     {
-        w->cap_T = grow_cap(w->cap_T, p->T, 256);
-        w->cap_N = grow_cap(w->cap_N, p->N, 64);
-        w->cap_Q = grow_cap(w->cap_Q, p->Q, 64);
-        w->cap_NR = grow_cap(w->cap_NR, p->NR, 16);
-        w->cap_items = grow_cap(w->cap_items, p->max_items, 64);
+        w->cap_T = clef_devplan_grow(w->cap_T, p->T, CLEF_DEVPLAN_UNIT_T);
+        w->cap_N = clef_devplan_grow(w->cap_N, p->N, CLEF_DEVPLAN_UNIT_N);
+        w->cap_Q = clef_devplan_grow(w->cap_Q, p->Q, CLEF_DEVPLAN_UNIT_Q);
+        w->cap_NR = clef_devplan_grow(w->cap_NR, p->NR, CLEF_DEVPLAN_UNIT_NR);
+        w->cap_items = clef_devplan_grow(w->cap_items, p->max_items,
+                                         CLEF_DEVPLAN_UNIT_ITEMS);
 
         cuda_graphs_clear(b);
         if (b->ws_mem != NULL) {
@@ -264,14 +253,16 @@ sizes(clef_backend *b, clef_error *err)
     /* The rank's share (shard.h; the whole model at tp = 1): every size
      * below, the stacked projections' rows and the workspace strides, is
      * the rank's, and the kernels see a model with fewer heads and
-     * intermediate columns. */
+     * intermediate columns.  The memory plan (backend/device_plan.h)
+     * derives them, so that `nginx -t` plans with the same sizes. */
+    clef_devplan_rank_of(tc, hc, b->tp, b->rank, &b->plan);
     if (b->tp > 1) {
-        b->Hq = b->shard.q_heads;
-        b->Hkv = b->shard.kv_heads;
-        b->Hk = b->shard.k_heads;
-        b->Hv = b->shard.v_heads;
-        b->I = b->shard.inter;
-        b->Cconv = 2 * b->Hk * b->dk + b->Hv * b->dv;
+        b->Hq = b->plan.Hq;
+        b->Hkv = b->plan.Hkv;
+        b->Hk = b->plan.Hk;
+        b->Hv = b->plan.Hv;
+        b->I = b->plan.I;
+        b->Cconv = b->plan.Cconv;
         if (b->I % 8 || (n_gdn && b->Cconv % 8)) {
             return clef_error_fail(err, CLEF_E_MODEL,
                 "cuda backend: tp=%d leaves %d intermediate columns and %d conv "
@@ -280,18 +271,17 @@ sizes(clef_backend *b, clef_error *err)
         }
     }
 
-    b->q_rows = b->Hq * b->hd * (b->gated ? 2 : 1);
-    b->gdn_rows = round_up(b->Cconv + b->Hv * b->dv + 2 * b->Hv, 8);
+    b->q_rows = b->plan.q_rows;
+    b->gdn_rows = b->plan.gdn_rows;
     b->z_off = b->Cconv;
     b->b_off = b->Cconv + b->Hv * b->dv;
     b->a_off = b->b_off + b->Hv;
-    b->attn_rows = round_up(b->q_rows + 2 * b->Hkv * b->hd, 8);
+    b->attn_rows = b->plan.attn_rows;
     b->k_off = b->q_rows;
     b->v_off = b->q_rows + b->Hkv * b->hd;
-    b->proj_ld = imax(2 * b->I, imax(n_gdn ? b->gdn_rows : 0, n_attn ? b->attn_rows : 0));
-    b->mix_ld = imax(8, imax(n_gdn ? b->Cconv : 0,
-                             n_attn ? (b->Hq + b->Hkv) * b->hd : 0));
-    b->act_ld = imax(b->I, imax(n_gdn ? b->Hv * b->dv : 0, n_attn ? b->Hq * b->hd : 0));
+    b->proj_ld = b->plan.proj_ld;
+    b->mix_ld = b->plan.mix_ld;
+    b->act_ld = b->plan.act_ld;
     return 0;
 }
 
@@ -525,6 +515,11 @@ open_replica(const clef_model *m, const clef_backend_opts *o, const char *comm,
         }
     }
 
+    /* the weights and the workspace must fit before the upload starts */
+    if (cuda_memory_check(b, o, err) != 0) {
+        cuda_close(b);
+        return -1;
+    }
     for (r = 0; r < tp; r++) {
         k = b->ranks[r];
         if (cuda_check(cudaSetDevice(k->device), "cudaSetDevice", err) != 0
@@ -862,6 +857,19 @@ clef_cuda_profile_reset(clef_backend *b)
 {
     memset(b->prof_ms, 0, sizeof(b->prof_ms));
     b->prof_forwards = 0;
+}
+
+void
+clef_cuda_memory(const clef_backend *b, int rank, int64_t *weights,
+    int64_t *workspace)
+{
+    clef_backend  *k = b->ranks[rank];
+    cuda_ws        saved = k->ws;
+
+    *weights = (int64_t) k->allocs.bytes;
+    /* sized only (a NULL base), then the pointers put back */
+    *workspace = k->ws_mem != NULL ? (int64_t) ws_layout(k, NULL) : 0;
+    k->ws = saved;
 }
 
 int

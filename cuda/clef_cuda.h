@@ -58,6 +58,13 @@ typedef enum {
 int  clef_cuda_open_tp(const clef_model *m, const clef_backend_opts *o,
     const char *comm, clef_backend **out, clef_error *err);
 
+/* What rank `rank` of the replica holds on its device, in bytes: its
+ * weights (the sum of their allocations) and its workspace at the
+ * capacities it has grown to (0 before a forward).  The memory plan
+ * (backend/device_plan.h) is to equal both. */
+void clef_cuda_memory(const clef_backend *b, int rank, int64_t *weights,
+    int64_t *workspace);
+
 /* Ranks and the communicator's name ("none", "nccl", "same-device"). */
 int         clef_cuda_tp(const clef_backend *b);
 const char *clef_cuda_comm_name(const clef_backend *b);

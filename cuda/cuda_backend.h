@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "backend/device_plan.h"
 #include "clef_cuda.h"
 #include "comm_cuda.h"
 #include "devmem.h"
@@ -183,6 +184,9 @@ struct clef_backend {
     int     plain_norm;              /* RMSNorms multiply by w (Clef Omni) */
     int     any_moe, E, Ke, Im, renorm;  /* routed experts: E of them, Ke
                                         per token, Im columns each */
+    clef_devplan_rank  plan;         /* the rank's sizes as the memory plan
+                                        has them (device_plan.h): the
+                                        workspace is carved from them */
 
     /* weights */
     cuda_allocs allocs;
@@ -220,6 +224,12 @@ struct clef_backend {
 /* weights.c */
 int   cuda_weights_upload(clef_backend *b, clef_error *err);
 void  cuda_weights_free(clef_backend *b);
+
+/* memcheck.c: the memory plan of every rank against its device's free
+ * memory, capped by o->gpu_memory; refuses (CLEF_E_NO_MEMORY) naming the
+ * numbers.  Nothing is checked when o->batch_tokens is 0. */
+int   cuda_memory_check(clef_backend *b, const clef_backend_opts *o,
+    clef_error *err);
 
 /* plan.c: validates the batch and fills b->hmeta. */
 int   cuda_plan_build(clef_backend *b, const clef_batch *batch, cuda_plan *p,

@@ -31,6 +31,7 @@ cuda_dev_alloc(cuda_allocs *a, size_t bytes, const char *what, void **out,
             cudaGetErrorString(e));
     }
     a->p[a->n++] = p;
+    a->bytes += bytes;
     *out = p;
     return 0;
 }
@@ -46,6 +47,7 @@ cuda_allocs_free(cuda_allocs *a)
     free(a->p);
     a->p = NULL;
     a->n = a->cap = 0;
+    a->bytes = 0;
 }
 
 size_t

@@ -21,6 +21,7 @@
 typedef struct {
     void   **p;
     int      n, cap;
+    size_t   bytes;     /* asked for, in all: what the memory plan counts */
 } cuda_allocs;
 
 /* A device buffer of bytes (16 for 0) recorded in a; `what` names its

@@ -11,9 +11,11 @@
 
 #include <cublasLt.h>
 
+#include "backend/device_plan.h"
+
 #include "kernels.h"
 
-#define GEMM_WORKSPACE   (32u << 20)    /* what cuBLASLt asks for on Hopper */
+#define GEMM_WORKSPACE   ((size_t) CLEF_DEVPLAN_GEMM_WS)  /* the memory plan's */
 #define GEMM_SLOTS       1024           /* per table, a power of two */
 
 /* The row count a shape's algorithm is chosen for: between a lone

@@ -10,7 +10,7 @@
 
 #include "cuda_backend.h"
 
-#define MAX_TOKENS  (1 << 24)
+#define MAX_TOKENS  CLEF_DEVPLAN_MAX_TOKENS     /* the memory plan's */
 
 typedef struct {
     int32_t  start, len, qbase;

@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "backend/device_plan.h"
 #include "backend/registry.h"
 #include "base/buf.h"
 #include "base/error.h"

@@ -335,6 +335,7 @@ ngx_http_clef_keeper_main(ngx_cycle_t *cycle, ngx_http_clef_main_conf_t *mcf,
     ec.n_devices = m->n_devices;
     ngx_memcpy(ec.devices, m->devices, sizeof(ec.devices));
     ec.tp = (int) m->tp;
+    ec.gpu_memory = (int64_t) m->gpu_memory;
     ec.max_length = (int) m->max_length;
     ec.truncate = (int) m->truncate;
     ec.max_batch_tokens = mcf->max_batch_tokens;

@@ -4,8 +4,8 @@
  *
  *   http:     clef_model NAME PATH [mmproj=FILE] [backend=cpu|cuda]
  *                        [threads=N] [precision=fp32|bf16|q8]
- *                        [devices=LIST] [tp=N] [max_length=N]
- *                        [truncate=reject|state];
+ *                        [devices=LIST] [tp=N] [gpu_memory=SIZE]
+ *                        [max_length=N] [truncate=reject|state];
  *             clef_engine zone=NAME:SIZE [max_batch_tokens=N]
  *                         [chunk_tokens=N|off] [max_queue=N]
  *                         [timeout=TIME] [watchdog=TIME|off]
@@ -28,6 +28,8 @@
 
 static void *ngx_http_clef_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf);
+static ngx_int_t ngx_http_clef_check_memory(ngx_conf_t *cf,
+    ngx_http_clef_model_t *m, ngx_int_t max_batch_tokens);
 static void *ngx_http_clef_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_clef_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -213,6 +215,13 @@ ngx_http_clef_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (mcf->model != NULL
+        && ngx_http_clef_check_memory(cf, mcf->model, mcf->max_batch_tokens)
+           != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     if (mcf->zone != NULL
         && mcf->max_queue > clef_zone_slots(mcf->zone->shm.size))
     {
@@ -368,6 +377,48 @@ ngx_http_clef_postconfiguration(ngx_conf_t *cf)
 
 /* ---- clef_model ---------------------------------------------------------- */
 
+/* The CUDA backend's memory plan (backend/device_plan.h) at the largest
+ * batch, against gpu_memory=: a model that cannot fit is refused here,
+ * naming the numbers, and with the weights fitting, the max_batch_tokens
+ * that would; `nginx -t` says the plan.  The engine's start checks the
+ * same plan against the device's free memory as well (cuda/memcheck.c). */
+static ngx_int_t
+ngx_http_clef_check_memory(ngx_conf_t *cf, ngx_http_clef_model_t *m,
+    ngx_int_t max_batch_tokens)
+{
+    const clef_backend_entry  *be;
+    clef_devplan               plan;
+    char                       against[96], why[400], cap[32];
+
+    be = clef_backend_lookup((char *) m->backend.data, m->backend.len);
+    if (be == NULL || !be->uses_devices) {
+        return NGX_OK;
+    }
+    clef_devplan_of(&m->gpu_rank, m->gpu_weights, max_batch_tokens,
+                    NGX_HTTP_CLEF_MAX_BATCH_RECORDS, &plan);
+    if (m->gpu_memory > 0) {
+        snprintf(against, sizeof(against), "gpu_memory=%.*s (%s)",
+                 (int) m->gpu_memory_text.len, m->gpu_memory_text.data,
+                 clef_devplan_size_text(m->gpu_memory, cap, sizeof(cap)));
+        if (clef_devplan_refusal(&m->gpu_rank, m->gpu_weights,
+                                 NGX_HTTP_CLEF_MAX_BATCH_RECORDS, &plan,
+                                 m->gpu_memory, against, why, sizeof(why))
+            != NULL)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": %s",
+                               &m->name, why);
+            return NGX_ERROR;
+        }
+    }
+    if (ngx_test_config) {
+        ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0, "clef_model \"%V\": the "
+                           "cuda backend plans %s", &m->name,
+                           clef_devplan_describe(&plan, why, sizeof(why)));
+    }
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_clef_param_int(ngx_conf_t *cf, ngx_str_t *v, size_t skip,
     ngx_int_t min, ngx_int_t *out)
@@ -454,6 +505,12 @@ ngx_http_clef_check_layout(ngx_conf_t *cf, ngx_http_clef_model_t *m)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": devices= "
                            "applies to a backend with devices (cuda), not to "
                            "backend=%V", &m->name, &m->backend);
+        return NGX_ERROR;
+    }
+    if (be != NULL && !be->uses_devices && m->gpu_memory > 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "clef_model \"%V\": "
+                           "gpu_memory= applies to a backend with devices "
+                           "(cuda), not to backend=%V", &m->name, &m->backend);
         return NGX_ERROR;
     }
     if (be != NULL && !be->tensor_parallel && m->tp > 1) {
@@ -587,6 +644,18 @@ ngx_http_clef_model_params(ngx_conf_t *cf, ngx_http_clef_model_t *m,
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "gpu_memory=", 11) == 0) {
+            m->gpu_memory_text.data = value[i].data + 11;
+            m->gpu_memory_text.len = value[i].len - 11;
+            m->gpu_memory = ngx_parse_offset(&m->gpu_memory_text);
+            if (m->gpu_memory == NGX_ERROR || m->gpu_memory == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\": "
+                                   "a size such as 16g or 24000m", &value[i]);
+                return NGX_ERROR;
+            }
+            continue;
+        }
+
         if (ngx_strncmp(value[i].data, "max_length=", 11) == 0) {
             if (ngx_http_clef_param_int(cf, &value[i], 11, 1, &m->max_length)
                 != NGX_OK)
@@ -697,6 +766,8 @@ ngx_http_clef_model_inspect(ngx_conf_t *cf, ngx_http_clef_model_t *m,
     if (m->max_length == 0) {
         m->max_length = info->max_length;
     }
+    m->gpu_rank = info->gpu_rank;
+    m->gpu_weights = info->gpu_weights;
     m->weights.len = ngx_strlen(info->weights);
     m->weights.data = ngx_pnalloc(cf->pool, m->weights.len + 1);
     if (m->weights.data == NULL) {
@@ -791,10 +862,10 @@ ngx_http_clef_fingerprint(ngx_conf_t *cf, ngx_http_clef_model_t *m)
     if (m->fingerprint.data == NULL) {
         return NGX_ERROR;
     }
-    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%V|%i|%V|%i|%i|%i|%i",
+    p = ngx_sprintf(m->fingerprint.data, "%V|%V|%V|%i|%V|%i|%i|%i|%i|%O",
                     &m->path, &m->mmproj, &m->backend, m->threads,
                     &m->devices_text, m->tp, m->max_length, m->truncate,
-                    (ngx_int_t) m->precision);
+                    (ngx_int_t) m->precision, m->gpu_memory);
     m->fingerprint.len = p - m->fingerprint.data;
     return NGX_OK;
 }

@@ -57,6 +57,14 @@ typedef struct {
     int                        devices[CLEF_MAX_DEVICES];
     int                        n_devices;     /* 0: devices= not given */
     ngx_int_t                  tp;            /* devices per replica */
+    off_t                      gpu_memory;    /* gpu_memory=: bytes the
+                                                 backend may use on each
+                                                 device; 0: not given */
+    ngx_str_t                  gpu_memory_text;  /* as written */
+    clef_devplan_rank          gpu_rank;      /* the CUDA backend's memory
+                                                 plan (device_plan.h): rank
+                                                 0's sizes and */
+    int64_t                    gpu_weights;   /* weights, bytes */
     ngx_str_t                  devices_text;  /* as written, for the
                                                  fingerprint */
     ngx_int_t                  max_length;

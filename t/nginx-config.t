@@ -193,6 +193,42 @@ clef_model tiny $TEST_NGINX_CLEF_MODEL backend=cpu devices=0-1 tp=2;
 --- error_log
 clef_model "tiny": devices= applies to a backend with devices (cuda), not to backend=cpu
 
+=== TEST 6g: gpu_memory for the CPU backend
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_MODEL gpu_memory=16g;
+--- must_die
+--- error_log
+clef_model "tiny": gpu_memory= applies to a backend with devices (cuda), not to backend=cpu
+
+=== TEST 6h: gpu_memory that is not a size
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_MODEL backend=cuda gpu_memory=lots;
+--- must_die
+--- error_log
+invalid "gpu_memory=lots": a size such as 16g or 24000m
+
+=== TEST 6i: weights that do not fit gpu_memory (the tiny model's bf16 weights, the workspace of 16384 tokens, cuBLASLt's 32 MiB)
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_MODEL backend=cuda gpu_memory=16m;
+--- must_die
+--- error_log
+clef_model "tiny": needs 116.6 MB on each GPU (weights 39.4 MB, workspace 43.6 MB at max_batch_tokens=16384, cuBLASLt 33.6 MB) but gpu_memory=16m (16.8 MB)
+
+=== TEST 6j: the weights fit, the workspace of max_batch_tokens does not: the largest batch that fits is named
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_MODEL backend=cuda gpu_memory=100m;
+--- must_die
+--- error_log
+clef_model "tiny": needs 116.6 MB on each GPU (weights 39.4 MB, workspace 43.6 MB at max_batch_tokens=16384, cuBLASLt 33.6 MB) but gpu_memory=100m (104.9 MB); max_batch_tokens=11776 fits
+
+=== TEST 6k: clef_engine's max_batch_tokens is the batch planned for
+--- http_config
+clef_model tiny $TEST_NGINX_CLEF_MODEL backend=cuda gpu_memory=80m;
+clef_engine zone=clef:16m max_batch_tokens=8192;
+--- must_die
+--- error_log
+clef_model "tiny": needs 95.2 MB on each GPU (weights 39.4 MB, workspace 22.2 MB at max_batch_tokens=8192, cuBLASLt 33.6 MB) but gpu_memory=80m (83.9 MB); max_batch_tokens=3840 fits
+
 === TEST 7: two models in one http block
 --- http_config
 clef_model a $TEST_NGINX_CLEF_MODEL;

@@ -134,6 +134,13 @@ typedef struct {
                                  just `device` */
     const int   *devices;
     clef_precision precision;
+    /* the CUDA backend's memory plan (device_plan.h): the bytes it may use
+     * on each device (gpu_memory=; 0: what the device has free) and the
+     * batch it plans for (clef_engine max_batch_tokens and the records a
+     * batch holds; 0 tokens: no check at open) */
+    int64_t      gpu_memory;
+    int64_t      batch_tokens;
+    int          batch_records;
     /* called after every layer of a forward (CPU) or after each forward
      * (CUDA), from the executor's thread; may be NULL */
     void       (*progress)(void *ctx);

@@ -67,6 +67,9 @@ clef_model_inspect(const char *path, const char *mmproj, int tp,
     clef_model_weights(m, info->weights, sizeof(info->weights));
     info->block_quantized = clef_model_block_quantized(m);
     info->n_types = inspect_types(m, info->types, 8);
+    clef_devplan_rank_of(tc, clef_model_head_config(m), tp, 0, &info->gpu_rank);
+    info->gpu_weights = clef_devplan_weights(tc, clef_model_head_config(m),
+                                             &info->gpu_rank);
     clef_model_close(m);
     return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "backend/device_plan.h"
 #include "base/error.h"
 #include "media/kinds.h"
 #include "model/dtype.h"
@@ -31,6 +32,10 @@ typedef struct {
                                                  q8 by default */
     int                    n_types;           /* what the matrices are */
     clef_weight_type       types[8];          /* stored as, by bytes */
+    clef_devplan_rank      gpu_rank;          /* the CUDA backend's rank 0
+                                                 at this tp, and */
+    int64_t                gpu_weights;       /* the bytes it uploads
+                                                 (device_plan.h) */
 } clef_model_info;
 
 /* What clef_model_inspect() refused. */

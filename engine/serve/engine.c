@@ -741,6 +741,10 @@ engine_load(engine *e, clef_error *err)
         bo.n_devices = conf->n_devices > 0 ? tp : 0;
         bo.devices = conf->n_devices > 0 ? conf->devices + r * tp : NULL;
         bo.device = bo.devices != NULL ? bo.devices[0] : conf->device;
+        /* the memory plan's batch: the largest the scheduler forms */
+        bo.gpu_memory = conf->gpu_memory;
+        bo.batch_tokens = conf->max_batch_tokens;
+        bo.batch_records = conf->max_batch_records;
         bo.progress = engine_layer_done;
         bo.progress_ctx = e->q;
         e->replicas[r].e = e;

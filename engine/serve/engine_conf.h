@@ -38,6 +38,9 @@ typedef struct {
     int          tp;                 /* tensor-parallel size: devices per
                                         replica; n_devices / tp replicas,
                                         each with an executor thread */
+    int64_t      gpu_memory;         /* gpu_memory=: bytes the backend may
+                                        use on each device; 0: what it
+                                        has free (device_plan.h) */
     int          max_length;         /* encoder max_length of the model */
     int          truncate;           /* clef_truncate */
     int64_t      max_batch_tokens;
