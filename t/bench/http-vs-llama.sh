@@ -17,7 +17,8 @@
 # raw figures of both (input tokens/s over wall time, requests/s) and the
 # medians with the ratio ngx_clef / llama-server.  With EXACT=1 (default)
 # ngx_clef at fp32 (the exact mode) is measured as well, to say what the
-# exact mode costs.  Environment: TYPES ("q8_0 q4_k_m"), PRECISION (q8),
+# exact mode costs.  Environment: TYPES ("q8_0 q4_k_m"; the files are
+# made for every type named: iq4_xs, q3_k_m, q5_k_m, q6_k ...), PRECISION (q8),
 # TOKENS ("64 256 2048"), CLIENTS ("1 8"), ROUNDS (3), BUDGET (tokens per
 # measurement, 16384), EXACT (1), BENCH_MODEL, LLAMA_DIR, LLAMA_SERVER (a
 # llama-server to use instead of the one llama-setup.sh builds), NGINX
@@ -29,6 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 THREADS=${1:-$(nproc)}
+LLAMA_TYPES=$(echo "${TYPES:-q8_0 q4_k_m}" | tr 'a-z' 'A-Z')
 . t/bench/llama-setup.sh
 SERVER=${LLAMA_SERVER:-$SERVER}
 make -j"$(nproc)" build/ngx_http_clef_module.so >/dev/null

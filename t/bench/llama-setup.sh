@@ -9,8 +9,9 @@
 # 2. Makes (once) a `clef mkmodel --shape medium` checkpoint (BENCH_MODEL,
 #    default build/bench/medium-qwen3) and converts it with llama.cpp's
 #    converter to GGUF, f32 and bf16, and quantizes the f32 file with
-#    llama-quantize to Q8_0 and Q4_K_M: MODEL.f32.gguf, MODEL.bf16.gguf,
-#    MODEL.q8_0.gguf, MODEL.q4_k_m.gguf.
+#    llama-quantize to Q8_0 and Q4_K_M (or the types LLAMA_TYPES names, as
+#    llama-quantize spells them: "Q8_0 Q4_K_M Q5_K_M Q6_K IQ4_XS Q3_K_M"):
+#    MODEL.f32.gguf, MODEL.bf16.gguf, MODEL.q8_0.gguf, MODEL.q4_k_m.gguf.
 #
 # LLAMA_SERVER: a llama-server already built from the sdist (its libraries
 # and llama-quantize beside it) instead of the pip build; CONVERT_PYTHON: a
@@ -85,7 +86,7 @@ for t in f32 bf16; do
             || { tail -20 "$MODEL.$t.convert.log" >&2; exit 1; }
     fi
 done
-for t in Q8_0 Q4_K_M; do
+for t in ${LLAMA_TYPES:-Q8_0 Q4_K_M}; do
     lower=$(echo "$t" | tr 'A-Z' 'a-z')
     if [ ! -f "$MODEL.$lower.gguf" ]; then
         "$QUANTIZE" "$MODEL.f32.gguf" "$MODEL.$lower.gguf" "$t" \
