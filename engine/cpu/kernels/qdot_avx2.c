@@ -34,6 +34,13 @@ typedef int32_t  qd_i32 __attribute__((may_alias, aligned(1)));
                              _mm256_sign_epi8(vi_bcast(p), w)),              \
         _mm256_set1_epi16(1)))
 #define QD_Q8_SHIFT  (-1)
+/* the K types' steps added in 16-bit lanes, a group at a time
+ * (qdot_tile.h's QD_G16_*: their sums stay under 32768, so vpaddw never
+ * wraps), then one vpmaddwd per group */
+#define QD_DOT16(acc, u, p)                                                  \
+    _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, vi_bcast(p)))
+#define QD_WIDEN(acc, h)                                                     \
+    _mm256_add_epi32(acc, _mm256_madd_epi16(h, _mm256_set1_epi16(1)))
 
 #include "cpu/kernels/qdot_tile.h"
 

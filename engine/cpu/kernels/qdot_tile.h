@@ -212,6 +212,88 @@ QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
 
 /* ---- the K types -------------------------------------------------------- */
 
+/*
+ * A K type's steps summed in groups: where the file defines QD_DOT16
+ * (acc16 + the 16-bit pair sums of a step, no widening) and
+ * QD_WIDEN(acc, h) (acc + h's pairs widened to 32 bits), a group's steps
+ * add up in 16-bit lanes and widen once, which spares AVX2 a vpmaddwd per
+ * step (its multiplier is the tile's bottleneck); elsewhere each step
+ * goes straight into the 32-bit sum (open16 hands the sum itself on).
+ * The same integers either way while a group's sum fits in 16 bits: the
+ * callers' group sizes are chosen for it (qdot_avx2.c).
+ */
+QD_TARGET QD_INLINE VI
+QD_FN(open16)(VI i)
+{
+#ifdef QD_DOT16
+    (void) i;
+    return vi_zero();
+#else
+    return i;
+#endif
+}
+
+QD_TARGET QD_INLINE VI
+QD_FN(close16)(VI i, VI h)
+{
+#ifdef QD_DOT16
+    return QD_WIDEN(i, h);
+#else
+    (void) i;
+    return h;
+#endif
+}
+
+QD_TARGET QD_INLINE VI
+QD_FN(dot16)(VI h, VI u, const int8_t *p)
+{
+#ifdef QD_DOT16
+    h = QD_DOT16(h, u, p);
+    /* a chain, step after step: the adds being exact, GCC otherwise
+     * regroups them into a tree over all the group's products, which
+     * then outnumber the registers and go to the stack */
+    __asm__ ("" : "+x" (h));
+    return h;
+#else
+    return QD_DOT(h, u, p);
+#endif
+}
+
+/* H[m][v] += the dot of w with 4 codes of each activation row at a, in
+ * the group's lanes; a group opened from I and closed into it. */
+#define QD_DOTS16(H, v, w, a, mr)                                            \
+    do {                                                                     \
+        int  m_;                                                             \
+        _Pragma("GCC unroll 12")                                             \
+        for (m_ = 0; m_ < (mr); m_++) {                                      \
+            (H)[m_][v] = QD_FN(dot16)((H)[m_][v], (w), (a) + m_ * 32);       \
+        }                                                                    \
+    } while (0)
+
+#define QD_GROUP(op, I, H, mr, nv)                                           \
+    do {                                                                     \
+        int  m_, v_;                                                         \
+        _Pragma("GCC unroll 12")                                             \
+        for (m_ = 0; m_ < (mr); m_++) {                                      \
+            _Pragma("GCC unroll 2")                                          \
+            for (v_ = 0; v_ < (nv); v_++) {                                  \
+                op;                                                          \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+/* Steps per group: a step's 16-bit pair sums are at most 2 x 127 times
+ * the largest code (Q4_K 15, Q5_K 31, Q6_K 63): 8 x 3810 = 30480, 4 x
+ * 7874 = 31496 and 2 x 16002 = 32004, all under 32768. */
+#define QD_G16_Q4K  8
+#define QD_G16_Q5K  4
+#define QD_G16_Q6K  2
+
+#define QD_OPEN(I, H, mr, nv)                                                \
+    QD_GROUP((H)[m_][v_] = QD_FN(open16)((I)[m_][v_]), I, H, mr, nv)
+#define QD_CLOSE(I, H, mr, nv)                                               \
+    QD_GROUP((I)[m_][v_] = QD_FN(close16)((I)[m_][v_], (H)[m_][v_]), I, H,  \
+             mr, nv)
+
 /* Fifth bit of step c (values 4c + i) at bit 4. */
 QD_TARGET QD_INLINE VI
 QD_FN(bit5)(VI hb, int c)
@@ -228,18 +310,19 @@ QD_FN(bit5)(VI hb, int c)
  * Q4_K and Q5_K (fifth bits when q5), one 256-value block: per sub-block
  * s, codes from the low (even s) or high (odd s) nibbles of pair s / 2's
  * chunks, ws = d * sc[s] and wm = dmin * mn[s] (exact: an fp16 value
- * times a 6-bit integer), x = ws q - wm.
+ * times a 6-bit integer), x = ws q - wm.  Steps summed in groups of g16
+ * (QD_DOT16).
  */
 QD_TARGET QD_INLINE void
 QD_FN(k45)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
     const int8_t *aq, const clef_qdot_ameta *am, int64_t ab, int mr, int nv,
-    int q5)
+    int q5, int g16)
 {
     const VI               lo4 = vi_set8(0x0f);
     const int8_t          *a;
     const clef_qdot_ameta *ms;
     VF                     d[2], dmin[2], ws[2], wm[2];
-    VI                     x, w, hb[2];
+    VI                     x, w, hb[2], H[QD_MR][2];
     int                    s, c, v;
 
     for (v = 0; v < nv; v++) {
@@ -257,6 +340,9 @@ QD_FN(k45)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
         }
         _Pragma("GCC unroll 8")
         for (c = 0; c < 8; c++) {
+            if (c % g16 == 0) {
+                QD_OPEN(I, H, mr, nv);
+            }
             _Pragma("GCC unroll 2")
             for (v = 0; v < nv; v++) {
                 x = vi_load(blk[v] + QK_QS + QD_STEP * (8 * (s / 2) + c)
@@ -265,7 +351,10 @@ QD_FN(k45)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
                 if (q5) {
                     w = vi_or(w, QD_FN(bit5)(hb[v], c));
                 }
-                QD_DOTS(I, v, w, a + 4 * c, mr);
+                QD_DOTS16(H, v, w, a + 4 * c, mr);
+            }
+            if (c % g16 == g16 - 1) {
+                QD_CLOSE(I, H, mr, nv);
             }
         }
         for (v = 0; v < nv; v++) {
@@ -299,7 +388,7 @@ QD_FN(hi2)(VI y, int j)
  * the low nibbles (j < 2) or high nibbles of quarter j & 1 of half h and
  * the 2-bit parts; the two 16-value halves summed apart (I, J), each less
  * 32 times its activation sum and times its int8 scale, then added: one
- * integer per block, times d.
+ * integer per block, times d.  Steps summed in pairs (QD_DOT16).
  */
 QD_TARGET QD_INLINE void
 QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
@@ -311,6 +400,7 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     const clef_qdot_ameta *ms;
     VF                     d[2], da, tt;
     VI                     x, y, w, sc0[2], sc1[2], o0, o1, t;
+    VI                     H[QD_MR6][2];
     int                    s, h, j, c, v, m;
 
     for (v = 0; v < nv; v++) {
@@ -326,6 +416,9 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
         QD_ZERO(J, mr, nv);
         _Pragma("GCC unroll 8")
         for (c = 0; c < 8; c++) {
+            if (c % QD_G16_Q6K == 0) {
+                QD_OPEN(c < 4 ? I : J, H, mr, nv);
+            }
             _Pragma("GCC unroll 2")
             for (v = 0; v < nv; v++) {
                 x = vi_load(blk[v] + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c)
@@ -334,11 +427,10 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
                             + QD_HALF_STEP(v));
                 w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
                 w = vi_or(w, QD_FN(hi2)(y, j));
-                if (c < 4) {
-                    QD_DOTS(I, v, w, a + 4 * c, mr);
-                } else {
-                    QD_DOTS(J, v, w, a + 4 * c, mr);
-                }
+                QD_DOTS16(H, v, w, a + 4 * c, mr);
+            }
+            if (c % QD_G16_Q6K == QD_G16_Q6K - 1) {
+                QD_CLOSE(c < 4 ? I : J, H, mr, nv);
             }
         }
         for (v = 0; v < nv; v++) {
@@ -520,7 +612,8 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
         case QT_Q5_K:
             a = t->aq + b * 8 * ab * 32;
             ms = t->am + b * 8 * ab;
-            QD_FN(k45)(F, I, blk, ho, a, ms, ab, mr, nv, type == QT_Q5_K);
+            QD_FN(k45)(F, I, blk, ho, a, ms, ab, mr, nv, type == QT_Q5_K,
+                       type == QT_Q5_K ? QD_G16_Q5K : QD_G16_Q4K);
             break;
         case QT_I8:
         case QT_I8M:
