@@ -6,9 +6,13 @@
  *   QD_FN(name)      the file's prefix for the functions below
  *   QD_TARGET        the target attribute
  *   QD_LANES         int32 / float lanes of a vector: 16 or 8
- *   QD_MR, QD_MR6    activation rows of a tile (Q6_K's: it keeps two
- *                    integer sums per element), QD_NV vectors of weight
- *                    rows; QD_HALF 1 to also make tiles of QD_NV / 2
+ *   QD_MR, QD_MR6    activation rows of a tile (Q6_K's and I8's: they
+ *                    keep two integer sums per element), QD_NV vectors of
+ *                    weight rows; QD_HALF 1 to also make tiles of QD_NV / 2
+ *   QD_MRQ6          optional: Q6_K's rows where they differ from QD_MR6
+ *   QD_DOT16, QD_WIDEN, QD_MADD16, QD_SC16, QD_BLEND16
+ *                    optional, together: the K types' steps summed in
+ *                    16-bit lanes (open16 below, q6k16)
  *   VI, VF           the integer and the float vector
  *   QD_DOT(acc, u, p)     acc + the sums of 4 products of the unsigned
  *                         bytes of u with the 4 signed bytes at p, per
@@ -28,6 +32,13 @@
  */
 
 #define QD_INLINE  static inline __attribute__((always_inline))
+
+#ifndef QD_MRQ6
+#define QD_MRQ6  QD_MR6
+#endif
+#if !defined(QD_DOT16) && QD_MRQ6 > QD_MR6
+#error "q6k keeps its second sums in QD_MR6 rows"
+#endif
 
 #if QD_LANES == 16
 #define QD_HALF_STEP(v)  0
@@ -222,6 +233,16 @@ QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
  * The same integers either way while a group's sum fits in 16 bits: the
  * callers' group sizes are chosen for it (qdot_avx2.c).
  */
+/* A sum computed here, in this order: the adds being exact, GCC would
+ * otherwise regroup a chain of them into a tree over all its terms, which
+ * then outnumber the registers and go to the stack. */
+QD_TARGET QD_INLINE VI
+QD_FN(chain)(VI x)
+{
+    __asm__ ("" : "+x" (x));
+    return x;
+}
+
 QD_TARGET QD_INLINE VI
 QD_FN(open16)(VI i)
 {
@@ -248,12 +269,7 @@ QD_TARGET QD_INLINE VI
 QD_FN(dot16)(VI h, VI u, const int8_t *p)
 {
 #ifdef QD_DOT16
-    h = QD_DOT16(h, u, p);
-    /* a chain, step after step: the adds being exact, GCC otherwise
-     * regroups them into a tree over all the group's products, which
-     * then outnumber the registers and go to the stack */
-    __asm__ ("" : "+x" (h));
-    return h;
+    return QD_FN(chain)(QD_DOT16(h, u, p));
 #else
     return QD_DOT(h, u, p);
 #endif
@@ -454,6 +470,83 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     }
 }
 
+#ifdef QD_DOT16
+/*
+ * Q6_K where steps add up in 16-bit groups (QD_DOT16), the same integer
+ * per sub-block as q6k's, in other terms: sc0 times half 0's products
+ * plus sc1 times half 1's, each group widened by one vpmaddwd against its
+ * half's scale in both 16-bit halves of its lane (no 32-bit multiply),
+ * less 32 (sc0 s0 + sc1 s1), one more vpmaddwd of the two scales (times
+ * 32: at most 4096, 16 bits) against the activation's two half sums (at
+ * most 2032).  Exact: at most 128 x 4 x 16002 a half.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(q6k16)(VF (*F)[2], VI (*T)[2], const uint8_t **blk, const int *ho,
+    const int8_t *aq, const clef_qdot_ameta *am, int64_t ab, int mr, int nv)
+{
+    const VI               lo4 = vi_set8(0x0f);
+    const int8_t          *a;
+    const clef_qdot_ameta *ms;
+    VF                     d[2], da, tt;
+    VI                     x, y, w, sc[2][2], scx[2], sp, t, H[QD_MR][2];
+    int32_t                s01;
+    int                    s, h, j, c, v, m;
+
+    for (v = 0; v < nv; v++) {
+        d[v] = vf_f16(blk[v] + ho[v] * 16);
+    }
+    _Pragma("GCC unroll 8")
+    for (s = 0; s < 8; s++) {
+        h = s / 4;
+        j = s % 4;
+        a = aq + s * ab * 32;
+        ms = am + s * ab;
+        for (v = 0; v < nv; v++) {
+            sc[v][0] = QD_SC16(blk[v] + Q6_SC + 16 * (2 * s) + ho[v] * 8);
+            sc[v][1] = QD_SC16(blk[v] + Q6_SC + 16 * (2 * s + 1) + ho[v] * 8);
+        }
+        QD_ZERO(T, mr, nv);
+        _Pragma("GCC unroll 8")
+        for (c = 0; c < 8; c++) {
+            if (c % QD_G16_Q6K == 0) {
+                QD_ZERO(H, mr, nv);
+            }
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                x = vi_load(blk[v] + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c)
+                            + QD_HALF_STEP(v));
+                y = vi_load(blk[v] + Q6_QH + QD_STEP * (8 * h + c)
+                            + QD_HALF_STEP(v));
+                w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
+                w = vi_or(w, QD_FN(hi2)(y, j));
+                QD_DOTS16(H, v, w, a + 4 * c, mr);
+            }
+            if (c % QD_G16_Q6K == QD_G16_Q6K - 1) {
+                QD_GROUP(T[m_][v_] = QD_FN(chain)(vi_add(T[m_][v_],
+                             QD_MADD16(H[m_][v_], sc[v_][c / 4]))),
+                         T, H, mr, nv);
+            }
+        }
+        for (v = 0; v < nv; v++) {
+            scx[v] = vi_slli16(QD_BLEND16(sc[v][0], sc[v][1]), 5);
+        }
+        _Pragma("GCC unroll 12")
+        for (m = 0; m < mr; m++) {
+            da = vf_bcast(&ms[m].d);
+            s01 = (int32_t) ((uint32_t) (uint16_t) ms[m].s0
+                             | (uint32_t) (ms[m].s - ms[m].s0) << 16);
+            sp = vi_bcast(&s01);
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                t = vi_sub(T[m][v], QD_MADD16(scx[v], sp));
+                tt = vf_mul(vf_cvt(t), d[v]);
+                F[m][v] = vf_fma(tt, da, F[m][v]);
+            }
+        }
+    }
+}
+#endif
+
 /*
  * I8 and I8M (mins), one 256-value integer form: per 32 values s, the two
  * 16-value halves' sums of the int8 codes times the activation's (I, J;
@@ -624,7 +717,11 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
         default:
             a = t->aq + b * 8 * ab * 32;
             ms = t->am + b * 8 * ab;
+#ifdef QD_DOT16
+            QD_FN(q6k16)(F, I, blk, ho, a, ms, ab, mr, nv);
+#else
             QD_FN(q6k)(F, I, J, blk, ho, a, ms, ab, mr, nv);
+#endif
             break;
         }
     }
@@ -653,7 +750,7 @@ QD_ENTRY(t_q5_0, QT_Q5_0, QD_MR, QD_NV)
 QD_ENTRY(t_q5_1, QT_Q5_1, QD_MR, QD_NV)
 QD_ENTRY(t_q4_k, QT_Q4_K, QD_MR, QD_NV)
 QD_ENTRY(t_q5_k, QT_Q5_K, QD_MR, QD_NV)
-QD_ENTRY(t_q6_k, QT_Q6_K, QD_MR6, QD_NV)
+QD_ENTRY(t_q6_k, QT_Q6_K, QD_MRQ6, QD_NV)
 QD_ENTRY(t_i8, QT_I8, QD_MR6, QD_NV)
 QD_ENTRY(t_i8m, QT_I8M, QD_MR6, QD_NV)
 QD_ENTRY(t_nl4, QT_NL4, QD_MR, QD_NV)
@@ -665,7 +762,7 @@ QD_ENTRY(h_q5_0, QT_Q5_0, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q5_1, QT_Q5_1, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q4_k, QT_Q4_K, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q5_k, QT_Q5_K, QD_MR, QD_NV / 2)
-QD_ENTRY(h_q6_k, QT_Q6_K, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_q6_k, QT_Q6_K, QD_MRQ6, QD_NV / 2)
 QD_ENTRY(h_i8, QT_I8, QD_MR6, QD_NV / 2)
 QD_ENTRY(h_i8m, QT_I8M, QD_MR6, QD_NV / 2)
 QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
@@ -683,5 +780,5 @@ QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
       QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4) }
 
 #define QD_MRS                                                               \
-    { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR6, QD_MR6,       \
+    { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MRQ6, QD_MR6,      \
       QD_MR6, QD_MR }
