@@ -399,24 +399,36 @@ QD_FN(hi2)(VI y, int j)
     }
 }
 
+/* Q6_K's codes of sub-block 4h + j at step c of a block b (hs: the
+ * rows' half of the step). */
+QD_TARGET QD_INLINE VI
+QD_FN(q6w)(const uint8_t *b, int hs, int h, int j, int c)
+{
+    const VI  lo4 = vi_set8(0x0f);
+    VI        x, y, w;
+
+    x = vi_load(b + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c) + hs);
+    y = vi_load(b + Q6_QH + QD_STEP * (8 * h + c) + hs);
+    w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
+    return vi_or(w, QD_FN(hi2)(y, j));
+}
+
 /*
  * Q6_K, one 256-value block: per sub-block s = 4h + j, codes 0..63 from
  * the low nibbles (j < 2) or high nibbles of quarter j & 1 of half h and
  * the 2-bit parts; the two 16-value halves summed apart (I, J), each less
  * 32 times its activation sum and times its int8 scale, then added: one
- * integer per block, times d.  Steps summed in pairs (QD_DOT16).
+ * integer per block, times d.
  */
 QD_TARGET QD_INLINE void
 QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     const int *ho, const int8_t *aq, const clef_qdot_ameta *am, int64_t ab,
     int mr, int nv)
 {
-    const VI               lo4 = vi_set8(0x0f);
     const int8_t          *a;
     const clef_qdot_ameta *ms;
     VF                     d[2], da, tt;
-    VI                     x, y, w, sc0[2], sc1[2], o0, o1, t;
-    VI                     H[QD_MR6][2];
+    VI                     w, sc0[2], sc1[2], o0, o1, t;
     int                    s, h, j, c, v, m;
 
     for (v = 0; v < nv; v++) {
@@ -432,21 +444,14 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
         QD_ZERO(J, mr, nv);
         _Pragma("GCC unroll 8")
         for (c = 0; c < 8; c++) {
-            if (c % QD_G16_Q6K == 0) {
-                QD_OPEN(c < 4 ? I : J, H, mr, nv);
-            }
             _Pragma("GCC unroll 2")
             for (v = 0; v < nv; v++) {
-                x = vi_load(blk[v] + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c)
-                            + QD_HALF_STEP(v));
-                y = vi_load(blk[v] + Q6_QH + QD_STEP * (8 * h + c)
-                            + QD_HALF_STEP(v));
-                w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
-                w = vi_or(w, QD_FN(hi2)(y, j));
-                QD_DOTS16(H, v, w, a + 4 * c, mr);
-            }
-            if (c % QD_G16_Q6K == QD_G16_Q6K - 1) {
-                QD_CLOSE(c < 4 ? I : J, H, mr, nv);
+                w = QD_FN(q6w)(blk[v], QD_HALF_STEP(v), h, j, c);
+                if (c < 4) {
+                    QD_DOTS(I, v, w, a + 4 * c, mr);
+                } else {
+                    QD_DOTS(J, v, w, a + 4 * c, mr);
+                }
             }
         }
         for (v = 0; v < nv; v++) {
@@ -484,11 +489,10 @@ QD_TARGET QD_INLINE void
 QD_FN(q6k16)(VF (*F)[2], VI (*T)[2], const uint8_t **blk, const int *ho,
     const int8_t *aq, const clef_qdot_ameta *am, int64_t ab, int mr, int nv)
 {
-    const VI               lo4 = vi_set8(0x0f);
     const int8_t          *a;
     const clef_qdot_ameta *ms;
     VF                     d[2], da, tt;
-    VI                     x, y, w, sc[2][2], scx[2], sp, t, H[QD_MR][2];
+    VI                     w, sc[2][2], scx[2], sp, t, H[QD_MR][2];
     int32_t                s01;
     int                    s, h, j, c, v, m;
 
@@ -513,12 +517,7 @@ QD_FN(q6k16)(VF (*F)[2], VI (*T)[2], const uint8_t **blk, const int *ho,
             }
             _Pragma("GCC unroll 2")
             for (v = 0; v < nv; v++) {
-                x = vi_load(blk[v] + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c)
-                            + QD_HALF_STEP(v));
-                y = vi_load(blk[v] + Q6_QH + QD_STEP * (8 * h + c)
-                            + QD_HALF_STEP(v));
-                w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
-                w = vi_or(w, QD_FN(hi2)(y, j));
+                w = QD_FN(q6w)(blk[v], QD_HALF_STEP(v), h, j, c);
                 QD_DOTS16(H, v, w, a + 4 * c, mr);
             }
             if (c % QD_G16_Q6K == QD_G16_Q6K - 1) {
