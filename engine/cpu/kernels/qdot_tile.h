@@ -36,8 +36,8 @@
 #ifndef QD_MRQ6
 #define QD_MRQ6  QD_MR6
 #endif
-#if !defined(QD_DOT16) && QD_MRQ6 > QD_MR6
-#error "q6k keeps its second sums in QD_MR6 rows"
+#if (!defined(QD_DOT16) && QD_MRQ6 > QD_MR6) || QD_MRQ6 > QD_MR
+#error "q6k keeps its second sums in QD_MR6 rows, q6k16 its sums in QD_MR"
 #endif
 
 #if QD_LANES == 16
@@ -223,6 +223,16 @@ QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
 
 /* ---- the K types -------------------------------------------------------- */
 
+/* A sum computed here, in this order: the adds being exact, GCC would
+ * otherwise regroup a chain of them into a tree over all its terms, which
+ * then outnumber the registers and go to the stack. */
+QD_TARGET QD_INLINE VI
+QD_FN(chain)(VI x)
+{
+    __asm__ ("" : "+v" (x));
+    return x;
+}
+
 /*
  * A K type's steps summed in groups: where the file defines QD_DOT16
  * (acc16 + the 16-bit pair sums of a step, no widening) and
@@ -231,18 +241,8 @@ QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
  * step (its multiplier is the tile's bottleneck); elsewhere each step
  * goes straight into the 32-bit sum (open16 hands the sum itself on).
  * The same integers either way while a group's sum fits in 16 bits: the
- * callers' group sizes are chosen for it (qdot_avx2.c).
+ * group sizes (QD_G16_*) are chosen for it.
  */
-/* A sum computed here, in this order: the adds being exact, GCC would
- * otherwise regroup a chain of them into a tree over all its terms, which
- * then outnumber the registers and go to the stack. */
-QD_TARGET QD_INLINE VI
-QD_FN(chain)(VI x)
-{
-    __asm__ ("" : "+x" (x));
-    return x;
-}
-
 QD_TARGET QD_INLINE VI
 QD_FN(open16)(VI i)
 {
@@ -286,7 +286,7 @@ QD_FN(dot16)(VI h, VI u, const int8_t *p)
         }                                                                    \
     } while (0)
 
-#define QD_GROUP(op, I, H, mr, nv)                                           \
+#define QD_GROUP(op, mr, nv)                                                 \
     do {                                                                     \
         int  m_, v_;                                                         \
         _Pragma("GCC unroll 12")                                             \
@@ -305,10 +305,9 @@ QD_FN(dot16)(VI h, VI u, const int8_t *p)
 #define QD_G16_Q6K  2
 
 #define QD_OPEN(I, H, mr, nv)                                                \
-    QD_GROUP((H)[m_][v_] = QD_FN(open16)((I)[m_][v_]), I, H, mr, nv)
+    QD_GROUP((H)[m_][v_] = QD_FN(open16)((I)[m_][v_]), mr, nv)
 #define QD_CLOSE(I, H, mr, nv)                                               \
-    QD_GROUP((I)[m_][v_] = QD_FN(close16)((I)[m_][v_], (H)[m_][v_]), I, H,  \
-             mr, nv)
+    QD_GROUP((I)[m_][v_] = QD_FN(close16)((I)[m_][v_], (H)[m_][v_]), mr, nv)
 
 /* Fifth bit of step c (values 4c + i) at bit 4. */
 QD_TARGET QD_INLINE VI
@@ -523,7 +522,7 @@ QD_FN(q6k16)(VF (*F)[2], VI (*T)[2], const uint8_t **blk, const int *ho,
             if (c % QD_G16_Q6K == QD_G16_Q6K - 1) {
                 QD_GROUP(T[m_][v_] = QD_FN(chain)(vi_add(T[m_][v_],
                              QD_MADD16(H[m_][v_], sc[v_][c / 4]))),
-                         T, H, mr, nv);
+                         mr, nv);
             }
         }
         for (v = 0; v < nv; v++) {
