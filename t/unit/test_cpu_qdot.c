@@ -39,6 +39,12 @@
 
 static uint64_t  seed = 20;
 
+/* 1: every weight byte 0xff (each type's largest codes) and every value
+ * of an activation row +1 or -1 (codes all 127 or all -127): the largest
+ * integer sums a kernel's narrow lanes must hold (qdot_tile.h's 16-bit
+ * groups) */
+static int       extremes;
+
 static uint32_t
 rnd(void)
 {
@@ -100,7 +106,7 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
 
     for (i = 0; i < n; i++, b += tr->block_bytes) {
         for (j = 0; j < (int64_t) tr->block_bytes; j++) {
-            b[j] = (uint8_t) rnd();
+            b[j] = extremes ? 0xff : (uint8_t) rnd();
         }
         switch (type) {
         case CLEF_GGML_Q4_1:
@@ -446,6 +452,7 @@ one_case(env *e, const uint32_t *t, const int64_t *r, int ng, int64_t k,
         /* blocks of very different scales; some rows all zero */
         x[i] = (urand() - 0.5f) * ldexpf(1.0f, (int) ((i / 32) % 9) - 4);
         x[i] = i / ldx % 7 == 3 ? 0.0f : x[i];
+        x[i] = extremes ? (i / ldx % 2 ? -1.0f : 1.0f) : x[i];
         if (specials && i / ldx == 1 && i % ldx == 40) {
             x[i] = INFINITY;
         }
@@ -642,6 +649,10 @@ main(void)
     mr[3] = 3;
     one_case(&e, mt, mr, 4, 256, 29, 0.0f, 0);
     one_case(&e, mt, mr, 4, 1024, 7, 1.0f, 0);
+    /* the same types' largest sums, both signs */
+    extremes = 1;
+    one_case(&e, mt, mr, 4, 512, 7, 0.0f, 0);
+    extremes = 0;
     mt[0] = CLEF_GGML_Q5_0;
     mt[1] = CLEF_GGML_Q4_1;
     mt[2] = CLEF_GGML_Q5_1;

@@ -6,9 +6,13 @@
  *   QD_FN(name)      the file's prefix for the functions below
  *   QD_TARGET        the target attribute
  *   QD_LANES         int32 / float lanes of a vector: 16 or 8
- *   QD_MR, QD_MR6    activation rows of a tile (Q6_K's: it keeps two
- *                    integer sums per element), QD_NV vectors of weight
- *                    rows; QD_HALF 1 to also make tiles of QD_NV / 2
+ *   QD_MR, QD_MR6    activation rows of a tile (Q6_K's and I8's: they
+ *                    keep two integer sums per element), QD_NV vectors of
+ *                    weight rows; QD_HALF 1 to also make tiles of QD_NV / 2
+ *   QD_MRQ6          optional: Q6_K's rows where they differ from QD_MR6
+ *   QD_DOT16, QD_WIDEN, QD_MADD16, QD_SC16, QD_BLEND16
+ *                    optional, together: the K types' steps summed in
+ *                    16-bit lanes (open16 below, q6k16)
  *   VI, VF           the integer and the float vector
  *   QD_DOT(acc, u, p)     acc + the sums of 4 products of the unsigned
  *                         bytes of u with the 4 signed bytes at p, per
@@ -28,6 +32,13 @@
  */
 
 #define QD_INLINE  static inline __attribute__((always_inline))
+
+#ifndef QD_MRQ6
+#define QD_MRQ6  QD_MR6
+#endif
+#if (!defined(QD_DOT16) && QD_MRQ6 > QD_MR6) || QD_MRQ6 > QD_MR
+#error "q6k keeps its second sums in QD_MR6 rows, q6k16 its sums in QD_MR"
+#endif
 
 #if QD_LANES == 16
 #define QD_HALF_STEP(v)  0
@@ -212,6 +223,92 @@ QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
 
 /* ---- the K types -------------------------------------------------------- */
 
+/* A sum computed here, in this order: the adds being exact, GCC would
+ * otherwise regroup a chain of them into a tree over all its terms, which
+ * then outnumber the registers and go to the stack. */
+QD_TARGET QD_INLINE VI
+QD_FN(chain)(VI x)
+{
+    __asm__ ("" : "+v" (x));
+    return x;
+}
+
+/*
+ * A K type's steps summed in groups: where the file defines QD_DOT16
+ * (acc16 + the 16-bit pair sums of a step, no widening) and
+ * QD_WIDEN(acc, h) (acc + h's pairs widened to 32 bits), a group's steps
+ * add up in 16-bit lanes and widen once, which spares AVX2 a vpmaddwd per
+ * step (its multiplier is the tile's bottleneck); elsewhere each step
+ * goes straight into the 32-bit sum (open16 hands the sum itself on).
+ * The same integers either way while a group's sum fits in 16 bits: the
+ * group sizes (QD_G16_*) are chosen for it.
+ */
+QD_TARGET QD_INLINE VI
+QD_FN(open16)(VI i)
+{
+#ifdef QD_DOT16
+    (void) i;
+    return vi_zero();
+#else
+    return i;
+#endif
+}
+
+QD_TARGET QD_INLINE VI
+QD_FN(close16)(VI i, VI h)
+{
+#ifdef QD_DOT16
+    return QD_WIDEN(i, h);
+#else
+    (void) i;
+    return h;
+#endif
+}
+
+QD_TARGET QD_INLINE VI
+QD_FN(dot16)(VI h, VI u, const int8_t *p)
+{
+#ifdef QD_DOT16
+    return QD_FN(chain)(QD_DOT16(h, u, p));
+#else
+    return QD_DOT(h, u, p);
+#endif
+}
+
+/* H[m][v] += the dot of w with 4 codes of each activation row at a, in
+ * the group's lanes; a group opened from I and closed into it. */
+#define QD_DOTS16(H, v, w, a, mr)                                            \
+    do {                                                                     \
+        int  m_;                                                             \
+        _Pragma("GCC unroll 12")                                             \
+        for (m_ = 0; m_ < (mr); m_++) {                                      \
+            (H)[m_][v] = QD_FN(dot16)((H)[m_][v], (w), (a) + m_ * 32);       \
+        }                                                                    \
+    } while (0)
+
+#define QD_GROUP(op, mr, nv)                                                 \
+    do {                                                                     \
+        int  m_, v_;                                                         \
+        _Pragma("GCC unroll 12")                                             \
+        for (m_ = 0; m_ < (mr); m_++) {                                      \
+            _Pragma("GCC unroll 2")                                          \
+            for (v_ = 0; v_ < (nv); v_++) {                                  \
+                op;                                                          \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+/* Steps per group: a step's 16-bit pair sums are at most 2 x 127 times
+ * the largest code (Q4_K 15, Q5_K 31, Q6_K 63): 8 x 3810 = 30480, 4 x
+ * 7874 = 31496 and 2 x 16002 = 32004, all under 32768. */
+#define QD_G16_Q4K  8
+#define QD_G16_Q5K  4
+#define QD_G16_Q6K  2
+
+#define QD_OPEN(I, H, mr, nv)                                                \
+    QD_GROUP((H)[m_][v_] = QD_FN(open16)((I)[m_][v_]), mr, nv)
+#define QD_CLOSE(I, H, mr, nv)                                               \
+    QD_GROUP((I)[m_][v_] = QD_FN(close16)((I)[m_][v_], (H)[m_][v_]), mr, nv)
+
 /* Fifth bit of step c (values 4c + i) at bit 4. */
 QD_TARGET QD_INLINE VI
 QD_FN(bit5)(VI hb, int c)
@@ -228,18 +325,19 @@ QD_FN(bit5)(VI hb, int c)
  * Q4_K and Q5_K (fifth bits when q5), one 256-value block: per sub-block
  * s, codes from the low (even s) or high (odd s) nibbles of pair s / 2's
  * chunks, ws = d * sc[s] and wm = dmin * mn[s] (exact: an fp16 value
- * times a 6-bit integer), x = ws q - wm.
+ * times a 6-bit integer), x = ws q - wm.  Steps summed in groups of g16
+ * (QD_DOT16).
  */
 QD_TARGET QD_INLINE void
 QD_FN(k45)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
     const int8_t *aq, const clef_qdot_ameta *am, int64_t ab, int mr, int nv,
-    int q5)
+    int q5, int g16)
 {
     const VI               lo4 = vi_set8(0x0f);
     const int8_t          *a;
     const clef_qdot_ameta *ms;
     VF                     d[2], dmin[2], ws[2], wm[2];
-    VI                     x, w, hb[2];
+    VI                     x, w, hb[2], H[QD_MR][2];
     int                    s, c, v;
 
     for (v = 0; v < nv; v++) {
@@ -257,6 +355,9 @@ QD_FN(k45)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
         }
         _Pragma("GCC unroll 8")
         for (c = 0; c < 8; c++) {
+            if (c % g16 == 0) {
+                QD_OPEN(I, H, mr, nv);
+            }
             _Pragma("GCC unroll 2")
             for (v = 0; v < nv; v++) {
                 x = vi_load(blk[v] + QK_QS + QD_STEP * (8 * (s / 2) + c)
@@ -265,7 +366,10 @@ QD_FN(k45)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
                 if (q5) {
                     w = vi_or(w, QD_FN(bit5)(hb[v], c));
                 }
-                QD_DOTS(I, v, w, a + 4 * c, mr);
+                QD_DOTS16(H, v, w, a + 4 * c, mr);
+            }
+            if (c % g16 == g16 - 1) {
+                QD_CLOSE(I, H, mr, nv);
             }
         }
         for (v = 0; v < nv; v++) {
@@ -294,6 +398,20 @@ QD_FN(hi2)(VI y, int j)
     }
 }
 
+/* Q6_K's codes of sub-block 4h + j at step c of a block b (hs: the
+ * rows' half of the step). */
+QD_TARGET QD_INLINE VI
+QD_FN(q6w)(const uint8_t *b, int hs, int h, int j, int c)
+{
+    const VI  lo4 = vi_set8(0x0f);
+    VI        x, y, w;
+
+    x = vi_load(b + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c) + hs);
+    y = vi_load(b + Q6_QH + QD_STEP * (8 * h + c) + hs);
+    w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
+    return vi_or(w, QD_FN(hi2)(y, j));
+}
+
 /*
  * Q6_K, one 256-value block: per sub-block s = 4h + j, codes 0..63 from
  * the low nibbles (j < 2) or high nibbles of quarter j & 1 of half h and
@@ -306,11 +424,10 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     const int *ho, const int8_t *aq, const clef_qdot_ameta *am, int64_t ab,
     int mr, int nv)
 {
-    const VI               lo4 = vi_set8(0x0f);
     const int8_t          *a;
     const clef_qdot_ameta *ms;
     VF                     d[2], da, tt;
-    VI                     x, y, w, sc0[2], sc1[2], o0, o1, t;
+    VI                     w, sc0[2], sc1[2], o0, o1, t;
     int                    s, h, j, c, v, m;
 
     for (v = 0; v < nv; v++) {
@@ -328,12 +445,7 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
         for (c = 0; c < 8; c++) {
             _Pragma("GCC unroll 2")
             for (v = 0; v < nv; v++) {
-                x = vi_load(blk[v] + Q6_QL + QD_STEP * (16 * h + 8 * (j & 1) + c)
-                            + QD_HALF_STEP(v));
-                y = vi_load(blk[v] + Q6_QH + QD_STEP * (8 * h + c)
-                            + QD_HALF_STEP(v));
-                w = j < 2 ? vi_and(x, lo4) : vi_and(vi_srli16(x, 4), lo4);
-                w = vi_or(w, QD_FN(hi2)(y, j));
+                w = QD_FN(q6w)(blk[v], QD_HALF_STEP(v), h, j, c);
                 if (c < 4) {
                     QD_DOTS(I, v, w, a + 4 * c, mr);
                 } else {
@@ -361,6 +473,77 @@ QD_FN(q6k)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
         }
     }
 }
+
+#ifdef QD_DOT16
+/*
+ * Q6_K where steps add up in 16-bit groups (QD_DOT16), the same integer
+ * per sub-block as q6k's, in other terms: sc0 times half 0's products
+ * plus sc1 times half 1's, each group widened by one vpmaddwd against its
+ * half's scale in both 16-bit halves of its lane (no 32-bit multiply),
+ * less 32 (sc0 s0 + sc1 s1), one more vpmaddwd of the two scales (times
+ * 32: at most 4096, 16 bits) against the activation's two half sums (at
+ * most 2032).  Exact: at most 128 x 4 x 16002 a half.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(q6k16)(VF (*F)[2], VI (*T)[2], const uint8_t **blk, const int *ho,
+    const int8_t *aq, const clef_qdot_ameta *am, int64_t ab, int mr, int nv)
+{
+    const int8_t          *a;
+    const clef_qdot_ameta *ms;
+    VF                     d[2], da, tt;
+    VI                     w, sc[2][2], scx[2], sp, t, H[QD_MR][2];
+    int32_t                s01;
+    int                    s, h, j, c, v, m;
+
+    for (v = 0; v < nv; v++) {
+        d[v] = vf_f16(blk[v] + ho[v] * 16);
+    }
+    _Pragma("GCC unroll 8")
+    for (s = 0; s < 8; s++) {
+        h = s / 4;
+        j = s % 4;
+        a = aq + s * ab * 32;
+        ms = am + s * ab;
+        for (v = 0; v < nv; v++) {
+            sc[v][0] = QD_SC16(blk[v] + Q6_SC + 16 * (2 * s) + ho[v] * 8);
+            sc[v][1] = QD_SC16(blk[v] + Q6_SC + 16 * (2 * s + 1) + ho[v] * 8);
+        }
+        QD_ZERO(T, mr, nv);
+        _Pragma("GCC unroll 8")
+        for (c = 0; c < 8; c++) {
+            if (c % QD_G16_Q6K == 0) {
+                QD_ZERO(H, mr, nv);
+            }
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                w = QD_FN(q6w)(blk[v], QD_HALF_STEP(v), h, j, c);
+                QD_DOTS16(H, v, w, a + 4 * c, mr);
+            }
+            if (c % QD_G16_Q6K == QD_G16_Q6K - 1) {
+                QD_GROUP(T[m_][v_] = QD_FN(chain)(vi_add(T[m_][v_],
+                             QD_MADD16(H[m_][v_], sc[v_][c / 4]))),
+                         mr, nv);
+            }
+        }
+        for (v = 0; v < nv; v++) {
+            scx[v] = vi_slli16(QD_BLEND16(sc[v][0], sc[v][1]), 5);
+        }
+        _Pragma("GCC unroll 12")
+        for (m = 0; m < mr; m++) {
+            da = vf_bcast(&ms[m].d);
+            s01 = (int32_t) ((uint32_t) (uint16_t) ms[m].s0
+                             | (uint32_t) (ms[m].s - ms[m].s0) << 16);
+            sp = vi_bcast(&s01);
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                t = vi_sub(T[m][v], QD_MADD16(scx[v], sp));
+                tt = vf_mul(vf_cvt(t), d[v]);
+                F[m][v] = vf_fma(tt, da, F[m][v]);
+            }
+        }
+    }
+}
+#endif
 
 /*
  * I8 and I8M (mins), one 256-value integer form: per 32 values s, the two
@@ -520,7 +703,8 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
         case QT_Q5_K:
             a = t->aq + b * 8 * ab * 32;
             ms = t->am + b * 8 * ab;
-            QD_FN(k45)(F, I, blk, ho, a, ms, ab, mr, nv, type == QT_Q5_K);
+            QD_FN(k45)(F, I, blk, ho, a, ms, ab, mr, nv, type == QT_Q5_K,
+                       type == QT_Q5_K ? QD_G16_Q5K : QD_G16_Q4K);
             break;
         case QT_I8:
         case QT_I8M:
@@ -531,7 +715,11 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
         default:
             a = t->aq + b * 8 * ab * 32;
             ms = t->am + b * 8 * ab;
+#ifdef QD_DOT16
+            QD_FN(q6k16)(F, I, blk, ho, a, ms, ab, mr, nv);
+#else
             QD_FN(q6k)(F, I, J, blk, ho, a, ms, ab, mr, nv);
+#endif
             break;
         }
     }
@@ -560,7 +748,7 @@ QD_ENTRY(t_q5_0, QT_Q5_0, QD_MR, QD_NV)
 QD_ENTRY(t_q5_1, QT_Q5_1, QD_MR, QD_NV)
 QD_ENTRY(t_q4_k, QT_Q4_K, QD_MR, QD_NV)
 QD_ENTRY(t_q5_k, QT_Q5_K, QD_MR, QD_NV)
-QD_ENTRY(t_q6_k, QT_Q6_K, QD_MR6, QD_NV)
+QD_ENTRY(t_q6_k, QT_Q6_K, QD_MRQ6, QD_NV)
 QD_ENTRY(t_i8, QT_I8, QD_MR6, QD_NV)
 QD_ENTRY(t_i8m, QT_I8M, QD_MR6, QD_NV)
 QD_ENTRY(t_nl4, QT_NL4, QD_MR, QD_NV)
@@ -572,7 +760,7 @@ QD_ENTRY(h_q5_0, QT_Q5_0, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q5_1, QT_Q5_1, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q4_k, QT_Q4_K, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q5_k, QT_Q5_K, QD_MR, QD_NV / 2)
-QD_ENTRY(h_q6_k, QT_Q6_K, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_q6_k, QT_Q6_K, QD_MRQ6, QD_NV / 2)
 QD_ENTRY(h_i8, QT_I8, QD_MR6, QD_NV / 2)
 QD_ENTRY(h_i8m, QT_I8M, QD_MR6, QD_NV / 2)
 QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
@@ -590,5 +778,5 @@ QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
       QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4) }
 
 #define QD_MRS                                                               \
-    { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR6, QD_MR6,       \
+    { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MRQ6, QD_MR6,      \
       QD_MR6, QD_MR }
