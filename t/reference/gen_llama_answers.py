@@ -29,7 +29,8 @@ and 4 value heads on 2 key heads (the converter's reordering).
    NVFP4, which llama-quantize gives no dense file type).
 2. The reference on each file's dequantized weights, by
    gen_gguf_reference.py's code (transformers' Qwen3.5 and Cloudflare's
-   ClefModel in fp32, the same requests): llama/NAME.reference.jsonl.
+   ClefModel in fp32, the same requests): llama/NAME.reference.jsonl
+   (its lines less the hidden rows).
 3. llama-server (one thread, one slot) answers every request on the same
    file: llama/NAME.llama.jsonl, a line per case, in order,
 
@@ -50,7 +51,6 @@ LLAMA_SERVER's directory holds the llama-quantize built with it.
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -121,7 +121,11 @@ def reference(types, work):
     gr.MODEL, gr.SEED, gr.FIX, gr.OUT, gr.TYPES = MODEL, SEED, OUT, pathlib.Path(work), types
     gr.main()
     for t in types:
-        shutil.copy(f"{work}/{t}.jsonl", OUT / f"{t}.reference.jsonl")
+        # without the hidden rows, which test_decide_q8 does not read
+        cases = [json.loads(line) for line in open(f"{work}/{t}.jsonl")]
+        (OUT / f"{t}.reference.jsonl").write_text("".join(
+            json.dumps({k: v for k, v in c.items() if k != "hidden"}, ensure_ascii=False)
+            + "\n" for c in cases))
     return json.load(open(f"{work}/manifest.json"))
 
 
