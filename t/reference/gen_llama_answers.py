@@ -106,15 +106,19 @@ def make_files(names, quantize, work):
     f32 = f"{work}/{MODEL}.f32.gguf"
     gf.run([gf.PY, "-c", gf.CONVERT, gf.SRC, ckpt, "--outtype", "f32", "--outfile", f32],
            f"{work}/convert.log")
-    imatrix = f"{work}/{MODEL}.imatrix.gguf"
+    # llama-quantize records the importance matrix's path in the file: run
+    # where it lies, so that the path is its name alone whatever `work` is
+    imatrix = f"{MODEL}.imatrix.gguf"
     gt.SRC = f32
-    gt.write_imatrix(imatrix)
+    gt.write_imatrix(f"{work}/{imatrix}")
     for n in names:
         args = quantize_args(n, imatrix)
-        gf.run([quantize, *args[:-1], f32, str(OUT / f"{MODEL}.{n}.gguf"), args[-1]],
-               f"{work}/quantize.{n}.log")
-    return {n: [a if a != imatrix else f"{MODEL}.imatrix.gguf" for a in
-                quantize_args(n, imatrix)] for n in names}
+        with open(f"{work}/quantize.{n}.log", "w") as log:
+            if subprocess.run([quantize, *args[:-1], f32, str(OUT / f"{MODEL}.{n}.gguf"),
+                               args[-1]], cwd=work, stdout=log,
+                              stderr=subprocess.STDOUT).returncode:
+                sys.exit(open(f"{work}/quantize.{n}.log").read()[-3000:])
+    return {n: quantize_args(n, imatrix) for n in names}
 
 
 def reference(types, work):
