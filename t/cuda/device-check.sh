@@ -24,8 +24,9 @@
 #                    the CPU backend, then video_v1: videos' frame pairs,
 #                    their frames random, beside images; the decoded clips
 #                    only where FFmpeg is), test_cuda_forward (tiny releases
-#                    and the GGUF fixtures Q4_K_M/Q8_0/F16/BF16 against the
-#                    CPU backend), test_cuda_omni (Clef Omni's routed
+#                    and the GGUF fixtures Q4_K_M/Q8_0/F16/BF16, IQ4_XS,
+#                    Q3_K_M, Q2_K, IQ2_XXS and two mixes against the CPU
+#                    backend), test_cuda_omni (Clef Omni's routed
 #                    experts and DeepStack), test_cuda_audio (Clef Omni's
 #                    audio tower: kernels, then the audio fixtures fed the
 #                    reference's features against the CPU backend),

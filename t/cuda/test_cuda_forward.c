@@ -9,7 +9,9 @@
  *            (attention head_dim 256 with rotary 0.25, delta rule dk = dv =
  *            128 in four 32-column value slices, head attention d = 64);
  *   gg1-*    t/fixtures/gguf: llama.cpp's GGUF files of the gg1 checkpoint
- *            (Q4_K_M, Q8_0, F16, BF16), their blocks dequantized to bf16
+ *            (Q4_K_M, Q8_0, F16, BF16; and of t/fixtures/gguf/types, the
+ *            types read only: IQ4_XS, Q3_K_M, Q2_K, IQ2_XXS, the dynamic
+ *            mix and the Q1_0/Q2_0 mix), their blocks dequantized to bf16
  *            at upload, its value heads reordered back from the file's
  *            runs; against the CPU backend on the same file (which
  *            computes on the exact dequantized values in fp32).
@@ -47,17 +49,23 @@ typedef struct {
     const char  *config;        /* mkmodel --config; NULL: fixtures/models/<name>.json */
     int          seed, shards;
     int          golden;        /* t/fixtures/e2e/<name>.jsonl exists */
-    const char  *gguf;          /* t/fixtures/gguf/gg1.<gguf>.gguf */
+    const char  *gguf;          /* t/fixtures/<gguf> */
 } config;
 
 static const config  configs[] = {
     { "r2", NULL, 2, 2, 1, NULL },
     { "r3", NULL, 3, 1, 1, NULL },
     { "hd256", "t/cuda/models/hd256.json", 5, 1, 0, NULL },
-    { "gg1-q4_k_m", NULL, 0, 0, 0, "q4_k_m" },
-    { "gg1-q8_0", NULL, 0, 0, 0, "q8_0" },
-    { "gg1-f16", NULL, 0, 0, 0, "f16" },
-    { "gg1-bf16", NULL, 0, 0, 0, "bf16" },
+    { "gg1-q4_k_m", NULL, 0, 0, 0, "gguf/gg1.q4_k_m.gguf" },
+    { "gg1-q8_0", NULL, 0, 0, 0, "gguf/gg1.q8_0.gguf" },
+    { "gg1-f16", NULL, 0, 0, 0, "gguf/gg1.f16.gguf" },
+    { "gg1-bf16", NULL, 0, 0, 0, "gguf/gg1.bf16.gguf" },
+    { "gg1-iq4_xs", NULL, 0, 0, 0, "gguf/types/gg1.iq4_xs.gguf" },
+    { "gg1-q3_k_m", NULL, 0, 0, 0, "gguf/types/gg1.q3_k_m.gguf" },
+    { "gg1-q2_k", NULL, 0, 0, 0, "gguf/types/gg1.q2_k.gguf" },
+    { "gg1-iq2_xxs", NULL, 0, 0, 0, "gguf/types/gg1.iq2_xxs.gguf" },
+    { "gg1-ud-mix", NULL, 0, 0, 0, "gguf/types/gg1.ud-mix.gguf" },
+    { "gg1-q1-mix", NULL, 0, 0, 0, "gguf/types/gg1.q1-mix.gguf" },
 };
 
 /* The seed the golden fixtures were made with (t/fixtures/e2e/manifest.json),
@@ -91,8 +99,7 @@ make_model(const config *c, char *dir)
 
     if (c->gguf != NULL) {
         /* a committed file: nothing to remove afterwards */
-        snprintf(cfg, sizeof(cfg), "%s/gguf/gg1.%s.gguf", check_fixtures(),
-                 c->gguf);
+        snprintf(cfg, sizeof(cfg), "%s/%s", check_fixtures(), c->gguf);
         dir[0] = '\0';
         m = clef_model_open(cfg, 0, &err);
         if (m == NULL) {

@@ -7,7 +7,8 @@ on the file's own numbers: the dequantized weights.
 
 1. llama.cpp's gguf-py (from the sdist under build/llama, the one that knows
    MODEL_ARCH.CLEF) reads the file; gguf.quants.dequantize gives every
-   tensor's values in f32.
+   tensor's values in f32 (ggml's own C code for Q1_0 and Q2_0, which
+   gguf-py does not dequantize: ggml_ref.py).
 2. The release's tensors are had back from them by undoing what the
    converter did (conversion/qwen.py and conversion/clef.py), written here
    from what those files do, independently of ngx_clef's C mapping:
@@ -61,7 +62,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import gen_model_fixtures as gm  # noqa: E402  (its requests and run_case)
 import gguf  # noqa: E402
 from gguf import MODEL_ARCH  # noqa: E402
-from gguf.quants import dequantize  # noqa: E402
+from ggml_ref import dequantize_any  # noqa: E402  (gguf-py's, ggml's for Q1_0, Q2_0)
 from reference import load_joint_schema_model  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
@@ -84,7 +85,7 @@ def read_gguf(path):
     r = gguf.GGUFReader(path)
     out = {}
     for t in r.tensors:
-        v = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+        v = np.asarray(dequantize_any(t.data, t.tensor_type), dtype=np.float32)
         out[t.name] = v.reshape(tuple(int(x) for x in reversed(t.shape)))
     return out
 
