@@ -90,6 +90,10 @@ gtraits(uint32_t type)
     return clef_dtype_traits_of(dt);
 }
 
+/* 1: blocks of all-one bits (the largest codes and scales) instead of
+ * random ones, their fp16 fields still finite */
+static int  ones;
+
 /* n blocks of type t of random bytes, their fp16 fields finite */
 static void
 random_blocks(uint32_t type, uint8_t *b, int64_t n)
@@ -100,7 +104,7 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
 
     for (i = 0; i < n; i++, b += tr->block_bytes) {
         for (j = 0; j < (int64_t) tr->block_bytes; j++) {
-            b[j] = (uint8_t) rnd();
+            b[j] = ones ? 0xff : (uint8_t) rnd();
         }
         switch (type) {
         case CLEF_GGML_Q4_1:
@@ -581,6 +585,35 @@ check_quantizer(void)
           "model's (ties, infinity, NaN, subnormal; padding rows zero)");
 }
 
+/* The panels of the types kept as stored (qdot_kernel.h): bytes of 16
+ * rows of 4096 values, and a block of each at its largest codes and
+ * scales (the integer sums far from any limit, still the model's). */
+static void
+check_native(env *e)
+{
+    static const struct {
+        uint32_t  type;
+        size_t    bytes;           /* of one panel's 256-value block */
+    } native[] = {
+        { CLEF_GGML_IQ4_XS, 2208 },      /* 0.539 bytes a value */
+        { CLEF_GGML_Q3_K, 1824 },        /* 0.445 */
+        { CLEF_GGML_Q2_K, 1344 },        /* 0.328 */
+        { CLEF_GGML_IQ4_NL, 8 * 320 },   /* NL4, as before: 0.625 */
+    };
+    int64_t  r = 17;
+    size_t   i;
+
+    for (i = 0; i < sizeof(native) / sizeof(native[0]); i++) {
+        CHECK(clef_qdot_group_bytes(native[i].type, 16, 4096)
+              == 16 * native[i].bytes,
+              "%s: %zu bytes a panel's 256 values",
+              gtraits(native[i].type)->name, native[i].bytes);
+        ones = 1;
+        one_case(e, &native[i].type, &r, 1, 512, 13, 1.0f, 0);
+        ones = 0;
+    }
+}
+
 int
 main(void)
 {
@@ -614,6 +647,7 @@ main(void)
     e.scratch = malloc(clef_qdot_scratch_bytes(1024));
 
     check_quantizer();
+    check_native(&e);
 
     /* each type: every activation-row tail with one weight-row tail, and
      * every weight-row tail with one activation-row count */

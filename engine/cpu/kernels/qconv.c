@@ -71,7 +71,6 @@ q6k_block_of(const clef_qk_int *f, uint8_t *out)
         q6k_block_of(&f, out);                                               \
     }
 
-AS_Q6K(q3_k)
 AS_Q6K(iq3_s)
 AS_Q6K(tq1_0)
 AS_Q6K(tq2_0)
@@ -84,7 +83,6 @@ AS_Q6K(tq2_0)
         clef_##name##_int(b, (clef_qk_int *) (void *) out);                  \
     }
 
-AS_I8(q2_k)
 AS_I8(iq3_xxs)
 AS_I8(iq2_xxs)
 AS_I8(iq2_xs)
@@ -107,20 +105,6 @@ iq4_nl(const uint8_t *b, int part, uint8_t *out)
 
     memcpy(&h, b, 2);
     nl4_of(clef_f16_to_f32(h), b + 2, out);
-}
-
-/* IQ4_XS's 32-value run `part`: its scale d * (sc - 32), exact in f32. */
-static void
-iq4_xs(const uint8_t *b, int part, uint8_t *out)
-{
-    uint16_t  h, sh;
-    int       sc;
-
-    memcpy(&h, b, 2);
-    memcpy(&sh, b + 2, 2);
-    sc = (((b[4 + part / 2] >> (4 * (part % 2))) & 0x0f)
-          | (((sh >> (2 * part)) & 3) << 4)) - 32;
-    nl4_of(clef_f16_to_f32(h) * (float) sc, b + 8 + 16 * part, out);
 }
 
 /* Q8_0 block `part` (32 values) of a Q1_0 or Q2_0 block: the same d, the
@@ -163,12 +147,12 @@ static qd_source        sources[] = {
     { CLEF_GGML_IQ4_NL, QT_NL4, 0, 0, iq4_nl },
     { CLEF_GGML_Q1_0, QT_Q8_0, 0, 0, q1_0 },
     { CLEF_GGML_Q2_0, QT_Q8_0, 0, 0, q2_0 },
-    { CLEF_GGML_Q3_K, QT_Q6_K, 0, 0, q3_k },
+    { CLEF_GGML_Q3_K, QT_Q3_K, 0, 0, NULL },
     { CLEF_GGML_IQ3_S, QT_Q6_K, 0, 0, iq3_s },
     { CLEF_GGML_TQ1_0, QT_Q6_K, 0, 0, tq1_0 },
     { CLEF_GGML_TQ2_0, QT_Q6_K, 0, 0, tq2_0 },
-    { CLEF_GGML_Q2_K, QT_I8M, 0, 0, q2_k },
-    { CLEF_GGML_IQ4_XS, QT_NL4, 0, 0, iq4_xs },
+    { CLEF_GGML_Q2_K, QT_Q2_K, 0, 0, NULL },
+    { CLEF_GGML_IQ4_XS, QT_X4, 0, 0, NULL },
     { CLEF_GGML_IQ3_XXS, QT_I8, 0, 0, iq3_xxs },
     { CLEF_GGML_IQ2_XXS, QT_I8, 0, 0, iq2_xxs },
     { CLEF_GGML_IQ2_XS, QT_I8, 0, 0, iq2_xs },
