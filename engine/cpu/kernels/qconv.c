@@ -5,23 +5,24 @@
  * forms), so the same kernels, panels and tests serve both:
  *
  *   IQ4_NL  -> NL4   the indices as they are (0.625 bytes a value), the
- *   IQ4_XS           codebook looked up in registers: the scale d, or for
- *                    each 32 values of IQ4_XS d * (sc - 32), as an f32
+ *                    codebook looked up in registers, the scale d as an f32
  *   Q1_0    -> Q8_0  the same d; each 32 of its 128 (Q2_0: 64) values a
  *   Q2_0             block, the codes +-1 (-1 .. 2)
- *   Q3_K    -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
- *   IQ3_S            int8 scales (TQ1_0, TQ2_0: 1): (d * sc) * (q + 32 -
- *   TQ1_0            32) is the value each dequantizer gives, the same
- *   TQ2_0            products in the same order
+ *   IQ3_S   -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
+ *   TQ1_0            int8 scales (TQ1_0, TQ2_0: 1): (d * sc) * (q + 32 -
+ *   TQ2_0            32) is the value each dequantizer gives, the same
+ *                    products in the same order
  *
- *   Q2_K, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M -> I8
- *   (I8M for Q2_K's minima): the integer form itself, the codebook's or
- *   the grid's elements expanded to int8 codes with their signs
+ *   IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M -> I8: the integer form
+ *   itself, the codebook's or the grid's elements expanded to int8 codes
+ *   with their signs
  *
  * The cost is the target's bytes per value in the panels (Q6_K's 0.82
- * bytes for Q3_K's 0.43, NL4's 0.625 for IQ4_NL's 0.56 and IQ4_XS's
- * 0.53, I8's 1.16 for IQ2_XXS's 0.26): the codes stay integers and
- * nothing is rounded.
+ * bytes for IQ3_S's 0.43, NL4's 0.625 for IQ4_NL's 0.56, I8's 1.16 for
+ * IQ2_XXS's 0.26): the codes stay integers and nothing is rounded.
+ * IQ4_XS, Q3_K and Q2_K, the bulk of the small files and of the dynamic
+ * mixes, have panels of their own instead (X4, Q3_K, Q2_K: qpack.c), their
+ * bits as stored, at 0.54, 0.45 and 0.33 bytes a value.
  */
 #include "cpu/kernels/qdot_kernel.h"
 

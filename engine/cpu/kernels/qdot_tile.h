@@ -241,7 +241,9 @@ QD_FN(x4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
     for (v = 0; v < nv; v++) {
         d[v] = vf_f16(blk[v] + ho[v] * 16);
     }
-    _Pragma("GCC unroll 8")
+    /* not unrolled: s moves addresses only, and one sub-block's code
+     * stays in the loop buffer as NL4's block does */
+    _Pragma("GCC unroll 1")
     for (s = 0; s < 8; s++) {
         for (v = 0; v < nv; v++) {
             q[v] = blk[v] + X4_QS + QD_STEP * 4 * s;
