@@ -14,12 +14,14 @@
 # line, and deleted (a 27B file is 12-17 GB: one at a time).  Prints, per
 # file, its size, its tensor data, and per precision the peak RSS (Maximum
 # resident set size) and the wall time.  A benchmark, not a test: it
-# asserts nothing.  Environment: THREADS (2), MEMDIR (build/bench/memory;
-# it needs room for the largest file), KEEP=1 keeps the files.
+# asserts nothing.  Environment: THREADS (2), PRECISIONS ("q8 fp32"),
+# MEMDIR (build/bench/memory; it needs room for the largest file), KEEP=1
+# keeps the files.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 THREADS=${THREADS:-2}
+PRECISIONS=${PRECISIONS:-q8 fp32}
 DIR=${MEMDIR:-build/bench/memory}
 [ $# -gt 0 ] || set -- clef-flash:iq4_xs clef:iq4_xs clef:q3_k_m
 
@@ -46,7 +48,7 @@ for spec in "$@"; do
            | sed -n 's/.* \([0-9]*\) bytes of tensor data.*/\1/p')
     size=$(stat -c %s "$file")
     row=""
-    for p in q8 fp32; do
+    for p in $PRECISIONS; do
         /usr/bin/time -v -o "$DIR/time-$p.txt" "$DIR/clef" decide "$file" \
             --precision "$p" -t "$THREADS" < "$DIR/request.jsonl" \
             > "$DIR/answer-$p.json"
