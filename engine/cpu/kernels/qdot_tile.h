@@ -499,19 +499,6 @@ QD_FN(i8)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     }
 }
 
-/* Q3_K's third bit of step c (values 4c + i) at bit 2, from a fifth-bit
- * vector (bit c of byte (r, i)). */
-QD_TARGET QD_INLINE VI
-QD_FN(bit3)(VI hb, int c)
-{
-    const VI  b2 = vi_set8(0x04);
-
-    if (c < 2) {
-        return vi_and(vi_slli16(hb, 2 - c), b2);
-    }
-    return c == 2 ? vi_and(hb, b2) : vi_and(vi_srli16(hb, c - 2), b2);
-}
-
 /*
  * Q3_K and Q2_K (q3 0) as stored, one 256-value block: per sub-block s =
  * 4h + j, the 2-bit codes at bits 2j of half h's steps, Q3_K's third bits
@@ -529,6 +516,7 @@ QD_FN(q23)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     int mr, int nv, int q3)
 {
     const VI               lo2 = vi_set8(0x03), lo4 = vi_set8(0x0f);
+    const VI               b2 = vi_set8(0x04);
     const int8_t          *a;
     const clef_qdot_ameta *ms;
     VF                     d[2], dmin[2], da, tt;
@@ -560,7 +548,10 @@ QD_FN(q23)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
                             + QD_HALF_STEP(v));
                 w = vi_and(vi_srli16(x, 2 * j), lo2);
                 if (q3) {
-                    w = vi_or(w, QD_FN(bit3)(hb[v], c));
+                    /* the third bit of value 4c + i: bit c to bit 2 */
+                    x = c < 2 ? vi_slli16(hb[v], 2 - c)
+                              : vi_srli16(hb[v], c - 2);
+                    w = vi_or(w, vi_and(x, b2));
                 }
                 if (c < 4) {
                     QD_DOTS(I, v, w, a + 4 * c, mr);
