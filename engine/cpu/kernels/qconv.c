@@ -6,6 +6,8 @@
  *
  *   IQ4_NL  -> NL4   the indices as they are (0.625 bytes a value), the
  *                    codebook looked up in registers, the scale d as an f32
+ *   MXFP4   -> MX4   the same with MXFP4's codebook (its e2m1 values
+ *                    doubled, integers), the scale 2^(e - 128) as an f32
  *   Q1_0    -> Q8_0  the same d; each 32 of its 128 (Q2_0: 64) values a
  *   Q2_0             block, the codes +-1 (-1 .. 2)
  *   IQ3_S   -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
@@ -26,6 +28,7 @@
  */
 #include "cpu/kernels/qdot_kernel.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -108,6 +111,14 @@ iq4_nl(const uint8_t *b, int part, uint8_t *out)
     nl4_of(clef_f16_to_f32(h), b + 2, out);
 }
 
+/* MXFP4: 2^(e - 128), exact in f32 (subnormal for e < 2) as ggml's
+ * e8m0_to_fp32_half, with the 16 bytes of indices. */
+static void
+mxfp4(const uint8_t *b, int part, uint8_t *out)
+{
+    nl4_of(ldexpf(1.0f, (int) b[0] - 128), b + 1, out);
+}
+
 /* Q8_0 block `part` (32 values) of a Q1_0 or Q2_0 block: the same d, the
  * codes +-1 or -1 .. 2. */
 static void
@@ -146,6 +157,7 @@ static qd_source        sources[] = {
     { CLEF_GGML_Q5_K, QT_Q5_K, 0, 0, NULL },
     { CLEF_GGML_Q6_K, QT_Q6_K, 0, 0, NULL },
     { CLEF_GGML_IQ4_NL, QT_NL4, 0, 0, iq4_nl },
+    { CLEF_GGML_MXFP4, QT_MX4, 0, 0, mxfp4 },
     { CLEF_GGML_Q1_0, QT_Q8_0, 0, 0, q1_0 },
     { CLEF_GGML_Q2_0, QT_Q8_0, 0, 0, q2_0 },
     { CLEF_GGML_Q3_K, QT_Q3_K, 0, 0, NULL },

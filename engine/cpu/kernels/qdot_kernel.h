@@ -34,7 +34,9 @@
  *          4j .. 4j+3, int8 codes) at 640 + 64 j: a 256-value integer
  *          form (model/quant.h) as it is, I8M the same with minima
  *   NL4    the block's scale as f32 [16] 0, chunks at 64: indices  320
- *          into IQ4_NL's codebook, as Q4_0's (IQ4_NL's blocks)
+ *          into IQ4_NL's codebook, as Q4_0's (IQ4_NL's blocks;
+ *          MX4 the same into MXFP4's doubled e2m1 values, the scale
+ *          2^(e - 128))
  *   X4     IQ4_XS's 256 values: d [16] 0, sc - 32 int8 [8][16] 32  2208
  *          (one per 32 values), sub-block s's chunks at 160 +
  *          64 (4s + c), indices into IQ4_NL's codebook as NL4's
@@ -87,6 +89,7 @@ typedef enum {
     QT_X4,
     QT_Q3_K,
     QT_Q2_K,
+    QT_MX4,
     QT_COUNT
 } qd_type;
 

@@ -631,13 +631,14 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
     }
 
     lut = type == QT_NL4 || type == QT_X4 ? vi_lut16(clef_iq4nl_values)
-                                          : vi_zero();
+          : type == QT_MX4 ? vi_lut16(clef_mxfp4_values) : vi_zero();
     for (b = 0; b < t->nb; b++) {
         for (v = 0; v < nv; v++) {
             blk[v] = vp[v] + (size_t) b * bb;
         }
         switch (type) {
         case QT_NL4:
+        case QT_MX4:
             QD_FN(nl4)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
                        nv, lut);
             break;
@@ -723,6 +724,7 @@ QD_ENTRY(t_nl4, QT_NL4, QD_MR, QD_NV)
 QD_ENTRY(t_x4, QT_X4, QD_MR, QD_NV)
 QD_ENTRY(t_q3_k, QT_Q3_K, QD_MR6, QD_NV)
 QD_ENTRY(t_q2_k, QT_Q2_K, QD_MR6, QD_NV)
+QD_ENTRY(t_mx4, QT_MX4, QD_MR, QD_NV)
 #if QD_HALF
 QD_ENTRY(h_q8_0, QT_Q8_0, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q4_0, QT_Q4_0, QD_MR, QD_NV / 2)
@@ -738,11 +740,12 @@ QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
 QD_ENTRY(h_x4, QT_X4, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q3_k, QT_Q3_K, QD_MR6, QD_NV / 2)
 QD_ENTRY(h_q2_k, QT_Q2_K, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_mx4, QT_MX4, QD_MR, QD_NV / 2)
 #define QD_HALVES                                                            \
     { QD_FN(h_q8_0), QD_FN(h_q4_0), QD_FN(h_q4_1), QD_FN(h_q5_0),            \
       QD_FN(h_q5_1), QD_FN(h_q4_k), QD_FN(h_q5_k), QD_FN(h_q6_k),            \
       QD_FN(h_i8), QD_FN(h_i8m), QD_FN(h_nl4), QD_FN(h_x4), QD_FN(h_q3_k), \
-      QD_FN(h_q2_k) }
+      QD_FN(h_q2_k), QD_FN(h_mx4) }
 #else
 #define QD_HALVES  { NULL }
 #endif
@@ -751,8 +754,8 @@ QD_ENTRY(h_q2_k, QT_Q2_K, QD_MR6, QD_NV / 2)
     { QD_FN(t_q8_0), QD_FN(t_q4_0), QD_FN(t_q4_1), QD_FN(t_q5_0),            \
       QD_FN(t_q5_1), QD_FN(t_q4_k), QD_FN(t_q5_k), QD_FN(t_q6_k),            \
       QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4), QD_FN(t_x4), QD_FN(t_q3_k), \
-      QD_FN(t_q2_k) }
+      QD_FN(t_q2_k), QD_FN(t_mx4) }
 
 #define QD_MRS                                                               \
     { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR6, QD_MR6,       \
-      QD_MR6, QD_MR, QD_MR, QD_MR6, QD_MR6 }
+      QD_MR6, QD_MR, QD_MR, QD_MR6, QD_MR6, QD_MR }

@@ -17,12 +17,12 @@
 
 const int  qd_block_values[QT_COUNT] = {
     32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K,
-    32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K
+    32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, 32
 };
 
 const int  qd_block_bytes[QT_COUNT] = {
     QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K,
-    QB_I8, QB_I8, QB_NL4, QB_X4, QB_Q3_K, QB_Q2_K
+    QB_I8, QB_I8, QB_NL4, QB_X4, QB_Q3_K, QB_Q2_K, QB_NL4
 };
 
 int
@@ -365,7 +365,7 @@ pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
         }
         if (t == QT_I8 || t == QT_I8M) {
             i8_block(&conv.form, o, l);
-        } else if (t == QT_NL4) {
+        } else if (t == QT_NL4 || t == QT_MX4) {
             nl4_block(b, o, l);
         } else if (t == QT_X4) {
             x4_block(b, o, l);
