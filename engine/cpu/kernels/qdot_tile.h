@@ -744,8 +744,8 @@ QD_ENTRY(h_mx4, QT_MX4, QD_MR, QD_NV / 2)
 #define QD_HALVES                                                            \
     { QD_FN(h_q8_0), QD_FN(h_q4_0), QD_FN(h_q4_1), QD_FN(h_q5_0),            \
       QD_FN(h_q5_1), QD_FN(h_q4_k), QD_FN(h_q5_k), QD_FN(h_q6_k),            \
-      QD_FN(h_i8), QD_FN(h_i8m), QD_FN(h_nl4), QD_FN(h_x4), QD_FN(h_q3_k), \
-      QD_FN(h_q2_k), QD_FN(h_mx4) }
+      QD_FN(h_i8), QD_FN(h_i8m), QD_FN(h_nl4), QD_FN(h_x4),                  \
+      QD_FN(h_q3_k), QD_FN(h_q2_k), QD_FN(h_mx4) }
 #else
 #define QD_HALVES  { NULL }
 #endif
@@ -753,8 +753,8 @@ QD_ENTRY(h_mx4, QT_MX4, QD_MR, QD_NV / 2)
 #define QD_TILES                                                             \
     { QD_FN(t_q8_0), QD_FN(t_q4_0), QD_FN(t_q4_1), QD_FN(t_q5_0),            \
       QD_FN(t_q5_1), QD_FN(t_q4_k), QD_FN(t_q5_k), QD_FN(t_q6_k),            \
-      QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4), QD_FN(t_x4), QD_FN(t_q3_k), \
-      QD_FN(t_q2_k), QD_FN(t_mx4) }
+      QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4), QD_FN(t_x4),                  \
+      QD_FN(t_q3_k), QD_FN(t_q2_k), QD_FN(t_mx4) }
 
 #define QD_MRS                                                               \
     { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR6, QD_MR6,       \
