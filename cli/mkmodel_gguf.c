@@ -27,7 +27,7 @@
  *                   in its order (the non-block tensors by name, then each
  *                   block's by name); rows that are not a multiple of 256
  *                   fall back as it does (Q4_K -> Q5_0, Q5_K -> Q5_1,
- *                   Q6_K -> Q8_0, IQ4_XS and Q3_K -> IQ4_NL).  Its
+ *                   Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, Q3_K -> Q4_0).  Its
  *                   tensors are written in that order.  iq4_xs (without
  *                   an importance matrix: ffn_down Q5_K on the first
  *                   eighth of the layers, attention values Q5_K where
@@ -506,8 +506,8 @@ fallback(uint32_t type, int64_t ncols)
     case CLEF_GGML_Q4_K: type = CLEF_GGML_Q5_0; break;
     case CLEF_GGML_Q5_K: type = CLEF_GGML_Q5_1; break;
     case CLEF_GGML_Q6_K: type = CLEF_GGML_Q8_0; break;
-    case CLEF_GGML_IQ4_XS:
-    case CLEF_GGML_Q3_K: type = CLEF_GGML_IQ4_NL; break;
+    case CLEF_GGML_IQ4_XS: type = CLEF_GGML_IQ4_NL; break;
+    case CLEF_GGML_Q3_K: type = CLEF_GGML_Q4_0; break;
     default: break;
     }
     return ncols % block_of(type) == 0 ? type : CLEF_GGML_F16;
