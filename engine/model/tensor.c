@@ -207,6 +207,14 @@ clef_tensor_release(const clef_tensor *t)
     if (t == NULL || t->data == NULL) {
         return;
     }
+    if (t->n_runs == 0 && t->n_spans > 0) {
+        /* its columns taken from elsewhere in each stored row (a GGUF's
+         * reordered value heads): the stored rows, one after another */
+        release_bytes(t->data, (size_t) (t->numel / clef_tensor_cols(t))
+                               * (size_t) clef_dtype_bytes(t->dtype,
+                                                           clef_tensor_cols(t)));
+        return;
+    }
     if (t->n_runs == 0) {
         release_bytes(t->data, t->nbytes);
         return;
