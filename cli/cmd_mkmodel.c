@@ -69,7 +69,9 @@ usage(FILE *f)
                "  --text-only    no vision tower tensors (a model without images)\n"
                "  --gguf TYPE    one GGUF file as llama.cpp makes it: f32, f16, bf16,"
                " q8_0,\n"
-               "                 q4_0, q4_1, q5_0, q5_1, q6_k, q4_k_m, q5_k_m\n"
+               "                 q4_0, q4_1, q5_0, q5_1, q6_k, q4_k_m, q5_k_m;"
+               " iq4_xs,\n"
+               "                 q3_k_m with --sparse\n"
                "  --mmproj FILE  with --gguf: the vision tower into FILE (Clef"
                " Omni: and\n"
                "                 its audio tower)\n");

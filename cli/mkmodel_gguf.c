@@ -17,7 +17,7 @@
  *   f32             every tensor F32 (the converter's --outtype f32);
  *   f16, bf16       matrices in it; vectors, norms, the conv taps, the
  *                   type embedding and the tower's positions F32;
- *   q8_0 q4_0 q4_1 q5_0 q5_1 q6_k q4_k_m q5_k_m
+ *   q8_0 q4_0 q4_1 q5_0 q5_1 q6_k q4_k_m q5_k_m iq4_xs q3_k_m
  *                   llama-quantize's choice on the f32 file: the tensors it
  *                   quantizes (two dimensions or more, named "*weight", not
  *                   a norm, conv taps, positions or type embedding) in the
@@ -27,7 +27,15 @@
  *                   in its order (the non-block tensors by name, then each
  *                   block's by name); rows that are not a multiple of 256
  *                   fall back as it does (Q4_K -> Q5_0, Q5_K -> Q5_1,
- *                   Q6_K -> Q8_0).  Its tensors are written in that order.
+ *                   Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, Q3_K -> Q4_0).  Its
+ *                   tensors are written in that order.  iq4_xs (without
+ *                   an importance matrix: ffn_down Q5_K on the first
+ *                   eighth of the layers, attention values Q5_K where
+ *                   there are 4 query heads or more to a key head) and
+ *                   q3_k_m (attention values Q5_K on the first two, then
+ *                   Q4_K; attn_output Q4_K; ffn_down Q5_K on the first
+ *                   sixteenth, then Q4_K) have no quantizer here and are
+ *                   written --sparse only.
  * The mmproj file (the tower) holds its matrices in F16 (F32, BF16 when
  * TYPE is).  --sparse leaves the matrices' data as holes (all zeros, in
  * every type a valid block), the small tensors a reader computes from
@@ -42,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/dtype.h"
 #include "model/gguf_clef.h"
 #include "model/gguf_tokenizer.h"
 #include "model/gguf_write.h"
@@ -50,8 +59,8 @@
 /* llama.cpp's general.file_type values */
 enum {
     FT_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7,
-    FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q4_K_M = 15, FT_Q5_K_M = 17, FT_Q6_K = 18,
-    FT_BF16 = 32
+    FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q3_K_M = 12, FT_Q4_K_M = 15, FT_Q5_K_M = 17,
+    FT_Q6_K = 18, FT_IQ4_XS = 30, FT_BF16 = 32
 };
 
 typedef struct {
@@ -73,6 +82,8 @@ static const gguf_kind  kinds[] = {
     { "q6_k", FT_Q6_K, CLEF_GGML_Q6_K, 0 },
     { "q4_k_m", FT_Q4_K_M, CLEF_GGML_Q4_K, 1 },
     { "q5_k_m", FT_Q5_K_M, CLEF_GGML_Q5_K, 1 },
+    { "iq4_xs", FT_IQ4_XS, CLEF_GGML_IQ4_XS, 0 },
+    { "q3_k_m", FT_Q3_K_M, CLEF_GGML_Q3_K, 0 },
 };
 
 /* One tensor of the file: a canonical tensor, or a part of one. */
@@ -495,6 +506,8 @@ fallback(uint32_t type, int64_t ncols)
     case CLEF_GGML_Q4_K: type = CLEF_GGML_Q5_0; break;
     case CLEF_GGML_Q5_K: type = CLEF_GGML_Q5_1; break;
     case CLEF_GGML_Q6_K: type = CLEF_GGML_Q8_0; break;
+    case CLEF_GGML_IQ4_XS: type = CLEF_GGML_IQ4_NL; break;
+    case CLEF_GGML_Q3_K: type = CLEF_GGML_Q4_0; break;
     default: break;
     }
     return ncols % block_of(type) == 0 ? type : CLEF_GGML_F16;
@@ -504,6 +517,22 @@ static int
 more_bits(int i, int n)
 {
     return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* llama-quantize's type of layer i's ffn_down of n (t its base type). */
+static uint32_t
+ffn_down_type(const gguf_kind *k, uint32_t t, int i, int n)
+{
+    if (k->k_mix && more_bits(i, n)) {
+        return CLEF_GGML_Q6_K;
+    }
+    if (k->file_type == FT_Q3_K_M) {
+        return i < n / 16 ? CLEF_GGML_Q5_K : CLEF_GGML_Q4_K;
+    }
+    if (k->file_type == FT_IQ4_XS && i < n / 8) {
+        return CLEF_GGML_Q5_K;          /* without an importance matrix */
+    }
+    return t;
 }
 
 /* llama-quantize's order: the tensors outside blocks by name, then each
@@ -569,6 +598,14 @@ assign_types(mk_gguf *g, const gguf_kind *k, int first, int n, int tower)
         {
             if (k->k_mix && more_bits(i_wv, n_wv)) {
                 t = CLEF_GGML_Q6_K;
+            } else if (k->file_type == FT_Q3_K_M) {
+                t = i_wv < 2 ? CLEF_GGML_Q5_K : CLEF_GGML_Q4_K;
+            } else if (k->file_type == FT_IQ4_XS
+                       && g->tc->num_key_value_heads > 0
+                       && g->tc->num_attention_heads
+                          / g->tc->num_key_value_heads >= 4)
+            {
+                t = CLEF_GGML_Q5_K;
             }
             if (experts == 8) {
                 t = CLEF_GGML_Q8_0;     /* "trades just ~128MB" */
@@ -579,18 +616,20 @@ assign_types(mk_gguf *g, const gguf_kind *k, int first, int n, int tower)
                 t = CLEF_GGML_Q8_0;
             }
         } else if (has(p->name, "attn_output.weight")) {
-            if (experts == 8 && k->file_type == FT_Q4_K_M) {
+            if (experts == 8
+                && (k->file_type == FT_Q4_K_M || k->file_type == FT_Q3_K_M
+                    || k->file_type == FT_IQ4_XS))
+            {
                 t = CLEF_GGML_Q5_K;
+            } else if (experts != 8 && k->file_type == FT_Q3_K_M) {
+                t = CLEF_GGML_Q4_K;
             }
         } else if (has(p->name, "ffn_down")) {
             /* with experts, the layer is the name's block (llama-quantize
              * parses blk.N; the head's dec.blk.N it cannot, ours takes
              * N), else the count of ffn_down tensors so far */
-            if (k->k_mix && more_bits(experts > 1 ? p->block : i_down,
-                                      g->tc->num_hidden_layers))
-            {
-                t = CLEF_GGML_Q6_K;
-            }
+            t = ffn_down_type(k, t, experts > 1 ? p->block : i_down,
+                              g->tc->num_hidden_layers);
             i_down++;
         }
         p->type = fallback(t, p->ne[0]);
@@ -848,6 +887,28 @@ routes(const gtensor *p)
                || has(p->name, "ffn_gate_inp.weight"));
 }
 
+/* The first tensor whose rows would be quantized by a quantizer of a type
+ * read only (IQ4_XS, Q3_K: --sparse leaves such matrices as holes). */
+static const gtensor *
+unwritable(const mk_gguf *g)
+{
+    const clef_dtype_traits  *tr;
+    clef_dtype                dt;
+    int                       i;
+
+    for (i = 0; i < g->n; i++) {
+        if (g->a->sparse && !small(&g->t[i]) && !routes(&g->t[i])) {
+            continue;
+        }
+        if (clef_dtype_from_ggml((int) g->t[i].type, &dt) != 0
+            || (tr = clef_dtype_traits_of(dt)) == NULL || tr->from_f32 == NULL)
+        {
+            return &g->t[i];
+        }
+    }
+    return NULL;
+}
+
 static int
 write_file(const mk_gguf *g, clef_gguf_writer *w, int first, int n,
     const char *path, uint64_t *bytes)
@@ -899,7 +960,7 @@ mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_model_configs *cfg)
     }
     if (k == NULL) {
         fail("--gguf '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_1,"
-             " q5_0, q5_1, q6_k, q4_k_m, q5_k_m", a->type);
+             " q5_0, q5_1, q6_k, q4_k_m, q5_k_m, iq4_xs, q3_k_m", a->type);
         return 2;
     }
     memset(&g, 0, sizeof(g));
@@ -930,6 +991,11 @@ mkmodel_write_gguf(const mkmodel_gguf_args *a, const clef_model_configs *cfg)
     }
     assign_types(&g, k, 0, n_model, 0);
     assign_types(&g, k, n_model, g.n - n_model, 1);
+    if (unwritable(&g) != NULL) {
+        fail("--gguf %s: %s has no quantizer here (write it with --sparse)",
+             k->name, unwritable(&g)->name);
+        goto done;
+    }
 
     w = clef_gguf_writer_new();
     if (w == NULL

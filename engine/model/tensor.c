@@ -183,19 +183,51 @@ clef_tensor_has_shape(const clef_tensor *t, int ndim, const int64_t *shape)
     return 1;
 }
 
-void
-clef_tensor_release(const clef_tensor *t)
+/* The whole pages inside [p, p + n). */
+static void
+release_bytes(const void *p, size_t n)
 {
     uintptr_t  page = (uintptr_t) sysconf(_SC_PAGESIZE);
     uintptr_t  begin, end;
 
-    if (t == NULL || t->data == NULL || t->nbytes == 0) {
-        return;
-    }
-    begin = ((uintptr_t) t->data + page - 1) & ~(page - 1);
-    end = ((uintptr_t) t->data + t->nbytes) & ~(page - 1);
+    begin = ((uintptr_t) p + page - 1) & ~(page - 1);
+    end = ((uintptr_t) p + n) & ~(page - 1);
     if (end > begin) {
         /* advice only: a failure leaves the pages where they were */
         (void) madvise((void *) begin, end - begin, MADV_DONTNEED);
+    }
+}
+
+void
+clef_tensor_release(const clef_tensor *t)
+{
+    const clef_tensor_run  *r;
+    int                     i;
+
+    if (t == NULL || t->data == NULL) {
+        return;
+    }
+    if (t->n_runs == 0 && t->n_spans > 0) {
+        /* its columns taken from elsewhere in each stored row (a GGUF's
+         * reordered value heads): the stored rows, one after another */
+        release_bytes(t->data, (size_t) (t->numel / clef_tensor_cols(t))
+                               * (size_t) clef_dtype_bytes(t->dtype,
+                                                           clef_tensor_cols(t)));
+        return;
+    }
+    if (t->n_runs == 0) {
+        release_bytes(t->data, t->nbytes);
+        return;
+    }
+    /* a view's runs, each from its first row to the end of its last (a
+     * GGUF's q, k and v parts, its reordered value heads): pages of the
+     * same stored tensor only */
+    for (i = 0; i < t->n_runs; i++) {
+        r = &t->runs[i];
+        if (r->n > 0) {
+            release_bytes(r->data, (size_t) (r->n - 1) * r->stride
+                          + (size_t) clef_dtype_bytes(r->dtype,
+                                                      clef_tensor_cols(t)));
+        }
     }
 }

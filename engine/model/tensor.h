@@ -83,7 +83,9 @@ void clef_tensor_rows_to_f32(const clef_tensor *t, int64_t row, int64_t n, float
  * leave this process's memory (the kernel keeps them in the page cache and
  * maps them again if t is read later), so converting a checkpoint costs
  * the copy and not the copy plus the file.  Only whole pages inside t's
- * bytes are released: a neighbour's data is never touched.  t->data must
+ * bytes are released (a view's: each run's, from its first row to the end
+ * of its last, or with its columns reordered its stored rows): a
+ * neighbour's data is never touched.  t->data must
  * lie in a mapping of a file, as every tensor of a clef_model does
  * (released anonymous memory would read back as zeros). */
 void clef_tensor_release(const clef_tensor *t);

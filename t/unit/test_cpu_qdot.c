@@ -65,7 +65,7 @@ static const uint32_t  types[] = {
     CLEF_GGML_IQ4_NL, CLEF_GGML_Q3_K, CLEF_GGML_IQ3_S, CLEF_GGML_TQ1_0,
     CLEF_GGML_TQ2_0, CLEF_GGML_Q2_K, CLEF_GGML_IQ4_XS, CLEF_GGML_IQ3_XXS,
     CLEF_GGML_IQ2_XXS, CLEF_GGML_IQ2_XS, CLEF_GGML_IQ2_S, CLEF_GGML_IQ1_S,
-    CLEF_GGML_IQ1_M, CLEF_GGML_Q1_0, CLEF_GGML_Q2_0
+    CLEF_GGML_IQ1_M, CLEF_GGML_Q1_0, CLEF_GGML_Q2_0, CLEF_GGML_MXFP4
 };
 #define NTYPES  (int) (sizeof(types) / sizeof(types[0]))
 
@@ -131,6 +131,11 @@ random_blocks(uint32_t type, uint8_t *b, int64_t n)
         case CLEF_GGML_Q2_K:
             put_f16(b + 80, scale());
             put_f16(b + 82, scale());
+            break;
+        case CLEF_GGML_MXFP4:
+            /* scales 2^-18 .. 2^-3, and now and then the subnormal
+             * 2^-128 and 2^-127 */
+            b[0] = (uint8_t) (i % 7 == 3 ? i % 2 : 110 + rnd() % 16);
             break;
         case CLEF_GGML_IQ1_M:
             /* d in the top nibbles of the four u16 scales */
@@ -249,8 +254,8 @@ k_scale(const uint8_t *b, int s, int *sc, int *mn)
 }
 
 /* The integer form (quant.h) of a block of the types read as another's:
- * 0 for another type.  IQ4_NL's, Q1_0's, Q2_0's: its codes, scale 1, d its
- * fp16 field. */
+ * 0 for another type.  IQ4_NL's, Q1_0's, Q2_0's, MXFP4's: its codes, scale 1,
+ * d its fp16 field (MXFP4's 2^(e - 128), by ldexpf). */
 static int
 int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
 {
@@ -269,10 +274,18 @@ int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
     size_t  i;
 
     if (type == CLEF_GGML_IQ4_NL || type == CLEF_GGML_Q1_0
-        || type == CLEF_GGML_Q2_0)
+        || type == CLEF_GGML_Q2_0 || type == CLEF_GGML_MXFP4)
     {
+        f->d = f16at(b);
         if (type == CLEF_GGML_IQ4_NL) {
             clef_iq4_nl_codes(b, f->q);
+        } else if (type == CLEF_GGML_MXFP4) {
+            /* the doubled e2m1 values, times 2^(e - 128) */
+            for (i = 0; i < 16; i++) {
+                f->q[i] = clef_mxfp4_values[b[1 + i] & 0x0f];
+                f->q[i + 16] = clef_mxfp4_values[b[1 + i] >> 4];
+            }
+            f->d = ldexpf(1.0f, b[0] - 128);
         } else if (type == CLEF_GGML_Q1_0) {
             clef_q1_0_codes(b, f->q);
         } else {
@@ -280,7 +293,6 @@ int_form(uint32_t type, const uint8_t *b, clef_qk_int *f)
         }
         memset(f->sc, 1, sizeof(f->sc));
         memset(f->mn, 0, sizeof(f->mn));
-        f->d = f16at(b);
         f->dmin = 0;
         f->mins = 0;
         return 1;
@@ -320,8 +332,10 @@ model_int_form(uint32_t type, const uint8_t *w, const ablock *a, int64_t k,
         for (off = 0; off < 32; off++) {
             h[off / 16] += f.q[v + off] * a[j].q[off];
         }
-        if (type == CLEF_GGML_IQ4_NL || type == CLEF_GGML_IQ4_XS) {
-            /* NL4: one scale per 32 values, d * sc as an f32 */
+        if (type == CLEF_GGML_IQ4_NL || type == CLEF_GGML_IQ4_XS
+            || type == CLEF_GGML_MXFP4)
+        {
+            /* NL4, X4, MX4: one scale per 32 values, d * sc as an f32 */
             t = (float) (h[0] + h[1]) * (f.d * (float) f.sc[v / 16]);
             y = fmaf(t, a[j].d, y);
             continue;
@@ -588,6 +602,49 @@ check_quantizer(void)
           "model's (ties, infinity, NaN, subnormal; padding rows zero)");
 }
 
+/* The panels of the types kept as stored (qdot_kernel.h): bytes of 16
+ * rows of 4096 values, and a block of each at its largest codes and
+ * scales (the integer sums far from any limit, still the model's). */
+static void
+check_native(env *e)
+{
+    static const struct {
+        uint32_t  type;
+        size_t    bytes;           /* of one panel's 256-value block */
+    } native[] = {
+        { CLEF_GGML_IQ4_XS, 2208 },      /* 0.539 bytes a value */
+        { CLEF_GGML_Q3_K, 1824 },        /* 0.445 */
+        { CLEF_GGML_Q2_K, 1344 },        /* 0.328 */
+        { CLEF_GGML_IQ4_NL, 8 * 320 },   /* NL4, as before: 0.625 */
+    };
+    uint8_t      mx[17 * 16];
+    float        f[32 * 16];
+    clef_qk_int  form;
+    int64_t      r = 17;
+    size_t       i;
+    int          bad = 0, v;
+
+    /* MXFP4's integer form (the model's) is its dequantization */
+    random_blocks(CLEF_GGML_MXFP4, mx, 16);
+    clef_mxfp4_to_f32(mx, f, 32 * 16);
+    for (i = 0; i < 16; i++) {
+        int_form(CLEF_GGML_MXFP4, mx + 17 * i, &form);
+        for (v = 0; v < 32; v++) {
+            bad += !same_bits(form.d * (float) form.q[v], f[32 * i + v]);
+        }
+    }
+    CHECK(bad == 0, "MXFP4: codes times 2^(e - 128) are its values");
+    for (i = 0; i < sizeof(native) / sizeof(native[0]); i++) {
+        CHECK(clef_qdot_group_bytes(native[i].type, 16, 4096)
+              == 16 * native[i].bytes,
+              "%s: %zu bytes a panel's 256 values",
+              gtraits(native[i].type)->name, native[i].bytes);
+        extremes = 1;
+        one_case(e, &native[i].type, &r, 1, 512, 13, 1.0f, 0);
+        extremes = 0;
+    }
+}
+
 int
 main(void)
 {
@@ -621,6 +678,7 @@ main(void)
     e.scratch = malloc(clef_qdot_scratch_bytes(1024));
 
     check_quantizer();
+    check_native(&e);
 
     /* each type: every activation-row tail with one weight-row tail, and
      * every weight-row tail with one activation-row count */

@@ -164,6 +164,59 @@ test_mkmodel_sparse(void)
     clef_gguf_close(full);
 }
 
+/* iq4_xs and q3_k_m (--sparse only: no quantizer here): every tensor of
+ * the type and shape llama-quantize chose in its files of gg1
+ * (t/fixtures/gguf/types), and without --sparse a refusal. */
+static void
+test_mkmodel_small_types(void)
+{
+    static const char *const  kinds[] = { "iq4_xs", "q3_k_m" };
+    const clef_gguf_tensor   *t, *u;
+    clef_gguf                *g, *ref;
+    clef_error                err;
+    char                      out[600], path[600];
+    size_t                    i, k, same;
+    int                       d;
+
+    for (k = 0; k < 2; k++) {
+        snprintf(out, sizeof(out), "%s/mk.%s.gguf", dir, kinds[k]);
+        snprintf(path, sizeof(path), "%s/gguf/types/gg1.%s.gguf",
+                 check_fixtures(), kinds[k]);
+        CHECK(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
+                 " '%s/tokenizer/qwen3-trim' --seed 20 --gguf %s --out '%s'"
+                 " 2>/dev/null", check_fixtures(), check_fixtures(), kinds[k],
+                 out) != 0,
+              "mkmodel --gguf %s without --sparse: refused (no quantizer)",
+              kinds[k]);
+        CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json'"
+                     " --tokenizer '%s/tokenizer/qwen3-trim' --seed 20 --gguf %s"
+                     " --sparse --out '%s' >/dev/null", check_fixtures(),
+                     check_fixtures(), kinds[k], out), 0,
+                  "mkmodel --gguf %s --sparse", kinds[k]);
+        g = clef_gguf_open(out, CLEF_GGUF_HEADERS_ONLY, &err);
+        ref = clef_gguf_open(path, CLEF_GGUF_HEADERS_ONLY, &err);
+        same = 0;
+        for (i = 0; g != NULL && ref != NULL && i < clef_gguf_tensor_count(g);
+             i++)
+        {
+            t = clef_gguf_tensor_at(g, i);
+            u = clef_gguf_tensor_find(ref, t->name);
+            if (u == NULL || u->type != t->type || u->ndim != t->ndim) {
+                continue;
+            }
+            for (d = 0; d < t->ndim && u->ne[d] == t->ne[d]; d++) {
+            }
+            same += d == t->ndim;
+        }
+        CHECK(g != NULL && ref != NULL && same == clef_gguf_tensor_count(g)
+              && same == clef_gguf_tensor_count(ref),
+              "mkmodel --gguf %s: all %zu tensors of llama-quantize's types"
+              " and shapes", kinds[k], same);
+        clef_gguf_close(g);
+        clef_gguf_close(ref);
+    }
+}
+
 static void
 test_mkmodel_gguf(json_t *man)
 {
@@ -236,6 +289,7 @@ test_mkmodel_gguf(json_t *man)
         clef_gguf_clef_close(m);
     }
     test_mkmodel_sparse();
+    test_mkmodel_small_types();
     test_mkmodel_decide();
     CHECK_INT(sh("build/clef mkmodel --config '%s/models/gg1.json' --tokenizer"
                  " '%s/tokenizer/qwen3-trim' --seed 20 --gguf q3_k --out"

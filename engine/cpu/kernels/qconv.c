@@ -5,26 +5,30 @@
  * forms), so the same kernels, panels and tests serve both:
  *
  *   IQ4_NL  -> NL4   the indices as they are (0.625 bytes a value), the
- *   IQ4_XS           codebook looked up in registers: the scale d, or for
- *                    each 32 values of IQ4_XS d * (sc - 32), as an f32
+ *                    codebook looked up in registers, the scale d as an f32
+ *   MXFP4   -> MX4   the same with MXFP4's codebook (its e2m1 values
+ *                    doubled, integers), the scale 2^(e - 128) as an f32
  *   Q1_0    -> Q8_0  the same d; each 32 of its 128 (Q2_0: 64) values a
  *   Q2_0             block, the codes +-1 (-1 .. 2)
- *   Q3_K    -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
- *   IQ3_S            int8 scales (TQ1_0, TQ2_0: 1): (d * sc) * (q + 32 -
- *   TQ1_0            32) is the value each dequantizer gives, the same
- *   TQ2_0            products in the same order
+ *   IQ3_S   -> Q6_K  the same d; q + 32 as the 6-bit codes, sc as the
+ *   TQ1_0            int8 scales (TQ1_0, TQ2_0: 1): (d * sc) * (q + 32 -
+ *   TQ2_0            32) is the value each dequantizer gives, the same
+ *                    products in the same order
  *
- *   Q2_K, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M -> I8
- *   (I8M for Q2_K's minima): the integer form itself, the codebook's or
- *   the grid's elements expanded to int8 codes with their signs
+ *   IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M -> I8: the integer form
+ *   itself, the codebook's or the grid's elements expanded to int8 codes
+ *   with their signs
  *
  * The cost is the target's bytes per value in the panels (Q6_K's 0.82
- * bytes for Q3_K's 0.43, NL4's 0.625 for IQ4_NL's 0.56 and IQ4_XS's
- * 0.53, I8's 1.16 for IQ2_XXS's 0.26): the codes stay integers and
- * nothing is rounded.
+ * bytes for IQ3_S's 0.43, NL4's 0.625 for IQ4_NL's 0.56, I8's 1.16 for
+ * IQ2_XXS's 0.26): the codes stay integers and nothing is rounded.
+ * IQ4_XS, Q3_K and Q2_K, the bulk of the small files and of the dynamic
+ * mixes, have panels of their own instead (X4, Q3_K, Q2_K: qpack.c), their
+ * bits as stored, at 0.54, 0.45 and 0.33 bytes a value.
  */
 #include "cpu/kernels/qdot_kernel.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -71,7 +75,6 @@ q6k_block_of(const clef_qk_int *f, uint8_t *out)
         q6k_block_of(&f, out);                                               \
     }
 
-AS_Q6K(q3_k)
 AS_Q6K(iq3_s)
 AS_Q6K(tq1_0)
 AS_Q6K(tq2_0)
@@ -84,7 +87,6 @@ AS_Q6K(tq2_0)
         clef_##name##_int(b, (clef_qk_int *) (void *) out);                  \
     }
 
-AS_I8(q2_k)
 AS_I8(iq3_xxs)
 AS_I8(iq2_xxs)
 AS_I8(iq2_xs)
@@ -109,18 +111,12 @@ iq4_nl(const uint8_t *b, int part, uint8_t *out)
     nl4_of(clef_f16_to_f32(h), b + 2, out);
 }
 
-/* IQ4_XS's 32-value run `part`: its scale d * (sc - 32), exact in f32. */
+/* MXFP4: 2^(e - 128), exact in f32 (subnormal for e < 2) as ggml's
+ * e8m0_to_fp32_half, with the 16 bytes of indices. */
 static void
-iq4_xs(const uint8_t *b, int part, uint8_t *out)
+mxfp4(const uint8_t *b, int part, uint8_t *out)
 {
-    uint16_t  h, sh;
-    int       sc;
-
-    memcpy(&h, b, 2);
-    memcpy(&sh, b + 2, 2);
-    sc = (((b[4 + part / 2] >> (4 * (part % 2))) & 0x0f)
-          | (((sh >> (2 * part)) & 3) << 4)) - 32;
-    nl4_of(clef_f16_to_f32(h) * (float) sc, b + 8 + 16 * part, out);
+    nl4_of(ldexpf(1.0f, (int) b[0] - 128), b + 1, out);
 }
 
 /* Q8_0 block `part` (32 values) of a Q1_0 or Q2_0 block: the same d, the
@@ -161,14 +157,15 @@ static qd_source        sources[] = {
     { CLEF_GGML_Q5_K, QT_Q5_K, 0, 0, NULL },
     { CLEF_GGML_Q6_K, QT_Q6_K, 0, 0, NULL },
     { CLEF_GGML_IQ4_NL, QT_NL4, 0, 0, iq4_nl },
+    { CLEF_GGML_MXFP4, QT_MX4, 0, 0, mxfp4 },
     { CLEF_GGML_Q1_0, QT_Q8_0, 0, 0, q1_0 },
     { CLEF_GGML_Q2_0, QT_Q8_0, 0, 0, q2_0 },
-    { CLEF_GGML_Q3_K, QT_Q6_K, 0, 0, q3_k },
+    { CLEF_GGML_Q3_K, QT_Q3_K, 0, 0, NULL },
     { CLEF_GGML_IQ3_S, QT_Q6_K, 0, 0, iq3_s },
     { CLEF_GGML_TQ1_0, QT_Q6_K, 0, 0, tq1_0 },
     { CLEF_GGML_TQ2_0, QT_Q6_K, 0, 0, tq2_0 },
-    { CLEF_GGML_Q2_K, QT_I8M, 0, 0, q2_k },
-    { CLEF_GGML_IQ4_XS, QT_NL4, 0, 0, iq4_xs },
+    { CLEF_GGML_Q2_K, QT_Q2_K, 0, 0, NULL },
+    { CLEF_GGML_IQ4_XS, QT_X4, 0, 0, NULL },
     { CLEF_GGML_IQ3_XXS, QT_I8, 0, 0, iq3_xxs },
     { CLEF_GGML_IQ2_XXS, QT_I8, 0, 0, iq2_xxs },
     { CLEF_GGML_IQ2_XS, QT_I8, 0, 0, iq2_xs },

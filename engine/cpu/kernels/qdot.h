@@ -90,12 +90,12 @@ typedef struct {
 } clef_qdot_mat;
 
 /* 1 when rows of `cols` values of GGUF type `type` are multiplied here:
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; IQ4_NL and IQ4_XS as
- * codebook indices (NL4); Q1_0, Q2_0, Q3_K, IQ3_S, TQ1_0, TQ2_0 read as
- * Q8_0's or Q6_K's blocks; Q2_K, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S,
- * IQ1_M as int8 codes with int8 scales per 16 values (qconv.c); with cols
- * a whole number of its blocks.  MXFP4 and NVFP4 are not (their products
- * run at fp32). */
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, Q2_K; IQ4_NL,
+ * IQ4_XS and MXFP4 as codebook indices (NL4, X4, MX4); Q1_0, Q2_0, IQ3_S,
+ * TQ1_0, TQ2_0 read as Q8_0's or Q6_K's blocks; IQ3_XXS, IQ2_XXS, IQ2_XS,
+ * IQ2_S, IQ1_S, IQ1_M as int8 codes with int8 scales per 16 values
+ * (qconv.c); with cols a whole number of its blocks.  NVFP4 is not (its
+ * scale per 16 values is an e4m3: its products run at fp32). */
 int    clef_qdot_type_ok(uint32_t type, int64_t cols);
 
 /* Bytes a group of `rows` rows of `cols` values of `type` takes. */

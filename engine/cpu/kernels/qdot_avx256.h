@@ -23,6 +23,8 @@
 #define vi_mullo(a, b)    _mm256_mullo_epi32(a, b)
 #define vi_bcast(p)       _mm256_set1_epi32(*(const qd_i32 *) (p))
 #define vi_s8(p)          _mm256_cvtepi8_epi32(_mm_loadl_epi64((const void *) (p)))
+#define vi_u8(p)          _mm256_cvtepu8_epi32(_mm_loadl_epi64((const void *) (p)))
+#define vi_srli32(a, n)   _mm256_srli_epi32(a, n)
 #define vi_lut16(p)                                                          \
     _mm256_broadcastsi128_si256(_mm_loadu_si128((const void *) (p)))
 #define vi_shuffle8(t, i) _mm256_shuffle_epi8(t, i)

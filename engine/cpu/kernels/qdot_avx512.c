@@ -41,6 +41,8 @@ typedef int32_t  qd_i32 __attribute__((may_alias, aligned(1)));
 #define vi_mullo(a, b)    _mm512_mullo_epi32(a, b)
 #define vi_bcast(p)       _mm512_set1_epi32(*(const qd_i32 *) (p))
 #define vi_s8(p)          _mm512_cvtepi8_epi32(_mm_loadu_si128((const void *) (p)))
+#define vi_u8(p)          _mm512_cvtepu8_epi32(_mm_loadu_si128((const void *) (p)))
+#define vi_srli32(a, n)   _mm512_srli_epi32(a, n)
 #define vi_lut16(p)                                                          \
     _mm512_broadcast_i32x4(_mm_loadu_si128((const void *) (p)))
 #define vi_shuffle8(t, i) _mm512_shuffle_epi8(t, i)

@@ -34,8 +34,22 @@
  *          4j .. 4j+3, int8 codes) at 640 + 64 j: a 256-value integer
  *          form (model/quant.h) as it is, I8M the same with minima
  *   NL4    the block's scale as f32 [16] 0, chunks at 64: indices  320
- *          into IQ4_NL's codebook, as Q4_0's (IQ4_NL, and IQ4_XS's
- *          32-value runs with d * (sc - 32) as the scale)
+ *          into IQ4_NL's codebook, as Q4_0's (IQ4_NL's blocks;
+ *          MX4 the same into MXFP4's doubled e2m1 values, the scale
+ *          2^(e - 128))
+ *   X4     IQ4_XS's 256 values: d [16] 0, sc - 32 int8 [8][16] 32  2208
+ *          (one per 32 values), sub-block s's chunks at 160 +
+ *          64 (4s + c), indices into IQ4_NL's codebook as NL4's
+ *   Q3_K   d [16] 0, sc - 32 int8 [16][16] 32 (one per 16         1824
+ *          values), 2-bit steps of half h (128 values) at 288 +
+ *          64 (8h + c): bits 2j, 2j + 1 of byte (r, i) are
+ *          sub-block 4h + j's value 4c + i (the file's qs bytes 32h
+ *          + 4c + i as they are); sub-block s's third bits at 1312 +
+ *          64 s as a fifth-bit vector (below); codes q + 4 in 0..7
+ *   Q2_K   d [16] 0, dmin [16] 32, the file's scale bytes         1344
+ *          [16][16] at 64 (low nibble the scale, high the
+ *          minimum, one per 16 values), 2-bit steps as Q3_K's at
+ *          320
  *   Q6_K   d 0, sc[16][16] 32 (one per 16 values), low nibbles     3360
  *          of half h (128 values), quarter e in {0, 1}, chunk c at
  *          288 + 64 (16 h + 8 e + c): low = sub-block 4h + e's values
@@ -72,6 +86,10 @@ typedef enum {
     QT_I8,
     QT_I8M,
     QT_NL4,
+    QT_X4,
+    QT_Q3_K,
+    QT_Q2_K,
+    QT_MX4,
     QT_COUNT
 } qd_type;
 
@@ -86,6 +104,9 @@ typedef enum {
 #define QB_Q6_K   3360
 #define QB_I8     4736
 #define QB_NL4    320
+#define QB_X4     2208
+#define QB_Q3_K   1824
+#define QB_Q2_K   1344
 
 #define QK_SC     64      /* K types: sub-block scales */
 #define QK_MN     192     /* minima */
@@ -100,6 +121,14 @@ typedef enum {
 #define I8_MN     384
 #define I8_QS     640
 #define NL4_QS    64
+#define X4_SC     32
+#define X4_QS     160
+#define Q3_SC     32
+#define Q3_QS     288
+#define Q3_QH     1312
+#define Q2_DMIN   32
+#define Q2_SC     64
+#define Q2_QS     320
 
 /* An activation block's scale and sums. */
 typedef struct {

@@ -182,18 +182,15 @@ QD_FN(legacy)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
 }
 
 /*
- * NL4 (IQ4_NL's blocks, and IQ4_XS's 32-value runs): four chunks of 4-bit
- * indices into the 16 int8 values of a codebook (at lut), low nibbles
- * values 4c + i, high nibbles 16 + 4c + i, the codebook's values looked up
- * in registers (vpshufb) and multiplied as Q8_0's signed codes; the
- * block's scale an f32 (IQ4_XS's d * (sc - 32), exact).
+ * NL4's four chunks of 4-bit indices at q (low nibbles values 4c + i, high
+ * nibbles 16 + 4c + i) into the 16 int8 values of a codebook (lut), looked
+ * up in registers (vpshufb) and multiplied as Q8_0's signed codes, into I.
  */
 QD_TARGET QD_INLINE void
-QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
-    const int8_t *a, const clef_qdot_ameta *am, int mr, int nv, VI lut)
+QD_FN(nl4_dots)(VI (*I)[2], const uint8_t **q, const int *ho, const int8_t *a,
+    int mr, int nv, VI lut)
 {
     const VI  lo4 = vi_set8(0x0f);
-    VF        ws[2];
     VI        x, w;
     int       c, v, m_;
 
@@ -202,7 +199,7 @@ QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
     for (c = 0; c < 4; c++) {
         _Pragma("GCC unroll 2")
         for (v = 0; v < nv; v++) {
-            x = vi_load(blk[v] + NL4_QS + QD_STEP * c + QD_HALF_STEP(v));
+            x = vi_load(q[v] + QD_STEP * c + QD_HALF_STEP(v));
             w = vi_shuffle8(lut, vi_and(x, lo4));
             _Pragma("GCC unroll 12")
             for (m_ = 0; m_ < mr; m_++) {
@@ -215,10 +212,60 @@ QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
             }
         }
     }
+}
+
+/* NL4 (IQ4_NL's blocks): the indices, the block's scale an f32. */
+QD_TARGET QD_INLINE void
+QD_FN(nl4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
+    const int8_t *a, const clef_qdot_ameta *am, int mr, int nv, VI lut)
+{
+    const uint8_t  *q[2];
+    VF              ws[2];
+    int             v;
+
+    for (v = 0; v < nv; v++) {
+        q[v] = blk[v] + NL4_QS;
+    }
+    QD_FN(nl4_dots)(I, q, ho, a, mr, nv, lut);
     for (v = 0; v < nv; v++) {
         ws[v] = vf_load((const float *) (const void *) (blk[v] + ho[v] * 32));
     }
     QD_FN(finish)(F, I, ws, ws, 0, QD_Q8_SHIFT, am, mr, nv);
+}
+
+/*
+ * X4 (IQ4_XS's 256-value blocks as stored: 0.54 bytes a value against
+ * NL4's 0.625): per 32 values s, NL4's indices, and the scale d * (sc -
+ * 32) formed here from the fp16 d and the int8 sc - 32.  The product is
+ * exact in f32 (11 bits times 6), the very number NL4 kept per 32 values,
+ * so the same float steps on the same numbers: the same bits.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(x4)(VF (*F)[2], VI (*I)[2], const uint8_t **blk, const int *ho,
+    const int8_t *aq, const clef_qdot_ameta *am, int64_t ab, int mr, int nv,
+    VI lut)
+{
+    const uint8_t  *q[2];
+    VF              d[2], ws[2];
+    int             s, v;
+
+    for (v = 0; v < nv; v++) {
+        d[v] = vf_f16(blk[v] + ho[v] * 16);
+    }
+    /* not unrolled: s moves addresses only, and one sub-block's code
+     * stays in the loop buffer as NL4's block does */
+    _Pragma("GCC unroll 1")
+    for (s = 0; s < 8; s++) {
+        for (v = 0; v < nv; v++) {
+            q[v] = blk[v] + X4_QS + QD_STEP * 4 * s;
+        }
+        QD_FN(nl4_dots)(I, q, ho, aq + s * ab * 32, mr, nv, lut);
+        for (v = 0; v < nv; v++) {
+            ws[v] = vf_mul(d[v], vf_cvt(vi_s8(blk[v] + X4_SC + 16 * s
+                                              + ho[v] * 8)));
+        }
+        QD_FN(finish)(F, I, ws, ws, 0, QD_Q8_SHIFT, am + s * ab, mr, nv);
+    }
 }
 
 /* ---- the K types -------------------------------------------------------- */
@@ -635,6 +682,103 @@ QD_FN(i8)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
     }
 }
 
+/*
+ * Q3_K and Q2_K (q3 0) as stored, one 256-value block: per sub-block s =
+ * 4h + j, the 2-bit codes at bits 2j of half h's steps, Q3_K's third bits
+ * at bit 2 (codes q + 4, 0 .. 7); the two 16-value halves summed apart (I,
+ * J).  Q3_K: each half less 4 times its activation sum, times its int8
+ * scale, added, times d, fused with da: the integers and the float steps
+ * of the Q6_K block Q3_K was rewritten as (whose halves were less 32 times
+ * the sum, of the codes q + 32), so the same bits.  Q2_K: each half times
+ * its 4-bit scale, added, times d, fused with da, then mn0 s0 + mn1 (s -
+ * s0) times dmin taken off: the steps of the I8M form it was read as.
+ */
+QD_TARGET QD_INLINE void
+QD_FN(q23)(VF (*F)[2], VI (*I)[2], VI (*J)[2], const uint8_t **blk,
+    const int *ho, const int8_t *aq, const clef_qdot_ameta *am, int64_t ab,
+    int mr, int nv, int q3)
+{
+    const VI               lo2 = vi_set8(0x03), lo4 = vi_set8(0x0f);
+    const VI               b2 = vi_set8(0x04);
+    const int8_t          *a;
+    const clef_qdot_ameta *ms;
+    VF                     d[2], dmin[2], da, tt;
+    VI                     x, w, hb[2], sc0[2], sc1[2], mn0[2], mn1[2];
+    VI                     s0, s1, x0, x1, t;
+    int                    s, h, j, c, v, m, qs = q3 ? Q3_QS : Q2_QS;
+
+    for (v = 0; v < nv; v++) {
+        d[v] = vf_f16(blk[v] + ho[v] * 16);
+        dmin[v] = q3 ? d[v] : vf_f16(blk[v] + Q2_DMIN + ho[v] * 16);
+    }
+    _Pragma("GCC unroll 8")
+    for (s = 0; s < 8; s++) {
+        h = s / 4;
+        j = s % 4;
+        a = aq + s * ab * 32;
+        ms = am + s * ab;
+        QD_ZERO(I, mr, nv);
+        QD_ZERO(J, mr, nv);
+        for (v = 0; v < nv; v++) {
+            hb[v] = q3 ? vi_load(blk[v] + Q3_QH + QD_STEP * s + QD_HALF_STEP(v))
+                       : vi_zero();
+        }
+        _Pragma("GCC unroll 8")
+        for (c = 0; c < 8; c++) {
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                x = vi_load(blk[v] + qs + QD_STEP * (8 * h + c)
+                            + QD_HALF_STEP(v));
+                w = vi_and(vi_srli16(x, 2 * j), lo2);
+                if (q3) {
+                    /* the third bit of value 4c + i: bit c to bit 2 */
+                    x = c < 2 ? vi_slli16(hb[v], 2 - c)
+                              : vi_srli16(hb[v], c - 2);
+                    w = vi_or(w, vi_and(x, b2));
+                }
+                if (c < 4) {
+                    QD_DOTS(I, v, w, a + 4 * c, mr);
+                } else {
+                    QD_DOTS(J, v, w, a + 4 * c, mr);
+                }
+            }
+        }
+        for (v = 0; v < nv; v++) {
+            if (q3) {
+                sc0[v] = vi_s8(blk[v] + Q3_SC + 16 * (2 * s) + ho[v] * 8);
+                sc1[v] = vi_s8(blk[v] + Q3_SC + 16 * (2 * s + 1) + ho[v] * 8);
+                mn0[v] = mn1[v] = vi_zero();
+                continue;
+            }
+            x = vi_u8(blk[v] + Q2_SC + 16 * (2 * s) + ho[v] * 8);
+            sc0[v] = vi_and(x, lo4);
+            mn0[v] = vi_srli32(x, 4);
+            x = vi_u8(blk[v] + Q2_SC + 16 * (2 * s + 1) + ho[v] * 8);
+            sc1[v] = vi_and(x, lo4);
+            mn1[v] = vi_srli32(x, 4);
+        }
+        _Pragma("GCC unroll 12")
+        for (m = 0; m < mr; m++) {
+            da = vf_bcast(&ms[m].d);
+            s0 = vi_bcast(&ms[m].s0);
+            s1 = vi_sub(vi_bcast(&ms[m].s), s0);
+            _Pragma("GCC unroll 2")
+            for (v = 0; v < nv; v++) {
+                x0 = q3 ? vi_sub(I[m][v], vi_slli32(s0, 2)) : I[m][v];
+                x1 = q3 ? vi_sub(J[m][v], vi_slli32(s1, 2)) : J[m][v];
+                t = vi_add(vi_mullo(x0, sc0[v]), vi_mullo(x1, sc1[v]));
+                tt = vf_mul(vf_cvt(t), d[v]);
+                F[m][v] = vf_fma(tt, da, F[m][v]);
+                if (!q3) {
+                    t = vi_add(vi_mullo(mn0[v], s0), vi_mullo(mn1[v], s1));
+                    tt = vf_mul(vf_cvt(t), dmin[v]);
+                    F[m][v] = vf_fnma(tt, da, F[m][v]);
+                }
+            }
+        }
+    }
+}
+
 /* ---- the tile ------------------------------------------------------------ */
 
 QD_TARGET QD_INLINE void
@@ -669,13 +813,15 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
         }
     }
 
-    lut = type == QT_NL4 ? vi_lut16(clef_iq4nl_values) : vi_zero();
+    lut = type == QT_NL4 || type == QT_X4 ? vi_lut16(clef_iq4nl_values)
+          : type == QT_MX4 ? vi_lut16(clef_mxfp4_values) : vi_zero();
     for (b = 0; b < t->nb; b++) {
         for (v = 0; v < nv; v++) {
             blk[v] = vp[v] + (size_t) b * bb;
         }
         switch (type) {
         case QT_NL4:
+        case QT_MX4:
             QD_FN(nl4)(F, I, blk, ho, t->aq + b * ab * 32, t->am + b * ab, mr,
                        nv, lut);
             break;
@@ -705,6 +851,17 @@ QD_FN(run)(const clef_qdot_tile *t, qd_type type, int mr, int nv)
             ms = t->am + b * 8 * ab;
             QD_FN(k45)(F, I, blk, ho, a, ms, ab, mr, nv, type == QT_Q5_K,
                        type == QT_Q5_K ? QD_G16_Q5K : QD_G16_Q4K);
+            break;
+        case QT_X4:
+            a = t->aq + b * 8 * ab * 32;
+            ms = t->am + b * 8 * ab;
+            QD_FN(x4)(F, I, blk, ho, a, ms, ab, mr, nv, lut);
+            break;
+        case QT_Q3_K:
+        case QT_Q2_K:
+            a = t->aq + b * 8 * ab * 32;
+            ms = t->am + b * 8 * ab;
+            QD_FN(q23)(F, I, J, blk, ho, a, ms, ab, mr, nv, type == QT_Q3_K);
             break;
         case QT_I8:
         case QT_I8M:
@@ -752,6 +909,10 @@ QD_ENTRY(t_q6_k, QT_Q6_K, QD_MRQ6, QD_NV)
 QD_ENTRY(t_i8, QT_I8, QD_MR6, QD_NV)
 QD_ENTRY(t_i8m, QT_I8M, QD_MR6, QD_NV)
 QD_ENTRY(t_nl4, QT_NL4, QD_MR, QD_NV)
+QD_ENTRY(t_x4, QT_X4, QD_MR, QD_NV)
+QD_ENTRY(t_q3_k, QT_Q3_K, QD_MR6, QD_NV)
+QD_ENTRY(t_q2_k, QT_Q2_K, QD_MR6, QD_NV)
+QD_ENTRY(t_mx4, QT_MX4, QD_MR, QD_NV)
 #if QD_HALF
 QD_ENTRY(h_q8_0, QT_Q8_0, QD_MR, QD_NV / 2)
 QD_ENTRY(h_q4_0, QT_Q4_0, QD_MR, QD_NV / 2)
@@ -764,10 +925,15 @@ QD_ENTRY(h_q6_k, QT_Q6_K, QD_MRQ6, QD_NV / 2)
 QD_ENTRY(h_i8, QT_I8, QD_MR6, QD_NV / 2)
 QD_ENTRY(h_i8m, QT_I8M, QD_MR6, QD_NV / 2)
 QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
+QD_ENTRY(h_x4, QT_X4, QD_MR, QD_NV / 2)
+QD_ENTRY(h_q3_k, QT_Q3_K, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_q2_k, QT_Q2_K, QD_MR6, QD_NV / 2)
+QD_ENTRY(h_mx4, QT_MX4, QD_MR, QD_NV / 2)
 #define QD_HALVES                                                            \
     { QD_FN(h_q8_0), QD_FN(h_q4_0), QD_FN(h_q4_1), QD_FN(h_q5_0),            \
       QD_FN(h_q5_1), QD_FN(h_q4_k), QD_FN(h_q5_k), QD_FN(h_q6_k),            \
-      QD_FN(h_i8), QD_FN(h_i8m), QD_FN(h_nl4) }
+      QD_FN(h_i8), QD_FN(h_i8m), QD_FN(h_nl4), QD_FN(h_x4),                  \
+      QD_FN(h_q3_k), QD_FN(h_q2_k), QD_FN(h_mx4) }
 #else
 #define QD_HALVES  { NULL }
 #endif
@@ -775,8 +941,9 @@ QD_ENTRY(h_nl4, QT_NL4, QD_MR, QD_NV / 2)
 #define QD_TILES                                                             \
     { QD_FN(t_q8_0), QD_FN(t_q4_0), QD_FN(t_q4_1), QD_FN(t_q5_0),            \
       QD_FN(t_q5_1), QD_FN(t_q4_k), QD_FN(t_q5_k), QD_FN(t_q6_k),            \
-      QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4) }
+      QD_FN(t_i8), QD_FN(t_i8m), QD_FN(t_nl4), QD_FN(t_x4),                  \
+      QD_FN(t_q3_k), QD_FN(t_q2_k), QD_FN(t_mx4) }
 
 #define QD_MRS                                                               \
     { QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MR, QD_MRQ6, QD_MR6,      \
-      QD_MR6, QD_MR }
+      QD_MR6, QD_MR, QD_MR, QD_MR6, QD_MR6, QD_MR }

@@ -17,12 +17,12 @@
 
 const int  qd_block_values[QT_COUNT] = {
     32, 32, 32, 32, 32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K,
-    32
+    32, CLEF_QK_K, CLEF_QK_K, CLEF_QK_K, 32
 };
 
 const int  qd_block_bytes[QT_COUNT] = {
     QB_Q8_0, QB_Q4_0, QB_Q4_1, QB_Q5_0, QB_Q5_1, QB_Q4_K, QB_Q5_K, QB_Q6_K,
-    QB_I8, QB_I8, QB_NL4
+    QB_I8, QB_I8, QB_NL4, QB_X4, QB_Q3_K, QB_Q2_K, QB_NL4
 };
 
 int
@@ -274,6 +274,72 @@ nl4_block(const uint8_t *b, uint8_t *o, int l)
     }
 }
 
+/* X4: IQ4_XS's fp16 d, its 6-bit scales less 32 a byte each (sc's low
+ * nibble in byte s / 2 of scales_l, its high two bits at 2s of
+ * scales_h), the 32-value runs' indices as NL4's chunks. */
+static void
+x4_block(const uint8_t *b, uint8_t *o, int l)
+{
+    uint16_t  sh;
+    int       s, j;
+
+    put16(o, l, b);
+    memcpy(&sh, b + 2, 2);
+    for (s = 0; s < 8; s++) {
+        o[X4_SC + 16 * s + l] = (uint8_t) ((((b[4 + s / 2] >> (4 * (s % 2)))
+                                             & 0x0f)
+                                            | (((sh >> (2 * s)) & 3) << 4))
+                                           - 32);
+        for (j = 0; j < 4; j++) {
+            put4(o + X4_QS, 4 * s + j, l, b + 8 + 16 * s + 4 * j);
+        }
+    }
+}
+
+/* Q3_K (model/quant_k_low.c's layout): d, the 6-bit scales less 32 a byte
+ * each, qs's 64 bytes as the 2-bit steps in order (half h's step c is
+ * bytes 32h + 4c ..), hmask's third bits (bit s of byte v: sub-block s's
+ * value v) regrouped per sub-block. */
+static void
+q3k_block(const uint8_t *b, uint8_t *o, int l)
+{
+    const uint8_t  *sb = b + 96;
+    uint32_t        bits;
+    int             k, j, s, v;
+
+    put16(o, l, b + 108);
+    for (k = 0; k < 16; k++) {
+        o[Q3_SC + 16 * k + l] = (uint8_t) ((((sb[k % 8] >> (4 * (k / 8))) & 0x0f)
+                                            | (((sb[8 + k % 4] >> (2 * (k / 4)))
+                                                & 3) << 4))
+                                           - 32);
+    }
+    for (j = 0; j < 16; j++) {
+        put4(o + Q3_QS, j, l, b + 32 + 4 * j);
+    }
+    for (s = 0; s < 8; s++) {
+        bits = 0;
+        for (v = 0; v < 32; v++) {
+            bits |= (uint32_t) ((b[v] >> s) & 1) << v;
+        }
+        put_bits5(o + Q3_QH + QD_STEP * s, l, bits);
+    }
+}
+
+/* Q2_K: d, dmin, the 16 scale bytes as stored, qs as Q3_K's. */
+static void
+q2k_block(const uint8_t *b, uint8_t *o, int l)
+{
+    int  j;
+
+    put16(o, l, b + 80);
+    put16(o + Q2_DMIN, l, b + 82);
+    for (j = 0; j < 16; j++) {
+        o[Q2_SC + 16 * j + l] = b[j];
+        put4(o + Q2_QS, j, l, b + 16 + 4 * j);
+    }
+}
+
 /* One row's nb blocks (at rb, of the GGUF type ggml) into lane l of a
  * panel. */
 static void
@@ -299,8 +365,14 @@ pack_row(uint32_t ggml, int64_t nb, const uint8_t *rb, uint8_t *panel, int l)
         }
         if (t == QT_I8 || t == QT_I8M) {
             i8_block(&conv.form, o, l);
-        } else if (t == QT_NL4) {
+        } else if (t == QT_NL4 || t == QT_MX4) {
             nl4_block(b, o, l);
+        } else if (t == QT_X4) {
+            x4_block(b, o, l);
+        } else if (t == QT_Q3_K) {
+            q3k_block(b, o, l);
+        } else if (t == QT_Q2_K) {
+            q2k_block(b, o, l);
         } else if (t <= QT_Q5_1) {
             legacy_block(t, b, o, l);
         } else if (t == QT_Q6_K) {

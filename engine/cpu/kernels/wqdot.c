@@ -325,10 +325,10 @@ clef_cpu_wqdot_add(clef_cpu_wpack *w, clef_cpu_pool *pool, int64_t row,
             return -1;
         }
     }
-    if (clef_tensor_is_plain(t)) {
-        /* packed: the file's pages of it leave the process */
-        clef_tensor_release(t);
-    }
+    /* packed: the file's pages of it leave the process (a view's too: a
+     * GGUF's q, k, v parts and reordered value heads, a third of a 27B
+     * file's delta-rule matrices) */
+    clef_tensor_release(t);
     return 0;
 }
 
