@@ -10,7 +10,8 @@
 
 
 /* /v1/models' "weight_types": what the matrices are stored as, the
- * largest share first: [{"type":"Q4_K","matrices":N,"bytes":B}, ...]
+ * largest share first, with what they take in memory at precision=q8:
+ * [{"type":"Q4_K","matrices":N,"bytes":B,"bytes_q8":Q}, ...]
  * (lm_head left out: a decision model never reads it).  Made once, when
  * the configuration is read. */
 ngx_int_t
@@ -21,19 +22,19 @@ ngx_http_clef_weight_types(ngx_conf_t *cf, ngx_http_clef_model_t *m,
     u_char                  *p, *last;
     int                      i;
 
-    m->weight_types.data = ngx_pnalloc(cf->pool, 2 + 80 * info->n_types);
+    m->weight_types.data = ngx_pnalloc(cf->pool, 2 + 112 * info->n_types);
     if (m->weight_types.data == NULL) {
         return NGX_ERROR;
     }
     p = m->weight_types.data;
-    last = p + 1 + 80 * info->n_types;    /* room for the ']' */
+    last = p + 1 + 112 * info->n_types;    /* room for the ']' */
     *p++ = '[';
     for (i = 0; i < info->n_types; i++) {
         t = &info->types[i];
         p = ngx_slprintf(p, last, "%s{\"type\":\"%s\",\"matrices\":%d,"
-                         "\"bytes\":%L}", i ? "," : "",
+                         "\"bytes\":%L,\"bytes_q8\":%L}", i ? "," : "",
                          clef_dtype_name(t->dtype), t->tensors,
-                         (int64_t) t->bytes);
+                         (int64_t) t->bytes, (int64_t) t->q8_bytes);
     }
     *p++ = ']';
     m->weight_types.len = p - m->weight_types.data;

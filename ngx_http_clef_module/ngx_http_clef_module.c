@@ -715,11 +715,14 @@ ngx_http_clef_model_path(ngx_conf_t *cf, ngx_http_clef_model_t *m,
 }
 
 
-/* Why the model computes at m->computes_in, for `nginx -t`. */
+/* Why the model computes at m->computes_in, for `nginx -t`, into
+ * buf. */
 static const char *
 ngx_http_clef_precision_why(const ngx_http_clef_model_t *m,
-    const clef_model_info *info)
+    const clef_model_info *info, char *buf, size_t size)
 {
+    double  unit;
+
     if (m->precision != CLEF_PRECISION_DEFAULT) {
         return "precision= in the configuration";
     }
@@ -728,9 +731,21 @@ ngx_http_clef_precision_why(const ngx_http_clef_model_t *m,
                "within 5e-2 of the exact ones; precision=fp32 computes "
                "exactly";
     }
+    if (m->computes_in == CLEF_PRECISION_FP32
+        && info->kind == CLEF_WEIGHTS_BLOCKS_EXPANDED)
+    {
+        /* GB, or MB for a small (test) model, decimal as disks count */
+        unit = info->q8_bytes >= 1000000000 ? 1e9 : 1e6;
+        (void) snprintf(buf, size, "the default for block types q8 "
+                        "expands: its integer products would keep the "
+                        "matrices in %.2f %s against the file's %.2f %s; "
+                        "precision=q8 multiplies faster",
+                        (double) info->q8_bytes / unit, unit > 1e6 ? "GB" : "MB",
+                        (double) info->bytes / unit, unit > 1e6 ? "GB" : "MB");
+        return buf;
+    }
     if (m->computes_in == CLEF_PRECISION_FP32) {
-        return info->block_quantized ? "the backend's default"
-               : "the default for float weights: exact";
+        return "the default for float weights: exact";
     }
     return "the backend's default";
 }
@@ -744,6 +759,7 @@ ngx_http_clef_model_inspect(ngx_conf_t *cf, ngx_http_clef_model_t *m,
 {
     clef_error  err;
     int         rc;
+    char        why[256];
 
     /* tp must divide every sharded count of this model (nginx -t says
      * which one it does not) */
@@ -787,13 +803,14 @@ ngx_http_clef_model_inspect(ngx_conf_t *cf, ngx_http_clef_model_t *m,
      * says which, and why, since the two differ in speed and exactness */
     m->computes_in = clef_backend_precision((char *) m->backend.data,
                                             m->backend.len, m->precision,
-                                            info->block_quantized);
+                                            info->kind);
     if (ngx_test_config) {
         ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0, "clef_model \"%V\": %V "
                            "weights, backend=%V computes at precision %s "
                            "(%s)", &m->name, &m->weights, &m->backend,
                            clef_precision_name(m->computes_in),
-                           ngx_http_clef_precision_why(m, info));
+                           ngx_http_clef_precision_why(m, info, why,
+                                                       sizeof(why)));
     }
     return ngx_http_clef_weight_types(cf, m, info);
 }

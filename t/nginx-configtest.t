@@ -12,7 +12,7 @@ use ClefNginx;
 
 my $model = ClefNginx->model_dir(1);
 
-plan tests => 13;
+plan tests => 15;
 
 # the module alone loads into the packaged binary
 {
@@ -83,6 +83,11 @@ for my $t (["clef_model tiny $gguf/gg1.q4_k_m.gguf;",
            ["clef_model tiny $gguf/gg1.f16.gguf mmproj=$gguf/gg1.mmproj.gguf;",
             'F16 weights, backend=cpu computes at precision fp32 (the default '
             . 'for float weights: exact)'],
+           ["clef_model tiny $gguf/types/gg1.iq2_xxs.gguf;",
+            'IQ2_XXS weights, backend=cpu computes at precision fp32 (the '
+            . 'default for block types q8 expands: its integer products '
+            . 'would keep the matrices in 0.23 MB against the file\'s 0.16 '
+            . 'MB; precision=q8 multiplies faster)'],
            ["clef_model tiny $gguf/gg1.q4_k_m.gguf precision=fp32;",
             'Q4_K_M weights, backend=cpu computes at precision fp32 '
             . '(precision= in the configuration)'])

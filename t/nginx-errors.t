@@ -437,4 +437,4 @@ Accept-Encoding: gzip, deflate
 GET /v1/models
 --- error_code: 200
 --- response_body canon_json
-{"models":[{"name":"clef-tiny","description":"Clef decision model clef-tiny: 4 layers, hidden size 64, BF16 weights, cpu backend; text only","release_date":"RELEASE_DATE","weights":"BF16","weight_types":[{"type":"BF16","matrices":64,"bytes":19895168}],"precision":"fp32","precision_default":true,"capabilities":["systemone"]}]}
+{"models":[{"name":"clef-tiny","description":"Clef decision model clef-tiny: 4 layers, hidden size 64, BF16 weights, cpu backend; text only","release_date":"RELEASE_DATE","weights":"BF16","weight_types":[{"type":"BF16","matrices":64,"bytes":19895168,"bytes_q8":19895168}],"precision":"fp32","precision_default":true,"capabilities":["systemone"]}]}

@@ -134,7 +134,7 @@ main::tone_request()
 --- request
 GET /v1/models
 --- error_code: 200
---- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"weights":"Q4_K_M","weight_types":\[\{"type":"Q5_0","matrices":80,"bytes":6842704\},\{"type":"F16","matrices":66,"bytes":474400\},\{"type":"F32","matrices":7,"bytes":205312\},\{"type":"Q8_0","matrices":11,"bytes":45696\},\{"type":"Q5_1","matrices":4,"bytes":24576\}\],"precision":"q8","precision_default":true,"capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
+--- response_body_like: "description":"Clef Omni decision model clef-omni: 4 layers, hidden size 64, Q4_K_M weights, cpu backend; text, images \(PNG, JPEG, WebP\), audio \(WAV, FLAC, MP3, Ogg, M4A/AAC, WebM\) and videos with their sound \(MP4, Matroska, WebM\)".*"weights":"Q4_K_M","weight_types":\[\{"type":"Q5_0","matrices":80,"bytes":6842704,"bytes_q8":6842704\},\{"type":"F16","matrices":66,"bytes":474400,"bytes_q8":474400\},\{"type":"F32","matrices":7,"bytes":205312,"bytes_q8":205312\},\{"type":"Q8_0","matrices":11,"bytes":45696,"bytes_q8":45696\},\{"type":"Q5_1","matrices":4,"bytes":24576,"bytes_q8":24576\}\],"precision":"q8","precision_default":true,"capabilities":\["systemone","images","videos","audio"\],"max_images":4,"max_videos":2,"max_audio":4\}
 
 === TEST 5: precision=q8: the experts read in place, an image answered
 --- http_config

@@ -45,7 +45,7 @@ Content-Type: application/json
 GET /v1/models
 --- error_code: 200
 --- response_body_like chomp
-"weights":"Q4_K_M","weight_types":\[\{"type":"Q5_0","matrices":27,"bytes":160600\},\{"type":"Q6_K","matrices":2,"bytes":26880\},\{"type":"Q4_K","matrices":2,"bytes":18432\},\{"type":"Q8_0","matrices":2,"bytes":10880\},\{"type":"F32","matrices":3,"bytes":6656\}\],"precision":"q8","precision_default":true,"capabilities":\["systemone"\]\}\]\}$
+"weights":"Q4_K_M","weight_types":\[\{"type":"Q5_0","matrices":27,"bytes":160600,"bytes_q8":160600\},\{"type":"Q6_K","matrices":2,"bytes":26880,"bytes_q8":26880\},\{"type":"Q4_K","matrices":2,"bytes":18432,"bytes_q8":18944\},\{"type":"Q8_0","matrices":2,"bytes":10880,"bytes_q8":10880\},\{"type":"F32","matrices":3,"bytes":6656,"bytes_q8":6656\}\],"precision":"q8","precision_default":true,"capabilities":\["systemone"\]\}\]\}$
 
 === TEST 3: an F16 file with its mmproj: /v1/models says it takes images, and computes exactly by default
 --- http_config
@@ -55,7 +55,7 @@ GET /v1/models
 GET /v1/models
 --- error_code: 200
 --- response_body_like chomp
-"weights":"F16","weight_types":\[\{"type":"F16","matrices":40,"bytes":684352\},\{"type":"F32","matrices":4,"bytes":205184\}\],"precision":"fp32","precision_default":true,"capabilities":\["systemone","images"\]
+"weights":"F16","weight_types":\[\{"type":"F16","matrices":40,"bytes":684352,"bytes_q8":684352\},\{"type":"F32","matrices":4,"bytes":205184,"bytes_q8":205184\}\],"precision":"fp32","precision_default":true,"capabilities":\["systemone","images"\]
 
 === TEST 4: the F16 file with its mmproj answers a request
 --- http_config
@@ -89,7 +89,7 @@ Content-Type: application/json
 GET /v1/models
 --- error_code: 200
 --- response_body_like chomp
-"weights":"IQ4_XS","weight_types":\[\{"type":"IQ4_NL","matrices":29,"bytes":137160\},\{"type":"IQ4_XS","matrices":4,"bytes":34816\},\{"type":"F32","matrices":3,"bytes":6656\}\],"precision":"q8","precision_default":false,"capabilities":\["systemone"\]
+"weights":"IQ4_XS","weight_types":\[\{"type":"IQ4_NL","matrices":29,"bytes":137160,"bytes_q8":152400\},\{"type":"IQ4_XS","matrices":4,"bytes":34816,"bytes_q8":35328\},\{"type":"F32","matrices":3,"bytes":6656,"bytes_q8":6656\}\],"precision":"q8","precision_default":false,"capabilities":\["systemone"\]
 
 === TEST 7: a dynamic mix (IQ4_XS, IQ2_S, Q3_K, Q2_K beside IQ4_NL, Q5_0, Q8_0) answers at q8
 --- http_config

@@ -23,12 +23,14 @@
 static const clef_backend_entry  registry[] = {
     /* The CPU's default is exact (fp32) on a release and on a GGUF file
      * of float matrices, and the integer products (q8) on a
-     * block-quantized file: measured on the same Q4_K_M file, fp32 runs
-     * at 0.65-0.82x llama-server and q8 above 2x, and a block-quantized
-     * file is already an approximation of the model, which q8 stays
-     * within 5e-2 of and no further from than llama.cpp does
-     * (docs/design/precision.md, "The default").  precision=fp32 keeps
-     * the exact products on such a file. */
+     * block-quantized file whose types q8 keeps at about their size:
+     * measured on the same Q4_K_M file, fp32 runs at 0.65-0.82x
+     * llama-server and q8 well above it, and a block-quantized file is
+     * already an approximation of the model, which q8 stays within 5e-2
+     * of and no further from than llama.cpp does (docs/design/
+     * precision.md, "The default").  A file of grid or 1-2 bit types
+     * (IQ2, IQ1, ...), which q8 expands several times, stays at fp32
+     * over its own pages.  precision= overrides either way. */
     { "cpu", "fp32 on the CPU cores, a thread pool", 0, 1,
       CLEF_PRECISION_FP32, CLEF_PRECISION_Q8,
       CLEF_PRECISION_BIT(CLEF_PRECISION_FP32)
@@ -129,14 +131,14 @@ clef_backend_precision_refusal(const char *name, size_t len,
 
 clef_precision
 clef_backend_precision(const char *name, size_t len, clef_precision p,
-    int block_quantized)
+    clef_weights_kind kind)
 {
     const clef_backend_entry  *e = clef_backend_lookup(name, len);
 
     if (e == NULL || p != CLEF_PRECISION_DEFAULT) {
         return e != NULL ? p : CLEF_PRECISION_DEFAULT;
     }
-    return block_quantized ? e->precision_blocks : e->precision;
+    return kind == CLEF_WEIGHTS_BLOCKS ? e->precision_blocks : e->precision;
 }
 
 static pthread_once_t  names_once = PTHREAD_ONCE_INIT;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "base/precision.h"
+#include "model/dtype.h"
 
 #define CLEF_MAX_DEVICES  64      /* = CLEF_STATS_REPLICAS (stats.h) */
 
@@ -32,7 +33,9 @@ typedef struct {
                                       layout it cannot run) */
     clef_precision  precision;  /* what CLEF_PRECISION_DEFAULT means on it */
     clef_precision  precision_blocks;  /* and on a model whose matrices
-                                          are block-quantized (a GGUF
+                                          are block-quantized in types
+                                          q8 keeps at about their size
+                                          (CLEF_WEIGHTS_BLOCKS: a GGUF
                                           file's Q4_K_M, IQ4_XS, ...) */
     unsigned     precisions;    /* CLEF_PRECISION_BIT() of each it
                                    computes in (precision= names one) */
@@ -63,12 +66,11 @@ const char *clef_backend_precision_refusal(const char *name, size_t len,
     clef_precision p, char *why, size_t size);
 
 /* The precision the backend named name[0..len) computes in when asked
- * for p: p itself, or for CLEF_PRECISION_DEFAULT the backend's own for a
- * model that is (block_quantized 1) or is not block-quantized
- * (model.h's clef_model_block_quantized); CLEF_PRECISION_DEFAULT for a
- * name that is no backend. */
+ * for p: p itself, or for CLEF_PRECISION_DEFAULT the backend's own for
+ * weights of that kind (model.h's clef_model_weights_kind);
+ * CLEF_PRECISION_DEFAULT for a name that is no backend. */
 clef_precision clef_backend_precision(const char *name, size_t len,
-    clef_precision p, int block_quantized);
+    clef_precision p, clef_weights_kind kind);
 
 /* "cpu, cuda": the names, for messages. */
 const char *clef_backend_names(void);

@@ -175,7 +175,7 @@ cpu_open(const clef_model *m, const clef_backend_opts *o, clef_backend **out,
      * a block-quantized model (backend/registry.c says why) */
     b->prec = clef_backend_precision("cpu", 3, o != NULL ? o->precision
                                                          : CLEF_PRECISION_DEFAULT,
-                                     clef_model_block_quantized(m));
+                                     clef_model_weights_kind(m));
     /* the media towers and the joint head are not sharded: they run once,
      * on rank 0's thread and workers, before and after the ranks' forward */
     if (cpu_open_ranks(b, m, o, err) != 0) {

@@ -103,7 +103,23 @@ typedef struct {
     int         tensors;    /* matrices with rows of this type */
     int64_t     values;
     int64_t     bytes;      /* as stored */
+    int64_t     q8_bytes;   /* as the CPU's integer products keep them */
 } clef_weight_type;
+
+/* Bytes n values of a row of dt take at precision=q8 (the CPU's integer
+ * products' panels; model_types.c): a float type's and NVFP4's as
+ * stored. */
+int64_t     clef_dtype_q8_bytes(clef_dtype dt, int64_t n);
+
+/* How a model's matrices are stored, as its default precision sees it. */
+typedef enum {
+    CLEF_WEIGHTS_FLOAT = 0,         /* F32, F16, BF16 only */
+    CLEF_WEIGHTS_BLOCKS,            /* block types q8 keeps at about
+                                       their size (Q8_0, Q4_K, IQ4_XS, ...) */
+    CLEF_WEIGHTS_BLOCKS_EXPANDED    /* block types q8 would hold at more
+                                       than 1.2x the file's bytes (the
+                                       IQ2/IQ3 grids, IQ1, TQ, Q1_0) */
+} clef_weights_kind;
 
 /* Bytes of one element of a scalar type; 0 for a block type (use
  * clef_dtype_bytes) and outside the table. */

@@ -65,7 +65,8 @@ clef_model_inspect(const char *path, const char *mmproj, int tp,
     snprintf(info->container, sizeof(info->container), "%s",
              clef_model_container(m));
     clef_model_weights(m, info->weights, sizeof(info->weights));
-    info->block_quantized = clef_model_block_quantized(m);
+    info->kind = clef_model_weights_kind(m);
+    (void) clef_model_block_quantized(m, &info->bytes, &info->q8_bytes);
     info->n_types = inspect_types(m, info->types, 8);
     clef_devplan_rank_of(tc, clef_model_head_config(m), tp, 0, &info->gpu_rank);
     info->gpu_weights = clef_devplan_weights(tc, clef_model_head_config(m),

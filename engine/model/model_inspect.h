@@ -27,9 +27,10 @@ typedef struct {
     char                   container[24];     /* "release directory",
                                                  "GGUF file" */
     char                   weights[24];       /* "BF16", "Q4_K_M" */
-    int                    block_quantized;   /* a matrix in a GGUF block
-                                                 type: the CPU computes at
-                                                 q8 by default */
+    clef_weights_kind      kind;              /* what the default precision
+                                                 depends on (registry.h) */
+    int64_t                bytes, q8_bytes;   /* the matrices as stored, and
+                                                 as q8 keeps them */
     int                    n_types;           /* what the matrices are */
     clef_weight_type       types[8];          /* stored as, by bytes */
     clef_devplan_rank      gpu_rank;          /* the CUDA backend's rank 0

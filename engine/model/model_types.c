@@ -2,7 +2,7 @@
  * The census of the types a model's weights are stored in (model.h's
  * clef_model_weight_types): what `/v1/models` lists, and what decides
  * whether a block-quantized model gets the CPU's integer products by
- * default (backend/registry.h's clef_backend_default_precision).
+ * default (backend/registry.h's clef_backend_precision).
  */
 #include "model/model.h"
 
@@ -28,6 +28,41 @@ census_slot(clef_weight_type *out, int *n, int max, clef_dtype dt)
     return &out[(*n)++];
 }
 
+/*
+ * Bytes the CPU's integer products (precision=q8) keep of 256 values of a
+ * row in each block type: the panels of cpu/kernels/qpack.c, whose
+ * clef_qdot_group_bytes() these numbers must equal (test_cpu_qdot checks
+ * every row against it; the client library, which nginx -t runs, links
+ * no kernel).  0: a type q8 multiplies as at fp32, over the file's own
+ * pages (NVFP4).  Most types are kept as stored; the i-quants of grids
+ * and the ternary and 1-2 bit types are expanded to int8 codes.
+ */
+static const uint16_t  q8_bytes_256[CLEF_DTYPE_COUNT] = {
+    [CLEF_DTYPE_Q4_0] = 144,    [CLEF_DTYPE_Q4_1] = 160,
+    [CLEF_DTYPE_Q5_0] = 176,    [CLEF_DTYPE_Q5_1] = 192,
+    [CLEF_DTYPE_Q8_0] = 272,    [CLEF_DTYPE_Q4_K] = 148,
+    [CLEF_DTYPE_Q5_K] = 180,    [CLEF_DTYPE_Q6_K] = 210,
+    [CLEF_DTYPE_Q2_K] = 84,     [CLEF_DTYPE_Q3_K] = 114,
+    [CLEF_DTYPE_IQ4_NL] = 160,  [CLEF_DTYPE_IQ4_XS] = 138,
+    [CLEF_DTYPE_IQ3_XXS] = 296, [CLEF_DTYPE_IQ3_S] = 210,
+    [CLEF_DTYPE_IQ2_XXS] = 296, [CLEF_DTYPE_IQ2_XS] = 296,
+    [CLEF_DTYPE_IQ2_S] = 296,   [CLEF_DTYPE_IQ1_S] = 296,
+    [CLEF_DTYPE_IQ1_M] = 296,   [CLEF_DTYPE_TQ1_0] = 210,
+    [CLEF_DTYPE_TQ2_0] = 210,   [CLEF_DTYPE_MXFP4] = 160,
+    [CLEF_DTYPE_Q1_0] = 272,    [CLEF_DTYPE_Q2_0] = 272
+};
+
+int64_t
+clef_dtype_q8_bytes(clef_dtype dt, int64_t n)
+{
+    if ((unsigned) dt >= CLEF_DTYPE_COUNT || !clef_dtype_is_block(dt)
+        || q8_bytes_256[dt] == 0)
+    {
+        return clef_dtype_bytes(dt, n);
+    }
+    return n / 256 * q8_bytes_256[dt] + n % 256 * q8_bytes_256[dt] / 256;
+}
+
 /* Rows [row, row + rows) of t, `cols` values each, stored as dt. */
 static void
 census_add(clef_weight_type *out, int *n, int max, clef_dtype dt,
@@ -42,6 +77,7 @@ census_add(clef_weight_type *out, int *n, int max, clef_dtype dt,
     s->tensors += first;
     s->values += rows * cols;
     s->bytes += b > 0 ? rows * b : 0;
+    s->q8_bytes += b > 0 ? rows * clef_dtype_q8_bytes(dt, cols) : 0;
 }
 
 int
@@ -78,16 +114,34 @@ clef_model_weight_types(const clef_model *m, clef_weight_type *out, int max)
 }
 
 int
-clef_model_block_quantized(const clef_model *m)
+clef_model_block_quantized(const clef_model *m, int64_t *bytes,
+    int64_t *q8_bytes)
 {
     clef_weight_type  types[CLEF_DTYPE_COUNT];
-    int               i, n;
+    int               i, n, block = 0;
 
+    *bytes = *q8_bytes = 0;
     n = clef_model_weight_types(m, types, CLEF_DTYPE_COUNT);
     for (i = 0; i < n; i++) {
-        if (clef_dtype_is_block(types[i].dtype)) {
-            return 1;
-        }
+        block |= clef_dtype_is_block(types[i].dtype);
+        *bytes += types[i].bytes;
+        *q8_bytes += types[i].q8_bytes;
     }
-    return 0;
+    return block;
+}
+
+clef_weights_kind
+clef_model_weights_kind(const clef_model *m)
+{
+    int64_t  bytes, q8;
+
+    if (!clef_model_block_quantized(m, &bytes, &q8)) {
+        return CLEF_WEIGHTS_FLOAT;
+    }
+    /* q8 by default where its panels cost about what the file's pages
+     * do; a file of grid or 1-2 bit types, which q8 expands to int8
+     * codes (3-7x), stays exact over its own pages rather than surprise
+     * its user with several times its size in memory */
+    return q8 * 5 <= bytes * 6 ? CLEF_WEIGHTS_BLOCKS
+                               : CLEF_WEIGHTS_BLOCKS_EXPANDED;
 }

@@ -34,6 +34,7 @@
 #include "cpu/kernels/qdot.h"
 #include "cpu/kernels/qdot_kernel.h"
 #include "cpu/parallel/pool.h"
+#include "model/dtype.h"
 #include "model/quant.h"
 #include "model/tensor.h"
 
@@ -645,6 +646,39 @@ check_native(env *e)
     }
 }
 
+/* The bytes model/model_types.c says q8 keeps of each type (what nginx -t
+ * and /v1/models report, and what picks the default precision) are the
+ * panels' bytes here, type by type; a float type and NVFP4 (multiplied at
+ * fp32) as stored. */
+static void
+check_q8_bytes(void)
+{
+    int64_t     cols = 4096, want;
+    clef_dtype  dt;
+    const clef_dtype_traits  *tr;
+    int         bad = 0, n = 0;
+
+    for (dt = 0; dt < CLEF_DTYPE_COUNT; dt++) {
+        tr = clef_dtype_traits_of(dt);
+        if (tr == NULL || tr->ggml < 0 || tr->to_f32 == NULL) {
+            continue;
+        }
+        want = clef_qdot_type_ok((uint32_t) tr->ggml, cols)
+               ? (int64_t) clef_qdot_group_bytes((uint32_t) tr->ggml, 16, cols)
+                 / 16
+               : clef_dtype_bytes(dt, cols);
+        if (clef_dtype_q8_bytes(dt, cols) != want) {
+            printf("# %s: model_types.c says %lld bytes a row of %lld, the "
+                   "kernels keep %lld\n", tr->name,
+                   (long long) clef_dtype_q8_bytes(dt, cols), (long long) cols,
+                   (long long) want);
+            bad++;
+        }
+        n++;
+    }
+    CHECK(bad == 0 && n >= 28, "q8 bytes of each of %d types: the panels'", n);
+}
+
 int
 main(void)
 {
@@ -727,6 +761,7 @@ main(void)
     mt[2] = CLEF_GGML_Q6_K;
     mt[3] = CLEF_GGML_IQ2_XXS;
     one_case(&e, mt, mr, 4, 768, 21, 0.0f, 1);
+    check_q8_bytes();
 
     free(e.scratch);
     clef_cpu_pool_destroy(e.pools[0]);
