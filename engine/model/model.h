@@ -224,13 +224,11 @@ const clef_tensor *clef_model_tensor_at(const clef_model *m, int i,
 int clef_model_weight_types(const clef_model *m, clef_weight_type *out,
     int max);
 
-/* 1 when a matrix of the model is stored in a block type (GGUF's Q8_0,
- * Q4_K, IQ4_XS, ...): a model the CPU's integer products apply to; with
- * its matrices' bytes as stored and as the integer products keep them. */
-int clef_model_block_quantized(const clef_model *m, int64_t *bytes,
-    int64_t *q8_bytes);
-
-/* What the default precision of a backend depends on (registry.h). */
+/* What the default precision of a backend depends on (registry.h): of a
+ * census (all its types), with the matrices' bytes as stored and as the
+ * integer products keep them; of a model. */
+clef_weights_kind clef_weight_types_kind(const clef_weight_type *types,
+    int n, int64_t *bytes, int64_t *q8_bytes);
 clef_weights_kind clef_model_weights_kind(const clef_model *m);
 
 /* Backbone tensors by their canonical name, "model.language_model.…",

@@ -20,19 +20,22 @@ by_bytes(const void *a, const void *b)
                                 : (int) x->dtype - (int) y->dtype;
 }
 
-/* The model's types, the largest first, at most max of them (a file
- * mixes a handful: llama-quantize's _M files two or three). */
-static int
-inspect_types(const clef_model *m, clef_weight_type *out, int max)
+/* The model's types, one census: what its default precision depends on,
+ * and the largest of them first, as many as info keeps (a file mixes a
+ * handful: llama-quantize's _M files two or three). */
+static void
+inspect_types(const clef_model *m, clef_model_info *info)
 {
     clef_weight_type  all[CLEF_DTYPE_COUNT];
-    int               n;
+    int               n, keep;
 
     n = clef_model_weight_types(m, all, CLEF_DTYPE_COUNT);
+    info->kind = clef_weight_types_kind(all, n, &info->bytes,
+                                        &info->q8_bytes);
     qsort(all, (size_t) n, sizeof(all[0]), by_bytes);
-    n = n < max ? n : max;
-    memcpy(out, all, (size_t) n * sizeof(all[0]));
-    return n;
+    keep = (int) (sizeof(info->types) / sizeof(info->types[0]));
+    info->n_types = n < keep ? n : keep;
+    memcpy(info->types, all, (size_t) info->n_types * sizeof(all[0]));
 }
 
 int
@@ -65,9 +68,7 @@ clef_model_inspect(const char *path, const char *mmproj, int tp,
     snprintf(info->container, sizeof(info->container), "%s",
              clef_model_container(m));
     clef_model_weights(m, info->weights, sizeof(info->weights));
-    info->kind = clef_model_weights_kind(m);
-    (void) clef_model_block_quantized(m, &info->bytes, &info->q8_bytes);
-    info->n_types = inspect_types(m, info->types, 8);
+    inspect_types(m, info);
     clef_devplan_rank_of(tc, clef_model_head_config(m), tp, 0, &info->gpu_rank);
     info->gpu_weights = clef_devplan_weights(tc, clef_model_head_config(m),
                                              &info->gpu_rank);

@@ -113,35 +113,37 @@ clef_model_weight_types(const clef_model *m, clef_weight_type *out, int max)
     return n;
 }
 
-int
-clef_model_block_quantized(const clef_model *m, int64_t *bytes,
+clef_weights_kind
+clef_weight_types_kind(const clef_weight_type *types, int n, int64_t *bytes,
     int64_t *q8_bytes)
 {
-    clef_weight_type  types[CLEF_DTYPE_COUNT];
-    int               i, n, block = 0;
+    int  i, block = 0;
 
     *bytes = *q8_bytes = 0;
-    n = clef_model_weight_types(m, types, CLEF_DTYPE_COUNT);
     for (i = 0; i < n; i++) {
         block |= clef_dtype_is_block(types[i].dtype);
         *bytes += types[i].bytes;
         *q8_bytes += types[i].q8_bytes;
     }
-    return block;
-}
-
-clef_weights_kind
-clef_model_weights_kind(const clef_model *m)
-{
-    int64_t  bytes, q8;
-
-    if (!clef_model_block_quantized(m, &bytes, &q8)) {
+    if (!block) {
         return CLEF_WEIGHTS_FLOAT;
     }
     /* q8 by default where its panels cost about what the file's pages
      * do; a file of grid or 1-2 bit types, which q8 expands to int8
      * codes (3-7x), stays exact over its own pages rather than surprise
      * its user with several times its size in memory */
-    return q8 * 5 <= bytes * 6 ? CLEF_WEIGHTS_BLOCKS
-                               : CLEF_WEIGHTS_BLOCKS_EXPANDED;
+    return *q8_bytes * 5 <= *bytes * 6 ? CLEF_WEIGHTS_BLOCKS
+                                       : CLEF_WEIGHTS_BLOCKS_EXPANDED;
+}
+
+clef_weights_kind
+clef_model_weights_kind(const clef_model *m)
+{
+    clef_weight_type  types[CLEF_DTYPE_COUNT];
+    int64_t           bytes, q8;
+
+    return clef_weight_types_kind(types,
+                                  clef_model_weight_types(m, types,
+                                                          CLEF_DTYPE_COUNT),
+                                  &bytes, &q8);
 }

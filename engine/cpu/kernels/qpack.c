@@ -147,6 +147,23 @@ put_bits5(uint8_t *vec, int l, uint32_t qh)
     }
 }
 
+/* The 8 bit planes of 32 bytes (Q5_K's qh, Q3_K's hmask): plane s, bit s
+ * of each byte v as bit v, into the step s of row l at vec. */
+static void
+put_planes(uint8_t *vec, int l, const uint8_t *src)
+{
+    uint32_t  bits;
+    int       s, v;
+
+    for (s = 0; s < 8; s++) {
+        bits = 0;
+        for (v = 0; v < 32; v++) {
+            bits |= (uint32_t) ((src[v] >> s) & 1) << v;
+        }
+        put_bits5(vec + QD_STEP * s, l, bits);
+    }
+}
+
 static void
 legacy_block(int t, const uint8_t *b, uint8_t *o, int l)
 {
@@ -197,8 +214,7 @@ static void
 k45_block(int q5, const uint8_t *b, uint8_t *o, int l)
 {
     const uint8_t  *sc = b + 4, *qh = b + 16, *qs = q5 ? b + 48 : b + 16;
-    uint32_t        bits;
-    int             j, s, v;
+    int             j;
 
     put16(o, l, b);
     put16(o + 32, l, b + 2);
@@ -216,13 +232,7 @@ k45_block(int q5, const uint8_t *b, uint8_t *o, int l)
     if (!q5) {
         return;
     }
-    for (s = 0; s < 8; s++) {
-        bits = 0;
-        for (v = 0; v < 32; v++) {
-            bits |= (uint32_t) ((qh[v] >> s) & 1) << v;
-        }
-        put_bits5(o + QK_QH + QD_STEP * s, l, bits);
-    }
+    put_planes(o + QK_QH, l, qh);
 }
 
 /* Q6_K: ql's 128 bytes are the chunks of (half, quarter) in order, qh's
@@ -304,8 +314,7 @@ static void
 q3k_block(const uint8_t *b, uint8_t *o, int l)
 {
     const uint8_t  *sb = b + 96;
-    uint32_t        bits;
-    int             k, j, s, v;
+    int             k, j;
 
     put16(o, l, b + 108);
     for (k = 0; k < 16; k++) {
@@ -317,13 +326,7 @@ q3k_block(const uint8_t *b, uint8_t *o, int l)
     for (j = 0; j < 16; j++) {
         put4(o + Q3_QS, j, l, b + 32 + 4 * j);
     }
-    for (s = 0; s < 8; s++) {
-        bits = 0;
-        for (v = 0; v < 32; v++) {
-            bits |= (uint32_t) ((b[v] >> s) & 1) << v;
-        }
-        put_bits5(o + Q3_QH + QD_STEP * s, l, bits);
-    }
+    put_planes(o + Q3_QH, l, b);
 }
 
 /* Q2_K: d, dmin, the 16 scale bytes as stored, qs as Q3_K's. */
